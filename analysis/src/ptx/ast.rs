@@ -1,0 +1,203 @@
+//! PTX abstract syntax tree, borrowing all names from the source text.
+//!
+//! Owns: the shape of a parsed module (directives, functions, statements,
+//! instructions, operands) and small accessors on it. Does not own: semantics
+//! of instructions (which operands are defined, address spaces…); that is the
+//! `ir` module's job. Unknown instructions are kept as generic `Instruction`s.
+
+pub use super::lexer::Pos;
+
+#[derive(Debug, Default)]
+pub struct Module<'a> {
+    pub version: Option<&'a str>,
+    pub targets: Vec<&'a str>,
+    pub address_size: u32,
+    /// `.file N "path"` entries, in order of appearance.
+    pub files: Vec<FileEntry<'a>>,
+    /// Module-scope variables (`.global`, `.shared`, `.const`, …).
+    pub globals: Vec<VarDecl<'a>>,
+    pub functions: Vec<Function<'a>>,
+    /// `.section NAME { … }` blocks, kept as raw text (DWARF, decoded lazily).
+    pub sections: Vec<Section<'a>>,
+    /// Other module-level directives we keep but do not interpret.
+    pub other: Vec<(&'a str, Pos)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct FileEntry<'a> {
+    pub index: u32,
+    pub path: &'a str,
+}
+
+#[derive(Debug, Clone)]
+pub struct Section<'a> {
+    pub name: &'a str,
+    /// Text between the braces (or to the next section for GAS-style ones).
+    pub body: &'a str,
+    /// Position of the first byte of `body`.
+    pub body_pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub struct VarDecl<'a> {
+    pub linkage: Option<&'a str>,
+    /// State space, e.g. `.shared`.
+    pub space: &'a str,
+    pub align: Option<u32>,
+    pub vector: Option<&'a str>,
+    pub ty: &'a str,
+    pub name: &'a str,
+    /// Array dimensions; `None` for `[]`.
+    pub dims: Vec<Option<u64>>,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub struct Param<'a> {
+    /// `.param` or `.reg`.
+    pub space: &'a str,
+    pub ty: &'a str,
+    pub name: &'a str,
+    pub align: Option<u32>,
+    /// `.ptr .global` etc.: the pointee space, if given.
+    pub ptr_space: Option<&'a str>,
+    pub is_ptr: bool,
+    pub array: Option<u64>,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Perf {
+    pub maxntid: Option<[u32; 3]>,
+    pub reqntid: Option<[u32; 3]>,
+    pub minnctapersm: Option<u32>,
+    pub maxnreg: Option<u32>,
+}
+
+#[derive(Debug)]
+pub struct Function<'a> {
+    pub name: &'a str,
+    pub pos: Pos,
+    pub is_entry: bool,
+    pub linkage: Option<&'a str>,
+    pub returns: Vec<Param<'a>>,
+    pub params: Vec<Param<'a>>,
+    pub perf: Perf,
+    pub noreturn: bool,
+    /// `None` for a declaration (prototype) without a body.
+    pub body: Option<Vec<Stmt<'a>>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    pub file: u32,
+    pub line: u32,
+    pub col: u32,
+    /// `inlined_at F L C` (newer LLVM).
+    pub inlined_at: Option<(u32, u32, u32)>,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub struct RegDecl<'a> {
+    pub ty: &'a str,
+    pub vector: Option<&'a str>,
+    /// Name and, for `%r<5>`, the count of numbered registers.
+    pub names: Vec<(&'a str, Option<u32>)>,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub enum Stmt<'a> {
+    Label(&'a str, Pos),
+    Inst(Instruction<'a>),
+    Loc(Loc),
+    Reg(RegDecl<'a>),
+    Var(VarDecl<'a>),
+    Pragma(&'a str, Pos),
+    /// `{` opening a nested scope (inline asm, call sequences).
+    ScopeOpen(Pos),
+    ScopeClose(Pos),
+    /// `label: .branchtargets L1, L2, …;`
+    BranchTargets(Vec<&'a str>, Pos),
+    /// Another directive kept generically (`.callprototype`, `.file`, …).
+    Directive(&'a str, Pos),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guard<'a> {
+    pub negated: bool,
+    pub reg: &'a str,
+}
+
+#[derive(Debug, Clone)]
+pub struct Instruction<'a> {
+    pub guard: Option<Guard<'a>>,
+    /// Full dotted opcode, e.g. `ld.global.nc.v2.f32`.
+    pub opcode: &'a str,
+    pub operands: Vec<Operand<'a>>,
+    pub pos: Pos,
+}
+
+impl<'a> Instruction<'a> {
+    /// The base opcode without modifiers (`ld` for `ld.global.f32`).
+    pub fn op(&self) -> &'a str {
+        self.opcode.split('.').next().unwrap_or(self.opcode)
+    }
+    /// Modifiers after the base opcode (`global`, `f32` for `ld.global.f32`).
+    pub fn mods(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.opcode.split('.').skip(1)
+    }
+    pub fn has_mod(&self, m: &str) -> bool {
+        self.mods().any(|x| x == m)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand<'a> {
+    /// `%name`, or a name declared with `.reg`.
+    Reg(&'a str),
+    Imm(i64),
+    Float(f64),
+    /// A label, function, variable or other symbol.
+    Sym(&'a str),
+    /// `sym+off`
+    SymOff(&'a str, i64),
+    /// `[base+off]`, and `[a, b]` forms (texture) in `extra`.
+    Addr(Box<Address<'a>>),
+    /// `{a, b, …}` vector.
+    Vector(Vec<Operand<'a>>),
+    /// `(a, b, …)` parameter list of `call`.
+    List(Vec<Operand<'a>>),
+    /// `!%p`
+    Not(&'a str),
+    /// `%p|%q`
+    Pair(&'a str, &'a str),
+    /// `_`
+    Sink,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Address<'a> {
+    pub base: Option<Operand<'a>>,
+    pub offset: i64,
+    pub extra: Vec<Operand<'a>>,
+}
+
+impl<'a> Module<'a> {
+    /// Path of `.file` index `i`.
+    pub fn file(&self, i: u32) -> Option<&'a str> {
+        self.files.iter().rev().find(|f| f.index == i).map(|f| f.path)
+    }
+    pub fn section(&self, name: &str) -> Option<&Section<'a>> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+    /// Number of instructions in all function bodies.
+    pub fn instruction_count(&self) -> usize {
+        self.functions
+            .iter()
+            .filter_map(|f| f.body.as_ref())
+            .map(|b| b.iter().filter(|s| matches!(s, Stmt::Inst(_))).count())
+            .sum()
+    }
+}
