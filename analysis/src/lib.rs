@@ -8,4 +8,5 @@
 //! returns findings. It spawns no process, touches no file and prints nothing;
 //! Cargo, files and rendering belong to the `cargo-gpucheck` binary.
 
+pub mod ir;
 pub mod ptx;

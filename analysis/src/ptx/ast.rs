@@ -187,7 +187,11 @@ pub struct Address<'a> {
 impl<'a> Module<'a> {
     /// Path of `.file` index `i`.
     pub fn file(&self, i: u32) -> Option<&'a str> {
-        self.files.iter().rev().find(|f| f.index == i).map(|f| f.path)
+        self.files
+            .iter()
+            .rev()
+            .find(|f| f.index == i)
+            .map(|f| f.path)
     }
     pub fn section(&self, name: &str) -> Option<&Section<'a>> {
         self.sections.iter().find(|s| s.name == name)

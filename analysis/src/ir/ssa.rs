@@ -1,0 +1,343 @@
+//! SSA form over PTX virtual registers (Cytron et al.: phis at iterated
+//! dominance frontiers of semi-pruned global names, renaming along the
+//! dominator tree).
+//!
+//! Owns: the mapping from every register read and write to an SSA value,
+//! phi nodes, and def-use chains. A guarded write (`@%p mov %r, …`) is a new
+//! value that also depends on the value it may leave unchanged (`prior`).
+//! Does not own: what values mean (see `crate::divergence`).
+
+use super::cfg::Cfg;
+use super::semantics;
+use crate::ptx::Instruction;
+use std::collections::HashMap;
+
+pub type RegId = u32;
+pub type ValueId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueDef {
+    /// Written by instruction `inst` as its `slot`-th destination.
+    Inst { inst: u32, slot: u32 },
+    /// A phi node (index into `Ssa::phis`).
+    Phi(u32),
+    /// The value a register has on entry (special registers such as
+    /// `%tid.x`, `.reg` parameters of `.func`s, or never-written registers).
+    Entry(RegId),
+}
+
+#[derive(Debug, Clone)]
+pub struct Phi {
+    pub block: usize,
+    pub reg: RegId,
+    pub value: ValueId,
+    /// `(predecessor block, value)`
+    pub incoming: Vec<(usize, ValueId)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum User {
+    Inst(u32),
+    Phi(u32),
+}
+
+pub struct Ssa<'a> {
+    pub regs: Vec<&'a str>,
+    pub values: Vec<ValueDef>,
+    pub phis: Vec<Phi>,
+    pub block_phis: Vec<Vec<u32>>,
+    /// Flat per-instruction lists, indexed through `*_start`.
+    use_regs: Vec<RegId>,
+    use_vals: Vec<ValueId>,
+    use_start: Vec<u32>,
+    def_vals: Vec<ValueId>,
+    def_prior: Vec<Option<ValueId>>,
+    def_start: Vec<u32>,
+    pub users: Vec<Vec<User>>,
+}
+
+impl<'a> Ssa<'a> {
+    pub fn build(insts: &[&Instruction<'a>], cfg: &Cfg) -> Ssa<'a> {
+        let n = insts.len();
+        let nb = cfg.len();
+        let mut reg_index: HashMap<&'a str, RegId> = HashMap::new();
+        let mut regs: Vec<&'a str> = Vec::new();
+        let mut intern = |r: &'a str, regs: &mut Vec<&'a str>| -> RegId {
+            *reg_index.entry(r).or_insert_with(|| {
+                regs.push(r);
+                (regs.len() - 1) as RegId
+            })
+        };
+        let mut use_regs = Vec::with_capacity(n * 2);
+        let mut use_start = Vec::with_capacity(n + 1);
+        let mut def_regs = Vec::with_capacity(n);
+        let mut def_start = Vec::with_capacity(n + 1);
+        let mut tmp = Vec::new();
+        for inst in insts {
+            use_start.push(use_regs.len() as u32);
+            def_start.push(def_regs.len() as u32);
+            semantics::uses(inst, &mut tmp);
+            for r in &tmp {
+                use_regs.push(intern(r, &mut regs));
+            }
+            semantics::defs(inst, &mut tmp);
+            for r in &tmp {
+                def_regs.push(intern(r, &mut regs));
+            }
+        }
+        use_start.push(use_regs.len() as u32);
+        def_start.push(def_regs.len() as u32);
+        let nr = regs.len();
+
+        // def blocks and global names
+        let mut def_blocks: Vec<Vec<usize>> = vec![Vec::new(); nr];
+        let mut global = vec![false; nr];
+        let mut killed = vec![usize::MAX; nr];
+        for (b, blk) in cfg.blocks.iter().enumerate() {
+            for i in blk.start..blk.end {
+                for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
+                    if killed[r as usize] != b {
+                        global[r as usize] = true;
+                    }
+                }
+                for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
+                    // a guarded write does not kill the previous value
+                    if insts[i].guard.is_none() {
+                        killed[r as usize] = b;
+                    } else {
+                        global[r as usize] = true;
+                    }
+                    let db = &mut def_blocks[r as usize];
+                    if db.last() != Some(&b) {
+                        db.push(b);
+                    }
+                }
+            }
+        }
+        // dominance frontiers
+        let mut df: Vec<Vec<usize>> = vec![Vec::new(); nb];
+        for b in 0..nb {
+            if cfg.blocks[b].preds.len() < 2 || !cfg.reachable(b) {
+                continue;
+            }
+            let Some(idom_b) = cfg.idom(b) else { continue };
+            for &p in &cfg.blocks[b].preds {
+                if !cfg.reachable(p) {
+                    continue;
+                }
+                let mut runner = p;
+                while runner != idom_b {
+                    if df[runner].last() != Some(&b) {
+                        df[runner].push(b);
+                    }
+                    match cfg.idom(runner) {
+                        Some(x) if x != runner => runner = x,
+                        _ => break,
+                    }
+                }
+            }
+        }
+        // phi placement
+        let mut values: Vec<ValueDef> = Vec::with_capacity(n + 16);
+        let mut phis: Vec<Phi> = Vec::new();
+        let mut block_phis: Vec<Vec<u32>> = vec![Vec::new(); nb];
+        let mut has_phi = vec![usize::MAX; nb];
+        let mut in_work = vec![usize::MAX; nb];
+        let mut work = Vec::new();
+        for r in 0..nr {
+            if !global[r] || def_blocks[r].is_empty() {
+                continue;
+            }
+            work.clear();
+            for &b in &def_blocks[r] {
+                in_work[b] = r;
+                work.push(b);
+            }
+            while let Some(x) = work.pop() {
+                for &y in &df[x] {
+                    if has_phi[y] != r {
+                        has_phi[y] = r;
+                        let v = values.len() as ValueId;
+                        values.push(ValueDef::Phi(phis.len() as u32));
+                        block_phis[y].push(phis.len() as u32);
+                        phis.push(Phi {
+                            block: y,
+                            reg: r as RegId,
+                            value: v,
+                            incoming: Vec::new(),
+                        });
+                        if in_work[y] != r {
+                            in_work[y] = r;
+                            work.push(y);
+                        }
+                    }
+                }
+            }
+        }
+        // renaming along the dominator tree
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); nb];
+        for b in 0..nb {
+            if b != 0 && cfg.reachable(b) {
+                if let Some(d) = cfg.idom(b) {
+                    children[d].push(b);
+                }
+            }
+        }
+        let mut entry_val: Vec<Option<ValueId>> = vec![None; nr];
+        let mut stacks: Vec<Vec<ValueId>> = vec![Vec::new(); nr];
+        let mut use_vals = vec![0 as ValueId; use_regs.len()];
+        let mut def_vals = vec![0 as ValueId; def_regs.len()];
+        let mut def_prior = vec![None; def_regs.len()];
+        let mut top =
+            |r: RegId, stacks: &Vec<Vec<ValueId>>, values: &mut Vec<ValueDef>| -> ValueId {
+                match stacks[r as usize].last() {
+                    Some(v) => *v,
+                    None => *entry_val[r as usize].get_or_insert_with(|| {
+                        values.push(ValueDef::Entry(r));
+                        (values.len() - 1) as ValueId
+                    }),
+                }
+            };
+        // (block, entered?) stack; pushed registers logged for undo
+        let mut dfs: Vec<(usize, bool)> = vec![(0, false)];
+        let mut log: Vec<RegId> = Vec::new();
+        let mut marks: Vec<usize> = Vec::new();
+        // unreachable blocks are renamed too (from an empty state) so every use has a value
+        let mut roots: Vec<usize> = (1..nb).filter(|&b| !cfg.reachable(b)).collect();
+        roots.reverse();
+        loop {
+            let Some((b, entered)) = dfs.pop() else {
+                match roots.pop() {
+                    Some(r) => {
+                        dfs.push((r, false));
+                        continue;
+                    }
+                    None => break,
+                }
+            };
+            if entered {
+                let m = marks.pop().unwrap_or(0);
+                while log.len() > m {
+                    if let Some(r) = log.pop() {
+                        stacks[r as usize].pop();
+                    }
+                }
+                continue;
+            }
+            marks.push(log.len());
+            dfs.push((b, true));
+            for &p in &block_phis[b] {
+                let ph = &phis[p as usize];
+                stacks[ph.reg as usize].push(ph.value);
+                log.push(ph.reg);
+            }
+            let blk = &cfg.blocks[b];
+            for i in blk.start..blk.end {
+                for k in use_start[i] as usize..use_start[i + 1] as usize {
+                    use_vals[k] = top(use_regs[k], &stacks, &mut values);
+                }
+                for k in def_start[i] as usize..def_start[i + 1] as usize {
+                    let r = def_regs[k];
+                    if insts[i].guard.is_some() {
+                        def_prior[k] = Some(top(r, &stacks, &mut values));
+                    }
+                    let v = values.len() as ValueId;
+                    values.push(ValueDef::Inst {
+                        inst: i as u32,
+                        slot: (k - def_start[i] as usize) as u32,
+                    });
+                    def_vals[k] = v;
+                    stacks[r as usize].push(v);
+                    log.push(r);
+                }
+            }
+            for &s in &blk.succs {
+                for pi in 0..block_phis[s].len() {
+                    let p = block_phis[s][pi] as usize;
+                    let r = phis[p].reg;
+                    let v = top(r, &stacks, &mut values);
+                    phis[p].incoming.push((b, v));
+                }
+            }
+            if cfg.reachable(b) {
+                for &c in children[b].iter().rev() {
+                    dfs.push((c, false));
+                }
+            }
+        }
+        let mut users = vec![Vec::new(); values.len()];
+        for i in 0..n {
+            for k in use_start[i] as usize..use_start[i + 1] as usize {
+                let u = &mut users[use_vals[k] as usize];
+                if u.last() != Some(&User::Inst(i as u32)) {
+                    u.push(User::Inst(i as u32));
+                }
+            }
+            for k in def_start[i] as usize..def_start[i + 1] as usize {
+                if let Some(p) = def_prior[k] {
+                    users[p as usize].push(User::Inst(i as u32));
+                }
+            }
+        }
+        for (pi, p) in phis.iter().enumerate() {
+            for &(_, v) in &p.incoming {
+                users[v as usize].push(User::Phi(pi as u32));
+            }
+        }
+        Ssa {
+            regs,
+            values,
+            phis,
+            block_phis,
+            use_regs,
+            use_vals,
+            use_start,
+            def_vals,
+            def_prior,
+            def_start,
+            users,
+        }
+    }
+
+    /// SSA value read by instruction `inst` for register `reg` (by name).
+    pub fn use_of(&self, inst: usize, reg: &str) -> Option<ValueId> {
+        let (s, e) = (
+            self.use_start[inst] as usize,
+            self.use_start[inst + 1] as usize,
+        );
+        (s..e)
+            .find(|&k| self.regs[self.use_regs[k] as usize] == reg)
+            .map(|k| self.use_vals[k])
+    }
+
+    /// Values read by instruction `inst` (guard first, then operands in order).
+    pub fn uses(&self, inst: usize) -> &[ValueId] {
+        &self.use_vals[self.use_start[inst] as usize..self.use_start[inst + 1] as usize]
+    }
+
+    /// Values written by instruction `inst`, in destination order.
+    pub fn defs(&self, inst: usize) -> &[ValueId] {
+        &self.def_vals[self.def_start[inst] as usize..self.def_start[inst + 1] as usize]
+    }
+
+    /// For a guarded write: the value the register keeps when the guard is false.
+    pub fn prior(&self, inst: usize, slot: usize) -> Option<ValueId> {
+        self.def_prior
+            .get(self.def_start[inst] as usize + slot)
+            .copied()
+            .flatten()
+    }
+
+    /// Register of an SSA value.
+    pub fn reg_of(&self, v: ValueId, insts: &[&Instruction<'a>]) -> &'a str {
+        match self.values[v as usize] {
+            ValueDef::Entry(r) => self.regs[r as usize],
+            ValueDef::Phi(p) => self.regs[self.phis[p as usize].reg as usize],
+            ValueDef::Inst { inst, slot } => {
+                let mut tmp = Vec::new();
+                semantics::defs(insts[inst as usize], &mut tmp);
+                tmp.get(slot as usize).copied().unwrap_or("?")
+            }
+        }
+    }
+}
