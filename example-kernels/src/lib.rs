@@ -1,28 +1,17 @@
+//! Example kernels for cargo-gpucheck: one kernel per pattern, in good and
+//! bad twins. Lines that must produce a finding carry `//~ WARN lint` or
+//! `//~ ERROR lint` marks; the UI test (`tests/ui.rs`) fails on any missing
+//! or extra finding. Built for `nvptx64-nvidia-cuda` with the pinned nightly.
 #![no_std]
-#![feature(abi_ptx)]
-#![feature(stdarch_nvptx)]
+#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
+#![allow(clippy::missing_safety_doc)]
 
-use core::arch::nvptx;
+pub mod barriers;
+pub mod branches;
+pub mod seeds;
+mod gpu;
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     loop {}
-}
-
-#[inline(always)]
-fn tid() -> u32 {
-    unsafe { nvptx::_thread_idx_x() as u32 }
-}
-
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn odd_even(out: *mut f32, n: u32) {
-    let t = tid();
-    if t % 2 == 0 {
-        *out.add(t as usize) = 1.0;
-    } else {
-        *out.add(t as usize) = 2.0;
-    }
-    if t < n {
-        nvptx::_syncthreads();
-    }
 }

@@ -1,0 +1,233 @@
+//! The shared abstract domain: an affine form over thread coordinates.
+//!
+//! `v = c_x·tid.x + c_y·tid.y + c_z·tid.z + u` with exact integer
+//! coefficients (or `Sym`, a coefficient that is uniform but unknown) and a
+//! uniform remainder `u` (exact when known), or ⊤ (thread-dependent in a way
+//! the form cannot express). ⊤ remembers whether loaded data or other
+//! unpredictable sources are involved (`data`), which decides whether a
+//! per-lane evaluation can still be attempted.
+//!
+//! Owns: the lattice and its arithmetic. Does not own: which instruction maps
+//! to which operation (see `transfer`).
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coef {
+    Const(i64),
+    /// Uniform across the block but unknown (e.g. a kernel parameter).
+    Sym,
+}
+
+impl Coef {
+    pub fn is_zero(self) -> bool {
+        self == Coef::Const(0)
+    }
+    fn add(self, o: Coef) -> Coef {
+        match (self, o) {
+            (Coef::Const(a), Coef::Const(b)) => Coef::Const(a.wrapping_add(b)),
+            (Coef::Const(0), x) | (x, Coef::Const(0)) => x,
+            _ => Coef::Sym,
+        }
+    }
+    fn scale(self, k: Option<i64>) -> Coef {
+        match (self, k) {
+            (Coef::Const(0), _) => Coef::Const(0),
+            (_, Some(0)) => Coef::Const(0),
+            (Coef::Const(a), Some(b)) => Coef::Const(a.wrapping_mul(b)),
+            _ => Coef::Sym,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AbsVal {
+    /// Not yet computed (unreachable or before the fixed point reaches it).
+    Bottom,
+    /// Affine in thread coordinates; uniform when all coefficients are 0.
+    Affine { c: [Coef; 3], k: Option<i64> },
+    /// Thread-dependent, not affine. `data`: depends on loaded data, atomics,
+    /// clocks or other sources no static evaluation can know.
+    Top { data: bool },
+}
+
+pub const ZERO: [Coef; 3] = [Coef::Const(0); 3];
+
+impl AbsVal {
+    pub fn uniform(k: Option<i64>) -> AbsVal {
+        AbsVal::Affine { c: ZERO, k }
+    }
+    pub fn konst(k: i64) -> AbsVal {
+        AbsVal::uniform(Some(k))
+    }
+    pub fn tid(dim: usize) -> AbsVal {
+        let mut c = ZERO;
+        c[dim] = Coef::Const(1);
+        AbsVal::Affine { c, k: Some(0) }
+    }
+    pub fn is_uniform(&self) -> bool {
+        matches!(self, AbsVal::Affine { c, .. } if *c == ZERO) || *self == AbsVal::Bottom
+    }
+    pub fn is_divergent(&self) -> bool {
+        !self.is_uniform()
+    }
+    pub fn data(&self) -> bool {
+        matches!(self, AbsVal::Top { data: true })
+    }
+    pub fn const_value(&self) -> Option<i64> {
+        match self {
+            AbsVal::Affine { c, k } if *c == ZERO => *k,
+            _ => None,
+        }
+    }
+    pub fn coefs(&self) -> Option<[Coef; 3]> {
+        match self {
+            AbsVal::Affine { c, .. } => Some(*c),
+            _ => None,
+        }
+    }
+
+    /// ⊤ inheriting the `data` flag of the operands.
+    pub fn top_of(ops: &[AbsVal]) -> AbsVal {
+        AbsVal::Top {
+            data: ops.iter().any(|o| o.data()),
+        }
+    }
+
+    /// Uniform if every operand is; otherwise ⊤ (for non-affine operations).
+    /// `f` computes the exact value when all operands are known constants.
+    pub fn uniform_or_top(ops: &[AbsVal], f: impl Fn(&[i64]) -> Option<i64>) -> AbsVal {
+        if ops.contains(&AbsVal::Bottom) {
+            return AbsVal::Bottom;
+        }
+        if ops.iter().all(|o| o.is_uniform()) {
+            let ks: Option<Vec<i64>> = ops.iter().map(|o| o.const_value()).collect();
+            AbsVal::uniform(ks.and_then(|k| f(&k)))
+        } else {
+            AbsVal::top_of(ops)
+        }
+    }
+
+    /// Least upper bound (phi merge without sync dependence).
+    pub fn join(self, o: AbsVal) -> AbsVal {
+        match (self, o) {
+            (AbsVal::Bottom, x) | (x, AbsVal::Bottom) => x,
+            (AbsVal::Top { data: a }, AbsVal::Top { data: b }) => AbsVal::Top { data: a || b },
+            (AbsVal::Top { data }, _) | (_, AbsVal::Top { data }) => AbsVal::Top { data },
+            (AbsVal::Affine { c: c1, k: k1 }, AbsVal::Affine { c: c2, k: k2 }) => {
+                let mut c = ZERO;
+                for d in 0..3 {
+                    c[d] = match (c1[d], c2[d]) {
+                        (a, b) if a == b => a,
+                        _ => return AbsVal::Top { data: false },
+                    };
+                }
+                AbsVal::Affine {
+                    c,
+                    k: if k1 == k2 { k1 } else { None },
+                }
+            }
+        }
+    }
+
+    pub fn add(self, o: AbsVal) -> AbsVal {
+        match (self, o) {
+            (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
+            (AbsVal::Affine { c: c1, k: k1 }, AbsVal::Affine { c: c2, k: k2 }) => {
+                let c = [c1[0].add(c2[0]), c1[1].add(c2[1]), c1[2].add(c2[2])];
+                AbsVal::Affine {
+                    c,
+                    k: k1.zip(k2).map(|(a, b)| a.wrapping_add(b)),
+                }
+            }
+            (a, b) => AbsVal::top_of(&[a, b]),
+        }
+    }
+
+    pub fn neg(self) -> AbsVal {
+        self.mul(AbsVal::konst(-1))
+    }
+
+    pub fn sub(self, o: AbsVal) -> AbsVal {
+        self.add(o.neg())
+    }
+
+    pub fn mul(self, o: AbsVal) -> AbsVal {
+        match (self, o) {
+            (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
+            (AbsVal::Affine { c: c1, k: k1 }, AbsVal::Affine { c: c2, k: k2 }) => {
+                if c1 == ZERO {
+                    AbsVal::Affine {
+                        c: [c2[0].scale(k1), c2[1].scale(k1), c2[2].scale(k1)],
+                        k: mul_k(k1, k2),
+                    }
+                } else if c2 == ZERO {
+                    AbsVal::Affine {
+                        c: [c1[0].scale(k2), c1[1].scale(k2), c1[2].scale(k2)],
+                        k: mul_k(k1, k2),
+                    }
+                } else {
+                    AbsVal::Top { data: false }
+                }
+            }
+            (a, b) => AbsVal::top_of(&[a, b]),
+        }
+    }
+}
+
+fn mul_k(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(0), _) | (_, Some(0)) => Some(0),
+        (Some(x), Some(y)) => Some(x.wrapping_mul(y)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn affine_arithmetic_cancels_thread_ids() {
+        // Sampaio's avgSquare: N = tid + c*c, i = tid + k*c → N - i is uniform
+        let tid = AbsVal::tid(0);
+        let c = AbsVal::uniform(None);
+        let n = tid.add(c.mul(c));
+        let i = tid.add(c);
+        assert!(n.sub(i).is_uniform());
+        // gid = ctaid*ntid + tid is affine with coefficient 1
+        let gid = AbsVal::uniform(None).mul(AbsVal::uniform(None)).add(tid);
+        assert_eq!(
+            gid.coefs(),
+            Some([Coef::Const(1), Coef::Const(0), Coef::Const(0)])
+        );
+        // (tid+1)*c has a symbolic coefficient
+        let l = tid.add(AbsVal::konst(1)).mul(c);
+        assert_eq!(l.coefs().unwrap()[0], Coef::Sym);
+        assert_eq!(tid.mul(tid), AbsVal::Top { data: false });
+        assert_eq!(
+            tid.mul(AbsVal::konst(4)).add(AbsVal::konst(8)),
+            AbsVal::Affine {
+                c: [Coef::Const(4), Coef::Const(0), Coef::Const(0)],
+                k: Some(8)
+            }
+        );
+    }
+
+    #[test]
+    fn join_rules() {
+        let a = AbsVal::tid(0).add(AbsVal::konst(1));
+        let b = AbsVal::tid(0).add(AbsVal::konst(5));
+        assert_eq!(
+            a.join(b),
+            AbsVal::Affine {
+                c: AbsVal::tid(0).coefs().unwrap(),
+                k: None
+            }
+        );
+        assert_eq!(a.join(AbsVal::konst(0)), AbsVal::Top { data: false });
+        assert_eq!(
+            AbsVal::Top { data: true }.join(a),
+            AbsVal::Top { data: true }
+        );
+        assert_eq!(AbsVal::Bottom.join(a), a);
+    }
+}

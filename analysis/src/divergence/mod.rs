@@ -1,0 +1,398 @@
+//! Divergence analysis (Sampaio et al., seed 002, with the affine domain of
+//! §3.4): the abstract value of every SSA value of a function, which
+//! branches are thread-dependent, which phis merge values from different
+//! paths of a divergent branch (sync dependence), and which loops have
+//! thread-dependent exits (values leaving them are divergent, Sampaio's η).
+//!
+//! Owns: transfer functions (`transfer`), the sparse fixed point, sync and
+//! temporal divergence, and per-lane evaluation of thread-only expressions
+//! (`eval`). Does not own: deciding what is worth a warning (see
+//! `crate::lints`).
+
+pub mod domain;
+pub mod eval;
+mod transfer;
+
+use crate::ir::{FunctionIr, User, ValueDef, ValueId};
+use crate::ptx::{Module, Operand};
+pub use domain::{AbsVal, Coef};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Facts about callees that call sites need.
+#[derive(Debug, Default, Clone)]
+pub struct Summaries<'a> {
+    /// Functions whose result depends only on their arguments (no thread
+    /// ids, loads of thread-private memory, atomics, clocks; transitively).
+    pub thread_invariant: HashSet<&'a str>,
+    /// Functions that execute a barrier (transitively).
+    pub has_barrier: HashSet<&'a str>,
+    /// Functions with a body in the module.
+    pub defined: HashSet<&'a str>,
+}
+
+impl<'a> Summaries<'a> {
+    pub fn compute(m: &'a Module<'a>, fns: &[FunctionIr<'a>]) -> Summaries<'a> {
+        let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut variant: HashSet<&str> = HashSet::new();
+        let mut barrier: HashSet<&str> = HashSet::new();
+        for f in fns {
+            let name = f.func.name;
+            for i in &f.insts {
+                if let Some(t) = crate::ir::semantics::call_target(i) {
+                    calls.entry(name).or_default().push(t);
+                }
+                if crate::ir::semantics::is_barrier(i) {
+                    barrier.insert(name);
+                }
+                let thread_src = i.operands.iter().any(|o| matches!(o, Operand::Reg(r) if transfer::special(r).is_some_and(|v| v.is_divergent())));
+                if thread_src
+                    || matches!(i.op(), "atom" | "shfl" | "match")
+                    || (i.op() == "ld" && i.has_mod("local"))
+                    || (i.op() == "call" && crate::ir::semantics::call_target(i).is_none())
+                {
+                    variant.insert(name);
+                }
+            }
+        }
+        // declarations without bodies (libdevice, vprintf) are treated as pure
+        let _ = m;
+        // propagate through the call graph to a fixed point
+        loop {
+            let mut changed = false;
+            for (caller, callees) in &calls {
+                for c in callees {
+                    if variant.contains(c) && variant.insert(caller) {
+                        changed = true;
+                    }
+                    if barrier.contains(c) && barrier.insert(caller) {
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let thread_invariant = fns
+            .iter()
+            .map(|f| f.func.name)
+            .filter(|n| !variant.contains(n))
+            .collect();
+        let defined = fns.iter().map(|f| f.func.name).collect();
+        Summaries {
+            thread_invariant,
+            has_barrier: barrier,
+            defined,
+        }
+    }
+}
+
+/// A block ending in a thread-dependent branch (or guarded `ret`/`exit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DivBranch {
+    pub block: usize,
+    /// The terminating instruction.
+    pub inst: usize,
+    /// The predicate value and whether the guard is negated (`@!%p`).
+    pub cond: ValueId,
+    pub negated: bool,
+}
+
+pub struct Divergence {
+    pub vals: Vec<AbsVal>,
+    /// Divergent branches, in the order found.
+    pub branches: Vec<DivBranch>,
+    /// Loops with a thread-dependent exit.
+    pub divergent_loop: Vec<bool>,
+    /// Phis forced divergent by sync dependence.
+    pub sync_phi: Vec<bool>,
+    def_block: Vec<u32>,
+}
+
+const NO_BLOCK: u32 = u32::MAX;
+
+impl Divergence {
+    /// Run the analysis on one function.
+    pub fn analyze(f: &FunctionIr<'_>, sums: &Summaries<'_>) -> Divergence {
+        let nv = f.ssa.values.len();
+        let def_block: Vec<u32> = f
+            .ssa
+            .values
+            .iter()
+            .map(|d| match d {
+                ValueDef::Inst { inst, .. } => f.cfg.block_of[*inst as usize] as u32,
+                ValueDef::Phi(p) => f.ssa.phis[*p as usize].block as u32,
+                ValueDef::Entry(_) => NO_BLOCK,
+            })
+            .collect();
+        let mut d = Divergence {
+            vals: vec![AbsVal::Bottom; nv],
+            branches: vec![],
+            divergent_loop: vec![false; f.cfg.loops.len()],
+            sync_phi: vec![false; f.ssa.phis.len()],
+            def_block,
+        };
+        // entry values first
+        for (v, def) in f.ssa.values.iter().enumerate() {
+            if let ValueDef::Entry(r) = def {
+                d.vals[v] =
+                    transfer::special(f.ssa.regs[*r as usize]).unwrap_or(AbsVal::uniform(None));
+            }
+        }
+        let mut work: VecDeque<User> = VecDeque::new();
+        let mut queued_inst = vec![false; f.insts.len()];
+        let mut queued_phi = vec![false; f.ssa.phis.len()];
+        for &b in &f.cfg.rpo {
+            for &p in &f.ssa.block_phis[b] {
+                work.push_back(User::Phi(p));
+                queued_phi[p as usize] = true;
+            }
+            for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
+                work.push_back(User::Inst(i as u32));
+                queued_inst[i] = true;
+            }
+        }
+        let mut seen_branch = vec![false; f.cfg.len()];
+        loop {
+            while let Some(u) = work.pop_front() {
+                let changed = match u {
+                    User::Inst(i) => {
+                        queued_inst[i as usize] = false;
+                        let mut changed = false;
+                        for (slot, &v) in f.ssa.defs(i as usize).iter().enumerate() {
+                            let nv = transfer::inst_value(&d, f, sums, i as usize, slot);
+                            let nv = d.vals[v as usize].join(nv);
+                            if nv != d.vals[v as usize] {
+                                d.vals[v as usize] = nv;
+                                changed = true;
+                                for &uu in &f.ssa.users[v as usize] {
+                                    push(&mut work, &mut queued_inst, &mut queued_phi, uu);
+                                }
+                            }
+                        }
+                        changed
+                    }
+                    User::Phi(p) => {
+                        queued_phi[p as usize] = false;
+                        let ph = &f.ssa.phis[p as usize];
+                        let v = ph.value;
+                        let mut nv = AbsVal::Bottom;
+                        for &(pred, iv) in &ph.incoming {
+                            if f.cfg.reachable(pred) {
+                                nv = nv.join(d.at(f, iv, pred));
+                            }
+                        }
+                        if d.sync_phi[p as usize] {
+                            nv = nv.join(AbsVal::Top { data: false });
+                        }
+                        let nv = d.vals[v as usize].join(nv);
+                        if nv != d.vals[v as usize] {
+                            d.vals[v as usize] = nv;
+                            for &uu in &f.ssa.users[v as usize] {
+                                push(&mut work, &mut queued_inst, &mut queued_phi, uu);
+                            }
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                };
+                let _ = changed;
+            }
+            // newly divergent branches → sync dependence and loop exits
+            let mut progress = false;
+            for b in 0..f.cfg.len() {
+                if seen_branch[b] || !f.cfg.reachable(b) {
+                    continue;
+                }
+                let Some(br) = d.branch_of(f, b) else {
+                    continue;
+                };
+                seen_branch[b] = true;
+                progress = true;
+                d.branches.push(br);
+                for j in join_blocks(f, b) {
+                    for &p in &f.ssa.block_phis[j] {
+                        let ph = &f.ssa.phis[p as usize];
+                        let first = ph.incoming.first().map(|x| x.1);
+                        let trivial = ph.incoming.iter().all(|x| Some(x.1) == first);
+                        if !trivial && !d.sync_phi[p as usize] {
+                            d.sync_phi[p as usize] = true;
+                            push(&mut work, &mut queued_inst, &mut queued_phi, User::Phi(p));
+                        }
+                    }
+                }
+                for &l in &f.cfg.loops_containing(b) {
+                    let exits_loop = f.cfg.blocks[b].succs.iter().any(|&s| !f.cfg.in_loop(s, l))
+                        || f.cfg.blocks[b].succs.len() < 2;
+                    if exits_loop && !d.divergent_loop[l] {
+                        d.divergent_loop[l] = true;
+                        // values defined in the loop and used outside it change
+                        for &lb in &f.cfg.loops[l].blocks {
+                            let blk = &f.cfg.blocks[lb];
+                            let mut defs: Vec<ValueId> = f.ssa.block_phis[lb]
+                                .iter()
+                                .map(|&p| f.ssa.phis[p as usize].value)
+                                .collect();
+                            for i in blk.start..blk.end {
+                                defs.extend_from_slice(f.ssa.defs(i));
+                            }
+                            for v in defs {
+                                for &uu in &f.ssa.users[v as usize] {
+                                    push(&mut work, &mut queued_inst, &mut queued_phi, uu);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if !progress && work.is_empty() {
+                break;
+            }
+        }
+        d
+    }
+
+    /// The value of `v` as seen by a use in block `use_block`: divergent when
+    /// it leaves a loop with a thread-dependent exit (temporal divergence).
+    pub fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: usize) -> AbsVal {
+        let val = self.vals[v as usize];
+        let db = self.def_block[v as usize];
+        if db == NO_BLOCK || val.is_divergent() && !matches!(val, AbsVal::Affine { .. }) {
+            return val;
+        }
+        let mut l = f.cfg.loop_of[db as usize];
+        while let Some(x) = l {
+            if f.cfg.in_loop(use_block, x) {
+                break;
+            }
+            if self.divergent_loop[x] {
+                return val.join(AbsVal::Top { data: false });
+            }
+            l = f.cfg.loops[x].parent;
+        }
+        val
+    }
+
+    /// Value of a register operand read by instruction `i`.
+    pub fn operand(&self, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) -> AbsVal {
+        transfer::operand(self, f, i, o)
+    }
+
+    /// If block `b` ends in a thread-dependent branch, describe it.
+    fn branch_of(&self, f: &FunctionIr<'_>, b: usize) -> Option<DivBranch> {
+        let blk = &f.cfg.blocks[b];
+        if blk.end == blk.start {
+            return None;
+        }
+        let i = blk.end - 1;
+        let inst = f.insts[i];
+        let g = inst.guard?;
+        if !matches!(inst.op(), "bra" | "brx" | "ret" | "exit") {
+            return None;
+        }
+        let v = f.ssa.use_of(i, g.reg)?;
+        if self.at(f, v, b).is_divergent() {
+            Some(DivBranch {
+                block: b,
+                inst: i,
+                cond: v,
+                negated: g.negated,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+fn push(work: &mut VecDeque<User>, qi: &mut [bool], qp: &mut [bool], u: User) {
+    match u {
+        User::Inst(i) if !qi[i as usize] => {
+            qi[i as usize] = true;
+            work.push_back(u);
+        }
+        User::Phi(p) if !qp[p as usize] => {
+            qp[p as usize] = true;
+            work.push_back(u);
+        }
+        _ => {}
+    }
+}
+
+/// Join points of the branch ending block `b`: blocks reached from two
+/// different successors by paths that do not go around a loop back edge
+/// (the acyclic sync-dependence of Sampaio et al.), up to its immediate
+/// post-dominator.
+pub fn join_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
+    let cfg = &f.cfg;
+    let succs = &cfg.blocks[b].succs;
+    if succs.len() < 2 {
+        return vec![];
+    }
+    let stop = cfg.ipdom(b);
+    let mut label: HashMap<usize, usize> = HashMap::new();
+    let mut joins = Vec::new();
+    let start = cfg.rpo_index[b];
+    for &s in succs {
+        if cfg.rpo_index[s] > start {
+            label.insert(s, s);
+        }
+    }
+    let end = stop
+        .map(|s| cfg.rpo_index[s])
+        .unwrap_or(cfg.rpo.len().saturating_sub(1));
+    if end == usize::MAX {
+        return vec![];
+    }
+    for pos in start + 1..=end.min(cfg.rpo.len() - 1) {
+        let x = cfg.rpo[pos];
+        let Some(&lx) = label.get(&x) else { continue };
+        if Some(x) == stop {
+            continue;
+        }
+        for &y in &cfg.blocks[x].succs {
+            if cfg.rpo_index[y] <= pos {
+                continue; // back edge
+            }
+            match label.get(&y).copied() {
+                None => {
+                    label.insert(y, lx);
+                }
+                Some(ly) if ly != lx && ly != y => {
+                    joins.push(y);
+                    label.insert(y, y);
+                }
+                Some(ly) if ly == y && lx != y && !joins.contains(&y) && succs.contains(&y) => {
+                    // a successor of the branch reached again through the other side
+                    joins.push(y);
+                }
+                _ => {}
+            }
+        }
+    }
+    joins.sort_unstable();
+    joins.dedup();
+    joins
+}
+
+/// Blocks whose execution the branch ending block `b` decides: reachable
+/// from its successors (around loops too) without passing its immediate
+/// post-dominator.
+pub fn controlled_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
+    let cfg = &f.cfg;
+    let stop = cfg.ipdom(b);
+    let mut seen = vec![false; cfg.len()];
+    let mut stack: Vec<usize> = cfg.blocks[b].succs.clone();
+    // a guarded `ret`/`exit` makes everything after it controlled
+    let mut out = Vec::new();
+    while let Some(x) = stack.pop() {
+        if Some(x) == stop || seen[x] {
+            continue;
+        }
+        seen[x] = true;
+        out.push(x);
+        stack.extend(cfg.blocks[x].succs.iter().copied());
+    }
+    out.sort_unstable();
+    out
+}

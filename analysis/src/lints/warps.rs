@@ -1,0 +1,520 @@
+//! Warp formation and branch classification: how many warps of a block a
+//! divergent branch splits.
+//!
+//! Linear thread id = x + y·Dx + z·Dx·Dy; warp w holds ids 32w … 32w+31.
+//! A branch is classified exactly by evaluating its condition for every
+//! thread (sampling loop counters and block indices where needed), or, when
+//! the condition is `affine(tid) CMP uniform` with an unknown uniform side,
+//! bounded by the worst threshold; loop exits whose trip count varies between
+//! lanes are recognised separately.
+//!
+//! Owns: these counts. Does not own: deciding whether they are worth a
+//! warning (the lint passes).
+
+use crate::divergence::eval::{EvalErr, Evaluator, Lane};
+use crate::divergence::{AbsVal, Coef, DivBranch, Divergence};
+use crate::ir::{FunctionIr, ValueDef, ValueId};
+use crate::ptx::Operand;
+
+pub const WARP: usize = 32;
+
+/// The block shape used for a kernel and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub block: [u32; 3],
+    /// Human description: "--block", "Cargo.toml metadata", ".reqntid",
+    /// or "assumed".
+    pub source: String,
+}
+
+impl Shape {
+    pub fn threads(&self) -> usize {
+        self.block.iter().map(|&d| d.max(1) as usize).product()
+    }
+    pub fn warps(&self) -> usize {
+        self.threads().div_ceil(WARP)
+    }
+    pub fn lane(&self, linear: usize) -> Lane {
+        let [dx, dy, _] = self.block.map(|d| d.max(1) as usize);
+        Lane {
+            tid: [
+                (linear % dx) as i64,
+                ((linear / dx) % dy) as i64,
+                (linear / (dx * dy)) as i64,
+            ],
+            lane: (linear % WARP) as i64,
+        }
+    }
+    pub fn is_assumed(&self) -> bool {
+        self.source == "assumed"
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Split {
+    /// Evaluated for every thread. `taken[t]`: thread t takes the branch.
+    Exact {
+        split: usize,
+        single_lane: bool,
+        taken: Vec<bool>,
+        witness: Vec<(String, i64)>,
+    },
+    /// Condition `affine(tid) CMP unknown`: worst case over thresholds.
+    Bounded { split: usize, single_lane: bool },
+    /// Loop exit whose iteration count differs between lanes of a warp.
+    TripCount,
+    /// Depends on data or on something we cannot evaluate.
+    Unknown { data: bool },
+}
+
+impl Split {
+    pub fn split(&self, warps: usize) -> Option<usize> {
+        match self {
+            Split::Exact { split, .. } | Split::Bounded { split, .. } => Some(*split),
+            Split::TripCount => Some(warps),
+            Split::Unknown { .. } => None,
+        }
+    }
+}
+
+/// The `setp` that defines a predicate, with the comparison and operands.
+fn setp_of<'a>(f: &FunctionIr<'a>, v: ValueId) -> Option<(usize, &'a str)> {
+    let i = f.def_inst(v)?;
+    let inst = f.insts[i];
+    if inst.op() != "setp" || inst.guard.is_some() || inst.operands.len() != 3 {
+        return None;
+    }
+    let cmp = inst.mods().next()?;
+    Some((i, cmp))
+}
+
+pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Split {
+    let setp = setp_of(f, br.cond);
+    let diff = setp.map(|(i, _)| {
+        let inst = f.insts[i];
+        let a = d.operand(f, i, &inst.operands[1]);
+        let b = d.operand(f, i, &inst.operands[2]);
+        a.sub(b)
+    });
+    // loop exits: does the iteration count vary within a warp?
+    let cfg = &f.cfg;
+    if let Some(l) = cfg.loop_of[br.block] {
+        let exits = cfg.blocks[br.block]
+            .succs
+            .iter()
+            .any(|&s| !cfg.in_loop(s, l));
+        if exits {
+            if let Some(AbsVal::Affine { c, .. }) = diff {
+                if c.iter().any(|x| *x == Coef::Sym) {
+                    return Split::TripCount;
+                }
+                let cmax = c
+                    .iter()
+                    .map(|x| if let Coef::Const(k) = x { k.abs() } else { 0 })
+                    .max()
+                    .unwrap_or(0);
+                if let Some(step) = setp.and_then(|(i, _)| iv_step(f, d, i, l)) {
+                    if cmax > 0 && step.abs() < WARP as i64 * cmax {
+                        return Split::TripCount;
+                    }
+                }
+            }
+        }
+    }
+    match exact(f, d, br, shape) {
+        Ok(s) => return s,
+        Err(EvalErr::Opaque) | Err(EvalErr::Leaf(_)) => {}
+    }
+    if let (Some((_, cmp)), Some(AbsVal::Affine { c, .. })) = (setp, diff) {
+        if let Some(s) = bounded(c, cmp, shape) {
+            return s;
+        }
+    }
+    Split::Unknown {
+        data: d.vals[br.cond as usize].data(),
+    }
+}
+
+/// Constant per-iteration step of the loop counter the exit condition of
+/// instruction `i` compares, if it is `phi + k`.
+fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<i64> {
+    let header = f.cfg.loops[l].header;
+    let inst = f.insts[i];
+    for o in &inst.operands[1..] {
+        let Operand::Reg(r) = o else { continue };
+        let mut v = f.ssa.use_of(i, r)?;
+        // walk through copies / adds of uniform values to a header phi
+        for _ in 0..8 {
+            match f.ssa.values[v as usize] {
+                ValueDef::Phi(p) if f.ssa.phis[p as usize].block == header => {
+                    let ph = &f.ssa.phis[p as usize];
+                    for &(pred, iv) in &ph.incoming {
+                        if !f.cfg.in_loop(pred, l) {
+                            continue;
+                        }
+                        let li = f.def_inst(iv)?;
+                        let linst = f.insts[li];
+                        if matches!(linst.op(), "add" | "sub") {
+                            let k = linst.operands.iter().skip(1).find_map(|o| match o {
+                                Operand::Imm(k) => Some(*k),
+                                Operand::Reg(r) => f
+                                    .ssa
+                                    .use_of(li, r)
+                                    .and_then(|x| d.vals[x as usize].const_value()),
+                                _ => None,
+                            })?;
+                            return Some(if linst.op() == "sub" { -k } else { k });
+                        }
+                        return None;
+                    }
+                    return None;
+                }
+                ValueDef::Inst { inst: di, .. } => {
+                    let dinst = f.insts[di as usize];
+                    if !matches!(dinst.op(), "mov" | "cvt" | "add" | "sub") {
+                        break;
+                    }
+                    let Some(next) = dinst.operands.iter().skip(1).find_map(|o| match o {
+                        Operand::Reg(r) => f.ssa.use_of(di as usize, r).filter(|x| {
+                            !d.vals[*x as usize].is_uniform()
+                                || matches!(f.ssa.values[*x as usize], ValueDef::Phi(_))
+                        }),
+                        _ => None,
+                    }) else {
+                        break;
+                    };
+                    v = next;
+                }
+                _ => break,
+            }
+        }
+    }
+    None
+}
+
+/// Candidate sample values for a uniform leaf: the first values of a loop
+/// counter `phi(init, phi op k)`, or a few block indices.
+fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
+    match f.ssa.values[v as usize] {
+        ValueDef::Entry(r) => {
+            let name = f.ssa.regs[r as usize];
+            if name.starts_with("%ctaid") {
+                vec![0, 1, 3]
+            } else {
+                vec![]
+            }
+        }
+        ValueDef::Phi(p) => {
+            let ph = &f.ssa.phis[p as usize];
+            let Some(l) = f.cfg.loops.iter().position(|l| l.header == ph.block) else {
+                return vec![];
+            };
+            let lane0 = Lane {
+                tid: [0; 3],
+                lane: 0,
+            };
+            let mut init = None;
+            let mut step = None;
+            for &(pred, iv) in &ph.incoming {
+                if f.cfg.in_loop(pred, l) {
+                    let Some(li) = f.def_inst(iv) else {
+                        return vec![];
+                    };
+                    let linst = f.insts[li];
+                    let k = linst.operands.get(2).and_then(|o| match o {
+                        Operand::Imm(k) => Some(*k),
+                        _ => None,
+                    });
+                    let uses_phi = matches!(linst.operands.get(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
+                    if !uses_phi {
+                        return vec![];
+                    }
+                    step = k.map(|k| (linst.op(), k));
+                } else {
+                    init = ev.value(iv, &lane0).ok();
+                }
+            }
+            let (Some(mut x), Some((op, k))) = (init, step) else {
+                return vec![];
+            };
+            let mut out = vec![];
+            for _ in 0..6 {
+                out.push(x);
+                x = match op {
+                    "add" => x.wrapping_add(k),
+                    "sub" => x.wrapping_sub(k),
+                    "shl" if (0..32).contains(&k) => x << k,
+                    "shr" if (0..32).contains(&k) => x >> k,
+                    "mul" => x.wrapping_mul(k),
+                    "div" if k != 0 => x / k,
+                    _ => break,
+                };
+                if x == 0 || out.contains(&x) {
+                    break;
+                }
+            }
+            out
+        }
+        _ => vec![],
+    }
+}
+
+fn exact(
+    f: &FunctionIr<'_>,
+    d: &Divergence,
+    br: &DivBranch,
+    shape: &Shape,
+) -> Result<Split, EvalErr> {
+    let mut ev = Evaluator::new(f, d, shape.block);
+    let n = shape.threads();
+    let mut best: Option<Split> = None;
+    // assignments of sampled leaves, explored depth-first (at most 3 leaves, 64 tries)
+    let mut pending: Vec<Vec<(ValueId, i64)>> = vec![vec![]];
+    let mut tries = 0;
+    while let Some(assign) = pending.pop() {
+        tries += 1;
+        if tries > 64 {
+            break;
+        }
+        ev.leaves = assign.iter().copied().collect();
+        let mut taken = Vec::with_capacity(n);
+        let mut failed = None;
+        for t in 0..n {
+            match ev.value(br.cond, &shape.lane(t)) {
+                Ok(p) => taken.push((p != 0) != br.negated),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        match failed {
+            Some(EvalErr::Opaque) => return Err(EvalErr::Opaque),
+            Some(EvalErr::Leaf(v)) => {
+                if assign.len() >= 3 {
+                    continue;
+                }
+                let s = samples(f, &ev, v);
+                if s.is_empty() {
+                    if best.is_none() {
+                        return Err(EvalErr::Leaf(v));
+                    }
+                    continue;
+                }
+                for x in s.into_iter().rev() {
+                    let mut a = assign.clone();
+                    a.push((v, x));
+                    pending.push(a);
+                }
+            }
+            None => {
+                let (split, single_lane) = count(&taken, shape);
+                let witness = assign
+                    .iter()
+                    .map(|(v, x)| (describe_value(f, *v), *x))
+                    .collect();
+                let better = match &best {
+                    None => true,
+                    Some(Split::Exact { split: s, .. }) => split > *s,
+                    _ => false,
+                };
+                if better {
+                    best = Some(Split::Exact {
+                        split,
+                        single_lane,
+                        taken,
+                        witness,
+                    });
+                }
+            }
+        }
+    }
+    best.ok_or(EvalErr::Opaque)
+}
+
+/// Warps that take both sides, and whether every split leaves a single lane
+/// on one side.
+pub fn count(taken: &[bool], shape: &Shape) -> (usize, bool) {
+    let mut split = 0;
+    let mut single = true;
+    for w in taken.chunks(WARP) {
+        let t = w.iter().filter(|x| **x).count();
+        if t > 0 && t < w.len() {
+            split += 1;
+            if t != 1 && w.len() - t != 1 {
+                single = false;
+            }
+        }
+    }
+    let _ = shape;
+    (split, single && split > 0)
+}
+
+/// Worst case over an unknown threshold θ of `f(tid) CMP θ`, f affine.
+fn bounded(c: [Coef; 3], cmp: &str, shape: &Shape) -> Option<Split> {
+    let dims_used = (0..3).filter(|&k| !c[k].is_zero()).count();
+    let mut cc = [0i64; 3];
+    for k in 0..3 {
+        cc[k] = match c[k] {
+            Coef::Const(x) => x,
+            // an unknown uniform stride along a single dimension is monotone
+            Coef::Sym if dims_used == 1 => 1,
+            Coef::Sym => return None,
+        };
+    }
+    let n = shape.threads();
+    let vals: Vec<i64> = (0..n)
+        .map(|t| shape.lane(t))
+        .map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2])
+        .collect();
+    match cmp {
+        "eq" | "ne" => {
+            let mut counts: std::collections::HashMap<i64, usize> =
+                std::collections::HashMap::new();
+            let mut single = true;
+            for w in vals.chunks(WARP) {
+                let mut seen: Vec<i64> = w.to_vec();
+                seen.sort_unstable();
+                let all_same = seen.first() == seen.last();
+                let mut prev = None;
+                for (i, &v) in seen.iter().enumerate() {
+                    if i + 1 < seen.len() && seen[i + 1] == v {
+                        single = false;
+                    }
+                    if prev != Some(v) && !all_same {
+                        *counts.entry(v).or_default() += 1;
+                    }
+                    prev = Some(v);
+                }
+            }
+            let split = counts.values().copied().max().unwrap_or(0);
+            Some(Split::Bounded {
+                split,
+                single_lane: single && split > 0,
+            })
+        }
+        _ => {
+            // warp w splits for θ in (min_w, max_w]; count the deepest overlap
+            let mut ev: Vec<(i64, i32)> = Vec::new();
+            for w in vals.chunks(WARP) {
+                let (lo, hi) = (*w.iter().min()?, *w.iter().max()?);
+                if lo < hi {
+                    ev.push((lo, 1));
+                    ev.push((hi, -1));
+                }
+            }
+            ev.sort_unstable();
+            let (mut cur, mut best) = (0i32, 0i32);
+            for (_, e) in ev {
+                cur += e;
+                best = best.max(cur);
+            }
+            Some(Split::Bounded {
+                split: best as usize,
+                single_lane: false,
+            })
+        }
+    }
+}
+
+/// A short name for a value in messages: its register, or the special
+/// register it copies.
+pub fn describe_value(f: &FunctionIr<'_>, v: ValueId) -> String {
+    let r = f.ssa.reg_of(v, &f.insts);
+    r.to_string()
+}
+
+/// Thread-varying sources an expression depends on, in CUDA terms
+/// (`threadIdx.x`, `the lane id`, `loaded data`).
+pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    let mut stack = vec![v];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) || seen.len() > 512 {
+            continue;
+        }
+        if d.vals[x as usize].is_uniform() {
+            continue;
+        }
+        let add = |s: &'static str, out: &mut Vec<&'static str>| {
+            if !out.contains(&s) {
+                out.push(s)
+            }
+        };
+        match f.ssa.values[x as usize] {
+            ValueDef::Entry(r) => match f.ssa.regs[r as usize] {
+                "%tid.x" => add("threadIdx.x", &mut out),
+                "%tid.y" => add("threadIdx.y", &mut out),
+                "%tid.z" => add("threadIdx.z", &mut out),
+                "%laneid" => add("the lane id", &mut out),
+                r if r.starts_with("%clock") || r.starts_with("%globaltimer") => {
+                    add("the clock", &mut out)
+                }
+                _ => add("a thread-dependent register", &mut out),
+            },
+            ValueDef::Phi(p) => {
+                let ph = &f.ssa.phis[p as usize];
+                if d.sync_phi[p as usize] {
+                    add("the path taken at an earlier divergent branch", &mut out);
+                }
+                stack.extend(ph.incoming.iter().map(|x| x.1));
+            }
+            ValueDef::Inst { inst, .. } => {
+                let i = f.insts[inst as usize];
+                match i.op() {
+                    "ld" | "ldu" | "tex" | "suld" => add("loaded data", &mut out),
+                    "atom" => add("an atomic's result", &mut out),
+                    "shfl" | "match" => add("a warp shuffle", &mut out),
+                    "call" => add("a call's result", &mut out),
+                    _ => {}
+                }
+                if !matches!(i.op(), "ld" | "ldu" | "atom") {
+                    stack.extend_from_slice(f.ssa.uses(inst as usize));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|s| if s.starts_with("threadIdx") { 0 } else { 1 });
+    out
+}
+
+/// `threads 128..255` style summary of the set of threads where `sel` holds.
+pub fn thread_ranges(sel: &[bool]) -> String {
+    let mut ranges: Vec<(usize, usize)> = vec![];
+    for (t, &s) in sel.iter().enumerate() {
+        if s {
+            match ranges.last_mut() {
+                Some((_, e)) if *e + 1 == t => *e = t,
+                _ => ranges.push((t, t)),
+            }
+        }
+    }
+    let total = sel.iter().filter(|x| **x).count();
+    let fmt = |(a, b): &(usize, usize)| {
+        if a == b {
+            format!("{a}")
+        } else {
+            format!("{a}..{b}")
+        }
+    };
+    match ranges.len() {
+        0 => "no thread".to_string(),
+        1..=3 => format!(
+            "thread{} {}",
+            if total == 1 { "" } else { "s" },
+            ranges.iter().map(fmt).collect::<Vec<_>>().join(", ")
+        ),
+        _ => format!(
+            "threads {}, … ({} of {})",
+            ranges
+                .iter()
+                .take(3)
+                .map(fmt)
+                .collect::<Vec<_>>()
+                .join(", "),
+            total,
+            sel.len()
+        ),
+    }
+}

@@ -1,0 +1,158 @@
+//! Mapping PTX instructions back to Rust source (DESIGN §3).
+//!
+//! Each instruction has the `.loc` in force; with DWARF in the PTX, the
+//! inline chain (`DW_TAG_inlined_subroutine` call sites) gives the frames
+//! it was inlined through. A finding points at the innermost frame inside
+//! the checked package; the other frames become notes. Without DWARF, the
+//! nearest preceding `.loc` in a package file is used, and marked so.
+//!
+//! Owns: frames per instruction. Does not own: which files belong to the
+//! package (the caller passes a predicate).
+
+pub mod dwarf;
+
+use crate::ir::FunctionIr;
+use crate::ptx::Module;
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SrcPos {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl std::fmt::Display for SrcPos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+/// Where a finding is reported.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// Innermost frame inside the package, if any.
+    pub primary: Option<SrcPos>,
+    /// All frames, innermost first (the `.loc`, then each inline call site).
+    pub frames: Vec<SrcPos>,
+    /// True when the position came from the nearest-`.loc` fallback.
+    pub approximate: bool,
+}
+
+pub struct SourceMap<'m> {
+    module: &'m Module<'m>,
+    /// Synthetic address of instruction 0 of each function (by function index).
+    base: HashMap<usize, u64>,
+    inline: Option<Vec<dwarf::InlineRange>>,
+}
+
+impl<'m> SourceMap<'m> {
+    pub fn new(module: &'m Module<'m>, fns: &[FunctionIr<'m>]) -> SourceMap<'m> {
+        let mut base = HashMap::new();
+        let mut labels: HashMap<&str, u64> = HashMap::new();
+        let mut next = 0u64;
+        for f in fns {
+            base.insert(f.index, next);
+            for (l, &i) in &f.labels {
+                labels.insert(l, next + i as u64);
+            }
+            next += f.insts.len() as u64 + 1;
+        }
+        let has_info = module
+            .section(".debug_info")
+            .is_some_and(|s| s.body.trim().len() > 2);
+        let inline = if has_info {
+            let secs: Vec<(&str, &str)> =
+                module.sections.iter().map(|s| (s.name, s.body)).collect();
+            dwarf::inline_ranges(&secs, &labels)
+        } else {
+            None
+        };
+        SourceMap {
+            module,
+            base,
+            inline,
+        }
+    }
+
+    /// Does the module carry a DWARF inline tree we could decode?
+    pub fn has_dwarf(&self) -> bool {
+        self.inline.is_some()
+    }
+
+    fn pos(&self, file: u32, line: u32, col: u32) -> Option<SrcPos> {
+        let path = self.module.file(file)?;
+        Some(SrcPos {
+            file: path.to_string(),
+            line,
+            col,
+        })
+    }
+
+    /// Frames of instruction `i` of `f`, and the one to report given
+    /// `is_local` (is this file part of the checked package?).
+    pub fn resolve(
+        &self,
+        f: &FunctionIr<'_>,
+        i: usize,
+        is_local: &dyn Fn(&str) -> bool,
+    ) -> Resolved {
+        let mut frames = Vec::new();
+        if let Some(l) = f.locs.get(i).copied().flatten() {
+            frames.extend(self.pos(l.file, l.line, l.col));
+            if let Some((fi, li, ci)) = l.inlined_at {
+                frames.extend(self.pos(fi, li, ci));
+            }
+        }
+        if let (Some(inl), Some(b)) = (&self.inline, self.base.get(&f.index)) {
+            let addr = b + i as u64;
+            let mut hits: Vec<&dwarf::InlineRange> =
+                inl.iter().filter(|r| r.lo <= addr && addr < r.hi).collect();
+            hits.sort_by_key(|r| std::cmp::Reverse(r.depth));
+            for r in hits {
+                if let Some(p) = self.pos(r.call_file, r.call_line, r.call_col) {
+                    if frames.last() != Some(&p) {
+                        frames.push(p);
+                    }
+                }
+            }
+        }
+        let primary = frames.iter().find(|p| is_local(&p.file)).cloned();
+        if primary.is_some() {
+            return Resolved {
+                primary,
+                frames,
+                approximate: false,
+            };
+        }
+        // fallback: nearest preceding (then following) .loc in a package file
+        let near = (0..i).rev().chain(i + 1..f.insts.len()).find_map(|j| {
+            let l = f.locs[j]?;
+            let p = self.pos(l.file, l.line, l.col)?;
+            is_local(&p.file).then_some(p)
+        });
+        Resolved {
+            approximate: near.is_some(),
+            primary: near,
+            frames,
+        }
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    #[test]
+    #[ignore]
+    fn dump_inline() {
+        let p = std::env::var("PTX").unwrap();
+        let src = std::fs::read_to_string(p).unwrap();
+        let m = crate::ptx::parse(&src).unwrap();
+        let fns = crate::ir::lower(&m);
+        let sm = super::SourceMap::new(&m, &fns);
+        eprintln!("inline: {:?}", sm.inline.as_ref().map(|v| v.len()));
+        for r in sm.inline.iter().flatten().take(10) {
+            eprintln!("{r:?}");
+        }
+        eprintln!("bases: {:?}", sm.base.iter().take(5).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,40 @@
+//! `barrier_divergence`: barriers that not every thread reaches, and twins.
+use crate::gpu::*;
+use core::arch::nvptx::_syncthreads;
+
+/// Bad: threads 128..255 never reach the barrier.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn barrier_in_branch(out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = t as u32;
+    if t < 128 {
+        _syncthreads(); //~ ERROR barrier_divergence
+        *out.add(t) = *s.add(t + 1);
+    }
+}
+
+/// Good twin: the barrier is outside the conditional.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn barrier_outside_branch(out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = t as u32;
+    _syncthreads();
+    if t < 128 {
+        *out.add(t) = *s.add(t + 1);
+    }
+}
+
+/// Bad: an early return skips the barrier for threads past `n`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn early_return_barrier(out: *mut u32, n: usize) {
+    let s = smem_a();
+    let t = tid();
+    if t >= n {
+        return;
+    }
+    *s.add(t) = t as u32;
+    _syncthreads(); //~ ERROR barrier_divergence
+    *out.add(t) = *s.add((t + 1) % n);
+}

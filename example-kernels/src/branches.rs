@@ -1,0 +1,84 @@
+//! `divergent_branch`: branches that split warps, and the twins that do not.
+use crate::gpu::*;
+
+/// Bad: even and odd lanes take different paths in every warp.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn odd_even_branch(a: *const f32, out: *mut f32, n: usize) {
+    let t = tid();
+    if t % 2 == 0 { //~ WARN divergent_branch
+        *out.add(t) = heavy(a, t, n);
+    } else {
+        *out.add(t) = heavy(a, t + 1, n) * 2.0;
+    }
+}
+
+/// Good twin: the condition is the same for the 32 threads of a warp.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn warp_uniform_branch(a: *const f32, out: *mut f32, n: usize) {
+    let t = tid();
+    if (t / 32) % 2 == 0 {
+        *out.add(t) = heavy(a, t, n);
+    } else {
+        *out.add(t) = heavy(a, t + 1, n) * 2.0;
+    }
+}
+
+/// Good: a boundary check splits at most one warp.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn boundary_check(a: *const f32, out: *mut f32, n: usize) {
+    let i = gid();
+    if i < n {
+        *out.add(i) = heavy(a, i, n);
+    }
+}
+
+/// Good: one lane on purpose.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn single_lane(a: *const f32, out: *mut f32, n: usize) {
+    if tid() == 0 {
+        *out = heavy(a, 0, n);
+    }
+}
+
+/// Good: a grid-stride loop; only the last iteration splits one warp.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn grid_stride_loop(a: *const f32, out: *mut f32, n: usize) {
+    let mut i = gid();
+    while i < n {
+        *out.add(i) = *a.add(i) * 2.0;
+        i += grid_stride();
+    }
+}
+
+/// Not reported: the branch depends on data, which no static analysis can count.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn data_dependent_branch(a: *const f32, out: *mut f32, n: usize) {
+    let i = gid();
+    if *a.add(i) > 0.0 {
+        *out.add(i) = heavy(a, i, n);
+    }
+}
+
+/// Bad: a 16×16 block has two rows per warp, so `x < n` splits every warp
+/// (GPUDrano's blind spot: tid.y varies within a warp when blockDim.x < 32).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn narrow_block_bound(a: *const f32, out: *mut f32, n: usize) {
+    let x = tid();
+    let y = tid_y();
+    if x < n { //~ WARN divergent_branch
+        *out.add(y * 16 + x) = heavy(a, x, n);
+    }
+}
+
+/// Bad: lanes run `t` iterations each.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn thread_dependent_loop(a: *const f32, out: *mut f32) {
+    let t = tid();
+    let mut acc = 0.0f32;
+    let mut k = 0;
+    while k < t { //~ WARN divergent_branch
+        acc += *a.add(k);
+        k += 1;
+    }
+    *out.add(t) = acc;
+}
