@@ -1,0 +1,119 @@
+//! Command-line interface: `cargo gpucheck [OPTIONS]` and
+//! `cargo gpucheck ptx FILE…`, parsed with clap.
+//!
+//! Owns: flags, their help text and value parsing (`--block X,Y,Z`).
+//! Does not own: what the commands do (see `main`).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "cargo", bin_name = "cargo", styles = clap::builder::Styles::styled())]
+pub enum Cargo {
+    /// Static analysis of GPU kernels: divergence, barrier divergence (and more to come), reported at Rust lines.
+    #[command(version, long_about = LONG_ABOUT)]
+    Gpucheck(GpucheckArgs),
+}
+
+const LONG_ABOUT: &str = "cargo gpucheck builds the GPU kernel crates of a workspace to PTX (rustc's nvptx64-nvidia-cuda target, with debug info), analyses the PTX statically, and prints rustc-style warnings at the Rust line that causes a divergent branch or a barrier that not every thread reaches.
+
+Kernel crates are the workspace packages with a [package.metadata.gpucheck] table, or those named with -p. `cargo gpucheck ptx FILE...` checks PTX from any producer (nvcc, clang, NVVM, Numba, Triton) instead.
+
+Exit status: 0 no error-level finding; 1 error-level findings; 2 the check could not be done (bad input, build failure).";
+
+#[derive(Args, Debug)]
+pub struct GpucheckArgs {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub build: BuildArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check PTX files from any producer (no build).
+    Ptx(PtxArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PtxArgs {
+    /// PTX files to check.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct BuildArgs {
+    /// Path to Cargo.toml of the workspace or package to check.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Kernel package(s) to check (default: every workspace package with [package.metadata.gpucheck]).
+    #[arg(short = 'p', long = "package", value_name = "SPEC")]
+    pub packages: Vec<String>,
+    /// Hide cargo's build output (progress and compiler warnings).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug, Default, Clone)]
+pub struct OutputArgs {
+    /// Block shape for every kernel, e.g. `256` or `32,8,1` (wins over Cargo.toml metadata and .reqntid).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_block, global = true)]
+    pub block: Option<[u32; 3]>,
+    /// Output format: rustc-style text, or cargo's JSON messages (one per line) for editors and CI.
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human, value_name = "FMT", global = true)]
+    pub message_format: MessageFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MessageFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+/// `X`, `X,Y` or `X,Y,Z`, each ≥ 1, at most 1024 threads in all.
+pub fn parse_block(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!(
+            "expected 1 to 3 comma-separated numbers such as `256` or `32,8,1`, found `{s}`"
+        ));
+    }
+    let mut b = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        b[i] = p.parse().map_err(|_| {
+            format!("`{p}` is not a positive number (expected X,Y,Z such as `32,8,1`)")
+        })?;
+        if b[i] == 0 {
+            return Err("block dimensions must be at least 1".to_string());
+        }
+    }
+    let total: u64 = b.iter().map(|&x| x as u64).product();
+    if total > 1024 {
+        return Err(format!(
+            "a block has at most 1024 threads; {}×{}×{} = {total}",
+            b[0], b[1], b[2]
+        ));
+    }
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_values() {
+        assert_eq!(parse_block("256"), Ok([256, 1, 1]));
+        assert_eq!(parse_block("32, 8"), Ok([32, 8, 1]));
+        assert!(parse_block("0").is_err());
+        assert!(parse_block("64,64").unwrap_err().contains("1024"));
+        assert!(parse_block("a").is_err());
+        assert!(parse_block("1,2,3,4").is_err());
+    }
+}

@@ -1,0 +1,266 @@
+//! From analysis findings to diagnostics ready to print: level applied,
+//! paths made relative to the workspace, spans widened to the Rust
+//! expression, duplicates (code the compiler copied: unrolled loops,
+//! inlined helpers) folded, and a stable order.
+//!
+//! Owns: that conversion and the source-text helpers it needs. Does not
+//! own: analysis (the `gpucheck-analysis` crate) or rendering (`report`).
+
+use gpucheck_analysis::{Finding, Level, Metric, NoteKind};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A diagnostic ready for a reporter.
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    pub finding: Finding,
+    pub level: Level,
+    /// Where the default level came from, for the closing note.
+    pub level_note: String,
+    /// Display path of the primary file (relative to the workspace root when inside it).
+    pub file: Option<String>,
+    /// Absolute path to read the snippet from.
+    pub abs_file: Option<PathBuf>,
+    pub line: u32,
+    pub col: u32,
+    /// 1-based end column (exclusive) of the primary span.
+    pub col_end: u32,
+    /// The PTX file and position, for `--> ` when there is no Rust span.
+    pub ptx_file: String,
+    pub duplicates: usize,
+    /// Secondary spans: (display file, abs file, line, col, col_end, label).
+    pub secondary: Vec<(String, PathBuf, u32, u32, u32, String)>,
+}
+
+/// Shortens paths in messages: workspace-relative, `$RUST/…` for the sysroot.
+pub struct PathStyle {
+    pub root: PathBuf,
+}
+
+impl PathStyle {
+    pub fn display(&self, p: &str) -> String {
+        let path = Path::new(p);
+        if let Ok(r) = path.strip_prefix(&self.root) {
+            return r.to_string_lossy().to_string();
+        }
+        if let Some(i) = p.find("/lib/rustlib/src/rust/") {
+            return format!("$RUST/{}", &p[i + "/lib/rustlib/src/rust/".len()..]);
+        }
+        p.to_string()
+    }
+
+    /// Rewrite every absolute path in a text.
+    pub fn text(&self, t: &str) -> String {
+        let root = format!("{}/", self.root.to_string_lossy());
+        let mut s = t.replace(&root, "");
+        while let Some(i) = s.find("/lib/rustlib/src/rust/") {
+            let start = s[..i]
+                .rfind(|c: char| c.is_whitespace() || c == '`' || c == '(')
+                .map(|x| x + 1)
+                .unwrap_or(0);
+            s.replace_range(start..i + "/lib/rustlib/src/rust/".len(), "$RUST/");
+        }
+        s
+    }
+
+    pub fn absolute(&self, p: &str) -> PathBuf {
+        let path = Path::new(p);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        }
+    }
+}
+
+/// End column (exclusive, 1-based) of the expression starting at `col` on
+/// `line`: up to a `{` opening a block, through a `;`, or to the end of the
+/// code before a `//` comment.
+pub fn span_end(line: &str, col: u32) -> u32 {
+    let chars: Vec<char> = line.chars().collect();
+    let start = (col.max(1) - 1) as usize;
+    if start >= chars.len() {
+        return col + 1;
+    }
+    let mut depth = 0i32;
+    let mut end = chars.len();
+    let mut i = start;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '/' && chars.get(i + 1) == Some(&'/') {
+            end = i;
+            break;
+        }
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => {
+                depth -= 1;
+                if depth < 0 {
+                    end = i;
+                    break;
+                }
+            }
+            '{' if depth == 0 => {
+                end = i;
+                break;
+            }
+            ';' if depth == 0 => {
+                end = i + 1;
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    while end > start && chars[end - 1].is_whitespace() {
+        end -= 1;
+    }
+    (end.max(start + 1) + 1) as u32
+}
+
+pub fn default_level_note(lint: &gpucheck_analysis::Lint) -> String {
+    let attr = match lint.default {
+        Level::Deny => "deny",
+        Level::Warn => "warn",
+        Level::Allow => "allow",
+    };
+    format!("`#[{attr}(gpucheck::{})]` on by default", lint.name)
+}
+
+/// Convert, fold duplicates and sort.
+pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec<Diagnostic> {
+    let mut sources: HashMap<PathBuf, Option<Vec<String>>> = HashMap::new();
+    let mut line_text = |abs: &Path, line: u32| -> Option<String> {
+        let lines = sources.entry(abs.to_path_buf()).or_insert_with(|| {
+            std::fs::read_to_string(abs)
+                .ok()
+                .map(|s| s.lines().map(str::to_string).collect())
+        });
+        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
+    };
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut index: HashMap<(String, Option<String>, u32, u32, String), usize> = HashMap::new();
+    for mut f in findings {
+        if f.lint.default == Level::Allow {
+            continue;
+        }
+        f.message = paths.text(&f.message);
+        f.label = paths.text(&f.label);
+        for n in &mut f.notes {
+            n.text = paths.text(&n.text);
+        }
+        let (file, abs_file, line, col, col_end) = match &f.span {
+            Some(s) => {
+                let abs = paths.absolute(&s.file);
+                let end = line_text(&abs, s.line)
+                    .map(|t| span_end(&t, s.col))
+                    .unwrap_or(s.col + 1);
+                (Some(paths.display(&s.file)), Some(abs), s.line, s.col, end)
+            }
+            None => (None, None, f.ptx_line, f.ptx_col, f.ptx_col + 1),
+        };
+        let key = (
+            f.lint.name.to_string(),
+            file.clone(),
+            line,
+            col,
+            f.message.clone(),
+        );
+        if let Some(&i) = index.get(&key) {
+            out[i].duplicates += 1;
+            continue;
+        }
+        let secondary = f
+            .secondary
+            .iter()
+            .map(|(p, label)| {
+                let abs = paths.absolute(&p.file);
+                let end = line_text(&abs, p.line)
+                    .map(|t| span_end(&t, p.col))
+                    .unwrap_or(p.col + 1);
+                (
+                    paths.display(&p.file),
+                    abs,
+                    p.line,
+                    p.col,
+                    end,
+                    label.clone(),
+                )
+            })
+            .collect();
+        index.insert(key, out.len());
+        let level = f.lint.default;
+        out.push(Diagnostic {
+            level_note: default_level_note(f.lint),
+            finding: f,
+            level,
+            file,
+            abs_file,
+            line,
+            col,
+            col_end,
+            ptx_file: ptx_file.to_string(),
+            duplicates: 0,
+            secondary,
+        });
+    }
+    for d in &mut out {
+        if d.duplicates > 0 {
+            let n = d.duplicates;
+            d.finding.notes.push(gpucheck_analysis::Note {
+                kind: NoteKind::Note,
+                text: format!(
+                    "also at {n} other place{} in the PTX (code the compiler duplicated)",
+                    if n == 1 { "" } else { "s" }
+                ),
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        (&a.file, a.line, a.col, a.finding.lint.name).cmp(&(
+            &b.file,
+            b.line,
+            b.col,
+            b.finding.lint.name,
+        ))
+    });
+    out
+}
+
+pub fn metric_json(m: &Metric) -> serde_json::Value {
+    match m {
+        Metric::Int(i) => serde_json::json!(i),
+        Metric::Float(f) => serde_json::json!((f * 1e6).round() / 1e6),
+        Metric::Text(t) => serde_json::json!(t),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_cover_the_expression() {
+        assert_eq!(span_end("        _syncthreads();", 9), 24);
+        assert_eq!(span_end("    if t % 2 == 0 { //~ WARN x", 8), 18);
+        assert_eq!(span_end("    while i < l {", 11), 16);
+        assert_eq!(span_end("    foo(a, b) // c", 5), 14);
+        assert_eq!(span_end("", 3), 4);
+    }
+
+    #[test]
+    fn paths_shorten() {
+        let p = PathStyle {
+            root: PathBuf::from("/w/ek"),
+        };
+        assert_eq!(p.display("/w/ek/src/lib.rs"), "src/lib.rs");
+        assert_eq!(
+            p.display("/r/.rustup/toolchains/n/lib/rustlib/src/rust/library/core/src/x.rs"),
+            "$RUST/library/core/src/x.rs"
+        );
+        assert_eq!(
+            p.text("at /w/ek/src/a.rs:1:2 from /r/t/lib/rustlib/src/rust/library/x.rs:3"),
+            "at src/a.rs:1:2 from $RUST/library/x.rs:3"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! cargo's JSON message format (one object per line), so rust-analyzer and
+//! CI tools can read our findings as they read rustc's: `compiler-message`
+//! objects with `message.code.code = "gpucheck::<lint>"` plus our own
+//! `gpucheck` object, and a closing `build-finished`.
+
+use super::Origin;
+use crate::diagnostic::{metric_json, Diagnostic};
+use gpucheck_analysis::{Level, NoteKind};
+use serde_json::{json, Value};
+
+fn level(l: Level) -> &'static str {
+    match l {
+        Level::Deny => "error",
+        _ => "warning",
+    }
+}
+
+fn span(
+    file: &str,
+    abs: Option<&std::path::Path>,
+    line: u32,
+    col: u32,
+    col_end: u32,
+    primary: bool,
+    label: &str,
+) -> Value {
+    let text = abs
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|s| {
+            s.lines()
+                .nth(line.saturating_sub(1) as usize)
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    json!({
+        "file_name": file,
+        "byte_start": 0,
+        "byte_end": 0,
+        "line_start": line,
+        "line_end": line,
+        "column_start": col,
+        "column_end": col_end,
+        "is_primary": primary,
+        "text": [{"text": text, "highlight_start": col, "highlight_end": col_end}],
+        "label": if label.is_empty() { Value::Null } else { json!(label) },
+        "suggested_replacement": null,
+        "suggestion_applicability": null,
+        "expansion": null
+    })
+}
+
+pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
+    let f = &d.finding;
+    let file = d.file.clone().unwrap_or_else(|| d.ptx_file.clone());
+    let mut spans = vec![span(
+        &file,
+        d.abs_file.as_deref(),
+        d.line,
+        d.col,
+        d.col_end,
+        true,
+        &f.label,
+    )];
+    for (sf, abs, l, c, ce, label) in &d.secondary {
+        spans.push(span(sf, Some(abs), *l, *c, *ce, false, label));
+    }
+    let mut children: Vec<Value> = f
+        .notes
+        .iter()
+        .map(|n| {
+            json!({"message": n.text, "code": null, "level": match n.kind { NoteKind::Note => "note", NoteKind::Help => "help" }, "spans": [], "children": [], "rendered": null})
+        })
+        .collect();
+    children.push(json!({"message": d.level_note, "code": null, "level": "note", "spans": [], "children": [], "rendered": null}));
+    let mut g = serde_json::Map::new();
+    g.insert("lint".into(), json!(f.lint.name));
+    g.insert("kernel".into(), json!(f.kernel));
+    g.insert("ptx_file".into(), json!(d.ptx_file));
+    g.insert("ptx_line".into(), json!(f.ptx_line));
+    g.insert("duplicates".into(), json!(d.duplicates));
+    for (k, v) in &f.metrics {
+        g.insert((*k).into(), metric_json(v));
+    }
+    json!({
+        "reason": "compiler-message",
+        "package_id": origin.package_id,
+        "manifest_path": origin.manifest_path,
+        "target": {
+            "kind": ["lib"],
+            "crate_types": ["lib"],
+            "name": origin.target_name,
+            "src_path": origin.src_path,
+            "edition": origin.edition,
+            "doc": true,
+            "doctest": false,
+            "test": false
+        },
+        "message": {
+            "$message_type": "diagnostic",
+            "message": f.message,
+            "code": {"code": format!("gpucheck::{}", f.lint.name), "explanation": f.lint.explanation},
+            "level": level(d.level),
+            "spans": spans,
+            "children": children,
+            "rendered": rendered
+        },
+        "gpucheck": Value::Object(g)
+    })
+}
+
+pub fn build_finished(success: bool) -> Value {
+    json!({"reason": "build-finished", "success": success})
+}

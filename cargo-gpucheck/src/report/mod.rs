@@ -1,0 +1,18 @@
+//! Reporters: rustc-style text (`human`) and cargo's JSON messages (`json`).
+//!
+//! Owns: turning `Diagnostic`s into bytes on stdout/stderr and the closing
+//! summary. Does not own: deciding what is reported (see `diagnostic`).
+
+pub mod human;
+pub mod json;
+
+/// What a package a diagnostic belongs to looks like to cargo's JSON format.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub package_name: String,
+    pub package_id: String,
+    pub manifest_path: String,
+    pub target_name: String,
+    pub src_path: String,
+    pub edition: String,
+}
