@@ -1,1 +1,93 @@
-fn main() {}
+//! CLI behaviour a user sees: help, bad input, exit statuses.
+
+use gpucheck_tests::*;
+
+#[test]
+fn help_explains_every_flag() {
+    let out = gpucheck(&["--help"], &repo());
+    assert_eq!(out.status.code(), Some(0));
+    let h = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--manifest-path",
+        "--package",
+        "--block",
+        "--message-format",
+        "--quiet",
+        "ptx",
+    ] {
+        assert!(h.contains(flag), "--help does not mention {flag}:\n{h}");
+    }
+}
+
+#[test]
+fn bad_ptx_names_file_line_column() {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.ptx");
+    std::fs::write(
+        &f,
+        ".version 7.0\n.target sm_70\n.entry k() {\n  add.s32 %r1, %r2 %r3;\n}\n",
+    )
+    .unwrap();
+    let out = gpucheck(&["ptx", f.to_str().unwrap()], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.ptx:4:20: expected `,` or `;` after an operand, found `%r3`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_file_and_bad_block_are_errors() {
+    let out = gpucheck(&["ptx", "/nonexistent/x.ptx"], &repo());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read `/nonexistent/x.ptx`"));
+    let out = gpucheck(&["--block", "0,1", "ptx", "x.ptx"], &repo());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 1"));
+}
+
+#[test]
+fn no_kernel_package_is_a_clear_error() {
+    let out = gpucheck(
+        &[
+            "--manifest-path",
+            repo().join("Cargo.toml").to_str().unwrap(),
+        ],
+        &repo(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no kernel package found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn ptx_findings_without_debug_info_point_into_the_ptx() {
+    // a divergent barrier in hand-written PTX without .loc: reported at the PTX line
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("k.ptx");
+    std::fs::write(
+        &f,
+        ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n",
+    )
+    .unwrap();
+    let out = gpucheck(&["ptx", "k.ptx", "--message-format", "json"], &dir);
+    assert_eq!(out.status.code(), Some(1));
+    let msgs = json_lines(&out.stdout);
+    let m = &msgs[0];
+    assert_eq!(m["gpucheck"]["lint"], "barrier_divergence");
+    assert_eq!(m["message"]["spans"][0]["file_name"], "k.ptx");
+    assert_eq!(m["message"]["spans"][0]["line_start"], 10);
+    assert!(
+        m["message"]["children"]
+            .to_string()
+            .contains("threads 0..63 of each block skip this barrier"),
+        "{}",
+        m["message"]
+    );
+}

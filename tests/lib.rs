@@ -1,1 +1,127 @@
+//! Helpers shared by the integration tests: locating (and building) the
+//! `cargo-gpucheck` binary, the example kernels and the shared PTX corpus,
+//! and reading `//~ WARN lint` marks.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Root of the repository.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `../shared/corpus/ptx` beside the checkout.
+pub fn corpus_dir() -> PathBuf {
+    repo().join("../shared/corpus/ptx")
+}
+
+pub fn corpus_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .unwrap_or_else(|e| panic!("the PTX corpus must be at {}: {e}", corpus_dir().display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ptx"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The `cargo-gpucheck` binary, built once per test process with the same
+/// profile as the tests.
+pub fn binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "cargo-gpucheck",
+                "--bin",
+                "cargo-gpucheck",
+            ])
+            .current_dir(repo())
+            .status()
+            .expect("running cargo build for cargo-gpucheck");
+        assert!(status.success(), "building cargo-gpucheck failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("target"));
+        let exe = target
+            .join("debug")
+            .join(format!("cargo-gpucheck{}", std::env::consts::EXE_SUFFIX));
+        assert!(exe.exists(), "{} missing after build", exe.display());
+        exe
+    })
+}
+
+/// `cargo-gpucheck gpucheck ARGS…`
+pub fn gpucheck(args: &[&str], cwd: &Path) -> std::process::Output {
+    Command::new(binary())
+        .arg("gpucheck")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("running cargo-gpucheck")
+}
+
+/// A `//~ LEVEL lint` mark: (file relative to the package, line, level, lint).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mark {
+    pub file: String,
+    pub line: u32,
+    pub level: String,
+    pub lint: String,
+}
+
+/// Every mark in the `.rs` files under `dir` (paths relative to `base`).
+pub fn marks(base: &Path, dir: &Path) -> Vec<Mark> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let rel = p.strip_prefix(base).unwrap().to_string_lossy().to_string();
+                for (i, line) in text.lines().enumerate() {
+                    let doc = line.trim_start().starts_with("//!")
+                        || line.trim_start().starts_with("///");
+                    if let Some(pos) = line.find("//~ ").filter(|_| !doc) {
+                        let mut w = line[pos + 4..].split_whitespace();
+                        let level = w.next().unwrap_or("").to_string();
+                        let lint = w.next().unwrap_or("").to_string();
+                        assert!(
+                            level == "WARN" || level == "ERROR",
+                            "bad mark in {rel}:{}: {line}",
+                            i + 1
+                        );
+                        out.push(Mark {
+                            file: rel.clone(),
+                            line: i as u32 + 1,
+                            level,
+                            lint,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// JSON lines of stdout.
+pub fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {e}: {l}")))
+        .collect()
+}

@@ -1,1 +1,173 @@
-fn main() {}
+//! UI test: build the example kernels with the pinned nightly, run the real
+//! binary on them, and require exactly the findings the `//~` marks name —
+//! no missing one, no extra one — plus the numbers behind key findings.
+
+use gpucheck_tests::*;
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+struct Run {
+    code: i32,
+    messages: Vec<serde_json::Value>,
+    finished: serde_json::Value,
+}
+
+fn run_json() -> &'static Run {
+    static RUN: OnceLock<Run> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let ek = repo().join("example-kernels");
+        let out = gpucheck(&["--message-format", "json", "-q"], &ek);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines = json_lines(&out.stdout);
+        let finished = lines
+            .last()
+            .cloned()
+            .unwrap_or_else(|| panic!("no output; stderr:\n{stderr}"));
+        assert_eq!(finished["reason"], "build-finished", "stderr:\n{stderr}");
+        let messages = lines
+            .into_iter()
+            .filter(|v| v["reason"] == "compiler-message")
+            .collect();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            messages,
+            finished,
+        }
+    })
+}
+
+fn find<'a>(kernel: &str, lint: &str) -> &'a serde_json::Value {
+    run_json()
+        .messages
+        .iter()
+        .find(|m| m["gpucheck"]["kernel"] == kernel && m["gpucheck"]["lint"] == lint)
+        .unwrap_or_else(|| panic!("no {lint} finding for {kernel}"))
+}
+
+#[test]
+fn findings_match_marks_exactly() {
+    let r = run_json();
+    let ek = repo().join("example-kernels");
+    let expected: BTreeSet<Mark> = marks(&ek, &ek.join("src")).into_iter().collect();
+    assert!(expected.len() >= 8, "the example kernels lost their marks");
+    let mut got = BTreeSet::new();
+    for m in &r.messages {
+        let msg = &m["message"];
+        let span = msg["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["is_primary"] == true)
+            .expect("a primary span");
+        let level = match msg["level"].as_str().unwrap() {
+            "error" => "ERROR",
+            "warning" => "WARN",
+            other => panic!("unexpected level {other}"),
+        };
+        let code = msg["code"]["code"].as_str().unwrap();
+        let lint = code.strip_prefix("gpucheck::").expect("gpucheck:: code");
+        assert_eq!(m["gpucheck"]["lint"], lint);
+        got.insert(Mark {
+            file: span["file_name"].as_str().unwrap().to_string(),
+            line: span["line_start"].as_u64().unwrap() as u32,
+            level: level.into(),
+            lint: lint.into(),
+        });
+    }
+    let missing: Vec<_> = expected.difference(&got).collect();
+    let extra: Vec<_> = got.difference(&expected).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing findings: {missing:#?}\nextra findings: {extra:#?}"
+    );
+    // error-level findings → exit 1, build-finished success false
+    assert_eq!(r.code, 1);
+    assert_eq!(r.finished["success"], false);
+}
+
+#[test]
+fn divergent_branch_numbers() {
+    let odd = &find("odd_even_branch", "divergent_branch")["gpucheck"];
+    assert_eq!(
+        (
+            odd["diverging_warps"].as_i64(),
+            odd["warps_per_block"].as_i64()
+        ),
+        (Some(8), Some(8))
+    );
+    // 16×16 block from per-kernel metadata: every warp holds two rows
+    let narrow = &find("narrow_block_bound", "divergent_branch");
+    assert_eq!(narrow["gpucheck"]["block"], "[16, 16, 1]");
+    assert_eq!(narrow["gpucheck"]["diverging_warps"], 8);
+    let tri = &find("sum_triangle", "divergent_branch");
+    assert!(tri["message"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("different numbers of iterations"));
+}
+
+#[test]
+fn barrier_divergence_names_the_branch_and_the_threads() {
+    let b = &find("barrier_in_branch", "barrier_divergence")["message"];
+    let notes: Vec<&str> = b["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["message"].as_str().unwrap())
+        .collect();
+    assert!(notes.iter().any(|n| n.contains("the branch at src/barriers.rs:11:8 depends on threadIdx.x; threads 128..255 of each block skip this barrier")), "{notes:#?}");
+    let secondary: Vec<_> = b["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["is_primary"] == false)
+        .collect();
+    assert_eq!(secondary.len(), 1);
+    assert_eq!(secondary[0]["line_start"], 11);
+    let scan = &find("scan_1b", "barrier_divergence")["message"]["children"];
+    assert!(scan
+        .to_string()
+        .contains("thread-dependent number of iterations"));
+}
+
+#[test]
+fn human_output_is_rustc_style() {
+    let ek = repo().join("example-kernels");
+    let out = gpucheck(&["-q"], &ek);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let expected = "error: barrier reached under thread-dependent control flow
+  --> src/barriers.rs:12:9
+   |
+11 |     if t < 128 {
+   |        ------- thread-dependent branch
+12 |         _syncthreads(); //~ ERROR barrier_divergence
+   |         ^^^^^^^^^^^^^^^
+   |
+   = note: the instruction comes from $RUST/library/core/src/../../stdarch/crates/core_arch/src/nvptx/mod.rs:57:5, inlined here
+   = note: the branch at src/barriers.rs:11:8 depends on threadIdx.x; threads 128..255 of each block skip this barrier
+   = note: block shape 256×1×1 from [package.metadata.gpucheck]
+   = help: move the barrier out of the conditional so that every thread of the block reaches it
+   = note: `#[deny(gpucheck::barrier_divergence)]` on by default
+";
+    assert!(err.contains(expected), "human output differs; got:\n{err}");
+    assert!(err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 4 warnings emitted"), "{err}");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn block_flag_overrides_metadata() {
+    // with 32-thread blocks the 16-wide bound check still splits the one warp,
+    // and the odd/even branch splits 1 of 1
+    let ek = repo().join("example-kernels");
+    let out = gpucheck(&["--message-format", "json", "-q", "--block", "32"], &ek);
+    let msgs = json_lines(&out.stdout);
+    let odd = msgs
+        .iter()
+        .find(|m| m["gpucheck"]["kernel"] == "odd_even_branch")
+        .expect("odd_even_branch finding");
+    assert_eq!(odd["gpucheck"]["warps_per_block"], 1);
+    assert_eq!(odd["gpucheck"]["diverging_warps"], 1);
+    assert!(odd["message"]["children"]
+        .to_string()
+        .contains("block shape 32×1×1 from --block"));
+}
