@@ -7,14 +7,7 @@ fn help_explains_every_flag() {
     let out = gpucheck(&["--help"], &repo());
     assert_eq!(out.status.code(), Some(0));
     let h = String::from_utf8_lossy(&out.stdout);
-    for flag in [
-        "--manifest-path",
-        "--package",
-        "--block",
-        "--message-format",
-        "--quiet",
-        "ptx",
-    ] {
+    for flag in ["--manifest-path", "--package", "--block", "--message-format", "--quiet", "ptx"] {
         assert!(h.contains(flag), "--help does not mention {flag}:\n{h}");
     }
 }
@@ -24,18 +17,11 @@ fn bad_ptx_names_file_line_column() {
     let dir = std::env::temp_dir().join(format!("gpucheck-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("bad.ptx");
-    std::fs::write(
-        &f,
-        ".version 7.0\n.target sm_70\n.entry k() {\n  add.s32 %r1, %r2 %r3;\n}\n",
-    )
-    .unwrap();
+    std::fs::write(&f, ".version 7.0\n.target sm_70\n.entry k() {\n  add.s32 %r1, %r2 %r3;\n}\n").unwrap();
     let out = gpucheck(&["ptx", f.to_str().unwrap()], &dir);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("bad.ptx:4:20: expected `,` or `;` after an operand, found `%r3`"),
-        "{err}"
-    );
+    assert!(err.contains("bad.ptx:4:20: expected `,` or `;` after an operand, found `%r3`"), "{err}");
 }
 
 #[test]
@@ -50,19 +36,9 @@ fn missing_file_and_bad_block_are_errors() {
 
 #[test]
 fn no_kernel_package_is_a_clear_error() {
-    let out = gpucheck(
-        &[
-            "--manifest-path",
-            repo().join("Cargo.toml").to_str().unwrap(),
-        ],
-        &repo(),
-    );
+    let out = gpucheck(&["--manifest-path", repo().join("Cargo.toml").to_str().unwrap()], &repo());
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no kernel package found"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no kernel package found"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -83,11 +59,5 @@ fn ptx_findings_without_debug_info_point_into_the_ptx() {
     assert_eq!(m["gpucheck"]["lint"], "barrier_divergence");
     assert_eq!(m["message"]["spans"][0]["file_name"], "k.ptx");
     assert_eq!(m["message"]["spans"][0]["line_start"], 10);
-    assert!(
-        m["message"]["children"]
-            .to_string()
-            .contains("threads 0..63 of each block skip this barrier"),
-        "{}",
-        m["message"]
-    );
+    assert!(m["message"]["children"].to_string().contains("threads 0..63 of each block skip this barrier"), "{}", m["message"]);
 }

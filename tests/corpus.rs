@@ -7,32 +7,19 @@ use gpucheck_tests::*;
 #[test]
 fn every_corpus_file_parses_and_analyses() {
     let files = corpus_files();
-    assert!(
-        files.len() >= 38,
-        "expected the whole corpus, found {}",
-        files.len()
-    );
+    assert!(files.len() >= 38, "expected the whole corpus, found {}", files.len());
     let mut total_insts = 0;
     for f in &files {
         let bytes = std::fs::read(f).unwrap();
         let src = String::from_utf8_lossy(&bytes);
-        let report = gpucheck_analysis::check(&src, &Default::default(), &|_| true)
-            .unwrap_or_else(|e| panic!("{}:{e}", f.display()));
+        let report = gpucheck_analysis::check(&src, &Default::default(), &|_| true).unwrap_or_else(|e| panic!("{}:{e}", f.display()));
         assert!(report.functions > 0, "{}: no function found", f.display());
         total_insts += report.instructions;
         // the parser saw every instruction-looking line of the bodies
         let module = gpucheck_analysis::ptx::parse(&src).unwrap();
-        assert_eq!(
-            module.instruction_count(),
-            report.instructions,
-            "{}",
-            f.display()
-        );
+        assert_eq!(module.instruction_count(), report.instructions, "{}", f.display());
     }
-    assert!(
-        total_insts > 70_000,
-        "only {total_insts} instructions analysed"
-    );
+    assert!(total_insts > 70_000, "only {total_insts} instructions analysed");
 }
 
 #[test]
@@ -43,11 +30,7 @@ fn binary_checks_every_corpus_file() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = gpucheck(&args, &repo());
     let code = out.status.code();
-    assert!(
-        code == Some(0) || code == Some(1),
-        "exit {code:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(code == Some(0) || code == Some(1), "exit {code:?}: {}", String::from_utf8_lossy(&out.stderr));
     let lines = json_lines(&out.stdout);
     assert_eq!(lines.last().unwrap()["reason"], "build-finished");
 }
@@ -55,9 +38,7 @@ fn binary_checks_every_corpus_file() {
 #[test]
 fn rustc_debug_ptx_has_dwarf_inline_info() {
     // rustc's own debug PTX in the corpus decodes through gimli
-    let src =
-        std::fs::read_to_string(corpus_dir().join("denzp-rust-ptx-linker-dependencies-debug.ptx"))
-            .unwrap();
+    let src = std::fs::read_to_string(corpus_dir().join("denzp-rust-ptx-linker-dependencies-debug.ptx")).unwrap();
     let r = gpucheck_analysis::check(&src, &Default::default(), &|_| true).unwrap();
     assert!(r.functions >= 1);
 }

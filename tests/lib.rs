@@ -8,10 +8,7 @@ use std::sync::OnceLock;
 
 /// Root of the repository.
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 /// `../shared/corpus/ptx` beside the checkout.
@@ -36,24 +33,13 @@ pub fn binary() -> &'static Path {
     BIN.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args([
-                "build",
-                "-q",
-                "-p",
-                "cargo-gpucheck",
-                "--bin",
-                "cargo-gpucheck",
-            ])
+            .args(["build", "-q", "-p", "cargo-gpucheck", "--bin", "cargo-gpucheck"])
             .current_dir(repo())
             .status()
             .expect("running cargo build for cargo-gpucheck");
         assert!(status.success(), "building cargo-gpucheck failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo().join("target"));
-        let exe = target
-            .join("debug")
-            .join(format!("cargo-gpucheck{}", std::env::consts::EXE_SUFFIX));
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
+        let exe = target.join("debug").join(format!("cargo-gpucheck{}", std::env::consts::EXE_SUFFIX));
         assert!(exe.exists(), "{} missing after build", exe.display());
         exe
     })
@@ -61,12 +47,7 @@ pub fn binary() -> &'static Path {
 
 /// `cargo-gpucheck gpucheck ARGS…`
 pub fn gpucheck(args: &[&str], cwd: &Path) -> std::process::Output {
-    Command::new(binary())
-        .arg("gpucheck")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running cargo-gpucheck")
+    Command::new(binary()).arg("gpucheck").args(args).current_dir(cwd).output().expect("running cargo-gpucheck")
 }
 
 /// A `//~ LEVEL lint` mark: (file relative to the package, line, level, lint).
@@ -91,23 +72,13 @@ pub fn marks(base: &Path, dir: &Path) -> Vec<Mark> {
                 let text = std::fs::read_to_string(&p).unwrap();
                 let rel = p.strip_prefix(base).unwrap().to_string_lossy().to_string();
                 for (i, line) in text.lines().enumerate() {
-                    let doc = line.trim_start().starts_with("//!")
-                        || line.trim_start().starts_with("///");
+                    let doc = line.trim_start().starts_with("//!") || line.trim_start().starts_with("///");
                     if let Some(pos) = line.find("//~ ").filter(|_| !doc) {
                         let mut w = line[pos + 4..].split_whitespace();
                         let level = w.next().unwrap_or("").to_string();
                         let lint = w.next().unwrap_or("").to_string();
-                        assert!(
-                            level == "WARN" || level == "ERROR",
-                            "bad mark in {rel}:{}: {line}",
-                            i + 1
-                        );
-                        out.push(Mark {
-                            file: rel.clone(),
-                            line: i as u32 + 1,
-                            level,
-                            lint,
-                        });
+                        assert!(level == "WARN" || level == "ERROR", "bad mark in {rel}:{}: {line}", i + 1);
+                        out.push(Mark { file: rel.clone(), line: i as u32 + 1, level, lint });
                     }
                 }
             }

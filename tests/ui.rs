@@ -19,20 +19,10 @@ fn run_json() -> &'static Run {
         let out = gpucheck(&["--message-format", "json", "-q"], &ek);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let lines = json_lines(&out.stdout);
-        let finished = lines
-            .last()
-            .cloned()
-            .unwrap_or_else(|| panic!("no output; stderr:\n{stderr}"));
+        let finished = lines.last().cloned().unwrap_or_else(|| panic!("no output; stderr:\n{stderr}"));
         assert_eq!(finished["reason"], "build-finished", "stderr:\n{stderr}");
-        let messages = lines
-            .into_iter()
-            .filter(|v| v["reason"] == "compiler-message")
-            .collect();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            messages,
-            finished,
-        }
+        let messages = lines.into_iter().filter(|v| v["reason"] == "compiler-message").collect();
+        Run { code: out.status.code().unwrap_or(-1), messages, finished }
     })
 }
 
@@ -53,12 +43,7 @@ fn findings_match_marks_exactly() {
     let mut got = BTreeSet::new();
     for m in &r.messages {
         let msg = &m["message"];
-        let span = msg["spans"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["is_primary"] == true)
-            .expect("a primary span");
+        let span = msg["spans"].as_array().unwrap().iter().find(|s| s["is_primary"] == true).expect("a primary span");
         let level = match msg["level"].as_str().unwrap() {
             "error" => "ERROR",
             "warning" => "WARN",
@@ -76,10 +61,7 @@ fn findings_match_marks_exactly() {
     }
     let missing: Vec<_> = expected.difference(&got).collect();
     let extra: Vec<_> = got.difference(&expected).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "missing findings: {missing:#?}\nextra findings: {extra:#?}"
-    );
+    assert!(missing.is_empty() && extra.is_empty(), "missing findings: {missing:#?}\nextra findings: {extra:#?}");
     // error-level findings → exit 1, build-finished success false
     assert_eq!(r.code, 1);
     assert_eq!(r.finished["success"], false);
@@ -88,46 +70,31 @@ fn findings_match_marks_exactly() {
 #[test]
 fn divergent_branch_numbers() {
     let odd = &find("odd_even_branch", "divergent_branch")["gpucheck"];
-    assert_eq!(
-        (
-            odd["diverging_warps"].as_i64(),
-            odd["warps_per_block"].as_i64()
-        ),
-        (Some(8), Some(8))
-    );
+    assert_eq!((odd["diverging_warps"].as_i64(), odd["warps_per_block"].as_i64()), (Some(8), Some(8)));
     // 16×16 block from per-kernel metadata: every warp holds two rows
     let narrow = &find("narrow_block_bound", "divergent_branch");
     assert_eq!(narrow["gpucheck"]["block"], "[16, 16, 1]");
     assert_eq!(narrow["gpucheck"]["diverging_warps"], 8);
     let tri = &find("sum_triangle", "divergent_branch");
-    assert!(tri["message"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("different numbers of iterations"));
+    assert!(tri["message"]["message"].as_str().unwrap().contains("different numbers of iterations"));
 }
 
 #[test]
 fn barrier_divergence_names_the_branch_and_the_threads() {
     let b = &find("barrier_in_branch", "barrier_divergence")["message"];
-    let notes: Vec<&str> = b["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["message"].as_str().unwrap())
-        .collect();
-    assert!(notes.iter().any(|n| n.contains("the branch at src/barriers.rs:11:8 depends on threadIdx.x; threads 128..255 of each block skip this barrier")), "{notes:#?}");
-    let secondary: Vec<_> = b["spans"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["is_primary"] == false)
-        .collect();
+    let notes: Vec<&str> = b["children"].as_array().unwrap().iter().map(|c| c["message"].as_str().unwrap()).collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n
+                .contains("the branch at src/barriers.rs:11:8 depends on threadIdx.x; threads 128..255 of each block skip this barrier")),
+        "{notes:#?}"
+    );
+    let secondary: Vec<_> = b["spans"].as_array().unwrap().iter().filter(|s| s["is_primary"] == false).collect();
     assert_eq!(secondary.len(), 1);
     assert_eq!(secondary[0]["line_start"], 11);
     let scan = &find("scan_1b", "barrier_divergence")["message"]["children"];
-    assert!(scan
-        .to_string()
-        .contains("thread-dependent number of iterations"));
+    assert!(scan.to_string().contains("thread-dependent number of iterations"));
 }
 
 #[test]
@@ -161,13 +128,8 @@ fn block_flag_overrides_metadata() {
     let ek = repo().join("example-kernels");
     let out = gpucheck(&["--message-format", "json", "-q", "--block", "32"], &ek);
     let msgs = json_lines(&out.stdout);
-    let odd = msgs
-        .iter()
-        .find(|m| m["gpucheck"]["kernel"] == "odd_even_branch")
-        .expect("odd_even_branch finding");
+    let odd = msgs.iter().find(|m| m["gpucheck"]["kernel"] == "odd_even_branch").expect("odd_even_branch finding");
     assert_eq!(odd["gpucheck"]["warps_per_block"], 1);
     assert_eq!(odd["gpucheck"]["diverging_warps"], 1);
-    assert!(odd["message"]["children"]
-        .to_string()
-        .contains("block shape 32×1×1 from --block"));
+    assert!(odd["message"]["children"].to_string().contains("block shape 32×1×1 from --block"));
 }

@@ -11,22 +11,14 @@ fn main() {
     for p in args {
         let src = std::fs::read_to_string(&p).unwrap();
         let r = gpucheck_analysis::check(&src, &opts, &|f: &str| f.contains(&local)).unwrap();
-        println!(
-            "== {p}: {} functions, {} insts, dwarf={}",
-            r.functions, r.instructions, r.has_dwarf
-        );
+        println!("== {p}: {} functions, {} insts, dwarf={}", r.functions, r.instructions, r.has_dwarf);
         for f in r.findings {
             println!(
                 "{} [{}] {}  @ {:?} (ptx {})  label={}",
                 f.lint.name,
                 f.kernel,
                 f.message,
-                f.span.as_ref().map(|s| format!(
-                    "{}:{}:{}",
-                    s.file.rsplit('/').next().unwrap(),
-                    s.line,
-                    s.col
-                )),
+                f.span.as_ref().map(|s| format!("{}:{}:{}", s.file.rsplit('/').next().unwrap(), s.line, s.col)),
                 f.ptx_line,
                 f.label
             );

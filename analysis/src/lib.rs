@@ -46,32 +46,19 @@ pub struct Report {
 /// metadata, `.reqntid`, the package's metadata, else an assumed shape.
 pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     if let Some(b) = opts.block {
-        return Shape {
-            block: b,
-            source: "--block".into(),
-        };
+        return Shape { block: b, source: "--block".into() };
     }
     if let Some(b) = opts.kernel_blocks.get(f.name) {
-        return Shape {
-            block: *b,
-            source: format!("[package.metadata.gpucheck.kernels.{}]", f.name),
-        };
+        return Shape { block: *b, source: format!("[package.metadata.gpucheck.kernels.{}]", f.name) };
     }
     if let Some(b) = f.perf.reqntid {
-        return Shape {
-            block: b,
-            source: ".reqntid in the PTX".into(),
-        };
+        return Shape { block: b, source: ".reqntid in the PTX".into() };
     }
     if let Some(b) = opts.package_block {
-        return Shape {
-            block: b,
-            source: "[package.metadata.gpucheck]".into(),
-        };
+        return Shape { block: b, source: "[package.metadata.gpucheck]".into() };
     }
-    let uses = |r: &str| {
-        f.body.iter().flatten().any(|s| matches!(s, ptx::Stmt::Inst(i) if i.operands.iter().any(|o| *o == ptx::Operand::Reg(r))))
-    };
+    let uses =
+        |r: &str| f.body.iter().flatten().any(|s| matches!(s, ptx::Stmt::Inst(i) if i.operands.iter().any(|o| *o == ptx::Operand::Reg(r))));
     let block = if uses("%tid.z") {
         [32, 4, 2]
     } else if uses("%tid.y") {
@@ -79,50 +66,29 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     } else {
         [256, 1, 1]
     };
-    Shape {
-        block,
-        source: "assumed".into(),
-    }
+    Shape { block, source: "assumed".into() }
 }
 
 /// Parse and check one PTX module. `is_local` says whether a source file
 /// belongs to the package being checked (findings point into it).
-pub fn check(
-    src: &str,
-    opts: &Options,
-    is_local: &dyn Fn(&str) -> bool,
-) -> Result<Report, ParseError> {
+pub fn check(src: &str, opts: &Options, is_local: &dyn Fn(&str) -> bool) -> Result<Report, ParseError> {
     let module = ptx::parse(src)?;
     Ok(check_module(&module, opts, is_local))
 }
 
 /// Check an already parsed module.
-pub fn check_module<'a>(
-    module: &'a ptx::Module<'a>,
-    opts: &Options,
-    is_local: &dyn Fn(&str) -> bool,
-) -> Report {
+pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &dyn Fn(&str) -> bool) -> Report {
     let fns = ir::lower(module);
     let sums = divergence::Summaries::compute(module, &fns);
     let srcmap = srcmap::SourceMap::new(module, &fns);
-    let mut report = Report {
-        has_dwarf: srcmap.has_dwarf(),
-        ..Default::default()
-    };
+    let mut report = Report { has_dwarf: srcmap.has_dwarf(), ..Default::default() };
     for f in &fns {
         report.functions += 1;
         report.kernels += f.func.is_entry as usize;
         report.instructions += f.insts.len();
         let d = divergence::Divergence::analyze(f, &sums);
         let shape = shape_for(f.func, opts);
-        let ctx = lints::Ctx {
-            f,
-            d: &d,
-            sums: &sums,
-            shape: &shape,
-            srcmap: &srcmap,
-            is_local,
-        };
+        let ctx = lints::Ctx { f, d: &d, sums: &sums, shape: &shape, srcmap: &srcmap, is_local };
         report.findings.extend(lints::run(&ctx));
     }
     report

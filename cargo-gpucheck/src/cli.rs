@@ -80,25 +80,18 @@ pub enum MessageFormat {
 pub fn parse_block(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
-        return Err(format!(
-            "expected 1 to 3 comma-separated numbers such as `256` or `32,8,1`, found `{s}`"
-        ));
+        return Err(format!("expected 1 to 3 comma-separated numbers such as `256` or `32,8,1`, found `{s}`"));
     }
     let mut b = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        b[i] = p.parse().map_err(|_| {
-            format!("`{p}` is not a positive number (expected X,Y,Z such as `32,8,1`)")
-        })?;
+        b[i] = p.parse().map_err(|_| format!("`{p}` is not a positive number (expected X,Y,Z such as `32,8,1`)"))?;
         if b[i] == 0 {
             return Err("block dimensions must be at least 1".to_string());
         }
     }
     let total: u64 = b.iter().map(|&x| x as u64).product();
     if total > 1024 {
-        return Err(format!(
-            "a block has at most 1024 threads; {}×{}×{} = {total}",
-            b[0], b[1], b[2]
-        ));
+        return Err(format!("a block has at most 1024 threads; {}×{}×{} = {total}", b[0], b[1], b[2]));
     }
     Ok(b)
 }

@@ -54,10 +54,7 @@ impl PathStyle {
         let root = format!("{}/", self.root.to_string_lossy());
         let mut s = t.replace(&root, "");
         while let Some(i) = s.find("/lib/rustlib/src/rust/") {
-            let start = s[..i]
-                .rfind(|c: char| c.is_whitespace() || c == '`' || c == '(')
-                .map(|x| x + 1)
-                .unwrap_or(0);
+            let start = s[..i].rfind(|c: char| c.is_whitespace() || c == '`' || c == '(').map(|x| x + 1).unwrap_or(0);
             s.replace_range(start..i + "/lib/rustlib/src/rust/".len(), "$RUST/");
         }
         s
@@ -131,11 +128,9 @@ pub fn default_level_note(lint: &gpucheck_analysis::Lint) -> String {
 pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec<Diagnostic> {
     let mut sources: HashMap<PathBuf, Option<Vec<String>>> = HashMap::new();
     let mut line_text = |abs: &Path, line: u32| -> Option<String> {
-        let lines = sources.entry(abs.to_path_buf()).or_insert_with(|| {
-            std::fs::read_to_string(abs)
-                .ok()
-                .map(|s| s.lines().map(str::to_string).collect())
-        });
+        let lines = sources
+            .entry(abs.to_path_buf())
+            .or_insert_with(|| std::fs::read_to_string(abs).ok().map(|s| s.lines().map(str::to_string).collect()));
         lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
     };
     let mut out: Vec<Diagnostic> = Vec::new();
@@ -152,20 +147,12 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec
         let (file, abs_file, line, col, col_end) = match &f.span {
             Some(s) => {
                 let abs = paths.absolute(&s.file);
-                let end = line_text(&abs, s.line)
-                    .map(|t| span_end(&t, s.col))
-                    .unwrap_or(s.col + 1);
+                let end = line_text(&abs, s.line).map(|t| span_end(&t, s.col)).unwrap_or(s.col + 1);
                 (Some(paths.display(&s.file)), Some(abs), s.line, s.col, end)
             }
             None => (None, None, f.ptx_line, f.ptx_col, f.ptx_col + 1),
         };
-        let key = (
-            f.lint.name.to_string(),
-            file.clone(),
-            line,
-            col,
-            f.message.clone(),
-        );
+        let key = (f.lint.name.to_string(), file.clone(), line, col, f.message.clone());
         if let Some(&i) = index.get(&key) {
             out[i].duplicates += 1;
             continue;
@@ -175,17 +162,8 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec
             .iter()
             .map(|(p, label)| {
                 let abs = paths.absolute(&p.file);
-                let end = line_text(&abs, p.line)
-                    .map(|t| span_end(&t, p.col))
-                    .unwrap_or(p.col + 1);
-                (
-                    paths.display(&p.file),
-                    abs,
-                    p.line,
-                    p.col,
-                    end,
-                    label.clone(),
-                )
+                let end = line_text(&abs, p.line).map(|t| span_end(&t, p.col)).unwrap_or(p.col + 1);
+                (paths.display(&p.file), abs, p.line, p.col, end, label.clone())
             })
             .collect();
         index.insert(key, out.len());
@@ -209,21 +187,11 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec
             let n = d.duplicates;
             d.finding.notes.push(gpucheck_analysis::Note {
                 kind: NoteKind::Note,
-                text: format!(
-                    "also at {n} other place{} in the PTX (code the compiler duplicated)",
-                    if n == 1 { "" } else { "s" }
-                ),
+                text: format!("also at {n} other place{} in the PTX (code the compiler duplicated)", if n == 1 { "" } else { "s" }),
             });
         }
     }
-    out.sort_by(|a, b| {
-        (&a.file, a.line, a.col, a.finding.lint.name).cmp(&(
-            &b.file,
-            b.line,
-            b.col,
-            b.finding.lint.name,
-        ))
-    });
+    out.sort_by(|a, b| (&a.file, a.line, a.col, a.finding.lint.name).cmp(&(&b.file, b.line, b.col, b.finding.lint.name)));
     out
 }
 
@@ -250,14 +218,9 @@ mod tests {
 
     #[test]
     fn paths_shorten() {
-        let p = PathStyle {
-            root: PathBuf::from("/w/ek"),
-        };
+        let p = PathStyle { root: PathBuf::from("/w/ek") };
         assert_eq!(p.display("/w/ek/src/lib.rs"), "src/lib.rs");
-        assert_eq!(
-            p.display("/r/.rustup/toolchains/n/lib/rustlib/src/rust/library/core/src/x.rs"),
-            "$RUST/library/core/src/x.rs"
-        );
+        assert_eq!(p.display("/r/.rustup/toolchains/n/lib/rustlib/src/rust/library/core/src/x.rs"), "$RUST/library/core/src/x.rs");
         assert_eq!(
             p.text("at /w/ek/src/a.rs:1:2 from /r/t/lib/rustlib/src/rust/library/x.rs:3"),
             "at src/a.rs:1:2 from $RUST/library/x.rs:3"

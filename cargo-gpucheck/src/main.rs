@@ -56,11 +56,7 @@ fn run() -> Result<i32> {
 fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
     OutputArgs {
         block: inner.block.or(outer.block),
-        message_format: if inner.message_format != MessageFormat::Human {
-            inner.message_format
-        } else {
-            outer.message_format
-        },
+        message_format: if inner.message_format != MessageFormat::Human { inner.message_format } else { outer.message_format },
     }
 }
 
@@ -85,11 +81,7 @@ fn emit(diags: &[Diagnostic], ptx_src: &str, origin: &Origin, fmt: MessageFormat
             MessageFormat::Human => eprintln!("{}\n", report::human::render(d, ptx_src, color)),
             MessageFormat::Json => {
                 let rendered = report::human::render(d, ptx_src, false);
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    report::json::message(d, origin, &format!("{rendered}\n"))
-                );
+                let _ = writeln!(out, "{}", report::json::message(d, origin, &format!("{rendered}\n")));
             }
         }
     }
@@ -116,9 +108,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs) -> Result<i32> {
     let meta = build::metadata(b.manifest_path.as_deref())?;
     let ws = build::workspace(&meta, &b.packages)?;
     let target_dir = ws.target_dir.join("gpucheck");
-    let paths = PathStyle {
-        root: ws.root.clone(),
-    };
+    let paths = PathStyle { root: ws.root.clone() };
     let mut errors = 0;
     for k in &ws.kernels {
         let ptx_path = match build::nvptx::build(k, &target_dir, b.quiet) {
@@ -131,13 +121,8 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs) -> Result<i32> {
                 return Ok(2);
             }
         };
-        let src = std::fs::read_to_string(&ptx_path)
-            .with_context(|| format!("reading PTX `{}`", ptx_path.display()))?;
-        let opts = Options {
-            block: o.block,
-            kernel_blocks: k.kernel_blocks.clone(),
-            package_block: k.block,
-        };
+        let src = std::fs::read_to_string(&ptx_path).with_context(|| format!("reading PTX `{}`", ptx_path.display()))?;
+        let opts = Options { block: o.block, kernel_blocks: k.kernel_blocks.clone(), package_block: k.block };
         let root = k.root.clone();
         let is_local = move |f: &str| {
             let p = Path::new(f);
@@ -148,8 +133,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs) -> Result<i32> {
             }
         };
         let started = std::time::Instant::now();
-        let report = gpucheck_analysis::check(&src, &opts, &is_local)
-            .map_err(|e| anyhow::anyhow!("{}:{e}", ptx_path.display()))?;
+        let report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", ptx_path.display()))?;
         if !b.quiet && o.message_format == MessageFormat::Human {
             eprintln!(
                 "    Checking {} ({} kernel{}, {} PTX instructions{}) in {:.1?}",
@@ -157,11 +141,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs) -> Result<i32> {
                 report.kernels,
                 if report.kernels == 1 { "" } else { "s" },
                 report.instructions,
-                if report.has_dwarf {
-                    ""
-                } else {
-                    ", no DWARF inline info"
-                },
+                if report.has_dwarf { "" } else { ", no DWARF inline info" },
                 started.elapsed()
             );
         }
@@ -194,10 +174,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs) -> Result<i32> {
                 continue;
             }
         };
-        let opts = Options {
-            block: o.block,
-            ..Default::default()
-        };
+        let opts = Options { block: o.block, ..Default::default() };
         let report = match gpucheck_analysis::check(&src, &opts, &|_| true) {
             Ok(r) => r,
             Err(e) => {
@@ -219,10 +196,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs) -> Result<i32> {
             package_name: display.clone(),
             package_id: format!("path+file://{}", abs.display()),
             manifest_path: abs.to_string_lossy().to_string(),
-            target_name: file
-                .file_stem()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_default(),
+            target_name: file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default(),
             src_path: abs.to_string_lossy().to_string(),
             edition: "2021".into(),
         };

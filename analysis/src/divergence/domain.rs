@@ -10,10 +10,18 @@
 //! Owns: the lattice and its arithmetic. Does not own: which instruction maps
 //! to which operation (see `transfer`).
 
+/// A coefficient of a thread coordinate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Coef {
     Const(i64),
-    /// Uniform across the block but unknown (e.g. a kernel parameter).
+    /// `k + m·s` for one uniform symbol `s` (a kernel parameter, a special
+    /// register or another uniform value), so that `ty·wA - ty·wA` cancels.
+    Lin {
+        k: i64,
+        m: i64,
+        sym: u32,
+    },
+    /// Uniform across the block but unknown (several symbols).
     Sym,
 }
 
@@ -21,18 +29,33 @@ impl Coef {
     pub fn is_zero(self) -> bool {
         self == Coef::Const(0)
     }
+    fn lin(k: i64, m: i64, sym: u32) -> Coef {
+        if m == 0 {
+            Coef::Const(k)
+        } else {
+            Coef::Lin { k, m, sym }
+        }
+    }
     fn add(self, o: Coef) -> Coef {
         match (self, o) {
             (Coef::Const(a), Coef::Const(b)) => Coef::Const(a.wrapping_add(b)),
-            (Coef::Const(0), x) | (x, Coef::Const(0)) => x,
+            (Coef::Const(a), Coef::Lin { k, m, sym }) | (Coef::Lin { k, m, sym }, Coef::Const(a)) => Coef::lin(k.wrapping_add(a), m, sym),
+            (Coef::Lin { k: k1, m: m1, sym: s1 }, Coef::Lin { k: k2, m: m2, sym: s2 }) if s1 == s2 => {
+                Coef::lin(k1.wrapping_add(k2), m1.wrapping_add(m2), s1)
+            }
             _ => Coef::Sym,
         }
     }
-    fn scale(self, k: Option<i64>) -> Coef {
+    /// Multiply by a uniform value: a constant `k`, or the symbol `sym`.
+    fn scale(self, k: Option<i64>, sym: Option<u32>) -> Coef {
         match (self, k) {
-            (Coef::Const(0), _) => Coef::Const(0),
-            (_, Some(0)) => Coef::Const(0),
+            (Coef::Const(0), _) | (_, Some(0)) => Coef::Const(0),
             (Coef::Const(a), Some(b)) => Coef::Const(a.wrapping_mul(b)),
+            (Coef::Lin { k, m, sym }, Some(b)) => Coef::lin(k.wrapping_mul(b), m.wrapping_mul(b), sym),
+            (Coef::Const(a), None) => match sym {
+                Some(s) => Coef::lin(0, a, s),
+                None => Coef::Sym,
+            },
             _ => Coef::Sym,
         }
     }
@@ -43,7 +66,9 @@ pub enum AbsVal {
     /// Not yet computed (unreachable or before the fixed point reaches it).
     Bottom,
     /// Affine in thread coordinates; uniform when all coefficients are 0.
-    Affine { c: [Coef; 3], k: Option<i64> },
+    /// The uniform part is `k` when known, else exactly the symbol `s`
+    /// when known, else unknown.
+    Affine { c: [Coef; 3], k: Option<i64>, s: Option<u32> },
     /// Thread-dependent, not affine. `data`: depends on loaded data, atomics,
     /// clocks or other sources no static evaluation can know.
     Top { data: bool },
@@ -53,7 +78,18 @@ pub const ZERO: [Coef; 3] = [Coef::Const(0); 3];
 
 impl AbsVal {
     pub fn uniform(k: Option<i64>) -> AbsVal {
-        AbsVal::Affine { c: ZERO, k }
+        AbsVal::Affine { c: ZERO, k, s: None }
+    }
+    /// A uniform value known only by name.
+    pub fn symbol(s: u32) -> AbsVal {
+        AbsVal::Affine { c: ZERO, k: None, s: Some(s) }
+    }
+    /// The uniform symbol this value is, if it is exactly one.
+    pub fn sym(&self) -> Option<u32> {
+        match self {
+            AbsVal::Affine { c, k: None, s } if *c == ZERO => *s,
+            _ => None,
+        }
     }
     pub fn konst(k: i64) -> AbsVal {
         AbsVal::uniform(Some(k))
@@ -61,7 +97,7 @@ impl AbsVal {
     pub fn tid(dim: usize) -> AbsVal {
         let mut c = ZERO;
         c[dim] = Coef::Const(1);
-        AbsVal::Affine { c, k: Some(0) }
+        AbsVal::Affine { c, k: Some(0), s: None }
     }
     pub fn is_uniform(&self) -> bool {
         matches!(self, AbsVal::Affine { c, .. } if *c == ZERO) || *self == AbsVal::Bottom
@@ -74,7 +110,7 @@ impl AbsVal {
     }
     pub fn const_value(&self) -> Option<i64> {
         match self {
-            AbsVal::Affine { c, k } if *c == ZERO => *k,
+            AbsVal::Affine { c, k, .. } if *c == ZERO => *k,
             _ => None,
         }
     }
@@ -87,9 +123,7 @@ impl AbsVal {
 
     /// ⊤ inheriting the `data` flag of the operands.
     pub fn top_of(ops: &[AbsVal]) -> AbsVal {
-        AbsVal::Top {
-            data: ops.iter().any(|o| o.data()),
-        }
+        AbsVal::Top { data: ops.iter().any(|o| o.data()) }
     }
 
     /// Uniform if every operand is; otherwise ⊤ (for non-affine operations).
@@ -112,18 +146,12 @@ impl AbsVal {
             (AbsVal::Bottom, x) | (x, AbsVal::Bottom) => x,
             (AbsVal::Top { data: a }, AbsVal::Top { data: b }) => AbsVal::Top { data: a || b },
             (AbsVal::Top { data }, _) | (_, AbsVal::Top { data }) => AbsVal::Top { data },
-            (AbsVal::Affine { c: c1, k: k1 }, AbsVal::Affine { c: c2, k: k2 }) => {
-                let mut c = ZERO;
-                for d in 0..3 {
-                    c[d] = match (c1[d], c2[d]) {
-                        (a, b) if a == b => a,
-                        _ => return AbsVal::Top { data: false },
-                    };
+            (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
+                if c1 != c2 {
+                    return AbsVal::Top { data: false };
                 }
-                AbsVal::Affine {
-                    c,
-                    k: if k1 == k2 { k1 } else { None },
-                }
+                let same = k1 == k2 && s1 == s2;
+                AbsVal::Affine { c: c1, k: if same { k1 } else { None }, s: if same { s1 } else { None } }
             }
         }
     }
@@ -131,12 +159,15 @@ impl AbsVal {
     pub fn add(self, o: AbsVal) -> AbsVal {
         match (self, o) {
             (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
-            (AbsVal::Affine { c: c1, k: k1 }, AbsVal::Affine { c: c2, k: k2 }) => {
+            (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
                 let c = [c1[0].add(c2[0]), c1[1].add(c2[1]), c1[2].add(c2[2])];
-                AbsVal::Affine {
-                    c,
-                    k: k1.zip(k2).map(|(a, b)| a.wrapping_add(b)),
-                }
+                let (k, s) = match (k1, k2) {
+                    (Some(a), Some(b)) => (Some(a.wrapping_add(b)), None),
+                    (Some(0), None) => (None, s2),
+                    (None, Some(0)) => (None, s1),
+                    _ => (None, None),
+                };
+                AbsVal::Affine { c, k, s }
             }
             (a, b) => AbsVal::top_of(&[a, b]),
         }
@@ -153,17 +184,17 @@ impl AbsVal {
     pub fn mul(self, o: AbsVal) -> AbsVal {
         match (self, o) {
             (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
-            (AbsVal::Affine { c: c1, k: k1 }, AbsVal::Affine { c: c2, k: k2 }) => {
+            (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
+                let k = mul_k(k1, k2);
+                let s = match (k1, k2) {
+                    (Some(1), None) => s2,
+                    (None, Some(1)) => s1,
+                    _ => None,
+                };
                 if c1 == ZERO {
-                    AbsVal::Affine {
-                        c: [c2[0].scale(k1), c2[1].scale(k1), c2[2].scale(k1)],
-                        k: mul_k(k1, k2),
-                    }
+                    AbsVal::Affine { c: c2.map(|x| x.scale(k1, s1)), k, s }
                 } else if c2 == ZERO {
-                    AbsVal::Affine {
-                        c: [c1[0].scale(k2), c1[1].scale(k2), c1[2].scale(k2)],
-                        k: mul_k(k1, k2),
-                    }
+                    AbsVal::Affine { c: c1.map(|x| x.scale(k2, s2)), k, s }
                 } else {
                     AbsVal::Top { data: false }
                 }
@@ -195,39 +226,34 @@ mod tests {
         assert!(n.sub(i).is_uniform());
         // gid = ctaid*ntid + tid is affine with coefficient 1
         let gid = AbsVal::uniform(None).mul(AbsVal::uniform(None)).add(tid);
-        assert_eq!(
-            gid.coefs(),
-            Some([Coef::Const(1), Coef::Const(0), Coef::Const(0)])
-        );
+        assert_eq!(gid.coefs(), Some([Coef::Const(1), Coef::Const(0), Coef::Const(0)]));
         // (tid+1)*c has a symbolic coefficient
         let l = tid.add(AbsVal::konst(1)).mul(c);
         assert_eq!(l.coefs().unwrap()[0], Coef::Sym);
         assert_eq!(tid.mul(tid), AbsVal::Top { data: false });
         assert_eq!(
             tid.mul(AbsVal::konst(4)).add(AbsVal::konst(8)),
-            AbsVal::Affine {
-                c: [Coef::Const(4), Coef::Const(0), Coef::Const(0)],
-                k: Some(8)
-            }
+            AbsVal::Affine { c: [Coef::Const(4), Coef::Const(0), Coef::Const(0)], k: Some(8), s: None }
         );
+        // matrixMul's loop bound: ty·wA + tx + u1 compared with ty·wA + tx + u2
+        let (ty, wa) = (AbsVal::tid(1), AbsVal::symbol(7));
+        let a = ty.mul(wa).add(tid).add(AbsVal::uniform(None));
+        let b = wa.mul(ty).add(AbsVal::symbol(9)).add(tid);
+        assert!(a.sub(b).is_uniform(), "{:?}", a.sub(b));
+        // (tid + 1) * c with a named c: coefficient 1·c
+        let l = tid.add(AbsVal::konst(1)).mul(AbsVal::symbol(3));
+        assert_eq!(l.coefs().unwrap()[0], Coef::Lin { k: 0, m: 1, sym: 3 });
+        // different symbols do not cancel
+        assert!(!ty.mul(AbsVal::symbol(1)).sub(ty.mul(AbsVal::symbol(2))).is_uniform());
     }
 
     #[test]
     fn join_rules() {
         let a = AbsVal::tid(0).add(AbsVal::konst(1));
         let b = AbsVal::tid(0).add(AbsVal::konst(5));
-        assert_eq!(
-            a.join(b),
-            AbsVal::Affine {
-                c: AbsVal::tid(0).coefs().unwrap(),
-                k: None
-            }
-        );
+        assert_eq!(a.join(b), AbsVal::Affine { c: AbsVal::tid(0).coefs().unwrap(), k: None, s: None });
         assert_eq!(a.join(AbsVal::konst(0)), AbsVal::Top { data: false });
-        assert_eq!(
-            AbsVal::Top { data: true }.join(a),
-            AbsVal::Top { data: true }
-        );
+        assert_eq!(AbsVal::Top { data: true }.join(a), AbsVal::Top { data: true });
         assert_eq!(AbsVal::Bottom.join(a), a);
     }
 }

@@ -65,12 +65,7 @@ fn wrap(v: i64, bits: u32, signed: bool) -> i64 {
 
 impl<'f, 'a> Evaluator<'f, 'a> {
     pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, ntid: [u32; 3]) -> Self {
-        Evaluator {
-            f,
-            d,
-            ntid: ntid.map(|x| x as i64),
-            leaves: HashMap::new(),
-        }
+        Evaluator { f, d, ntid: ntid.map(|x| x as i64), leaves: HashMap::new() }
     }
 
     /// Evaluate SSA value `v` for one lane.
@@ -110,13 +105,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             return Err(EvalErr::Opaque);
         }
         match self.f.ssa.values[v as usize] {
-            ValueDef::Entry(r) => self
-                .special(self.f.ssa.regs[r as usize], lane)
-                .ok_or(EvalErr::Opaque),
+            ValueDef::Entry(r) => self.special(self.f.ssa.regs[r as usize], lane).ok_or(EvalErr::Opaque),
             ValueDef::Phi(_) => self.leaves.get(&v).copied().ok_or(EvalErr::Opaque),
-            ValueDef::Inst { inst, slot } => {
-                self.inst(inst as usize, slot as usize, lane, depth + 1)
-            }
+            ValueDef::Inst { inst, slot } => self.inst(inst as usize, slot as usize, lane, depth + 1),
         }
     }
 
@@ -151,9 +142,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 }
                 None => self.special(r, lane).ok_or(EvalErr::Opaque),
             },
-            Operand::Not(r) => self
-                .operand(i, &Operand::Reg(r), lane, depth)
-                .map(|v| (v == 0) as i64),
+            Operand::Not(r) => self.operand(i, &Operand::Reg(r), lane, depth).map(|v| (v == 0) as i64),
             Operand::Imm(k) => Ok(*k),
             _ => Err(EvalErr::Opaque),
         }
@@ -177,11 +166,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             return Err(EvalErr::Opaque);
         }
         let ops = &inst.operands;
-        let src = |k: usize| -> Result<i64, EvalErr> {
-            ops.get(k)
-                .map(|o| self.operand(i, o, lane, depth))
-                .unwrap_or(Err(EvalErr::Opaque))
-        };
+        let src =
+            |k: usize| -> Result<i64, EvalErr> { ops.get(k).map(|o| self.operand(i, o, lane, depth)).unwrap_or(Err(EvalErr::Opaque)) };
         let (bits, signed) = width(inst);
         let w = |v: i64| wrap(v, bits, signed);
         let pred = inst.has_mod("pred");
@@ -191,11 +177,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 // cvt.dst.src: wrap to the source type, then to the destination type
                 let tys: Vec<&str> = inst
                     .mods()
-                    .filter(|m| {
-                        m.len() >= 2
-                            && matches!(&m[..1], "u" | "s" | "b" | "f")
-                            && m[1..].bytes().all(|b| b.is_ascii_digit())
-                    })
+                    .filter(|m| m.len() >= 2 && matches!(&m[..1], "u" | "s" | "b" | "f") && m[1..].bytes().all(|b| b.is_ascii_digit()))
                     .collect();
                 if tys.iter().any(|t| t.starts_with('f')) {
                     return Err(EvalErr::Opaque);
@@ -212,9 +194,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 a.wrapping_mul(b)
             }
             "mul" if !inst.has_mod("hi") => w(src(1)?.wrapping_mul(src(2)?)),
-            "mad" if inst.has_mod("wide") => wrap(src(1)?, bits, signed)
-                .wrapping_mul(wrap(src(2)?, bits, signed))
-                .wrapping_add(src(3)?),
+            "mad" if inst.has_mod("wide") => wrap(src(1)?, bits, signed).wrapping_mul(wrap(src(2)?, bits, signed)).wrapping_add(src(3)?),
             "mad" if inst.has_mod("lo") => w(src(1)?.wrapping_mul(src(2)?).wrapping_add(src(3)?)),
             "neg" => w(src(1)?.wrapping_neg()),
             "shl" => {
@@ -254,11 +234,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
             "min" | "max" => {
                 let (a, b) = (wrap(src(1)?, bits, signed), wrap(src(2)?, bits, signed));
-                let lt = if signed {
-                    a < b
-                } else {
-                    (a as u64) < (b as u64)
-                };
+                let lt = if signed { a < b } else { (a as u64) < (b as u64) };
                 if (inst.op() == "min") == lt {
                     a
                 } else {

@@ -44,7 +44,8 @@ impl<'a> Summaries<'a> {
                 if crate::ir::semantics::is_barrier(i) {
                     barrier.insert(name);
                 }
-                let thread_src = i.operands.iter().any(|o| matches!(o, Operand::Reg(r) if transfer::special(r).is_some_and(|v| v.is_divergent())));
+                let thread_src =
+                    i.operands.iter().any(|o| matches!(o, Operand::Reg(r) if transfer::special(r).is_some_and(|v| v.is_divergent())));
                 if thread_src
                     || matches!(i.op(), "atom" | "shfl" | "match")
                     || (i.op() == "ld" && i.has_mod("local"))
@@ -73,17 +74,9 @@ impl<'a> Summaries<'a> {
                 break;
             }
         }
-        let thread_invariant = fns
-            .iter()
-            .map(|f| f.func.name)
-            .filter(|n| !variant.contains(n))
-            .collect();
+        let thread_invariant = fns.iter().map(|f| f.func.name).filter(|n| !variant.contains(n)).collect();
         let defined = fns.iter().map(|f| f.func.name).collect();
-        Summaries {
-            thread_invariant,
-            has_barrier: barrier,
-            defined,
-        }
+        Summaries { thread_invariant, has_barrier: barrier, defined }
     }
 }
 
@@ -135,8 +128,7 @@ impl Divergence {
         // entry values first
         for (v, def) in f.ssa.values.iter().enumerate() {
             if let ValueDef::Entry(r) = def {
-                d.vals[v] =
-                    transfer::special(f.ssa.regs[*r as usize]).unwrap_or(AbsVal::uniform(None));
+                d.vals[v] = transfer::special(f.ssa.regs[*r as usize]).unwrap_or(AbsVal::uniform(None));
             }
         }
         let mut work: VecDeque<User> = VecDeque::new();
@@ -160,7 +152,7 @@ impl Divergence {
                         queued_inst[i as usize] = false;
                         let mut changed = false;
                         for (slot, &v) in f.ssa.defs(i as usize).iter().enumerate() {
-                            let nv = transfer::inst_value(&d, f, sums, i as usize, slot);
+                            let nv = transfer::named(transfer::inst_value(&d, f, sums, i as usize, slot), v);
                             let nv = d.vals[v as usize].join(nv);
                             if nv != d.vals[v as usize] {
                                 d.vals[v as usize] = nv;
@@ -185,6 +177,7 @@ impl Divergence {
                         if d.sync_phi[p as usize] {
                             nv = nv.join(AbsVal::Top { data: false });
                         }
+                        let nv = transfer::named(nv, v);
                         let nv = d.vals[v as usize].join(nv);
                         if nv != d.vals[v as usize] {
                             d.vals[v as usize] = nv;
@@ -223,17 +216,13 @@ impl Divergence {
                     }
                 }
                 for &l in &f.cfg.loops_containing(b) {
-                    let exits_loop = f.cfg.blocks[b].succs.iter().any(|&s| !f.cfg.in_loop(s, l))
-                        || f.cfg.blocks[b].succs.len() < 2;
+                    let exits_loop = f.cfg.blocks[b].succs.iter().any(|&s| !f.cfg.in_loop(s, l)) || f.cfg.blocks[b].succs.len() < 2;
                     if exits_loop && !d.divergent_loop[l] {
                         d.divergent_loop[l] = true;
                         // values defined in the loop and used outside it change
                         for &lb in &f.cfg.loops[l].blocks {
                             let blk = &f.cfg.blocks[lb];
-                            let mut defs: Vec<ValueId> = f.ssa.block_phis[lb]
-                                .iter()
-                                .map(|&p| f.ssa.phis[p as usize].value)
-                                .collect();
+                            let mut defs: Vec<ValueId> = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p as usize].value).collect();
                             for i in blk.start..blk.end {
                                 defs.extend_from_slice(f.ssa.defs(i));
                             }
@@ -293,12 +282,7 @@ impl Divergence {
         }
         let v = f.ssa.use_of(i, g.reg)?;
         if self.at(f, v, b).is_divergent() {
-            Some(DivBranch {
-                block: b,
-                inst: i,
-                cond: v,
-                negated: g.negated,
-            })
+            Some(DivBranch { block: b, inst: i, cond: v, negated: g.negated })
         } else {
             None
         }
@@ -338,9 +322,7 @@ pub fn join_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
             label.insert(s, s);
         }
     }
-    let end = stop
-        .map(|s| cfg.rpo_index[s])
-        .unwrap_or(cfg.rpo.len().saturating_sub(1));
+    let end = stop.map(|s| cfg.rpo_index[s]).unwrap_or(cfg.rpo.len().saturating_sub(1));
     if end == usize::MAX {
         return vec![];
     }

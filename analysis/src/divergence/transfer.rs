@@ -9,6 +9,24 @@ use super::{Divergence, Summaries};
 use crate::ir::FunctionIr;
 use crate::ptx::{Instruction, Operand};
 
+/// A stable symbol key for a named uniform thing (a kernel parameter, a
+/// special register); SSA values use their own id (below 2^31).
+pub fn name_key(name: &str, offset: i64) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in name.bytes().chain(offset.to_le_bytes()) {
+        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+    }
+    h | 0x8000_0000
+}
+
+/// Give an unnamed uniform value the name of the SSA value holding it.
+pub fn named(v: AbsVal, id: u32) -> AbsVal {
+    match v {
+        AbsVal::Affine { c, k: None, s: None } if c == super::domain::ZERO => AbsVal::symbol(id),
+        _ => v,
+    }
+}
+
 /// Abstract value of a special register, `None` for ordinary registers.
 pub fn special(name: &str) -> Option<AbsVal> {
     if !name.starts_with('%') {
@@ -20,10 +38,10 @@ pub fn special(name: &str) -> Option<AbsVal> {
         "%tid.y" => AbsVal::tid(1),
         "%tid.z" => AbsVal::tid(2),
         _ => match base {
-            "%tid" | "%laneid" | "%lanemask_eq" | "%lanemask_le" | "%lanemask_lt"
-            | "%lanemask_ge" | "%lanemask_gt" => AbsVal::Top { data: false },
-            "%clock" | "%clock64" | "%clock_hi" | "%globaltimer" | "%globaltimer_lo"
-            | "%globaltimer_hi" => AbsVal::Top { data: true },
+            "%tid" | "%laneid" | "%lanemask_eq" | "%lanemask_le" | "%lanemask_lt" | "%lanemask_ge" | "%lanemask_gt" => {
+                AbsVal::Top { data: false }
+            }
+            "%clock" | "%clock64" | "%clock_hi" | "%globaltimer" | "%globaltimer_lo" | "%globaltimer_hi" => AbsVal::Top { data: true },
             "%ntid"
             | "%ctaid"
             | "%nctaid"
@@ -54,12 +72,7 @@ pub fn special(name: &str) -> Option<AbsVal> {
 }
 
 pub(crate) fn is_float(inst: &Instruction<'_>) -> bool {
-    inst.mods().any(|m| {
-        matches!(
-            m,
-            "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64" | "tf32" | "e4m3" | "e5m2"
-        )
-    })
+    inst.mods().any(|m| matches!(m, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64" | "tf32" | "e4m3" | "e5m2"))
 }
 
 /// Value of one operand as read by instruction `i`.
@@ -70,15 +83,9 @@ pub fn operand(d: &Divergence, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) ->
             None => special(r).unwrap_or(AbsVal::uniform(None)),
         },
         Operand::Imm(k) => AbsVal::konst(*k),
-        Operand::Float(_) | Operand::Sym(_) | Operand::SymOff(..) | Operand::Sink => {
-            AbsVal::uniform(None)
-        }
+        Operand::Float(_) | Operand::Sym(_) | Operand::SymOff(..) | Operand::Sink => AbsVal::uniform(None),
         Operand::Addr(a) => {
-            let base = a
-                .base
-                .as_ref()
-                .map(|b| operand(d, f, i, b))
-                .unwrap_or(AbsVal::konst(0));
+            let base = a.base.as_ref().map(|b| operand(d, f, i, b)).unwrap_or(AbsVal::konst(0));
             let mut v = base.add(AbsVal::konst(a.offset));
             for e in &a.extra {
                 let ev = operand(d, f, i, e);
@@ -95,24 +102,14 @@ pub fn operand(d: &Divergence, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) ->
 }
 
 /// The value instruction `i` writes to its `slot`-th destination.
-pub fn inst_value(
-    d: &Divergence,
-    f: &FunctionIr<'_>,
-    sums: &Summaries<'_>,
-    i: usize,
-    slot: usize,
-) -> AbsVal {
+pub fn inst_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, i: usize, slot: usize) -> AbsVal {
     let inst = f.insts[i];
     let v = raw_value(d, f, sums, inst, i);
     match inst.guard {
         None => v,
         Some(g) => {
             let gv = operand(d, f, i, &Operand::Reg(g.reg));
-            let prior = f
-                .ssa
-                .prior(i, slot)
-                .map(|p| d.at(f, p, f.cfg.block_of[i]))
-                .unwrap_or(AbsVal::Bottom);
+            let prior = f.ssa.prior(i, slot).map(|p| d.at(f, p, f.cfg.block_of[i])).unwrap_or(AbsVal::Bottom);
             if gv.is_uniform() || v == prior {
                 v.join(prior)
             } else {
@@ -122,27 +119,15 @@ pub fn inst_value(
     }
 }
 
-fn raw_value(
-    d: &Divergence,
-    f: &FunctionIr<'_>,
-    sums: &Summaries<'_>,
-    inst: &Instruction<'_>,
-    i: usize,
-) -> AbsVal {
+fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &Instruction<'_>, i: usize) -> AbsVal {
     let ops = &inst.operands;
-    let src = |k: usize| {
-        ops.get(k)
-            .map(|o| operand(d, f, i, o))
-            .unwrap_or(AbsVal::Bottom)
-    };
+    let src = |k: usize| ops.get(k).map(|o| operand(d, f, i, o)).unwrap_or(AbsVal::Bottom);
     let all_src = || -> Vec<AbsVal> { (1..ops.len()).map(src).collect() };
     let float = is_float(inst);
     match inst.op() {
         "mov" => match ops.get(1) {
             Some(Operand::Vector(_)) => AbsVal::uniform_or_top(&[src(1)], |_| None),
-            _ if matches!(ops.first(), Some(Operand::Vector(_))) => {
-                AbsVal::uniform_or_top(&[src(1)], |_| None)
-            }
+            _ if matches!(ops.first(), Some(Operand::Vector(_))) => AbsVal::uniform_or_top(&[src(1)], |_| None),
             _ => src(1),
         },
         "cvta" => src(1),
@@ -150,15 +135,8 @@ fn raw_value(
         "add" if !float && !inst.has_mod("cc") => src(1).add(src(2)),
         "sub" if !float && !inst.has_mod("cc") => src(1).sub(src(2)),
         "neg" if !float => src(1).neg(),
-        "mul"
-            if !float
-                && (inst.has_mod("lo") || inst.has_mod("wide") || inst.mods().count() == 1) =>
-        {
-            src(1).mul(src(2))
-        }
-        "mad" if !float && (inst.has_mod("lo") || inst.has_mod("wide")) => {
-            src(1).mul(src(2)).add(src(3))
-        }
+        "mul" if !float && (inst.has_mod("lo") || inst.has_mod("wide") || inst.mods().count() == 1) => src(1).mul(src(2)),
+        "mad" if !float && (inst.has_mod("lo") || inst.has_mod("wide")) => src(1).mul(src(2)).add(src(3)),
         "shl" => match src(2).const_value() {
             Some(k) if (0..63).contains(&k) => src(1).mul(AbsVal::konst(1i64 << k)),
             _ => AbsVal::uniform_or_top(&all_src(), |_| None),
@@ -173,7 +151,14 @@ fn raw_value(
         }
         "ld" | "ldu" => {
             if inst.has_mod("param") {
-                AbsVal::uniform(None)
+                // reloads of the same parameter are the same symbol
+                match ops.get(1) {
+                    Some(Operand::Addr(a)) => match &a.base {
+                        Some(Operand::Sym(p)) => AbsVal::symbol(name_key(p, a.offset)),
+                        _ => AbsVal::uniform(None),
+                    },
+                    _ => AbsVal::uniform(None),
+                }
             } else if inst.has_mod("local") {
                 AbsVal::Top { data: true }
             } else if src(1).is_uniform() {
@@ -183,9 +168,7 @@ fn raw_value(
             }
         }
         "atom" | "shfl" | "match" | "tex" | "tld4" | "suld" | "txq" => {
-            if matches!(inst.op(), "tex" | "tld4" | "suld")
-                && all_src().iter().all(|v| v.is_uniform())
-            {
+            if matches!(inst.op(), "tex" | "tld4" | "suld") && all_src().iter().all(|v| v.is_uniform()) {
                 AbsVal::uniform(None)
             } else {
                 AbsVal::Top { data: true }
@@ -196,17 +179,22 @@ fn raw_value(
         "call" => {
             let args: Vec<AbsVal> = ops.iter().skip(1).map(|o| operand(d, f, i, o)).collect();
             // external declarations (libdevice, vprintf) are pure functions of their arguments
-            let pure = crate::ir::semantics::call_target(inst)
-                .is_some_and(|t| sums.thread_invariant.contains(t) || !sums.defined.contains(t));
+            let pure =
+                crate::ir::semantics::call_target(inst).is_some_and(|t| sums.thread_invariant.contains(t) || !sums.defined.contains(t));
             if pure && args.iter().all(|a| a.is_uniform()) {
                 AbsVal::uniform(None)
             } else {
                 AbsVal::Top { data: true }
             }
         }
-        "and" | "or" | "xor" | "not" | "shr" | "rem" | "div" | "min" | "max" | "abs" | "setp"
-        | "set" | "slct" | "bfe" | "bfi" | "popc" | "clz" | "brev" | "prmt" | "shf" | "cnot"
-        | "sad" => AbsVal::uniform_or_top(&all_src(), |k| const_fold(inst.op(), k)),
+        // a comparison of two values whose difference is uniform has the same
+        // outcome in every thread (Sampaio et al.'s affine analysis)
+        "setp" | "set" if !float && src(1).sub(src(2)).is_uniform() => {
+            let rest: Vec<AbsVal> = (3..ops.len()).map(src).collect();
+            AbsVal::uniform_or_top(&rest, |_| None).join(AbsVal::uniform(None))
+        }
+        "and" | "or" | "xor" | "not" | "shr" | "rem" | "div" | "min" | "max" | "abs" | "setp" | "set" | "slct" | "bfe" | "bfi" | "popc"
+        | "clz" | "brev" | "prmt" | "shf" | "cnot" | "sad" => AbsVal::uniform_or_top(&all_src(), |k| const_fold(inst.op(), k)),
         _ => AbsVal::uniform_or_top(&all_src(), |_| None),
     }
 }

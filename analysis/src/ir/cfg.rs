@@ -86,24 +86,14 @@ impl Cfg {
         for i in 1..=n {
             if leader[i] || i == n {
                 if i > s {
-                    blocks.push(Block {
-                        start: s,
-                        end: i,
-                        succs: vec![],
-                        preds: vec![],
-                    });
+                    blocks.push(Block { start: s, end: i, succs: vec![], preds: vec![] });
                 }
                 s = i;
             }
         }
         if blocks.is_empty() {
             // an empty body still gets one (empty) block
-            blocks.push(Block {
-                start: 0,
-                end: 0,
-                succs: vec![],
-                preds: vec![],
-            });
+            blocks.push(Block { start: 0, end: 0, succs: vec![], preds: vec![] });
         }
         let mut start_block = HashMap::new();
         for (b, blk) in blocks.iter().enumerate() {
@@ -117,11 +107,7 @@ impl Cfg {
         for b in 0..nb {
             let (st, en) = (blocks[b].start, blocks[b].end);
             let mut succs = Vec::new();
-            let fall = if en < n {
-                start_block.get(&en).copied()
-            } else {
-                None
-            };
+            let fall = if en < n { start_block.get(&en).copied() } else { None };
             if en == st {
                 blocks[b].succs = succs;
                 continue;
@@ -205,18 +191,8 @@ impl Cfg {
         let dom = simple_fast(&graph, NodeIndex::new(0));
         let pdom = simple_fast(Reversed(&graph), exit);
         let (rpo, rpo_index) = reverse_post_order(&blocks);
-        let mut cfg = Cfg {
-            blocks,
-            block_of,
-            graph,
-            dom,
-            pdom,
-            rpo,
-            rpo_index,
-            loops: vec![],
-            loop_of: vec![None; nb],
-            irreducible: false,
-        };
+        let mut cfg =
+            Cfg { blocks, block_of, graph, dom, pdom, rpo, rpo_index, loops: vec![], loop_of: vec![None; nb], irreducible: false };
         cfg.find_loops();
         cfg
     }
@@ -238,23 +214,16 @@ impl Cfg {
         if !self.reachable(b) {
             return false;
         }
-        self.dom
-            .dominators(NodeIndex::new(b))
-            .is_some_and(|mut it| it.any(|d| d.index() == a))
+        self.dom.dominators(NodeIndex::new(b)).is_some_and(|mut it| it.any(|d| d.index() == a))
     }
 
     pub fn idom(&self, b: usize) -> Option<usize> {
-        self.dom
-            .immediate_dominator(NodeIndex::new(b))
-            .map(|n| n.index())
+        self.dom.immediate_dominator(NodeIndex::new(b)).map(|n| n.index())
     }
 
     /// Immediate post-dominator; `None` when it is the virtual exit.
     pub fn ipdom(&self, b: usize) -> Option<usize> {
-        self.pdom
-            .immediate_dominator(NodeIndex::new(b))
-            .map(|n| n.index())
-            .filter(|&i| i < self.blocks.len())
+        self.pdom.immediate_dominator(NodeIndex::new(b)).map(|n| n.index()).filter(|&i| i < self.blocks.len())
     }
 
     /// Is `b` inside loop `l`?
@@ -303,13 +272,7 @@ impl Cfg {
                     }
                 }
             }
-            self.loops.push(Loop {
-                header: h,
-                blocks,
-                latches,
-                exits,
-                parent: None,
-            });
+            self.loops.push(Loop { header: h, blocks, latches, exits, parent: None });
         }
         // nesting: visit loops from largest to smallest; a loop's parent is
         // the innermost loop seen so far that holds its header

@@ -32,25 +32,11 @@ pub struct FunctionIr<'a> {
 
 /// Lower every function with a body. `noreturn` functions end blocks.
 pub fn lower<'a>(m: &'a Module<'a>) -> Vec<FunctionIr<'a>> {
-    let noreturn: HashSet<&str> = m
-        .functions
-        .iter()
-        .filter(|f| f.noreturn)
-        .map(|f| f.name)
-        .collect();
-    m.functions
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.body.is_some())
-        .map(|(i, f)| lower_function(f, i, &noreturn))
-        .collect()
+    let noreturn: HashSet<&str> = m.functions.iter().filter(|f| f.noreturn).map(|f| f.name).collect();
+    m.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| lower_function(f, i, &noreturn)).collect()
 }
 
-pub fn lower_function<'a>(
-    f: &'a Function<'a>,
-    index: usize,
-    noreturn: &HashSet<&str>,
-) -> FunctionIr<'a> {
+pub fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str>) -> FunctionIr<'a> {
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);
     let mut insts = Vec::with_capacity(body.len());
     let mut locs = Vec::with_capacity(body.len());
@@ -86,20 +72,10 @@ pub fn lower_function<'a>(
             _ => {}
         }
     }
-    let is_noreturn =
-        |i: &Instruction<'_>| semantics::call_target(i).is_some_and(|t| noreturn.contains(t));
+    let is_noreturn = |i: &Instruction<'_>| semantics::call_target(i).is_some_and(|t| noreturn.contains(t));
     let cfg = Cfg::build(&insts, &labels, &tables, is_noreturn);
     let ssa = Ssa::build(&insts, &cfg);
-    FunctionIr {
-        func: f,
-        index,
-        insts,
-        locs,
-        labels,
-        local_shared,
-        cfg,
-        ssa,
-    }
+    FunctionIr { func: f, index, insts, locs, labels, local_shared, cfg, ssa }
 }
 
 impl<'a> FunctionIr<'a> {
@@ -167,12 +143,7 @@ $L_exit:
         assert_eq!(c.ipdom(1), Some(7));
         assert!(!c.irreducible);
         // %r2 gets a phi at the header; %r3 at b1 (merge of load and skip)
-        let phi_regs: Vec<(usize, &str)> = f
-            .ssa
-            .phis
-            .iter()
-            .map(|p| (p.block, f.ssa.regs[p.reg as usize]))
-            .collect();
+        let phi_regs: Vec<(usize, &str)> = f.ssa.phis.iter().map(|p| (p.block, f.ssa.regs[p.reg as usize])).collect();
         assert!(phi_regs.contains(&(1, "%r2")), "{phi_regs:?}");
         assert!(phi_regs.contains(&(4, "%r3")), "{phi_regs:?}");
         // the shl reads the header phi

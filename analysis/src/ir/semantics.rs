@@ -10,20 +10,12 @@ use crate::ptx::{Instruction, Operand};
 /// Opcodes whose first operand is not a destination.
 fn has_no_dest(inst: &Instruction<'_>) -> bool {
     match inst.op() {
-        "st" | "red" | "bar" | "barrier" | "membar" | "fence" | "bra" | "brx" | "ret" | "exit"
-        | "trap" | "prefetch" | "prefetchu" | "discard" | "cp" | "pmevent" | "nanosleep"
-        | "stmatrix" | "griddepcontrol" | "applypriority" | "createpolicy" | "sust" | "sured"
-        | "multimem" => true,
-        "call" => {
-            !matches!(inst.operands.first(), Some(Operand::List(_))) || inst.operands.len() < 2
-        }
+        "st" | "red" | "bar" | "barrier" | "membar" | "fence" | "bra" | "brx" | "ret" | "exit" | "trap" | "prefetch" | "prefetchu"
+        | "discard" | "cp" | "pmevent" | "nanosleep" | "stmatrix" | "griddepcontrol" | "applypriority" | "createpolicy" | "sust"
+        | "sured" | "multimem" => true,
+        "call" => !matches!(inst.operands.first(), Some(Operand::List(_))) || inst.operands.len() < 2,
         "wmma" => inst.has_mod("store"),
-        "mbarrier" => {
-            inst.has_mod("init")
-                || inst.has_mod("inval")
-                || inst.has_mod("expect_tx")
-                || inst.has_mod("complete_tx")
-        }
+        "mbarrier" => inst.has_mod("init") || inst.has_mod("inval") || inst.has_mod("expect_tx") || inst.has_mod("complete_tx"),
         "tcgen05" => !inst.has_mod("ld") && !inst.has_mod("alloc"),
         _ => false,
     }
@@ -69,10 +61,7 @@ pub fn uses<'a>(inst: &Instruction<'a>, out: &mut Vec<&'a str>) {
     }
     let skip_first = inst.op() == "bar" && inst.has_mod("red")
         || !has_no_dest(inst)
-            && matches!(
-                inst.operands.first(),
-                Some(Operand::Reg(_) | Operand::Pair(..) | Operand::Vector(_) | Operand::List(_))
-            );
+            && matches!(inst.operands.first(), Some(Operand::Reg(_) | Operand::Pair(..) | Operand::Vector(_) | Operand::List(_)));
     for (i, o) in inst.operands.iter().enumerate() {
         if i == 0 && skip_first {
             continue;
@@ -134,13 +123,7 @@ pub fn call_target<'a>(inst: &Instruction<'a>) -> Option<&'a str> {
     if inst.op() != "call" {
         return None;
     }
-    inst.operands.iter().find_map(|o| {
-        if let Operand::Sym(s) = o {
-            Some(*s)
-        } else {
-            None
-        }
-    })
+    inst.operands.iter().find_map(|o| if let Operand::Sym(s) = o { Some(*s) } else { None })
 }
 
 /// True for barrier instructions that all threads of a block must reach.
@@ -162,11 +145,7 @@ mod tests {
         let src: &'static str = Box::leak(src.into_boxed_str());
         let m = parse(src).unwrap();
         let f = m.functions.into_iter().next().unwrap();
-        f.body
-            .unwrap()
-            .into_iter()
-            .filter_map(|s| if let Stmt::Inst(i) = s { Some(i) } else { None })
-            .collect()
+        f.body.unwrap().into_iter().filter_map(|s| if let Stmt::Inst(i) = s { Some(i) } else { None }).collect()
     }
 
     #[test]

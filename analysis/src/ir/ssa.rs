@@ -160,12 +160,7 @@ impl<'a> Ssa<'a> {
                         let v = values.len() as ValueId;
                         values.push(ValueDef::Phi(phis.len() as u32));
                         block_phis[y].push(phis.len() as u32);
-                        phis.push(Phi {
-                            block: y,
-                            reg: r as RegId,
-                            value: v,
-                            incoming: Vec::new(),
-                        });
+                        phis.push(Phi { block: y, reg: r as RegId, value: v, incoming: Vec::new() });
                         if in_work[y] != r {
                             in_work[y] = r;
                             work.push(y);
@@ -188,16 +183,15 @@ impl<'a> Ssa<'a> {
         let mut use_vals = vec![0 as ValueId; use_regs.len()];
         let mut def_vals = vec![0 as ValueId; def_regs.len()];
         let mut def_prior = vec![None; def_regs.len()];
-        let mut top =
-            |r: RegId, stacks: &Vec<Vec<ValueId>>, values: &mut Vec<ValueDef>| -> ValueId {
-                match stacks[r as usize].last() {
-                    Some(v) => *v,
-                    None => *entry_val[r as usize].get_or_insert_with(|| {
-                        values.push(ValueDef::Entry(r));
-                        (values.len() - 1) as ValueId
-                    }),
-                }
-            };
+        let mut top = |r: RegId, stacks: &Vec<Vec<ValueId>>, values: &mut Vec<ValueDef>| -> ValueId {
+            match stacks[r as usize].last() {
+                Some(v) => *v,
+                None => *entry_val[r as usize].get_or_insert_with(|| {
+                    values.push(ValueDef::Entry(r));
+                    (values.len() - 1) as ValueId
+                }),
+            }
+        };
         // (block, entered?) stack; pushed registers logged for undo
         let mut dfs: Vec<(usize, bool)> = vec![(0, false)];
         let mut log: Vec<RegId> = Vec::new();
@@ -242,10 +236,7 @@ impl<'a> Ssa<'a> {
                         def_prior[k] = Some(top(r, &stacks, &mut values));
                     }
                     let v = values.len() as ValueId;
-                    values.push(ValueDef::Inst {
-                        inst: i as u32,
-                        slot: (k - def_start[i] as usize) as u32,
-                    });
+                    values.push(ValueDef::Inst { inst: i as u32, slot: (k - def_start[i] as usize) as u32 });
                     def_vals[k] = v;
                     stacks[r as usize].push(v);
                     log.push(r);
@@ -284,30 +275,13 @@ impl<'a> Ssa<'a> {
                 users[v as usize].push(User::Phi(pi as u32));
             }
         }
-        Ssa {
-            regs,
-            values,
-            phis,
-            block_phis,
-            use_regs,
-            use_vals,
-            use_start,
-            def_vals,
-            def_prior,
-            def_start,
-            users,
-        }
+        Ssa { regs, values, phis, block_phis, use_regs, use_vals, use_start, def_vals, def_prior, def_start, users }
     }
 
     /// SSA value read by instruction `inst` for register `reg` (by name).
     pub fn use_of(&self, inst: usize, reg: &str) -> Option<ValueId> {
-        let (s, e) = (
-            self.use_start[inst] as usize,
-            self.use_start[inst + 1] as usize,
-        );
-        (s..e)
-            .find(|&k| self.regs[self.use_regs[k] as usize] == reg)
-            .map(|k| self.use_vals[k])
+        let (s, e) = (self.use_start[inst] as usize, self.use_start[inst + 1] as usize);
+        (s..e).find(|&k| self.regs[self.use_regs[k] as usize] == reg).map(|k| self.use_vals[k])
     }
 
     /// Values read by instruction `inst` (guard first, then operands in order).
@@ -322,10 +296,7 @@ impl<'a> Ssa<'a> {
 
     /// For a guarded write: the value the register keeps when the guard is false.
     pub fn prior(&self, inst: usize, slot: usize) -> Option<ValueId> {
-        self.def_prior
-            .get(self.def_start[inst] as usize + slot)
-            .copied()
-            .flatten()
+        self.def_prior.get(self.def_start[inst] as usize + slot).copied().flatten()
     }
 
     /// Register of an SSA value.

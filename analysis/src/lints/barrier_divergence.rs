@@ -19,8 +19,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         controlled.push((*br, controlled_blocks(f, br.block)));
     }
     for (i, inst) in f.insts.iter().enumerate() {
-        let barrier =
-            is_barrier(inst) || call_target(inst).is_some_and(|t| ctx.sums.has_barrier.contains(t));
+        let barrier = is_barrier(inst) || call_target(inst).is_some_and(|t| ctx.sums.has_barrier.contains(t));
         if !barrier {
             continue;
         }
@@ -29,21 +28,13 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
             continue;
         }
         let via_call = !is_barrier(inst);
-        let what = if via_call {
-            "call to a function that executes a barrier"
-        } else {
-            "barrier"
-        };
+        let what = if via_call { "call to a function that executes a barrier" } else { "barrier" };
         // a predicated barrier
         if let Some(g) = inst.guard {
             let gv = ctx.d.operand(f, i, &Operand::Reg(g.reg));
             if gv.is_divergent() {
-                let mut fd = ctx.finding(
-                    &BARRIER_DIVERGENCE,
-                    i,
-                    format!("{what} reached under thread-dependent control flow"),
-                    String::new(),
-                );
+                let mut fd =
+                    ctx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
                 fd.note(format!(
                     "the barrier is predicated on `{}{}`, which differs between threads",
                     if g.negated { "!" } else { "" },
@@ -54,10 +45,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
                 continue;
             }
         }
-        let cause = controlled
-            .iter()
-            .filter(|(_, cs)| cs.binary_search(&b).is_ok())
-            .min_by_key(|(_, cs)| cs.len());
+        let cause = controlled.iter().filter(|(_, cs)| cs.binary_search(&b).is_ok()).min_by_key(|(_, cs)| cs.len());
         let Some((br, _)) = cause else { continue };
         out.push(report(ctx, i, br, what));
     }
@@ -67,33 +55,20 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
     let f = ctx.f;
     let cfg = &f.cfg;
     let b = cfg.block_of[i];
-    let mut fd = ctx.finding(
-        &BARRIER_DIVERGENCE,
-        i,
-        format!("{what} reached under thread-dependent control flow"),
-        String::new(),
-    );
+    let mut fd = ctx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
     let srcs = sources(f, ctx.d, br.cond);
-    let on = if srcs.is_empty() {
-        "the thread".to_string()
-    } else {
-        srcs.join(" and ")
-    };
+    let on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
     let cause_pos = ctx.resolve(br.inst).primary;
     let at = cause_pos
         .as_ref()
         .map(|p| format!("the branch at {p}"))
         .unwrap_or_else(|| format!("the branch at PTX line {}", f.insts[br.inst].pos.line));
-    let in_loop_exit = cfg.loop_of[br.block].filter(|&l| {
-        cfg.in_loop(b, l)
-            && cfg.blocks[br.block]
-                .succs
-                .iter()
-                .any(|&s| !cfg.in_loop(s, l))
-    });
+    let in_loop_exit =
+        cfg.loop_of[br.block].filter(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
     let split = classify(f, ctx.d, br, ctx.shape);
     let who = if in_loop_exit.is_some() {
-        "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times".to_string()
+        "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times"
+            .to_string()
     } else {
         match &split {
             Split::Exact { taken, .. } => {
@@ -101,7 +76,8 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
                 let target = branch_target(ctx, br.inst);
                 let reaches = |s: usize| reach_without(ctx, s, b, cfg.ipdom(br.block));
                 let taken_reaches = target.is_some_and(reaches);
-                let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s)) || (cfg.blocks[br.block].succs.len() == 1 && target.is_none());
+                let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s))
+                    || (cfg.blocks[br.block].succs.len() == 1 && target.is_none());
                 let skip: Vec<bool> = taken.iter().map(|&t| if t { !taken_reaches } else { !fall_reaches }).collect();
                 if skip.iter().any(|x| *x) {
                     format!("{} of each block skip this barrier", super::warps::thread_ranges(&skip))
@@ -109,21 +85,21 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
                     "some threads skip this barrier".to_string()
                 }
             }
-            _ => "the threads that take its other side skip this barrier (which ones depends on a value known only at run time)".to_string(),
+            _ => {
+                "the threads that take its other side skip this barrier (which ones depends on a value known only at run time)".to_string()
+            }
         }
     };
     fd.note(format!("{at} depends on {on}; {who}"));
     if let Some(p) = cause_pos {
-        fd.secondary
-            .push((p, "thread-dependent branch".to_string()));
+        fd.secondary.push((p, "thread-dependent branch".to_string()));
     }
     ctx.shape_note(&mut fd);
     fd.help("move the barrier out of the conditional so that every thread of the block reaches it");
     if let Some(n) = split.split(ctx.shape.warps()) {
         fd.metrics.push(("diverging_warps", Metric::Int(n as i64)));
     }
-    fd.metrics
-        .push(("warps_per_block", Metric::Int(ctx.shape.warps() as i64)));
+    fd.metrics.push(("warps_per_block", Metric::Int(ctx.shape.warps() as i64)));
     fd
 }
 
@@ -134,12 +110,7 @@ fn branch_target(ctx: &Ctx<'_, '_>, i: usize) -> Option<usize> {
         return None;
     }
     match inst.operands.last() {
-        Some(Operand::Sym(l)) => ctx
-            .f
-            .labels
-            .get(l)
-            .filter(|&&x| x < ctx.f.insts.len())
-            .map(|&x| ctx.f.cfg.block_of[x]),
+        Some(Operand::Sym(l)) => ctx.f.labels.get(l).filter(|&&x| x < ctx.f.insts.len()).map(|&x| ctx.f.cfg.block_of[x]),
         _ => None,
     }
 }

@@ -19,9 +19,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         }
         let split = classify(f, ctx.d, br, ctx.shape);
         let report = match &split {
-            Split::Exact {
-                split, single_lane, ..
-            } => !single_lane && (*split >= 2 || (warps == 1 && *split == 1)),
+            Split::Exact { split, single_lane, .. } => !single_lane && (*split >= 2 || (warps == 1 && *split == 1)),
             Split::Bounded { split, single_lane } => !single_lane && *split >= 2,
             Split::TripCount => true,
             Split::Unknown { .. } => false,
@@ -31,11 +29,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         }
         let n = split.split(warps).unwrap_or(warps);
         let srcs = sources(f, ctx.d, br.cond);
-        let on = if srcs.is_empty() {
-            "the thread".to_string()
-        } else {
-            srcs.join(" and ")
-        };
+        let on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
         let (message, label) = match &split {
             Split::TripCount => (
                 "loop exit depends on the thread: lanes of a warp run different numbers of iterations".to_string(),
@@ -46,16 +40,11 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         let mut fd = ctx.finding(&DIVERGENT_BRANCH, br.inst, message, label);
         match &split {
             Split::Exact { witness, .. } if !witness.is_empty() => {
-                let w: Vec<String> = witness
-                    .iter()
-                    .map(|(r, v)| format!("`{r}` = {v}"))
-                    .collect();
+                let w: Vec<String> = witness.iter().map(|(r, v)| format!("`{r}` = {v}")).collect();
                 fd.note(format!("counted with {} (a loop counter or block index; other values may split fewer warps)", w.join(", ")));
             }
             Split::Bounded { .. } => {
-                fd.note(
-                    "the bound is not known statically: this is the worst case over all its values",
-                );
+                fd.note("the bound is not known statically: this is the worst case over all its values");
             }
             Split::TripCount => {
                 fd.note("each warp waits for its slowest lane; the lanes that have left the loop idle meanwhile");
@@ -65,18 +54,9 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         ctx.shape_note(&mut fd);
         fd.help("make the condition the same for the 32 consecutive threads of a warp (e.g. branch on `threadIdx.x / 32`), or reorder the data so that neighbouring threads take the same path");
         fd.metrics.push(("diverging_warps", Metric::Int(n as i64)));
-        fd.metrics
-            .push(("warps_per_block", Metric::Int(warps as i64)));
-        fd.metrics.push((
-            "divergent_fraction",
-            Metric::Float(if warps > 0 {
-                n as f64 / warps as f64
-            } else {
-                0.0
-            }),
-        ));
-        fd.metrics
-            .push(("block", Metric::Text(format!("{:?}", ctx.shape.block))));
+        fd.metrics.push(("warps_per_block", Metric::Int(warps as i64)));
+        fd.metrics.push(("divergent_fraction", Metric::Float(if warps > 0 { n as f64 / warps as f64 } else { 0.0 })));
+        fd.metrics.push(("block", Metric::Text(format!("{:?}", ctx.shape.block))));
         out.push(fd);
     }
 }

@@ -56,16 +56,10 @@ pub struct Finding {
 
 impl Finding {
     pub fn note(&mut self, t: impl Into<String>) {
-        self.notes.push(Note {
-            kind: NoteKind::Note,
-            text: t.into(),
-        });
+        self.notes.push(Note { kind: NoteKind::Note, text: t.into() });
     }
     pub fn help(&mut self, t: impl Into<String>) {
-        self.notes.push(Note {
-            kind: NoteKind::Help,
-            text: t.into(),
-        });
+        self.notes.push(Note { kind: NoteKind::Help, text: t.into() });
     }
 }
 
@@ -85,13 +79,7 @@ impl Ctx<'_, '_> {
     }
 
     /// A finding at instruction `i` with the position notes filled in.
-    pub fn finding(
-        &self,
-        lint: &'static Lint,
-        i: usize,
-        message: String,
-        label: String,
-    ) -> Finding {
+    pub fn finding(&self, lint: &'static Lint, i: usize, message: String, label: String) -> Finding {
         let r = self.resolve(i);
         let inst = self.f.insts[i];
         let mut fd = Finding {
@@ -129,10 +117,7 @@ impl Ctx<'_, '_> {
                 self.f.func.name
             ));
         } else {
-            fd.note(format!(
-                "block shape {x}×{y}×{z} from {}",
-                self.shape.source
-            ));
+            fd.note(format!("block shape {x}×{y}×{z} from {}", self.shape.source));
         }
     }
 }

@@ -36,14 +36,7 @@ impl Shape {
     }
     pub fn lane(&self, linear: usize) -> Lane {
         let [dx, dy, _] = self.block.map(|d| d.max(1) as usize);
-        Lane {
-            tid: [
-                (linear % dx) as i64,
-                ((linear / dx) % dy) as i64,
-                (linear / (dx * dy)) as i64,
-            ],
-            lane: (linear % WARP) as i64,
-        }
+        Lane { tid: [(linear % dx) as i64, ((linear / dx) % dy) as i64, (linear / (dx * dy)) as i64], lane: (linear % WARP) as i64 }
     }
     pub fn is_assumed(&self) -> bool {
         self.source == "assumed"
@@ -53,12 +46,7 @@ impl Shape {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Split {
     /// Evaluated for every thread. `taken[t]`: thread t takes the branch.
-    Exact {
-        split: usize,
-        single_lane: bool,
-        taken: Vec<bool>,
-        witness: Vec<(String, i64)>,
-    },
+    Exact { split: usize, single_lane: bool, taken: Vec<bool>, witness: Vec<(String, i64)> },
     /// Condition `affine(tid) CMP unknown`: worst case over thresholds.
     Bounded { split: usize, single_lane: bool },
     /// Loop exit whose iteration count differs between lanes of a warp.
@@ -99,20 +87,13 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
     // loop exits: does the iteration count vary within a warp?
     let cfg = &f.cfg;
     if let Some(l) = cfg.loop_of[br.block] {
-        let exits = cfg.blocks[br.block]
-            .succs
-            .iter()
-            .any(|&s| !cfg.in_loop(s, l));
+        let exits = cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l));
         if exits {
             if let Some(AbsVal::Affine { c, .. }) = diff {
-                if c.iter().any(|x| *x == Coef::Sym) {
+                if c.iter().any(|x| !matches!(x, Coef::Const(_))) {
                     return Split::TripCount;
                 }
-                let cmax = c
-                    .iter()
-                    .map(|x| if let Coef::Const(k) = x { k.abs() } else { 0 })
-                    .max()
-                    .unwrap_or(0);
+                let cmax = c.iter().map(|x| if let Coef::Const(k) = x { k.abs() } else { 0 }).max().unwrap_or(0);
                 if let Some(step) = setp.and_then(|(i, _)| iv_step(f, d, i, l)) {
                     if cmax > 0 && step.abs() < WARP as i64 * cmax {
                         return Split::TripCount;
@@ -130,9 +111,7 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
             return s;
         }
     }
-    Split::Unknown {
-        data: d.vals[br.cond as usize].data(),
-    }
+    Split::Unknown { data: d.vals[br.cond as usize].data() }
 }
 
 /// Constant per-iteration step of the loop counter the exit condition of
@@ -157,10 +136,7 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<i64
                         if matches!(linst.op(), "add" | "sub") {
                             let k = linst.operands.iter().skip(1).find_map(|o| match o {
                                 Operand::Imm(k) => Some(*k),
-                                Operand::Reg(r) => f
-                                    .ssa
-                                    .use_of(li, r)
-                                    .and_then(|x| d.vals[x as usize].const_value()),
+                                Operand::Reg(r) => f.ssa.use_of(li, r).and_then(|x| d.vals[x as usize].const_value()),
                                 _ => None,
                             })?;
                             return Some(if linst.op() == "sub" { -k } else { k });
@@ -175,10 +151,10 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<i64
                         break;
                     }
                     let Some(next) = dinst.operands.iter().skip(1).find_map(|o| match o {
-                        Operand::Reg(r) => f.ssa.use_of(di as usize, r).filter(|x| {
-                            !d.vals[*x as usize].is_uniform()
-                                || matches!(f.ssa.values[*x as usize], ValueDef::Phi(_))
-                        }),
+                        Operand::Reg(r) => f
+                            .ssa
+                            .use_of(di as usize, r)
+                            .filter(|x| !d.vals[*x as usize].is_uniform() || matches!(f.ssa.values[*x as usize], ValueDef::Phi(_))),
                         _ => None,
                     }) else {
                         break;
@@ -209,10 +185,7 @@ fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
             let Some(l) = f.cfg.loops.iter().position(|l| l.header == ph.block) else {
                 return vec![];
             };
-            let lane0 = Lane {
-                tid: [0; 3],
-                lane: 0,
-            };
+            let lane0 = Lane { tid: [0; 3], lane: 0 };
             let mut init = None;
             let mut step = None;
             for &(pred, iv) in &ph.incoming {
@@ -259,12 +232,7 @@ fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
     }
 }
 
-fn exact(
-    f: &FunctionIr<'_>,
-    d: &Divergence,
-    br: &DivBranch,
-    shape: &Shape,
-) -> Result<Split, EvalErr> {
+fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Result<Split, EvalErr> {
     let mut ev = Evaluator::new(f, d, shape.block);
     let n = shape.threads();
     let mut best: Option<Split> = None;
@@ -309,22 +277,14 @@ fn exact(
             }
             None => {
                 let (split, single_lane) = count(&taken, shape);
-                let witness = assign
-                    .iter()
-                    .map(|(v, x)| (describe_value(f, *v), *x))
-                    .collect();
+                let witness = assign.iter().map(|(v, x)| (describe_value(f, *v), *x)).collect();
                 let better = match &best {
                     None => true,
                     Some(Split::Exact { split: s, .. }) => split > *s,
                     _ => false,
                 };
                 if better {
-                    best = Some(Split::Exact {
-                        split,
-                        single_lane,
-                        taken,
-                        witness,
-                    });
+                    best = Some(Split::Exact { split, single_lane, taken, witness });
                 }
             }
         }
@@ -358,19 +318,15 @@ fn bounded(c: [Coef; 3], cmp: &str, shape: &Shape) -> Option<Split> {
         cc[k] = match c[k] {
             Coef::Const(x) => x,
             // an unknown uniform stride along a single dimension is monotone
-            Coef::Sym if dims_used == 1 => 1,
-            Coef::Sym => return None,
+            Coef::Sym | Coef::Lin { .. } if dims_used == 1 => 1,
+            Coef::Sym | Coef::Lin { .. } => return None,
         };
     }
     let n = shape.threads();
-    let vals: Vec<i64> = (0..n)
-        .map(|t| shape.lane(t))
-        .map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2])
-        .collect();
+    let vals: Vec<i64> = (0..n).map(|t| shape.lane(t)).map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2]).collect();
     match cmp {
         "eq" | "ne" => {
-            let mut counts: std::collections::HashMap<i64, usize> =
-                std::collections::HashMap::new();
+            let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
             let mut single = true;
             for w in vals.chunks(WARP) {
                 let mut seen: Vec<i64> = w.to_vec();
@@ -388,10 +344,7 @@ fn bounded(c: [Coef; 3], cmp: &str, shape: &Shape) -> Option<Split> {
                 }
             }
             let split = counts.values().copied().max().unwrap_or(0);
-            Some(Split::Bounded {
-                split,
-                single_lane: single && split > 0,
-            })
+            Some(Split::Bounded { split, single_lane: single && split > 0 })
         }
         _ => {
             // warp w splits for θ in (min_w, max_w]; count the deepest overlap
@@ -409,10 +362,7 @@ fn bounded(c: [Coef; 3], cmp: &str, shape: &Shape) -> Option<Split> {
                 cur += e;
                 best = best.max(cur);
             }
-            Some(Split::Bounded {
-                split: best as usize,
-                single_lane: false,
-            })
+            Some(Split::Bounded { split: best as usize, single_lane: false })
         }
     }
 }
@@ -448,9 +398,7 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
                 "%tid.y" => add("threadIdx.y", &mut out),
                 "%tid.z" => add("threadIdx.z", &mut out),
                 "%laneid" => add("the lane id", &mut out),
-                r if r.starts_with("%clock") || r.starts_with("%globaltimer") => {
-                    add("the clock", &mut out)
-                }
+                r if r.starts_with("%clock") || r.starts_with("%globaltimer") => add("the clock", &mut out),
                 _ => add("a thread-dependent register", &mut out),
             },
             ValueDef::Phi(p) => {
@@ -500,21 +448,7 @@ pub fn thread_ranges(sel: &[bool]) -> String {
     };
     match ranges.len() {
         0 => "no thread".to_string(),
-        1..=3 => format!(
-            "thread{} {}",
-            if total == 1 { "" } else { "s" },
-            ranges.iter().map(fmt).collect::<Vec<_>>().join(", ")
-        ),
-        _ => format!(
-            "threads {}, … ({} of {})",
-            ranges
-                .iter()
-                .take(3)
-                .map(fmt)
-                .collect::<Vec<_>>()
-                .join(", "),
-            total,
-            sel.len()
-        ),
+        1..=3 => format!("thread{} {}", if total == 1 { "" } else { "s" }, ranges.iter().map(fmt).collect::<Vec<_>>().join(", ")),
+        _ => format!("threads {}, … ({} of {})", ranges.iter().take(3).map(fmt).collect::<Vec<_>>().join(", "), total, sel.len()),
     }
 }

@@ -187,21 +187,13 @@ pub struct Address<'a> {
 impl<'a> Module<'a> {
     /// Path of `.file` index `i`.
     pub fn file(&self, i: u32) -> Option<&'a str> {
-        self.files
-            .iter()
-            .rev()
-            .find(|f| f.index == i)
-            .map(|f| f.path)
+        self.files.iter().rev().find(|f| f.index == i).map(|f| f.path)
     }
     pub fn section(&self, name: &str) -> Option<&Section<'a>> {
         self.sections.iter().find(|s| s.name == name)
     }
     /// Number of instructions in all function bodies.
     pub fn instruction_count(&self) -> usize {
-        self.functions
-            .iter()
-            .filter_map(|f| f.body.as_ref())
-            .map(|b| b.iter().filter(|s| matches!(s, Stmt::Inst(_))).count())
-            .sum()
+        self.functions.iter().filter_map(|f| f.body.as_ref()).map(|b| b.iter().filter(|s| matches!(s, Stmt::Inst(_))).count()).sum()
     }
 }

@@ -70,22 +70,12 @@ fn ident_cont(b: u8) -> bool {
 
 impl<'a> Lexer<'a> {
     pub fn new(src: &'a str) -> Self {
-        Lexer {
-            src,
-            bytes: src.as_bytes(),
-            i: 0,
-            line: 1,
-            line_start: 0,
-        }
+        Lexer { src, bytes: src.as_bytes(), i: 0, line: 1, line_start: 0 }
     }
 
     /// Current position (of the next byte to be read).
     pub fn pos(&self) -> Pos {
-        Pos {
-            line: self.line,
-            col: (self.i - self.line_start + 1) as u32,
-            offset: self.i as u32,
-        }
+        Pos { line: self.line, col: (self.i - self.line_start + 1) as u32, offset: self.i as u32 }
     }
 
     /// Move to `pos` (a position previously produced by this lexer's source).
@@ -121,9 +111,7 @@ impl<'a> Lexer<'a> {
                 }
                 b'/' if self.i + 1 < b.len() && b[self.i + 1] == b'*' => {
                     self.i += 2;
-                    while self.i < b.len()
-                        && !(b[self.i] == b'*' && self.i + 1 < b.len() && b[self.i + 1] == b'/')
-                    {
+                    while self.i < b.len() && !(b[self.i] == b'*' && self.i + 1 < b.len() && b[self.i + 1] == b'/') {
                         if b[self.i] == b'\n' {
                             self.line += 1;
                             self.line_start = self.i + 1;
@@ -180,11 +168,7 @@ impl<'a> Lexer<'a> {
         let b = self.bytes;
         let start = self.i;
         if start >= b.len() {
-            return Token {
-                kind: Tok::Eof,
-                text: "",
-                pos,
-            };
+            return Token { kind: Tok::Eof, text: "", pos };
         }
         let c = b[start];
         let kind = if c.is_ascii_digit() {
@@ -196,11 +180,7 @@ impl<'a> Lexer<'a> {
                     self.i += 1;
                 }
                 // `shared::cta`, `cta_group::1`: `::` joins identifier parts
-                if self.i + 2 < b.len()
-                    && b[self.i] == b':'
-                    && b[self.i + 1] == b':'
-                    && (ident_cont(b[self.i + 2]))
-                {
+                if self.i + 2 < b.len() && b[self.i] == b':' && b[self.i + 1] == b':' && (ident_cont(b[self.i + 2])) {
                     self.i += 2;
                     continue;
                 }
@@ -232,11 +212,7 @@ impl<'a> Lexer<'a> {
             }
             Tok::Unknown
         };
-        Token {
-            kind,
-            text: &self.src[start..self.i],
-            pos,
-        }
+        Token { kind, text: &self.src[start..self.i], pos }
     }
 
     fn number(&mut self) -> Tok {
@@ -338,9 +314,7 @@ pub fn parse_int(text: &str) -> Option<i64> {
 pub fn parse_float(text: &str) -> Option<f64> {
     let t = text.as_bytes();
     if t.len() > 2 && t[0] == b'0' && (t[1] == b'f' || t[1] == b'F') {
-        u32::from_str_radix(&text[2..], 16)
-            .ok()
-            .map(|b| f32::from_bits(b) as f64)
+        u32::from_str_radix(&text[2..], 16).ok().map(|b| f32::from_bits(b) as f64)
     } else if t.len() > 2 && t[0] == b'0' && (t[1] == b'd' || t[1] == b'D') {
         u64::from_str_radix(&text[2..], 16).ok().map(f64::from_bits)
     } else {
@@ -369,47 +343,14 @@ mod tests {
     fn instruction_tokens() {
         let v = kinds("@!%p1 ld.global.v2.f32 {%f1, %f2}, [%rd4+-8]; // c\n");
         let texts: Vec<&str> = v.iter().map(|x| x.1).collect();
-        assert_eq!(
-            texts,
-            [
-                "@",
-                "!",
-                "%p1",
-                "ld.global.v2.f32",
-                "{",
-                "%f1",
-                ",",
-                "%f2",
-                "}",
-                ",",
-                "[",
-                "%rd4",
-                "+",
-                "-",
-                "8",
-                "]",
-                ";"
-            ]
-        );
+        assert_eq!(texts, ["@", "!", "%p1", "ld.global.v2.f32", "{", "%f1", ",", "%f2", "}", ",", "[", "%rd4", "+", "-", "8", "]", ";"]);
     }
 
     #[test]
     fn literals() {
         let v = kinds("0f3F800000 0D3FF0000000000000 0x1fU 12 1.5e3 017 0b101 7.0");
         let k: Vec<Tok> = v.iter().map(|x| x.0).collect();
-        assert_eq!(
-            k,
-            [
-                Tok::Float,
-                Tok::Float,
-                Tok::Int,
-                Tok::Int,
-                Tok::Float,
-                Tok::Int,
-                Tok::Int,
-                Tok::Float
-            ]
-        );
+        assert_eq!(k, [Tok::Float, Tok::Float, Tok::Int, Tok::Int, Tok::Float, Tok::Int, Tok::Int, Tok::Float]);
         assert_eq!(parse_int("0x1fU"), Some(31));
         assert_eq!(parse_int("017"), Some(15));
         assert_eq!(parse_int("0b101"), Some(5));
@@ -420,31 +361,14 @@ mod tests {
     #[test]
     fn positions() {
         let mut l = Lexer::new("a\n  /* x\n y */ b");
-        assert_eq!(
-            l.next_token().pos,
-            Pos {
-                line: 1,
-                col: 1,
-                offset: 0
-            }
-        );
+        assert_eq!(l.next_token().pos, Pos { line: 1, col: 1, offset: 0 });
         let b = l.next_token();
         assert_eq!((b.text, b.pos.line, b.pos.col), ("b", 3, 7));
     }
 
     #[test]
     fn unterminated_things_do_not_panic() {
-        for s in [
-            "\"abc",
-            "/* never",
-            "0x",
-            "0f",
-            "é",
-            "1e",
-            "1.",
-            "%",
-            "\u{fffd}x",
-        ] {
+        for s in ["\"abc", "/* never", "0x", "0f", "é", "1e", "1.", "%", "\u{fffd}x"] {
             let _ = kinds(s);
         }
     }

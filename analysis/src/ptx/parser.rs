@@ -22,11 +22,7 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}: expected {}, found {}",
-            self.line, self.col, self.expected, self.found
-        )
+        write!(f, "{}:{}: expected {}, found {}", self.line, self.col, self.expected, self.found)
     }
 }
 
@@ -67,14 +63,7 @@ impl<'a> Parser<'a> {
     fn new(src: &'a str) -> Self {
         let mut lex = Lexer::new(src);
         let cur = lex.next_token();
-        Parser {
-            lex,
-            cur,
-            peek: None,
-            depth: 0,
-            files: Vec::new(),
-            bare_regs: Vec::new(),
-        }
+        Parser { lex, cur, peek: None, depth: 0, files: Vec::new(), bare_regs: Vec::new() }
     }
 
     fn bump(&mut self) -> Token<'a> {
@@ -94,12 +83,7 @@ impl<'a> Parser<'a> {
     }
 
     fn err<T>(&self, expected: impl Into<String>) -> PResult<T> {
-        Err(ParseError {
-            line: self.cur.pos.line,
-            col: self.cur.pos.col,
-            expected: expected.into(),
-            found: describe(&self.cur),
-        })
+        Err(ParseError { line: self.cur.pos.line, col: self.cur.pos.col, expected: expected.into(), found: describe(&self.cur) })
     }
 
     fn eat(&mut self, c: u8) -> bool {
@@ -133,12 +117,7 @@ impl<'a> Parser<'a> {
             let t = self.bump();
             match parse_int(t.text) {
                 Some(v) => Ok(if neg { v.wrapping_neg() } else { v }),
-                None => Err(ParseError {
-                    line: t.pos.line,
-                    col: t.pos.col,
-                    expected: what.to_string(),
-                    found: describe(&t),
-                }),
+                None => Err(ParseError { line: t.pos.line, col: t.pos.col, expected: what.to_string(), found: describe(&t) }),
             }
         } else {
             self.err(what.to_string())
@@ -148,12 +127,7 @@ impl<'a> Parser<'a> {
     fn uint32(&mut self, what: &str) -> PResult<u32> {
         let t = self.cur;
         let v = self.int(what)?;
-        u32::try_from(v).map_err(|_| ParseError {
-            line: t.pos.line,
-            col: t.pos.col,
-            expected: what.to_string(),
-            found: describe(&t),
-        })
+        u32::try_from(v).map_err(|_| ParseError { line: t.pos.line, col: t.pos.col, expected: what.to_string(), found: describe(&t) })
     }
 
     /// Skip tokens to the end of the current line (for line-terminated directives).
@@ -187,10 +161,7 @@ impl<'a> Parser<'a> {
     }
 
     fn module(&mut self) -> PResult<Module<'a>> {
-        let mut m = Module {
-            address_size: 64,
-            ..Default::default()
-        };
+        let mut m = Module { address_size: 64, ..Default::default() };
         loop {
             let t = self.cur;
             match t.kind {
@@ -223,8 +194,7 @@ impl<'a> Parser<'a> {
                 ".target" => {
                     self.bump();
                     loop {
-                        m.targets
-                            .push(self.ident("a target name such as `sm_70`")?.text);
+                        m.targets.push(self.ident("a target name such as `sm_70`")?.text);
                         if !self.eat(b',') {
                             break;
                         }
@@ -245,8 +215,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     self.skip_statement()?;
                 }
-                ".visible" | ".extern" | ".weak" | ".common" | ".entry" | ".func" | ".global"
-                | ".shared" | ".const" | ".local" => {
+                ".visible" | ".extern" | ".weak" | ".common" | ".entry" | ".func" | ".global" | ".shared" | ".const" | ".local" => {
                     self.linked(&mut m)?;
                 }
                 s if is_data_directive(s) => {
@@ -260,11 +229,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let line = t.pos.line;
                     // directives end with `;` or at the end of the line
-                    while self.cur.kind != Tok::Eof
-                        && self.cur.pos.line == line
-                        && !self.cur.is_punct(b';')
-                        && !self.cur.is_punct(b'{')
-                    {
+                    while self.cur.kind != Tok::Eof && self.cur.pos.line == line && !self.cur.is_punct(b';') && !self.cur.is_punct(b'{') {
                         self.bump();
                     }
                     if self.cur.is_punct(b'{') {
@@ -311,34 +276,20 @@ impl<'a> Parser<'a> {
         let line = t.pos.line;
         let file = self.uint32("a file index after `.loc`")?;
         let l = self.uint32("a line number")?;
-        let col = if self.cur.kind == Tok::Int && self.cur.pos.line == line {
-            self.uint32("a column")?
-        } else {
-            0
-        };
+        let col = if self.cur.kind == Tok::Int && self.cur.pos.line == line { self.uint32("a column")? } else { 0 };
         let mut inlined_at = None;
         while self.cur.kind != Tok::Eof && self.cur.pos.line == line {
             if self.cur.kind == Tok::Ident && self.cur.text == "inlined_at" {
                 self.bump();
                 let f = self.uint32("a file index after `inlined_at`")?;
                 let il = self.uint32("a line number")?;
-                let ic = if self.cur.kind == Tok::Int && self.cur.pos.line == line {
-                    self.uint32("a column")?
-                } else {
-                    0
-                };
+                let ic = if self.cur.kind == Tok::Int && self.cur.pos.line == line { self.uint32("a column")? } else { 0 };
                 inlined_at = Some((f, il, ic));
             } else {
                 self.bump();
             }
         }
-        Ok(Loc {
-            file,
-            line: l,
-            col,
-            inlined_at,
-            pos: t.pos,
-        })
+        Ok(Loc { file, line: l, col, inlined_at, pos: t.pos })
     }
 
     fn section(&mut self, m: &mut Module<'a>) -> PResult<()> {
@@ -346,11 +297,7 @@ impl<'a> Parser<'a> {
         let name = self.ident("a section name such as `.debug_info`")?.text;
         if self.cur.is_punct(b'{') && self.cur.pos.line >= t.pos.line {
             let open = self.cur.pos;
-            let body_pos = Pos {
-                line: open.line,
-                col: open.col + 1,
-                offset: open.offset + 1,
-            };
+            let body_pos = Pos { line: open.line, col: open.col + 1, offset: open.offset + 1 };
             self.lex = Lexer::at(self.lex.src(), body_pos);
             self.peek = None;
             let body = self.lex.skip_to_close_brace();
@@ -358,32 +305,18 @@ impl<'a> Parser<'a> {
             if !self.eat(b'}') {
                 return self.err("`}` closing the section");
             }
-            m.sections.push(Section {
-                name,
-                body,
-                body_pos,
-            });
+            m.sections.push(Section { name, body, body_pos });
         } else {
             // GAS style: `.section .debug_x,"",@progbits` then data lines
             self.skip_line(t.pos.line);
             let start = self.cur.pos;
-            while self.cur.kind != Tok::Eof
-                && !(self.cur.kind == Tok::Ident && self.cur.text == ".section")
-            {
+            while self.cur.kind != Tok::Eof && !(self.cur.kind == Tok::Ident && self.cur.text == ".section") {
                 let line = self.cur.pos.line;
                 self.skip_line(line);
             }
-            let end = if self.cur.kind == Tok::Eof {
-                self.lex.src().len()
-            } else {
-                self.cur.pos.offset as usize
-            };
+            let end = if self.cur.kind == Tok::Eof { self.lex.src().len() } else { self.cur.pos.offset as usize };
             let body = self.lex.src().get(start.offset as usize..end).unwrap_or("");
-            m.sections.push(Section {
-                name,
-                body,
-                body_pos: start,
-            });
+            m.sections.push(Section { name, body, body_pos: start });
         }
         Ok(())
     }
@@ -391,9 +324,7 @@ impl<'a> Parser<'a> {
     /// Linkage-prefixed declarations: functions and variables.
     fn linked(&mut self, m: &mut Module<'a>) -> PResult<()> {
         let mut linkage = None;
-        while matches!(self.cur.text, ".visible" | ".extern" | ".weak" | ".common")
-            && self.cur.kind == Tok::Ident
-        {
+        while matches!(self.cur.text, ".visible" | ".extern" | ".weak" | ".common") && self.cur.kind == Tok::Ident {
             linkage = Some(self.bump().text);
         }
         match self.cur.text {
@@ -456,16 +387,7 @@ impl<'a> Parser<'a> {
                     dims.push(Some(v as u64));
                 }
             }
-            out.push(VarDecl {
-                linkage,
-                space: sp.text,
-                align,
-                vector,
-                ty,
-                name: nt.text,
-                dims,
-                pos: nt.pos,
-            });
+            out.push(VarDecl { linkage, space: sp.text, align, vector, ty, name: nt.text, dims, pos: nt.pos });
             if self.cur.is_punct(b'=') {
                 self.skip_statement()?;
                 return Ok(out);
@@ -511,16 +433,7 @@ impl<'a> Parser<'a> {
 
     fn param(&mut self) -> PResult<Param<'a>> {
         let pos = self.cur.pos;
-        let mut p = Param {
-            space: ".param",
-            ty: "",
-            name: "",
-            align: None,
-            ptr_space: None,
-            is_ptr: false,
-            array: None,
-            pos,
-        };
+        let mut p = Param { space: ".param", ty: "", name: "", align: None, ptr_space: None, is_ptr: false, array: None, pos };
         let mut first = true;
         loop {
             if self.cur.kind != Tok::Ident {
@@ -537,9 +450,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     p.is_ptr = true;
                 }
-                ".global" | ".shared" | ".const" | ".local" if p.is_ptr => {
-                    p.ptr_space = Some(self.bump().text)
-                }
+                ".global" | ".shared" | ".const" | ".local" if p.is_ptr => p.ptr_space = Some(self.bump().text),
                 _ if t.starts_with('.') => p.ty = self.bump().text,
                 _ => {
                     let n = self.bump();
@@ -566,10 +477,7 @@ impl<'a> Parser<'a> {
         let mut d = [1u32; 3];
         d[0] = self.uint32("a thread count")?;
         for v in d.iter_mut().skip(1) {
-            if self.cur.is_punct(b',')
-                && self.peek().kind == Tok::Int
-                && self.peek().pos.line == line
-            {
+            if self.cur.is_punct(b',') && self.peek().kind == Tok::Int && self.peek().pos.line == line {
                 self.bump();
                 *v = self.uint32("a thread count")?;
             } else {
@@ -582,17 +490,9 @@ impl<'a> Parser<'a> {
     fn function(&mut self, linkage: Option<&'a str>) -> PResult<Function<'a>> {
         let kw = self.bump();
         let is_entry = kw.text == ".entry";
-        let returns = if !is_entry && self.cur.is_punct(b'(') {
-            self.param_list()?
-        } else {
-            Vec::new()
-        };
+        let returns = if !is_entry && self.cur.is_punct(b'(') { self.param_list()? } else { Vec::new() };
         let nt = self.ident("a function name")?;
-        let params = if self.cur.is_punct(b'(') {
-            self.param_list()?
-        } else {
-            Vec::new()
-        };
+        let params = if self.cur.is_punct(b'(') { self.param_list()? } else { Vec::new() };
         let mut perf = Perf::default();
         let mut noreturn = false;
         loop {
@@ -621,14 +521,9 @@ impl<'a> Parser<'a> {
                     self.bump();
                     self.skip_statement()?;
                 }
-                ".explicitcluster" | ".reqnctapercluster" | ".maxclusterrank"
-                | ".blocksareclusters"
-                    if self.cur.kind == Tok::Ident =>
-                {
+                ".explicitcluster" | ".reqnctapercluster" | ".maxclusterrank" | ".blocksareclusters" if self.cur.kind == Tok::Ident => {
                     let line = self.bump().pos.line;
-                    while (self.cur.kind == Tok::Int || self.cur.is_punct(b','))
-                        && self.cur.pos.line == line
-                    {
+                    while (self.cur.kind == Tok::Int || self.cur.is_punct(b',')) && self.cur.pos.line == line {
                         self.bump();
                     }
                 }
@@ -636,10 +531,7 @@ impl<'a> Parser<'a> {
             }
         }
         // old LLVM puts a label (and `.file`) between header and body
-        while self.cur.kind == Tok::Ident
-            && !self.cur.text.starts_with('.')
-            && self.peek().is_punct(b':')
-        {
+        while self.cur.kind == Tok::Ident && !self.cur.text.starts_with('.') && self.peek().is_punct(b':') {
             self.bump();
             self.bump();
         }
@@ -653,10 +545,7 @@ impl<'a> Parser<'a> {
         self.bare_regs.clear();
         let body = if self.eat(b';') {
             None
-        } else if self.cur.kind == Tok::Ident
-            && self.cur.text.starts_with('.')
-            && self.cur.pos.line > nt.pos.line
-        {
+        } else if self.cur.kind == Tok::Ident && self.cur.text.starts_with('.') && self.cur.pos.line > nt.pos.line {
             // Open64 prototypes have no `;`: the next directive starts
             None
         } else if self.cur.is_punct(b'{') {
@@ -665,17 +554,7 @@ impl<'a> Parser<'a> {
         } else {
             return self.err("`{` starting the function body or `;`");
         };
-        Ok(Function {
-            name: nt.text,
-            pos: nt.pos,
-            is_entry,
-            linkage,
-            returns,
-            params,
-            perf,
-            noreturn,
-            body,
-        })
+        Ok(Function { name: nt.text, pos: nt.pos, is_entry, linkage, returns, params, perf, noreturn, body })
     }
 
     /// Statements up to the `}` closing the function (consumed).
@@ -768,12 +647,7 @@ impl<'a> Parser<'a> {
                     }
                 }
                 self.expect(b';')?;
-                out.push(Stmt::Reg(RegDecl {
-                    ty,
-                    vector,
-                    names,
-                    pos: t.pos,
-                }));
+                out.push(Stmt::Reg(RegDecl { ty, vector, names, pos: t.pos }));
             }
             s if s.starts_with(".reg.") => {
                 // GCC: `.reg.u32 %x;`
@@ -787,12 +661,7 @@ impl<'a> Parser<'a> {
                     }
                 }
                 self.expect(b';')?;
-                out.push(Stmt::Reg(RegDecl {
-                    ty,
-                    vector: None,
-                    names,
-                    pos: t.pos,
-                }));
+                out.push(Stmt::Reg(RegDecl { ty, vector: None, names, pos: t.pos }));
             }
             ".local" | ".shared" | ".param" | ".const" | ".global" => {
                 for v in self.var_decl(None)? {
@@ -806,11 +675,7 @@ impl<'a> Parser<'a> {
             }
             ".pragma" => {
                 self.bump();
-                let s = if self.cur.kind == Tok::Str {
-                    self.cur.text
-                } else {
-                    ""
-                };
+                let s = if self.cur.kind == Tok::Str { self.cur.text } else { "" };
                 self.skip_statement()?;
                 out.push(Stmt::Pragma(s, t.pos));
             }
@@ -829,11 +694,7 @@ impl<'a> Parser<'a> {
                             break;
                         }
                         Tok::Punct(b'}') | Tok::Punct(b'{') if depth <= 0 => break,
-                        _ if depth <= 0
-                            && self.cur.pos.line != line
-                            && self.cur.kind == Tok::Ident
-                            && self.cur.text.starts_with('.') =>
-                        {
+                        _ if depth <= 0 && self.cur.pos.line != line && self.cur.kind == Tok::Ident && self.cur.text.starts_with('.') => {
                             break
                         }
                         _ => {}
@@ -852,10 +713,7 @@ impl<'a> Parser<'a> {
         if self.eat(b'@') {
             let negated = self.eat(b'!');
             let r = self.ident("a predicate register after `@`")?;
-            guard = Some(Guard {
-                negated,
-                reg: r.text,
-            });
+            guard = Some(Guard { negated, reg: r.text });
         }
         let op = self.ident("an instruction opcode")?;
         let mut operands = Vec::new();
@@ -871,12 +729,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        Ok(Instruction {
-            guard,
-            opcode: op.text,
-            operands,
-            pos,
-        })
+        Ok(Instruction { guard, opcode: op.text, operands, pos })
     }
 
     fn operand(&mut self) -> PResult<Operand<'a>> {
@@ -906,11 +759,7 @@ impl<'a> Parser<'a> {
                 if t.text.starts_with('%') || self.bare_regs.contains(&t.text) {
                     if self.cur.is_punct(b'+') || self.cur.is_punct(b'-') {
                         let off = self.offset_expr()?;
-                        return Ok(Operand::Addr(Box::new(Address {
-                            base: Some(Operand::Reg(t.text)),
-                            offset: off,
-                            extra: vec![],
-                        })));
+                        return Ok(Operand::Addr(Box::new(Address { base: Some(Operand::Reg(t.text)), offset: off, extra: vec![] })));
                     }
                     return Ok(Operand::Reg(t.text));
                 }
@@ -944,17 +793,11 @@ impl<'a> Parser<'a> {
             }
             Tok::Punct(b'!') => {
                 self.bump();
-                Ok(Operand::Not(
-                    self.ident("a predicate register after `!`")?.text,
-                ))
+                Ok(Operand::Not(self.ident("a predicate register after `!`")?.text))
             }
             Tok::Punct(b'[') => {
                 self.bump();
-                let mut a = Address {
-                    base: None,
-                    offset: 0,
-                    extra: vec![],
-                };
+                let mut a = Address { base: None, offset: 0, extra: vec![] };
                 if self.cur.kind == Tok::Int || self.cur.is_punct(b'-') {
                     a.offset = self.int("an address")?;
                 } else if !self.cur.is_punct(b']') {
@@ -1105,20 +948,11 @@ $L__BB1_2:
         assert_eq!(k.params[0].ptr_space, Some(".global"));
         assert_eq!(k.params[1].array, Some(16));
         let body = k.body.as_ref().unwrap();
-        let insts: Vec<&Instruction> = body
-            .iter()
-            .filter_map(|s| if let Stmt::Inst(i) = s { Some(i) } else { None })
-            .collect();
+        let insts: Vec<&Instruction> = body.iter().filter_map(|s| if let Stmt::Inst(i) = s { Some(i) } else { None }).collect();
         assert_eq!(insts.len(), 11);
         assert_eq!(insts[2].operands[0], Operand::Pair("%p1", "%p2"));
         assert_eq!(insts[2].operands[2], Operand::Imm(-4));
-        assert_eq!(
-            insts[3].guard,
-            Some(Guard {
-                negated: true,
-                reg: "%p1"
-            })
-        );
+        assert_eq!(insts[3].guard, Some(Guard { negated: true, reg: "%p1" }));
         match &insts[4].operands[1] {
             Operand::Addr(a) => {
                 assert_eq!(a.base, Some(Operand::Reg("%rd1")));
@@ -1127,22 +961,11 @@ $L__BB1_2:
             o => panic!("{o:?}"),
         }
         assert_eq!(insts[7].operands.len(), 3);
-        let loc = body
-            .iter()
-            .filter_map(|s| if let Stmt::Loc(l) = s { Some(*l) } else { None })
-            .nth(1)
-            .unwrap();
-        assert_eq!(
-            (loc.line, loc.col, loc.inlined_at),
-            (20, 8, Some((1, 10, 5)))
-        );
+        let loc = body.iter().filter_map(|s| if let Stmt::Loc(l) = s { Some(*l) } else { None }).nth(1).unwrap();
+        assert_eq!((loc.line, loc.col, loc.inlined_at), (20, 8, Some((1, 10, 5))));
         assert_eq!(m.file(1), Some("/work/src/lib.rs"));
         assert_eq!(m.sections.len(), 2);
-        assert!(m
-            .section(".debug_info")
-            .unwrap()
-            .body
-            .contains("$L__sec_end0-$L__func_begin0"));
+        assert!(m.section(".debug_info").unwrap().body.contains("$L__sec_end0-$L__func_begin0"));
         assert_eq!(m.globals.len(), 2);
     }
 

@@ -31,11 +31,7 @@ struct Assembled {
 
 /// Assemble the data directives of one section body.
 fn assemble(body: &str, code_labels: &HashMap<&str, u64>) -> Option<Assembled> {
-    let mut a = Assembled {
-        bytes: Vec::with_capacity(body.len() / 4),
-        labels: HashMap::new(),
-        fixups: vec![],
-    };
+    let mut a = Assembled { bytes: Vec::with_capacity(body.len() / 4), labels: HashMap::new(), fixups: vec![] };
     for raw in body.lines() {
         let line = raw.split("//").next().unwrap_or("").trim();
         if line.is_empty() {
@@ -45,10 +41,7 @@ fn assemble(body: &str, code_labels: &HashMap<&str, u64>) -> Option<Assembled> {
             a.labels.insert(l.trim().to_string(), a.bytes.len() as u64);
             continue;
         }
-        let (dir, rest) = line.split_at(
-            line.find(|c: char| c.is_whitespace() || c == '"')
-                .unwrap_or(line.len()),
-        );
+        let (dir, rest) = line.split_at(line.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(line.len()));
         let size = match dir {
             ".b8" => 1,
             ".b16" => 2,
@@ -111,11 +104,7 @@ fn eval_expr(e: &str, code: &HashMap<&str, u64>, sect: &HashMap<String, u64>) ->
     for i in 0..=bytes.len() {
         if i == bytes.len() || (i > start && (bytes[i] == b'+' || bytes[i] == b'-')) {
             let v = eval_term(&e[start..i], code, sect)?;
-            acc = if sign_add {
-                acc.wrapping_add(v)
-            } else {
-                acc.wrapping_sub(v)
-            };
+            acc = if sign_add { acc.wrapping_add(v) } else { acc.wrapping_sub(v) };
             if i < bytes.len() {
                 sign_add = bytes[i] == b'+';
             }
@@ -128,21 +117,12 @@ fn eval_expr(e: &str, code: &HashMap<&str, u64>, sect: &HashMap<String, u64>) ->
 /// Decode inline ranges from the module's DWARF sections. `code_labels`
 /// maps code labels to synthetic addresses. `None` when the module has no
 /// usable `.debug_info`.
-pub fn inline_ranges(
-    sections: &[(&str, &str)],
-    code_labels: &HashMap<&str, u64>,
-) -> Option<Vec<InlineRange>> {
+pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>) -> Option<Vec<InlineRange>> {
     let mut asm: HashMap<&str, Assembled> = HashMap::new();
     for (name, body) in sections {
         if matches!(
             *name,
-            ".debug_info"
-                | ".debug_abbrev"
-                | ".debug_str"
-                | ".debug_ranges"
-                | ".debug_rnglists"
-                | ".debug_addr"
-                | ".debug_str_offsets"
+            ".debug_info" | ".debug_abbrev" | ".debug_str" | ".debug_ranges" | ".debug_rnglists" | ".debug_addr" | ".debug_str_offsets"
         ) {
             asm.insert(name, assemble(body, code_labels)?);
         }
@@ -161,10 +141,7 @@ pub fn inline_ranges(
     asm.get(".debug_info")?;
     let empty: &[u8] = &[];
     let get = |id: SectionId| -> Result<EndianSlice<'_, LittleEndian>, gimli::Error> {
-        let b = asm
-            .get(id.name())
-            .map(|a| a.bytes.as_slice())
-            .unwrap_or(empty);
+        let b = asm.get(id.name()).map(|a| a.bytes.as_slice()).unwrap_or(empty);
         Ok(EndianSlice::new(b, LittleEndian))
     };
     let dwarf = gimli::Dwarf::load(get).ok()?;
@@ -220,28 +197,14 @@ pub fn inline_ranges(
                 Ok(Some(v)) => v.udata_value().unwrap_or(0) as u32,
                 _ => 0,
             };
-            let (call_file, call_line, call_col) = (
-                num(gimli::DW_AT_call_file),
-                num(gimli::DW_AT_call_line),
-                num(gimli::DW_AT_call_column),
-            );
-            let mut push = |lo: u64, hi: u64| {
-                out.push(InlineRange {
-                    lo,
-                    hi,
-                    depth: depth.max(0) as u32,
-                    call_file,
-                    call_line,
-                    call_col,
-                })
-            };
+            let (call_file, call_line, call_col) =
+                (num(gimli::DW_AT_call_file), num(gimli::DW_AT_call_line), num(gimli::DW_AT_call_column));
+            let mut push = |lo: u64, hi: u64| out.push(InlineRange { lo, hi, depth: depth.max(0) as u32, call_file, call_line, call_col });
             match (low, entry.attr_value(gimli::DW_AT_high_pc)) {
                 (Some(lo), Ok(Some(gimli::AttributeValue::Addr(hi)))) => push(lo, hi),
                 (Some(lo), Ok(Some(v))) => push(lo, lo + v.udata_value().unwrap_or(0)),
                 _ => {
-                    if let Ok(Some(gimli::AttributeValue::RangeListsRef(r))) =
-                        entry.attr_value(gimli::DW_AT_ranges)
-                    {
+                    if let Ok(Some(gimli::AttributeValue::RangeListsRef(r))) = entry.attr_value(gimli::DW_AT_ranges) {
                         let off = gimli::RangeListsOffset(r.0);
                         if let Ok(mut it) = dwarf.ranges.raw_ranges(off, encoding) {
                             let mut base = base_addr;
@@ -252,12 +215,8 @@ pub fn inline_ranges(
                                     | gimli::RawRngListEntry::OffsetPair { begin, end } => {
                                         push(base.wrapping_add(begin), base.wrapping_add(end))
                                     }
-                                    gimli::RawRngListEntry::StartEnd { begin, end } => {
-                                        push(begin, end)
-                                    }
-                                    gimli::RawRngListEntry::StartLength { begin, length } => {
-                                        push(begin, begin + length)
-                                    }
+                                    gimli::RawRngListEntry::StartEnd { begin, end } => push(begin, end),
+                                    gimli::RawRngListEntry::StartLength { begin, length } => push(begin, begin + length),
                                     _ => {}
                                 }
                             }
@@ -277,11 +236,7 @@ mod tests {
     #[test]
     fn label_arithmetic_and_padding() {
         let code: HashMap<&str, u64> = [("$L__a", 10u64), ("$L__b", 14)].into_iter().collect();
-        let a = assemble(
-            ".b32 7\n.b64 $L__b-$L__a\n.b84,255\n.b16 $L__x\n$L__x:\n.b8 1,2\n.b8 \"hi\"\n",
-            &code,
-        )
-        .unwrap();
+        let a = assemble(".b32 7\n.b64 $L__b-$L__a\n.b84,255\n.b16 $L__x\n$L__x:\n.b8 1,2\n.b8 \"hi\"\n", &code).unwrap();
         assert_eq!(&a.bytes[..4], &[7, 0, 0, 0]);
         assert_eq!(&a.bytes[4..12], &4u64.to_le_bytes());
         assert_eq!(&a.bytes[12..16], &[0, 0, 0, 0]);

@@ -58,21 +58,14 @@ impl<'m> SourceMap<'m> {
             }
             next += f.insts.len() as u64 + 1;
         }
-        let has_info = module
-            .section(".debug_info")
-            .is_some_and(|s| s.body.trim().len() > 2);
+        let has_info = module.section(".debug_info").is_some_and(|s| s.body.trim().len() > 2);
         let inline = if has_info {
-            let secs: Vec<(&str, &str)> =
-                module.sections.iter().map(|s| (s.name, s.body)).collect();
+            let secs: Vec<(&str, &str)> = module.sections.iter().map(|s| (s.name, s.body)).collect();
             dwarf::inline_ranges(&secs, &labels)
         } else {
             None
         };
-        SourceMap {
-            module,
-            base,
-            inline,
-        }
+        SourceMap { module, base, inline }
     }
 
     /// Does the module carry a DWARF inline tree we could decode?
@@ -82,21 +75,12 @@ impl<'m> SourceMap<'m> {
 
     fn pos(&self, file: u32, line: u32, col: u32) -> Option<SrcPos> {
         let path = self.module.file(file)?;
-        Some(SrcPos {
-            file: path.to_string(),
-            line,
-            col,
-        })
+        Some(SrcPos { file: path.to_string(), line, col })
     }
 
     /// Frames of instruction `i` of `f`, and the one to report given
     /// `is_local` (is this file part of the checked package?).
-    pub fn resolve(
-        &self,
-        f: &FunctionIr<'_>,
-        i: usize,
-        is_local: &dyn Fn(&str) -> bool,
-    ) -> Resolved {
+    pub fn resolve(&self, f: &FunctionIr<'_>, i: usize, is_local: &dyn Fn(&str) -> bool) -> Resolved {
         let mut frames = Vec::new();
         if let Some(l) = f.locs.get(i).copied().flatten() {
             frames.extend(self.pos(l.file, l.line, l.col));
@@ -106,8 +90,7 @@ impl<'m> SourceMap<'m> {
         }
         if let (Some(inl), Some(b)) = (&self.inline, self.base.get(&f.index)) {
             let addr = b + i as u64;
-            let mut hits: Vec<&dwarf::InlineRange> =
-                inl.iter().filter(|r| r.lo <= addr && addr < r.hi).collect();
+            let mut hits: Vec<&dwarf::InlineRange> = inl.iter().filter(|r| r.lo <= addr && addr < r.hi).collect();
             hits.sort_by_key(|r| std::cmp::Reverse(r.depth));
             for r in hits {
                 if let Some(p) = self.pos(r.call_file, r.call_line, r.call_col) {
@@ -119,11 +102,7 @@ impl<'m> SourceMap<'m> {
         }
         let primary = frames.iter().find(|p| is_local(&p.file)).cloned();
         if primary.is_some() {
-            return Resolved {
-                primary,
-                frames,
-                approximate: false,
-            };
+            return Resolved { primary, frames, approximate: false };
         }
         // fallback: nearest preceding (then following) .loc in a package file
         let near = (0..i).rev().chain(i + 1..f.insts.len()).find_map(|j| {
@@ -131,11 +110,7 @@ impl<'m> SourceMap<'m> {
             let p = self.pos(l.file, l.line, l.col)?;
             is_local(&p.file).then_some(p)
         });
-        Resolved {
-            approximate: near.is_some(),
-            primary: near,
-            frames,
-        }
+        Resolved { approximate: near.is_some(), primary: near, frames }
     }
 }
 

@@ -19,9 +19,8 @@ pub const TARGET: &str = "nvptx64-nvidia-cuda";
 /// toolchain file is honoured (rustup started us with `RUSTUP_TOOLCHAIN` and
 /// `CARGO` set to the caller's toolchain).
 fn cargo_program() -> PathBuf {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let home =
+        std::env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
     if let Some(h) = home {
         let p = h.join("bin").join("cargo");
         if p.exists() {
@@ -35,38 +34,17 @@ fn cargo_program() -> PathBuf {
 pub fn command(k: &KernelCrate, target_dir: &Path, quiet: bool) -> Command {
     let mut cmd = Command::new(cargo_program());
     cmd.current_dir(&k.root);
-    for v in [
-        "RUSTUP_TOOLCHAIN",
-        "RUSTC",
-        "CARGO",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-    ] {
+    for v in ["RUSTUP_TOOLCHAIN", "RUSTC", "CARGO", "RUSTC_WORKSPACE_WRAPPER", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
         cmd.env_remove(v);
     }
     cmd.arg("rustc");
     if quiet {
         cmd.arg("--quiet");
     }
-    cmd.args([
-        "--lib",
-        "--release",
-        "--target",
-        TARGET,
-        "-Zbuild-std=core",
-        "--manifest-path",
-    ]);
+    cmd.args(["--lib", "--release", "--target", TARGET, "-Zbuild-std=core", "--manifest-path"]);
     cmd.arg(&k.manifest_path);
     cmd.arg("--target-dir").arg(target_dir);
-    cmd.args([
-        "--",
-        "--emit=asm",
-        "-C",
-        "debuginfo=2",
-        "-C",
-        "codegen-units=1",
-    ]);
+    cmd.args(["--", "--emit=asm", "-C", "debuginfo=2", "-C", "codegen-units=1"]);
     cmd
 }
 
@@ -74,16 +52,8 @@ pub fn command(k: &KernelCrate, target_dir: &Path, quiet: bool) -> Command {
 pub fn build(k: &KernelCrate, target_dir: &Path, quiet: bool) -> Result<PathBuf> {
     let started = SystemTime::now();
     let mut cmd = command(k, target_dir, quiet);
-    cmd.stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .stdin(Stdio::null());
-    let status = cmd.status().with_context(|| {
-        format!(
-            "could not run `{}` to build `{}`",
-            cmd.get_program().to_string_lossy(),
-            k.name
-        )
-    })?;
+    cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).stdin(Stdio::null());
+    let status = cmd.status().with_context(|| format!("could not run `{}` to build `{}`", cmd.get_program().to_string_lossy(), k.name))?;
     if !status.success() {
         bail!("could not build kernel crate `{}` for {TARGET} (cargo exited with {status}); see cargo's errors above", k.name);
     }
@@ -107,11 +77,6 @@ pub fn build(k: &KernelCrate, target_dir: &Path, quiet: bool) -> Result<PathBuf>
             }
             Ok(p)
         }
-        None => bail!(
-            "cargo built `{}` but wrote no PTX (`{}*.s`) in `{}`",
-            k.name,
-            prefix,
-            deps.display()
-        ),
+        None => bail!("cargo built `{}` but wrote no PTX (`{}*.s`) in `{}`", k.name, prefix, deps.display()),
     }
 }

@@ -13,11 +13,7 @@ fn offset(src: &str, line: u32, col: u32) -> Option<usize> {
         if i + 1 == line as usize {
             let text = l.trim_end_matches(['\n', '\r']);
             let c = (col.max(1) - 1) as usize;
-            let byte = text
-                .char_indices()
-                .nth(c)
-                .map(|(b, _)| b)
-                .unwrap_or(text.len());
+            let byte = text.char_indices().nth(c).map(|(b, _)| b).unwrap_or(text.len());
             return Some(off + byte);
         }
         off += l.len();
@@ -34,47 +30,27 @@ fn level(d: &Diagnostic) -> SLevel<'static> {
 
 pub fn render(d: &Diagnostic, ptx_src: &str, color: bool) -> String {
     let f = &d.finding;
-    let rust_src = d
-        .abs_file
-        .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
+    let rust_src = d.abs_file.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
     let (src, origin, line, col, col_end) = match (&rust_src, &d.file) {
         (Some(s), Some(file)) => (s.as_str(), file.clone(), d.line, d.col, d.col_end),
         (None, Some(file)) => return plain(d, file, color),
-        _ => (
-            ptx_src,
-            d.ptx_file.clone(),
-            f.ptx_line,
-            f.ptx_col,
-            f.ptx_col + 1,
-        ),
+        _ => (ptx_src, d.ptx_file.clone(), f.ptx_line, f.ptx_col, f.ptx_col + 1),
     };
     let Some(start) = offset(src, line, col) else {
         return plain(d, &origin, color);
     };
-    let end = offset(src, line, col_end)
-        .unwrap_or(start + 1)
-        .max(start + 1)
-        .min(src.len());
+    let end = offset(src, line, col_end).unwrap_or(start + 1).max(start + 1).min(src.len());
     let mut primary = AnnotationKind::Primary.span(start..end.max(start));
     if !f.label.is_empty() {
         primary = primary.label(f.label.as_str());
     }
-    let mut snippet = Snippet::source(src)
-        .line_start(1)
-        .path(origin.as_str())
-        .fold(true)
-        .annotation(primary);
+    let mut snippet = Snippet::source(src).line_start(1).path(origin.as_str()).fold(true).annotation(primary);
     let mut notes: Vec<(NoteKind, String)> = Vec::new();
     for (file, abs, l, c, ce, label) in &d.secondary {
         match offset(src, *l, *c).filter(|_| Some(abs) == d.abs_file.as_ref()) {
             Some(s) => {
-                let e = offset(src, *l, *ce)
-                    .unwrap_or(s + 1)
-                    .max(s + 1)
-                    .min(src.len());
-                snippet =
-                    snippet.annotation(AnnotationKind::Context.span(s..e).label(label.as_str()));
+                let e = offset(src, *l, *ce).unwrap_or(s + 1).max(s + 1).min(src.len());
+                snippet = snippet.annotation(AnnotationKind::Context.span(s..e).label(label.as_str()));
             }
             None => notes.push((NoteKind::Note, format!("{label} at {file}:{l}:{c}"))),
         }
@@ -88,11 +64,7 @@ pub fn render(d: &Diagnostic, ptx_src: &str, color: bool) -> String {
             NoteKind::Help => SLevel::HELP.message(t.as_str()),
         });
     }
-    let r = if color {
-        Renderer::styled()
-    } else {
-        Renderer::plain()
-    };
+    let r = if color { Renderer::styled() } else { Renderer::plain() };
     let s = r.render(&[group]).to_string();
     s
 }
@@ -101,9 +73,7 @@ pub fn render(d: &Diagnostic, ptx_src: &str, color: bool) -> String {
 fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
     let f = &d.finding;
     let loc = format!("at {origin}:{}:{}", d.line, d.col);
-    let mut group = level(d)
-        .primary_title(f.message.as_str())
-        .element(SLevel::NOTE.message(loc.as_str()));
+    let mut group = level(d).primary_title(f.message.as_str()).element(SLevel::NOTE.message(loc.as_str()));
     for n in &f.notes {
         group = group.element(match n.kind {
             NoteKind::Note => SLevel::NOTE.message(n.text.as_str()),
@@ -111,11 +81,7 @@ fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
         });
     }
     group = group.element(SLevel::NOTE.message(d.level_note.as_str()));
-    let r = if color {
-        Renderer::styled()
-    } else {
-        Renderer::plain()
-    };
+    let r = if color { Renderer::styled() } else { Renderer::plain() };
     let s = r.render(&[group]).to_string();
     s
 }
@@ -127,26 +93,12 @@ pub fn summary(name: &str, kind: &str, diags: &[Diagnostic]) -> Option<String> {
     let warnings = diags.iter().filter(|d| d.level == Level::Warn).count();
     let dup: usize = diags.iter().map(|d| d.duplicates).sum();
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
-    let dups = if dup > 0 {
-        format!(" ({} folded)", plural(dup, "duplicate"))
-    } else {
-        String::new()
-    };
+    let dups = if dup > 0 { format!(" ({} folded)", plural(dup, "duplicate")) } else { String::new() };
     if errors > 0 {
-        let w = if warnings > 0 {
-            format!("; {} emitted", plural(warnings, "warning"))
-        } else {
-            String::new()
-        };
-        Some(format!(
-            "error: could not check `{name}` ({kind}) due to {}{w}{dups}",
-            plural(errors, "previous error")
-        ))
+        let w = if warnings > 0 { format!("; {} emitted", plural(warnings, "warning")) } else { String::new() };
+        Some(format!("error: could not check `{name}` ({kind}) due to {}{w}{dups}", plural(errors, "previous error")))
     } else if warnings > 0 {
-        Some(format!(
-            "warning: `{name}` ({kind}) generated {}{dups}",
-            plural(warnings, "warning")
-        ))
+        Some(format!("warning: `{name}` ({kind}) generated {}{dups}", plural(warnings, "warning")))
     } else {
         None
     }

@@ -15,22 +15,10 @@ fn level(l: Level) -> &'static str {
     }
 }
 
-fn span(
-    file: &str,
-    abs: Option<&std::path::Path>,
-    line: u32,
-    col: u32,
-    col_end: u32,
-    primary: bool,
-    label: &str,
-) -> Value {
+fn span(file: &str, abs: Option<&std::path::Path>, line: u32, col: u32, col_end: u32, primary: bool, label: &str) -> Value {
     let text = abs
         .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|s| {
-            s.lines()
-                .nth(line.saturating_sub(1) as usize)
-                .map(str::to_string)
-        })
+        .and_then(|s| s.lines().nth(line.saturating_sub(1) as usize).map(str::to_string))
         .unwrap_or_default();
     json!({
         "file_name": file,
@@ -52,15 +40,7 @@ fn span(
 pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     let f = &d.finding;
     let file = d.file.clone().unwrap_or_else(|| d.ptx_file.clone());
-    let mut spans = vec![span(
-        &file,
-        d.abs_file.as_deref(),
-        d.line,
-        d.col,
-        d.col_end,
-        true,
-        &f.label,
-    )];
+    let mut spans = vec![span(&file, d.abs_file.as_deref(), d.line, d.col, d.col_end, true, &f.label)];
     for (sf, abs, l, c, ce, label) in &d.secondary {
         spans.push(span(sf, Some(abs), *l, *c, *ce, false, label));
     }
