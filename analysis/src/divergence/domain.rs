@@ -72,6 +72,10 @@ pub enum AbsVal {
     /// Thread-dependent, not affine. `data`: depends on loaded data, atomics,
     /// clocks or other sources no static evaluation can know.
     Top { data: bool },
+    /// The same in every lane of a warp, possibly different between warps
+    /// (votes, `shfl.idx` from one lane, `%warpid`). Branching on it splits
+    /// no warp but whole warps may skip a block-wide barrier.
+    WarpUniform,
 }
 
 pub const ZERO: [Coef; 3] = [Coef::Const(0); 3];
@@ -105,6 +109,10 @@ impl AbsVal {
     pub fn is_divergent(&self) -> bool {
         !self.is_uniform()
     }
+    /// Same value in all lanes of each warp (block-uniform or warp-uniform).
+    pub fn is_warp_uniform(&self) -> bool {
+        self.is_uniform() || *self == AbsVal::WarpUniform
+    }
     pub fn data(&self) -> bool {
         matches!(self, AbsVal::Top { data: true })
     }
@@ -135,6 +143,8 @@ impl AbsVal {
         if ops.iter().all(|o| o.is_uniform()) {
             let ks: Option<Vec<i64>> = ops.iter().map(|o| o.const_value()).collect();
             AbsVal::uniform(ks.and_then(|k| f(&k)))
+        } else if ops.iter().all(|o| o.is_warp_uniform()) {
+            AbsVal::WarpUniform
         } else {
             AbsVal::top_of(ops)
         }
@@ -146,6 +156,13 @@ impl AbsVal {
             (AbsVal::Bottom, x) | (x, AbsVal::Bottom) => x,
             (AbsVal::Top { data: a }, AbsVal::Top { data: b }) => AbsVal::Top { data: a || b },
             (AbsVal::Top { data }, _) | (_, AbsVal::Top { data }) => AbsVal::Top { data },
+            (AbsVal::WarpUniform, x) | (x, AbsVal::WarpUniform) => {
+                if x.is_warp_uniform() {
+                    AbsVal::WarpUniform
+                } else {
+                    AbsVal::Top { data: false }
+                }
+            }
             (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
                 if c1 != c2 {
                     return AbsVal::Top { data: false };
@@ -169,7 +186,7 @@ impl AbsVal {
                 };
                 AbsVal::Affine { c, k, s }
             }
-            (a, b) => AbsVal::top_of(&[a, b]),
+            (a, b) => AbsVal::uniform_or_top(&[a, b], |_| None),
         }
     }
 
@@ -199,7 +216,7 @@ impl AbsVal {
                     AbsVal::Top { data: false }
                 }
             }
-            (a, b) => AbsVal::top_of(&[a, b]),
+            (a, b) => AbsVal::uniform_or_top(&[a, b], |_| None),
         }
     }
 }

@@ -95,10 +95,12 @@ pub struct Divergence {
     pub vals: Vec<AbsVal>,
     /// Divergent branches, in the order found.
     pub branches: Vec<DivBranch>,
-    /// Loops with a thread-dependent exit.
-    pub divergent_loop: Vec<bool>,
-    /// Phis forced divergent by sync dependence.
-    pub sync_phi: Vec<bool>,
+    /// Loops with a thread-dependent exit: ⊤, or `WarpUniform` when whole
+    /// warps leave at different iterations; `Bottom` when uniform.
+    pub divergent_loop: Vec<AbsVal>,
+    /// Phis at joins of divergent branches, with what the merge adds
+    /// (⊤, or `WarpUniform` for warp-uniform branches); `Bottom` if none.
+    pub sync_phi: Vec<AbsVal>,
     def_block: Vec<u32>,
 }
 
@@ -121,8 +123,8 @@ impl Divergence {
         let mut d = Divergence {
             vals: vec![AbsVal::Bottom; nv],
             branches: vec![],
-            divergent_loop: vec![false; f.cfg.loops.len()],
-            sync_phi: vec![false; f.ssa.phis.len()],
+            divergent_loop: vec![AbsVal::Bottom; f.cfg.loops.len()],
+            sync_phi: vec![AbsVal::Bottom; f.ssa.phis.len()],
             def_block,
         };
         // entry values first
@@ -144,7 +146,7 @@ impl Divergence {
                 queued_inst[i] = true;
             }
         }
-        let mut seen_branch = vec![false; f.cfg.len()];
+        let mut seen_branch = vec![AbsVal::Bottom; f.cfg.len()];
         loop {
             while let Some(u) = work.pop_front() {
                 let changed = match u {
@@ -174,9 +176,7 @@ impl Divergence {
                                 nv = nv.join(d.at(f, iv, pred));
                             }
                         }
-                        if d.sync_phi[p as usize] {
-                            nv = nv.join(AbsVal::Top { data: false });
-                        }
+                        nv = nv.join(d.sync_phi[p as usize]);
                         let nv = transfer::named(nv, v);
                         let nv = d.vals[v as usize].join(nv);
                         if nv != d.vals[v as usize] {
@@ -195,30 +195,40 @@ impl Divergence {
             // newly divergent branches → sync dependence and loop exits
             let mut progress = false;
             for b in 0..f.cfg.len() {
-                if seen_branch[b] || !f.cfg.reachable(b) {
+                if !f.cfg.reachable(b) {
                     continue;
                 }
-                let Some(br) = d.branch_of(f, b) else {
-                    continue;
+                let Some(br) = d.branch_of(f, b) else { continue };
+                // what merging the paths of this branch adds: ⊤, or warp-uniform
+                let kind = match d.at(f, br.cond, b) {
+                    AbsVal::WarpUniform => AbsVal::WarpUniform,
+                    _ => AbsVal::Top { data: false },
                 };
-                seen_branch[b] = true;
+                if seen_branch[b].join(kind) == seen_branch[b] {
+                    continue;
+                }
+                if seen_branch[b] == AbsVal::Bottom {
+                    d.branches.push(br);
+                }
+                seen_branch[b] = seen_branch[b].join(kind);
                 progress = true;
-                d.branches.push(br);
                 for j in join_blocks(f, b) {
                     for &p in &f.ssa.block_phis[j] {
                         let ph = &f.ssa.phis[p as usize];
                         let first = ph.incoming.first().map(|x| x.1);
                         let trivial = ph.incoming.iter().all(|x| Some(x.1) == first);
-                        if !trivial && !d.sync_phi[p as usize] {
-                            d.sync_phi[p as usize] = true;
+                        let nk = d.sync_phi[p as usize].join(kind);
+                        if !trivial && nk != d.sync_phi[p as usize] {
+                            d.sync_phi[p as usize] = nk;
                             push(&mut work, &mut queued_inst, &mut queued_phi, User::Phi(p));
                         }
                     }
                 }
                 for &l in &f.cfg.loops_containing(b) {
                     let exits_loop = f.cfg.blocks[b].succs.iter().any(|&s| !f.cfg.in_loop(s, l)) || f.cfg.blocks[b].succs.len() < 2;
-                    if exits_loop && !d.divergent_loop[l] {
-                        d.divergent_loop[l] = true;
+                    let nk = d.divergent_loop[l].join(kind);
+                    if exits_loop && nk != d.divergent_loop[l] {
+                        d.divergent_loop[l] = nk;
                         // values defined in the loop and used outside it change
                         for &lb in &f.cfg.loops[l].blocks {
                             let blk = &f.cfg.blocks[lb];
@@ -247,7 +257,7 @@ impl Divergence {
     pub fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: usize) -> AbsVal {
         let val = self.vals[v as usize];
         let db = self.def_block[v as usize];
-        if db == NO_BLOCK || val.is_divergent() && !matches!(val, AbsVal::Affine { .. }) {
+        if db == NO_BLOCK || matches!(val, AbsVal::Top { .. }) {
             return val;
         }
         let mut l = f.cfg.loop_of[db as usize];
@@ -255,8 +265,8 @@ impl Divergence {
             if f.cfg.in_loop(use_block, x) {
                 break;
             }
-            if self.divergent_loop[x] {
-                return val.join(AbsVal::Top { data: false });
+            if self.divergent_loop[x] != AbsVal::Bottom {
+                return val.join(self.divergent_loop[x]);
             }
             l = f.cfg.loops[x].parent;
         }

@@ -167,6 +167,14 @@ fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &In
                 AbsVal::Top { data: true }
             }
         }
+        // every lane reads the value of the same source lane
+        "shfl" if inst.has_mod("idx") && src(2).is_uniform() => {
+            if src(1).is_uniform() {
+                AbsVal::uniform(None)
+            } else {
+                AbsVal::WarpUniform
+            }
+        }
         "atom" | "shfl" | "match" | "tex" | "tld4" | "suld" | "txq" => {
             if matches!(inst.op(), "tex" | "tld4" | "suld") && all_src().iter().all(|v| v.is_uniform()) {
                 AbsVal::uniform(None)
@@ -174,7 +182,8 @@ fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &In
                 AbsVal::Top { data: true }
             }
         }
-        "vote" | "activemask" | "redux" => AbsVal::uniform(None),
+        // same in every lane of the warp, not across warps
+        "vote" | "activemask" | "redux" => AbsVal::WarpUniform,
         "bar" | "barrier" => AbsVal::uniform(None), // bar.red: block-wide reduction
         "call" => {
             let args: Vec<AbsVal> = ops.iter().skip(1).map(|o| operand(d, f, i, o)).collect();

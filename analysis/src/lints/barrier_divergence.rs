@@ -45,7 +45,17 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
                 continue;
             }
         }
-        let cause = controlled.iter().filter(|(_, cs)| cs.binary_search(&b).is_ok()).min_by_key(|(_, cs)| cs.len());
+        // `bar.sync id, count`: only `count` threads (whole warps) take part, so
+        // control that is uniform within each warp is fine
+        let counted = !via_call && matches!(inst.op(), "bar" | "barrier") && inst.operands.len() >= 2 && !inst.has_mod("red");
+        let splits_warps = |br: &DivBranch| {
+            !ctx.d.at(f, br.cond, br.block).is_warp_uniform()
+                && !matches!(classify(f, ctx.d, br, ctx.shape), Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
+        };
+        let cause = controlled
+            .iter()
+            .filter(|(br, cs)| cs.binary_search(&b).is_ok() && (!counted || splits_warps(br)))
+            .min_by_key(|(_, cs)| cs.len());
         let Some((br, _)) = cause else { continue };
         out.push(report(ctx, i, br, what));
     }
@@ -57,7 +67,10 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
     let b = cfg.block_of[i];
     let mut fd = ctx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
     let srcs = sources(f, ctx.d, br.cond);
-    let on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
+    let mut on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
+    if ctx.d.at(f, br.cond, br.block) == crate::divergence::AbsVal::WarpUniform {
+        on = format!("{on}, which is the same within a warp but differs between warps, so whole warps");
+    }
     let cause_pos = ctx.resolve(br.inst).primary;
     let at = cause_pos
         .as_ref()

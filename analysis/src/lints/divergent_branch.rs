@@ -17,6 +17,10 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         if !matches!(inst.op(), "bra" | "brx") {
             continue;
         }
+        // the same in every lane of a warp: no warp is split
+        if ctx.d.at(f, br.cond, br.block).is_warp_uniform() {
+            continue;
+        }
         let split = classify(f, ctx.d, br, ctx.shape);
         let report = match &split {
             Split::Exact { split, single_lane, .. } => !single_lane && (*split >= 2 || (warps == 1 && *split == 1)),

@@ -403,7 +403,7 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
             },
             ValueDef::Phi(p) => {
                 let ph = &f.ssa.phis[p as usize];
-                if d.sync_phi[p as usize] {
+                if d.sync_phi[p as usize] != AbsVal::Bottom {
                     add("the path taken at an earlier divergent branch", &mut out);
                 }
                 stack.extend(ph.incoming.iter().map(|x| x.1));
