@@ -163,6 +163,9 @@ fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &In
                 AbsVal::Top { data: true }
             } else if src(1).is_uniform() {
                 AbsVal::uniform(None)
+            } else if src(1).is_warp_uniform() {
+                // every lane of a warp reads the same address
+                AbsVal::WarpUniform
             } else {
                 AbsVal::Top { data: true }
             }

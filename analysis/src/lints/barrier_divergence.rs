@@ -47,7 +47,12 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         }
         // `bar.sync id, count`: only `count` threads (whole warps) take part, so
         // control that is uniform within each warp is fine
-        let counted = !via_call && matches!(inst.op(), "bar" | "barrier") && inst.operands.len() >= 2 && !inst.has_mod("red");
+        // `barrier.sync` without `.aligned`: warps may arrive from different
+        // code locations (warp specialization), also fine under warp-uniform control
+        let counted = !via_call
+            && !inst.has_mod("red")
+            && ((matches!(inst.op(), "bar" | "barrier") && inst.operands.len() >= 2)
+                || (inst.op() == "barrier" && !inst.has_mod("aligned")));
         let splits_warps = |br: &DivBranch| {
             !ctx.d.at(f, br.cond, br.block).is_warp_uniform()
                 && !matches!(classify(f, ctx.d, br, ctx.shape), Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })

@@ -86,20 +86,10 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
     });
     // loop exits: does the iteration count vary within a warp?
     let cfg = &f.cfg;
-    if let Some(l) = cfg.loop_of[br.block] {
+    if let (Some(l), Some((si, _)), Some(AbsVal::Affine { c, .. })) = (cfg.loop_of[br.block], setp, diff) {
         let exits = cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l));
-        if exits {
-            if let Some(AbsVal::Affine { c, .. }) = diff {
-                if c.iter().any(|x| !matches!(x, Coef::Const(_))) {
-                    return Split::TripCount;
-                }
-                let cmax = c.iter().map(|x| if let Coef::Const(k) = x { k.abs() } else { 0 }).max().unwrap_or(0);
-                if let Some(step) = setp.and_then(|(i, _)| iv_step(f, d, i, l)) {
-                    if cmax > 0 && step.abs() < WARP as i64 * cmax {
-                        return Split::TripCount;
-                    }
-                }
-            }
+        if exits && c.iter().any(|x| !x.is_zero()) && trip_count_varies(f, d, si, l, c, shape) {
+            return Split::TripCount;
         }
     }
     match exact(f, d, br, shape) {
@@ -114,42 +104,82 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
     Split::Unknown { data: d.vals[br.cond as usize].data() }
 }
 
-/// Constant per-iteration step of the loop counter the exit condition of
-/// instruction `i` compares, if it is `phi + k`.
-fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<i64> {
+/// Does the trip count of a loop whose exit compares `a(t) + k·step`
+/// against 0 differ between lanes of a warp? The count is
+/// `ceil(-a(t)/step)`: it varies when the spread of `a` over a warp reaches
+/// the step. With a symbolic step, only a thread coefficient in the same
+/// symbol (Sampaio's sumTriangle: `(t+1)·c` stepping by `c`) makes it vary;
+/// an unrelated uniform step is the strided-loop idiom (grid- or
+/// block-stride), which splits at most the last iteration's warp.
+fn trip_count_varies(f: &FunctionIr<'_>, d: &Divergence, setp: usize, l: usize, c: [Coef; 3], shape: &Shape) -> bool {
+    match iv_step(f, d, setp, l) {
+        Some(step) => match (step.const_value(), step.sym()) {
+            (Some(0), _) => false,
+            (Some(delta), _) => {
+                let Some(cc) = const_coefs(c) else { return true };
+                let spread = (0..shape.warps())
+                    .map(|w| {
+                        let vals: Vec<i64> = (w * WARP..((w + 1) * WARP).min(shape.threads()))
+                            .map(|t| shape.lane(t))
+                            .map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2])
+                            .collect();
+                        vals.iter().max().unwrap_or(&0) - vals.iter().min().unwrap_or(&0)
+                    })
+                    .max()
+                    .unwrap_or(0);
+                spread >= delta.abs()
+            }
+            (None, Some(sym)) => c.iter().any(|x| matches!(x, Coef::Lin { m, sym: s, .. } if *s == sym && *m != 0)),
+            (None, None) => false,
+        },
+        // no recognisable counter: a symbolic thread coefficient may change anything
+        None => c.iter().any(|x| !matches!(x, Coef::Const(_))),
+    }
+}
+
+fn const_coefs(c: [Coef; 3]) -> Option<[i64; 3]> {
+    let mut out = [0; 3];
+    for k in 0..3 {
+        out[k] = match c[k] {
+            Coef::Const(x) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// Per-iteration step of the loop counter the exit condition (instruction
+/// `i`) compares, if it is a header phi `p` updated as `p + step` (through
+/// copies and additions of uniform values).
+fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<AbsVal> {
     let header = f.cfg.loops[l].header;
     let inst = f.insts[i];
     for o in &inst.operands[1..] {
         let Operand::Reg(r) = o else { continue };
-        let mut v = f.ssa.use_of(i, r)?;
-        // walk through copies / adds of uniform values to a header phi
+        let Some(mut v) = f.ssa.use_of(i, r) else { continue };
         for _ in 0..8 {
             match f.ssa.values[v as usize] {
                 ValueDef::Phi(p) if f.ssa.phis[p as usize].block == header => {
                     let ph = &f.ssa.phis[p as usize];
-                    for &(pred, iv) in &ph.incoming {
-                        if !f.cfg.in_loop(pred, l) {
-                            continue;
-                        }
-                        let li = f.def_inst(iv)?;
-                        let linst = f.insts[li];
-                        if matches!(linst.op(), "add" | "sub") {
-                            let k = linst.operands.iter().skip(1).find_map(|o| match o {
-                                Operand::Imm(k) => Some(*k),
-                                Operand::Reg(r) => f.ssa.use_of(li, r).and_then(|x| d.vals[x as usize].const_value()),
-                                _ => None,
-                            })?;
-                            return Some(if linst.op() == "sub" { -k } else { k });
-                        }
+                    let &(_, latch) = ph.incoming.iter().find(|(pred, _)| f.cfg.in_loop(*pred, l))?;
+                    let li = f.def_inst(latch)?;
+                    let linst = f.insts[li];
+                    if !matches!(linst.op(), "add" | "sub") || linst.operands.len() != 3 {
                         return None;
                     }
-                    return None;
+                    let other = linst.operands.iter().skip(1).find(|o| !matches!(o, Operand::Reg(r) if f.ssa.use_of(li, r) == Some(v)))?;
+                    let step = d.operand(f, li, other);
+                    if !step.is_uniform() {
+                        return None;
+                    }
+                    return Some(if linst.op() == "sub" { step.neg() } else { step });
                 }
                 ValueDef::Inst { inst: di, .. } => {
                     let dinst = f.insts[di as usize];
                     if !matches!(dinst.op(), "mov" | "cvt" | "add" | "sub") {
                         break;
                     }
+                    // follow the thread-dependent (or phi) operand
                     let Some(next) = dinst.operands.iter().skip(1).find_map(|o| match o {
                         Operand::Reg(r) => f
                             .ssa
