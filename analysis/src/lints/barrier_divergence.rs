@@ -57,9 +57,11 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
             !ctx.d.at(f, br.cond, br.block).is_warp_uniform()
                 && !matches!(classify(f, ctx.d, br, ctx.shape), Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
         };
+        // evaluated for every thread of the block, all take the same side: no one skips
+        let proven_uniform = |br: &DivBranch| matches!(classify(f, ctx.d, br, ctx.shape), Split::Exact { ref taken, .. } if taken.iter().all(|t| *t == taken[0]));
         let cause = controlled
             .iter()
-            .filter(|(br, cs)| cs.binary_search(&b).is_ok() && (!counted || splits_warps(br)))
+            .filter(|(br, cs)| cs.binary_search(&b).is_ok() && (!counted || splits_warps(br)) && !proven_uniform(br))
             .min_by_key(|(_, cs)| cs.len());
         let Some((br, _)) = cause else { continue };
         out.push(report(ctx, i, br, what));
