@@ -13,6 +13,7 @@ pub mod ir;
 pub mod lints;
 pub mod ptx;
 pub mod srcmap;
+pub mod synth;
 
 pub use lints::{Finding, Level, Lint, Metric, Note, NoteKind, Shape, LINTS};
 pub use ptx::ParseError;

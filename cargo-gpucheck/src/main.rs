@@ -74,6 +74,8 @@ fn color() -> bool {
 /// Print diagnostics; return how many are errors.
 fn emit(diags: &[Diagnostic], ptx_src: &str, origin: &Origin, fmt: MessageFormat) -> usize {
     let color = fmt == MessageFormat::Human && color();
+    let ptx_src = report::human::SourceText::new(ptx_src);
+    let ptx_src = &ptx_src;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for d in diags {

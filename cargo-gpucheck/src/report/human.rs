@@ -28,28 +28,53 @@ fn level(d: &Diagnostic) -> SLevel<'static> {
     }
 }
 
-pub fn render(d: &Diagnostic, ptx_src: &str, color: bool) -> String {
+/// A source text with its line starts indexed once.
+pub struct SourceText<'a> {
+    pub text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> SourceText<'a> {
+    pub fn new(text: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        SourceText { text, starts }
+    }
+    /// Lines `first..=last` (1-based).
+    fn window(&self, first: u32, last: u32) -> Option<&'a str> {
+        let s = *self.starts.get(first.checked_sub(1)? as usize)?;
+        let e = self.starts.get(last as usize).copied().unwrap_or(self.text.len());
+        self.text.get(s..e.max(s))
+    }
+}
+
+pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
     let f = &d.finding;
-    let rust_src = d.abs_file.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let rust_text = d.abs_file.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let rust_src = rust_text.as_deref().map(SourceText::new);
     let (src, origin, line, col, col_end) = match (&rust_src, &d.file) {
-        (Some(s), Some(file)) => (s.as_str(), file.clone(), d.line, d.col, d.col_end),
+        (Some(s), Some(file)) => (s, file.clone(), d.line, d.col, d.col_end),
         (None, Some(file)) => return plain(d, file, color),
-        _ => (ptx_src, d.ptx_file.clone(), f.ptx_line, f.ptx_col, f.ptx_col + 1),
+        _ => (ptx, d.ptx_file.clone(), f.ptx_line, f.ptx_col, f.ptx_col + 1),
     };
-    let Some(start) = offset(src, line, col) else {
-        return plain(d, &origin, color);
-    };
-    let end = offset(src, line, col_end).unwrap_or(start + 1).max(start + 1).min(src.len());
+    // render from the lines the spans cover, not the whole file
+    let same_file: Vec<_> = d.secondary.iter().filter(|x| Some(&x.1) == d.abs_file.as_ref() && x.2 > 0).collect();
+    let first = same_file.iter().map(|x| x.2).chain([line]).min().unwrap_or(line).max(1);
+    let last = same_file.iter().map(|x| x.2).chain([line]).max().unwrap_or(line).max(1);
+    let Some(window) = src.window(first, last) else { return plain(d, &origin, color) };
+    let rel = |l: u32| l + 1 - first;
+    let Some(start) = offset(window, rel(line.max(1)), col) else { return plain(d, &origin, color) };
+    let end = offset(window, rel(line.max(1)), col_end).unwrap_or(start + 1).max(start + 1).min(window.len());
     let mut primary = AnnotationKind::Primary.span(start..end.max(start));
     if !f.label.is_empty() {
         primary = primary.label(f.label.as_str());
     }
-    let mut snippet = Snippet::source(src).line_start(1).path(origin.as_str()).fold(true).annotation(primary);
+    let mut snippet = Snippet::source(window).line_start(first as usize).path(origin.as_str()).fold(true).annotation(primary);
     let mut notes: Vec<(NoteKind, String)> = Vec::new();
     for (file, abs, l, c, ce, label) in &d.secondary {
-        match offset(src, *l, *c).filter(|_| Some(abs) == d.abs_file.as_ref()) {
+        match offset(window, rel((*l).max(first)), *c).filter(|_| Some(abs) == d.abs_file.as_ref() && *l >= first) {
             Some(s) => {
-                let e = offset(src, *l, *ce).unwrap_or(s + 1).max(s + 1).min(src.len());
+                let e = offset(window, rel(*l), *ce).unwrap_or(s + 1).max(s + 1).min(window.len());
                 snippet = snippet.annotation(AnnotationKind::Context.span(s..e).label(label.as_str()));
             }
             None => notes.push((NoteKind::Note, format!("{label} at {file}:{l}:{c}"))),

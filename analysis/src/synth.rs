@@ -1,0 +1,55 @@
+//! Synthetic PTX modules of a chosen size, for benchmarks and scale tests.
+//!
+//! Owns: a generator of realistic kernel bodies (thread-id arithmetic,
+//! divergent and uniform branches, loops with back edges, barriers, global
+//! loads and stores, register reuse that needs phis). Does not own any
+//! analysis.
+
+use std::fmt::Write;
+
+/// A module of `kernels` kernels of about `segments × 20` instructions each.
+pub fn module(kernels: usize, segments: usize) -> String {
+    let mut s = String::with_capacity(kernels * segments * 600);
+    s.push_str("//\n// synthetic module (gpucheck-analysis synth)\n//\n.version 7.0\n.target sm_70\n.address_size 64\n\n");
+    for k in 0..kernels {
+        let _ = writeln!(s, ".visible .entry k{k}(\n\t.param .u64 k{k}_param_0,\n\t.param .u32 k{k}_param_1\n)\n{{");
+        s.push_str("\t.reg .pred \t%p<8>;\n\t.reg .b32 \t%r<16>;\n\t.reg .f32 \t%f<8>;\n\t.reg .b64 \t%rd<8>;\n\n");
+        let _ = writeln!(
+            s,
+            "\tld.param.u64 \t%rd1, [k{k}_param_0];\n\tcvta.to.global.u64 \t%rd1, %rd1;\n\tld.param.u32 \t%r1, [k{k}_param_1];"
+        );
+        s.push_str("\tmov.u32 \t%r2, %tid.x;\n\tmov.u32 \t%r10, %ctaid.x;\n\tmov.u32 \t%r11, %ntid.x;\n\tmad.lo.s32 \t%r12, %r10, %r11, %r2;\n\tmov.u32 \t%r9, 0;\n");
+        for i in 0..segments {
+            if i % 10 == 0 {
+                let _ = writeln!(s, "$L_k{k}_loop{i}:");
+            }
+            let _ = write!(
+                s,
+                "\tadd.s32 \t%r3, %r2, {i};\n\tshl.b32 \t%r4, %r3, 2;\n\tand.b32 \t%r5, %r3, 1;\n\tsetp.eq.s32 \t%p1, %r5, 0;\n\t@%p1 bra \t$L_k{k}_e{i};\n\tcvt.u64.u32 \t%rd2, %r4;\n\tadd.s64 \t%rd3, %rd1, %rd2;\n\tld.global.f32 \t%f1, [%rd3];\n\tadd.rn.f32 \t%f2, %f1, 0f3F800000;\n\tst.global.f32 \t[%rd3], %f2;\n$L_k{k}_e{i}:\n\tbar.sync \t0;\n\tsetp.ge.s32 \t%p2, %r12, %r1;\n\t@%p2 bra \t$L_k{k}_f{i};\n\tmul.wide.s32 \t%rd4, %r12, 4;\n\tadd.s64 \t%rd5, %rd1, %rd4;\n\tst.global.u32 \t[%rd5], %r9;\n$L_k{k}_f{i}:\n\tadd.s32 \t%r9, %r9, 1;\n"
+            );
+            if i % 10 == 9 {
+                let _ = writeln!(s, "\tsetp.lt.s32 \t%p3, %r9, %r1;\n\t@%p3 bra \t$L_k{k}_loop{};", i - 9);
+            }
+        }
+        s.push_str("\tret;\n}\n\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn generated_modules_parse_and_check() {
+        let src = super::module(3, 25);
+        let r = crate::check(&src, &Default::default(), &|_| true).unwrap();
+        assert_eq!(r.kernels, 3);
+        assert!(r.instructions > 3 * 25 * 17, "{}", r.instructions);
+        // the tid%2 branches are divergent, the barriers after their joins are not
+        assert!(
+            r.findings.iter().all(|f| f.lint.name == "divergent_branch"),
+            "{:?}",
+            r.findings.iter().map(|f| f.lint.name).collect::<Vec<_>>()
+        );
+        assert_eq!(r.findings.len(), 3 * 25);
+    }
+}
