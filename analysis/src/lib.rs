@@ -9,6 +9,7 @@
 //! Cargo, files and rendering belong to the `cargo-gpucheck` binary.
 
 pub mod divergence;
+mod fxhash;
 pub mod ir;
 pub mod lints;
 pub mod ptx;
@@ -47,16 +48,16 @@ pub struct Report {
 /// metadata, `.reqntid`, the package's metadata, else an assumed shape.
 pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     if let Some(b) = opts.block {
-        return Shape { block: b, source: "--block".into() };
+        return Shape::new(b, "--block");
     }
     if let Some(b) = opts.kernel_blocks.get(f.name) {
-        return Shape { block: *b, source: format!("[package.metadata.gpucheck.kernels.{}]", f.name) };
+        return Shape::new(*b, format!("[package.metadata.gpucheck.kernels.{}]", f.name));
     }
     if let Some(b) = f.perf.reqntid {
-        return Shape { block: b, source: ".reqntid in the PTX".into() };
+        return Shape::new(b, ".reqntid in the PTX");
     }
     if let Some(b) = opts.package_block {
-        return Shape { block: b, source: "[package.metadata.gpucheck]".into() };
+        return Shape::new(b, "[package.metadata.gpucheck]");
     }
     let uses =
         |r: &str| f.body.iter().flatten().any(|s| matches!(s, ptx::Stmt::Inst(i) if i.operands.iter().any(|o| *o == ptx::Operand::Reg(r))));
@@ -67,7 +68,7 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     } else {
         [256, 1, 1]
     };
-    Shape { block, source: "assumed".into() }
+    Shape::new(block, "assumed")
 }
 
 /// Parse and check one PTX module. `is_local` says whether a source file
@@ -89,7 +90,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.instructions += f.insts.len();
         let d = divergence::Divergence::analyze(f, &sums);
         let shape = shape_for(f.func, opts);
-        let ctx = lints::Ctx { f, d: &d, sums: &sums, shape: &shape, srcmap: &srcmap, is_local };
+        let ctx = lints::Ctx::new(f, &d, &sums, &shape, &srcmap, is_local);
         report.findings.extend(lints::run(&ctx));
     }
     report

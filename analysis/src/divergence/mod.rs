@@ -147,8 +147,20 @@ impl Divergence {
             }
         }
         let mut seen_branch = vec![AbsVal::Bottom; f.cfg.len()];
+        // blocks whose terminating branch must be (re)examined
+        let is_term: Vec<bool> =
+            (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of[i]].end == i + 1 && f.insts[i].guard.is_some()).collect();
+        let mut dirty: Vec<usize> = (0..f.cfg.len()).collect();
+        let mut is_dirty = vec![true; f.cfg.len()];
         loop {
             while let Some(u) = work.pop_front() {
+                if let User::Inst(i) = u {
+                    let b = f.cfg.block_of[i as usize];
+                    if is_term[i as usize] && !is_dirty[b] {
+                        is_dirty[b] = true;
+                        dirty.push(b);
+                    }
+                }
                 let changed = match u {
                     User::Inst(i) => {
                         queued_inst[i as usize] = false;
@@ -194,7 +206,12 @@ impl Divergence {
             }
             // newly divergent branches → sync dependence and loop exits
             let mut progress = false;
-            for b in 0..f.cfg.len() {
+            let mut scan = std::mem::take(&mut dirty);
+            scan.sort_unstable();
+            for &b in &scan {
+                is_dirty[b] = false;
+            }
+            for b in scan {
                 if !f.cfg.reachable(b) {
                     continue;
                 }
@@ -229,23 +246,29 @@ impl Divergence {
                     let nk = d.divergent_loop[l].join(kind);
                     if exits_loop && nk != d.divergent_loop[l] {
                         d.divergent_loop[l] = nk;
-                        // values defined in the loop and used outside it change
-                        for &lb in &f.cfg.loops[l].blocks {
+                        // uses outside the loop now see other values (a branch
+                        // using one is re-examined when its terminator is processed)
+                        let lp = &f.cfg.loops[l];
+                        for &lb in &lp.blocks {
                             let blk = &f.cfg.blocks[lb];
-                            let mut defs: Vec<ValueId> = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p as usize].value).collect();
-                            for i in blk.start..blk.end {
-                                defs.extend_from_slice(f.ssa.defs(i));
-                            }
-                            for v in defs {
+                            let phis = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p as usize].value);
+                            let insts = (blk.start..blk.end).flat_map(|i| f.ssa.defs(i).iter().copied());
+                            for v in phis.chain(insts) {
                                 for &uu in &f.ssa.users[v as usize] {
-                                    push(&mut work, &mut queued_inst, &mut queued_phi, uu);
+                                    let ub = match uu {
+                                        User::Inst(i) => f.cfg.block_of[i as usize],
+                                        User::Phi(p) => f.ssa.phis[p as usize].block,
+                                    };
+                                    if !f.cfg.in_loop(ub, l) || matches!(uu, User::Phi(_)) {
+                                        push(&mut work, &mut queued_inst, &mut queued_phi, uu);
+                                    }
                                 }
                             }
                         }
                     }
                 }
             }
-            if !progress && work.is_empty() {
+            if !progress && work.is_empty() && dirty.is_empty() {
                 break;
             }
         }
@@ -324,41 +347,44 @@ pub fn join_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
         return vec![];
     }
     let stop = cfg.ipdom(b);
-    let mut label: HashMap<usize, usize> = HashMap::new();
-    let mut joins = Vec::new();
     let start = cfg.rpo_index[b];
-    for &s in succs {
-        if cfg.rpo_index[s] > start {
-            label.insert(s, s);
-        }
-    }
     let end = stop.map(|s| cfg.rpo_index[s]).unwrap_or(cfg.rpo.len().saturating_sub(1));
-    if end == usize::MAX {
+    if end == usize::MAX || start == usize::MAX || end <= start {
         return vec![];
     }
-    for pos in start + 1..=end.min(cfg.rpo.len() - 1) {
+    // labels indexed by RPO position relative to the branch (usize::MAX: none)
+    let span = end - start + 1;
+    let mut label = vec![usize::MAX; span];
+    let slot = |x: usize| -> Option<usize> {
+        let r = cfg.rpo_index[x];
+        (r > start && r <= end).then(|| r - start)
+    };
+    for &s in succs {
+        if let Some(k) = slot(s) {
+            label[k] = s;
+        }
+    }
+    let mut joins = Vec::new();
+    for pos in start + 1..=end {
         let x = cfg.rpo[pos];
-        let Some(&lx) = label.get(&x) else { continue };
-        if Some(x) == stop {
+        let lx = label[pos - start];
+        if lx == usize::MAX || Some(x) == stop {
             continue;
         }
         for &y in &cfg.blocks[x].succs {
             if cfg.rpo_index[y] <= pos {
                 continue; // back edge
             }
-            match label.get(&y).copied() {
-                None => {
-                    label.insert(y, lx);
-                }
-                Some(ly) if ly != lx && ly != y => {
-                    joins.push(y);
-                    label.insert(y, y);
-                }
-                Some(ly) if ly == y && lx != y && !joins.contains(&y) && succs.contains(&y) => {
-                    // a successor of the branch reached again through the other side
-                    joins.push(y);
-                }
-                _ => {}
+            let Some(k) = slot(y) else { continue };
+            let ly = label[k];
+            if ly == usize::MAX {
+                label[k] = lx;
+            } else if ly != lx && ly != y {
+                joins.push(y);
+                label[k] = y;
+            } else if ly == y && lx != y && succs.contains(&y) {
+                // a successor of the branch reached again through the other side
+                joins.push(y);
             }
         }
     }

@@ -75,6 +75,18 @@ pub(crate) fn is_float(inst: &Instruction<'_>) -> bool {
     inst.mods().any(|m| matches!(m, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64" | "tf32" | "e4m3" | "e5m2"))
 }
 
+/// Value of operand `k` of instruction `i`.
+#[inline]
+pub fn operand_at(d: &Divergence, f: &FunctionIr<'_>, i: usize, k: usize) -> AbsVal {
+    let inst = f.insts[i];
+    let Some(o) = inst.operands.get(k) else { return AbsVal::Bottom };
+    match (o, f.operand_value(i, k)) {
+        (Operand::Reg(_) | Operand::Not(_) | Operand::Pair(..), Some(v)) => d.at(f, v, f.cfg.block_of[i]),
+        (Operand::Addr(a), Some(v)) if a.extra.is_empty() => d.at(f, v, f.cfg.block_of[i]).add(AbsVal::konst(a.offset)),
+        _ => operand(d, f, i, o),
+    }
+}
+
 /// Value of one operand as read by instruction `i`.
 pub fn operand(d: &Divergence, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) -> AbsVal {
     match o {
@@ -121,9 +133,9 @@ pub fn inst_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, i: u
 
 fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &Instruction<'_>, i: usize) -> AbsVal {
     let ops = &inst.operands;
-    let src = |k: usize| ops.get(k).map(|o| operand(d, f, i, o)).unwrap_or(AbsVal::Bottom);
+    let src = |k: usize| operand_at(d, f, i, k);
     let all_src = || -> Vec<AbsVal> { (1..ops.len()).map(src).collect() };
-    let float = is_float(inst);
+    let float = f.float[i];
     match inst.op() {
         "mov" => match ops.get(1) {
             Some(Operand::Vector(_)) => AbsVal::uniform_or_top(&[src(1)], |_| None),

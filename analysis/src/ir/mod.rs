@@ -10,7 +10,8 @@ pub mod cfg;
 pub mod semantics;
 pub mod ssa;
 
-use crate::ptx::{Function, Instruction, Loc, Module, Stmt};
+use crate::fxhash::FxHashMap;
+use crate::ptx::{Function, Instruction, Loc, Module, Operand, Stmt};
 pub use cfg::Cfg;
 pub use ssa::{Ssa, User, ValueDef, ValueId};
 use std::collections::{HashMap, HashSet};
@@ -23,11 +24,25 @@ pub struct FunctionIr<'a> {
     /// The `.loc` in force at each instruction (line 0 entries skipped).
     pub locs: Vec<Option<Loc>>,
     /// Label name → index of the instruction it precedes.
-    pub labels: HashMap<&'a str, usize>,
+    pub labels: FxHashMap<&'a str, usize>,
     /// Names of `.shared` variables declared in the function body.
     pub local_shared: HashSet<&'a str>,
     pub cfg: Cfg,
     pub ssa: Ssa<'a>,
+    /// SSA value read through each top-level operand (`Reg`, `!Reg`, the
+    /// base register of an address, the first register of a pair), flat,
+    /// indexed through `opval_start`; `NO_VALUE` for other operands.
+    opvals: Vec<ValueId>,
+    opval_start: Vec<u32>,
+    /// Whether each instruction operates on floating-point types.
+    pub float: Vec<bool>,
+}
+
+/// No SSA value behind an operand (immediates, symbols, special registers).
+pub const NO_VALUE: ValueId = ValueId::MAX;
+
+fn is_float(inst: &Instruction<'_>) -> bool {
+    inst.mods().any(|m| matches!(m, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64" | "tf32" | "e4m3" | "e5m2"))
 }
 
 /// Lower every function with a body. `noreturn` functions end blocks.
@@ -40,7 +55,7 @@ pub fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);
     let mut insts = Vec::with_capacity(body.len());
     let mut locs = Vec::with_capacity(body.len());
-    let mut labels = HashMap::new();
+    let mut labels = FxHashMap::default();
     let mut tables: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut local_shared = HashSet::new();
     let mut cur_loc: Option<Loc> = None;
@@ -75,7 +90,25 @@ pub fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<
     let is_noreturn = |i: &Instruction<'_>| semantics::call_target(i).is_some_and(|t| noreturn.contains(t));
     let cfg = Cfg::build(&insts, &labels, &tables, is_noreturn);
     let ssa = Ssa::build(&insts, &cfg);
-    FunctionIr { func: f, index, insts, locs, labels, local_shared, cfg, ssa }
+    let mut opvals = Vec::with_capacity(insts.len() * 3);
+    let mut opval_start = Vec::with_capacity(insts.len() + 1);
+    for (i, inst) in insts.iter().enumerate() {
+        opval_start.push(opvals.len() as u32);
+        for o in &inst.operands {
+            let reg = match o {
+                Operand::Reg(r) | Operand::Not(r) | Operand::Pair(r, _) => Some(*r),
+                Operand::Addr(a) => match &a.base {
+                    Some(Operand::Reg(r)) => Some(*r),
+                    _ => None,
+                },
+                _ => None,
+            };
+            opvals.push(reg.and_then(|r| ssa.use_of(i, r)).unwrap_or(NO_VALUE));
+        }
+    }
+    opval_start.push(opvals.len() as u32);
+    let float = insts.iter().map(|i| is_float(i)).collect();
+    FunctionIr { func: f, index, insts, locs, labels, local_shared, cfg, ssa, opvals, opval_start, float }
 }
 
 impl<'a> FunctionIr<'a> {
@@ -84,6 +117,17 @@ impl<'a> FunctionIr<'a> {
         match self.ssa.values[v as usize] {
             ValueDef::Inst { inst, .. } => Some(inst as usize),
             _ => None,
+        }
+    }
+
+    /// SSA value read through operand `k` of instruction `i` (see `opvals`).
+    #[inline]
+    pub fn operand_value(&self, i: usize, k: usize) -> Option<ValueId> {
+        let s = self.opval_start[i] as usize + k;
+        if s < self.opval_start[i + 1] as usize && self.opvals[s] != NO_VALUE {
+            Some(self.opvals[s])
+        } else {
+            None
         }
     }
 

@@ -9,8 +9,8 @@
 
 use super::cfg::Cfg;
 use super::semantics;
+use crate::fxhash::FxHashMap;
 use crate::ptx::Instruction;
-use std::collections::HashMap;
 
 pub type RegId = u32;
 pub type ValueId = u32;
@@ -56,11 +56,92 @@ pub struct Ssa<'a> {
     pub users: Vec<Vec<User>>,
 }
 
+/// Live-in sets of the registers that cross blocks, as one bitset per block.
+struct LiveIn {
+    /// Dense index of each global register (`u32::MAX` for block-local ones).
+    dense: Vec<u32>,
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl LiveIn {
+    fn contains(&self, block: usize, reg: usize) -> bool {
+        let d = self.dense[reg];
+        d != u32::MAX && self.bits[block * self.words + d as usize / 64] >> (d % 64) & 1 == 1
+    }
+}
+
+/// Backward liveness over blocks (registers read before being written in a
+/// block are used; unguarded writes kill).
+fn live_in_sets(
+    insts: &[&Instruction<'_>],
+    cfg: &Cfg,
+    global: &[bool],
+    use_regs: &[RegId],
+    use_start: &[u32],
+    def_regs: &[RegId],
+    def_start: &[u32],
+) -> LiveIn {
+    let mut dense = vec![u32::MAX; global.len()];
+    let mut ng = 0u32;
+    for (r, g) in global.iter().enumerate() {
+        if *g {
+            dense[r] = ng;
+            ng += 1;
+        }
+    }
+    let words = (ng as usize).div_ceil(64).max(1);
+    let nb = cfg.len();
+    let mut gen = vec![0u64; nb * words];
+    let mut kill = vec![0u64; nb * words];
+    for (b, blk) in cfg.blocks.iter().enumerate() {
+        let (g, k) = (&mut gen[b * words..(b + 1) * words], &mut kill[b * words..(b + 1) * words]);
+        for i in blk.start..blk.end {
+            for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
+                let d = dense[r as usize];
+                if d != u32::MAX && k[d as usize / 64] >> (d % 64) & 1 == 0 {
+                    g[d as usize / 64] |= 1 << (d % 64);
+                }
+            }
+            if insts[i].guard.is_none() {
+                for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
+                    let d = dense[r as usize];
+                    if d != u32::MAX {
+                        k[d as usize / 64] |= 1 << (d % 64);
+                    }
+                }
+            }
+        }
+    }
+    let mut bits = gen.clone();
+    let mut out = vec![0u64; words];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in cfg.rpo.iter().rev() {
+            out.iter_mut().for_each(|w| *w = 0);
+            for &s in &cfg.blocks[b].succs {
+                for w in 0..words {
+                    out[w] |= bits[s * words + w];
+                }
+            }
+            for w in 0..words {
+                let v = gen[b * words + w] | (out[w] & !kill[b * words + w]);
+                if v != bits[b * words + w] {
+                    bits[b * words + w] = v;
+                    changed = true;
+                }
+            }
+        }
+    }
+    LiveIn { dense, words, bits }
+}
+
 impl<'a> Ssa<'a> {
     pub fn build(insts: &[&Instruction<'a>], cfg: &Cfg) -> Ssa<'a> {
         let n = insts.len();
         let nb = cfg.len();
-        let mut reg_index: HashMap<&'a str, RegId> = HashMap::new();
+        let mut reg_index: FxHashMap<&'a str, RegId> = FxHashMap::default();
         let mut regs: Vec<&'a str> = Vec::new();
         let mut intern = |r: &'a str, regs: &mut Vec<&'a str>| -> RegId {
             *reg_index.entry(r).or_insert_with(|| {
@@ -137,7 +218,8 @@ impl<'a> Ssa<'a> {
                 }
             }
         }
-        // phi placement
+        let live_in = live_in_sets(insts, cfg, &global, &use_regs, &use_start, &def_regs, &def_start);
+        // phi placement (pruned: only where the register is live on entry)
         let mut values: Vec<ValueDef> = Vec::with_capacity(n + 16);
         let mut phis: Vec<Phi> = Vec::new();
         let mut block_phis: Vec<Vec<u32>> = vec![Vec::new(); nb];
@@ -155,7 +237,7 @@ impl<'a> Ssa<'a> {
             }
             while let Some(x) = work.pop() {
                 for &y in &df[x] {
-                    if has_phi[y] != r {
+                    if has_phi[y] != r && live_in.contains(y, r) {
                         has_phi[y] = r;
                         let v = values.len() as ValueId;
                         values.push(ValueDef::Phi(phis.len() as u32));

@@ -6,7 +6,7 @@
 //!
 //! Owns: finding the controlling branch and saying which threads skip.
 
-use super::warps::{classify, sources, Split};
+use super::warps::{sources, Split};
 use super::{registry::BARRIER_DIVERGENCE, Ctx, Finding, Metric};
 use crate::divergence::{controlled_blocks, DivBranch};
 use crate::ir::semantics::{call_target, is_barrier};
@@ -55,10 +55,11 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
                 || (inst.op() == "barrier" && !inst.has_mod("aligned")));
         let splits_warps = |br: &DivBranch| {
             !ctx.d.at(f, br.cond, br.block).is_warp_uniform()
-                && !matches!(classify(f, ctx.d, br, ctx.shape), Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
+                && !matches!(ctx.classify(br), Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
         };
         // evaluated for every thread of the block, all take the same side: no one skips
-        let proven_uniform = |br: &DivBranch| matches!(classify(f, ctx.d, br, ctx.shape), Split::Exact { ref taken, .. } if taken.iter().all(|t| *t == taken[0]));
+        let proven_uniform =
+            |br: &DivBranch| matches!(ctx.classify(br), Split::Exact { ref taken, .. } if taken.iter().all(|t| *t == taken[0]));
         let cause = controlled
             .iter()
             .filter(|(br, cs)| cs.binary_search(&b).is_ok() && (!counted || splits_warps(br)) && !proven_uniform(br))
@@ -85,7 +86,7 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
         .unwrap_or_else(|| format!("the branch at PTX line {}", f.insts[br.inst].pos.line));
     let in_loop_exit =
         cfg.loop_of[br.block].filter(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
-    let split = classify(f, ctx.d, br, ctx.shape);
+    let split = ctx.classify(br);
     let who = if in_loop_exit.is_some() {
         "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times"
             .to_string()

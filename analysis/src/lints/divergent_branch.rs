@@ -6,7 +6,7 @@
 //! Boundary checks (≤ 1 warp), single-lane branches and data-dependent
 //! branches (unpredictable statically) are not reported.
 
-use super::warps::{classify, sources, Split};
+use super::warps::{sources, Split};
 use super::{registry::DIVERGENT_BRANCH, Ctx, Finding, Metric};
 
 pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
@@ -21,7 +21,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         if ctx.d.at(f, br.cond, br.block).is_warp_uniform() {
             continue;
         }
-        let split = classify(f, ctx.d, br, ctx.shape);
+        let split = ctx.classify(br);
         let report = match &split {
             Split::Exact { split, single_lane, .. } => !single_lane && (*split >= 2 || (warps == 1 && *split == 1)),
             Split::Bounded { split, single_lane } => !single_lane && *split >= 2,

@@ -71,6 +71,31 @@ pub struct Ctx<'c, 'a> {
     pub shape: &'c Shape,
     pub srcmap: &'c SourceMap<'a>,
     pub is_local: &'c dyn Fn(&str) -> bool,
+    /// Classification of each divergent branch (by block), computed once.
+    pub classified: std::cell::RefCell<std::collections::HashMap<usize, warps::Split>>,
+}
+
+impl<'c, 'a> Ctx<'c, 'a> {
+    pub fn new(
+        f: &'c FunctionIr<'a>,
+        d: &'c Divergence,
+        sums: &'c Summaries<'a>,
+        shape: &'c Shape,
+        srcmap: &'c SourceMap<'a>,
+        is_local: &'c dyn Fn(&str) -> bool,
+    ) -> Self {
+        Ctx { f, d, sums, shape, srcmap, is_local, classified: Default::default() }
+    }
+
+    /// How many warps the branch splits (memoised).
+    pub fn classify(&self, br: &crate::divergence::DivBranch) -> warps::Split {
+        if let Some(s) = self.classified.borrow().get(&br.block) {
+            return s.clone();
+        }
+        let s = warps::classify(self.f, self.d, br, self.shape);
+        self.classified.borrow_mut().insert(br.block, s.clone());
+        s
+    }
 }
 
 impl Ctx<'_, '_> {

@@ -25,9 +25,17 @@ pub struct Shape {
     /// Human description: "--block", "Cargo.toml metadata", ".reqntid",
     /// or "assumed".
     pub source: String,
+    lanes: std::sync::OnceLock<Vec<Lane>>,
 }
 
 impl Shape {
+    pub fn new(block: [u32; 3], source: impl Into<String>) -> Shape {
+        Shape { block, source: source.into(), lanes: Default::default() }
+    }
+    /// Every thread of the block, by linear id.
+    pub fn lanes(&self) -> &[Lane] {
+        self.lanes.get_or_init(|| (0..self.threads()).map(|t| self.lane(t)).collect())
+    }
     pub fn threads(&self) -> usize {
         self.block.iter().map(|&d| d.max(1) as usize).product()
     }
@@ -119,8 +127,8 @@ fn trip_count_varies(f: &FunctionIr<'_>, d: &Divergence, setp: usize, l: usize, 
                 let Some(cc) = const_coefs(c) else { return true };
                 let spread = (0..shape.warps())
                     .map(|w| {
-                        let vals: Vec<i64> = (w * WARP..((w + 1) * WARP).min(shape.threads()))
-                            .map(|t| shape.lane(t))
+                        let vals: Vec<i64> = shape.lanes()[w * WARP..((w + 1) * WARP).min(shape.threads())]
+                            .iter()
                             .map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2])
                             .collect();
                         vals.iter().max().unwrap_or(&0) - vals.iter().min().unwrap_or(&0)
@@ -215,7 +223,6 @@ fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
             let Some(l) = f.cfg.loops.iter().position(|l| l.header == ph.block) else {
                 return vec![];
             };
-            let lane0 = Lane { tid: [0; 3], lane: 0 };
             let mut init = None;
             let mut step = None;
             for &(pred, iv) in &ph.incoming {
@@ -234,7 +241,7 @@ fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
                     }
                     step = k.map(|k| (linst.op(), k));
                 } else {
-                    init = ev.value(iv, &lane0).ok();
+                    init = ev.values(iv).ok().and_then(|x| x.first().copied());
                 }
             }
             let (Some(mut x), Some((op, k))) = (init, step) else {
@@ -263,8 +270,7 @@ fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
 }
 
 fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Result<Split, EvalErr> {
-    let mut ev = Evaluator::new(f, d, shape.block);
-    let n = shape.threads();
+    let mut ev = Evaluator::new(f, d, shape.block, shape.lanes().to_vec());
     let mut best: Option<Split> = None;
     // assignments of sampled leaves, explored depth-first (at most 3 leaves, 64 tries)
     let mut pending: Vec<Vec<(ValueId, i64)>> = vec![vec![]];
@@ -274,18 +280,11 @@ fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> R
         if tries > 64 {
             break;
         }
-        ev.leaves = assign.iter().copied().collect();
-        let mut taken = Vec::with_capacity(n);
-        let mut failed = None;
-        for t in 0..n {
-            match ev.value(br.cond, &shape.lane(t)) {
-                Ok(p) => taken.push((p != 0) != br.negated),
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
-        }
+        ev.set_leaves(assign.iter().copied().collect());
+        let (taken, failed) = match ev.values(br.cond) {
+            Ok(p) => (p.iter().map(|x| (*x != 0) != br.negated).collect::<Vec<bool>>(), None),
+            Err(e) => (vec![], Some(e)),
+        };
         match failed {
             Some(EvalErr::Opaque) => return Err(EvalErr::Opaque),
             Some(EvalErr::Leaf(v)) => {
@@ -352,8 +351,7 @@ fn bounded(c: [Coef; 3], cmp: &str, shape: &Shape) -> Option<Split> {
             Coef::Sym | Coef::Lin { .. } => return None,
         };
     }
-    let n = shape.threads();
-    let vals: Vec<i64> = (0..n).map(|t| shape.lane(t)).map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2]).collect();
+    let vals: Vec<i64> = shape.lanes().iter().map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2]).collect();
     match cmp {
         "eq" | "ne" => {
             let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();

@@ -49,7 +49,7 @@ pub struct SourceMap<'m> {
 impl<'m> SourceMap<'m> {
     pub fn new(module: &'m Module<'m>, fns: &[FunctionIr<'m>]) -> SourceMap<'m> {
         let mut base = HashMap::new();
-        let mut labels: HashMap<&str, u64> = HashMap::new();
+        let mut labels: HashMap<&str, u64> = HashMap::with_capacity(1024);
         let mut next = 0u64;
         for f in fns {
             base.insert(f.index, next);
@@ -103,6 +103,9 @@ impl<'m> SourceMap<'m> {
         let primary = frames.iter().find(|p| is_local(&p.file)).cloned();
         if primary.is_some() {
             return Resolved { primary, frames, approximate: false };
+        }
+        if frames.is_empty() && self.module.files.is_empty() {
+            return Resolved::default();
         }
         // fallback: nearest preceding (then following) .loc in a package file
         let near = (0..i).rev().chain(i + 1..f.insts.len()).find_map(|j| {
