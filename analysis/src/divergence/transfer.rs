@@ -109,7 +109,7 @@ pub fn operand(d: &Divergence, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) ->
             let vs: Vec<AbsVal> = xs.iter().map(|x| operand(d, f, i, x)).collect();
             AbsVal::uniform_or_top(&vs, |_| None)
         }
-        Operand::Pair(a, _) => operand(d, f, i, &Operand::Reg(a)),
+        Operand::Pair(p) => operand(d, f, i, &Operand::Reg(crate::ptx::split_pair(p).0)),
     }
 }
 

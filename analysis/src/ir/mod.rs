@@ -96,7 +96,8 @@ pub fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<
         opval_start.push(opvals.len() as u32);
         for o in &inst.operands {
             let reg = match o {
-                Operand::Reg(r) | Operand::Not(r) | Operand::Pair(r, _) => Some(*r),
+                Operand::Reg(r) | Operand::Not(r) => Some(*r),
+                Operand::Pair(p) => Some(crate::ptx::split_pair(p).0),
                 Operand::Addr(a) => match &a.base {
                     Some(Operand::Reg(r)) => Some(*r),
                     _ => None,

@@ -5,7 +5,7 @@
 //! Does not own: abstract values (see `crate::divergence`). Unknown opcodes
 //! follow PTX's general convention (operand 0 is the destination).
 
-use crate::ptx::{Instruction, Operand};
+use crate::ptx::{split_pair, Instruction, Operand};
 
 /// Opcodes whose first operand is not a destination.
 fn has_no_dest(inst: &Instruction<'_>) -> bool {
@@ -36,9 +36,10 @@ pub fn defs<'a>(inst: &Instruction<'a>, out: &mut Vec<&'a str>) {
     }
     match inst.operands.first() {
         Some(Operand::Reg(r)) => out.push(r),
-        Some(Operand::Pair(a, b)) => {
+        Some(Operand::Pair(p)) => {
+            let (a, b) = split_pair(p);
             out.push(a);
-            if *b != "_" {
+            if b != "_" {
                 out.push(b);
             }
         }
@@ -73,7 +74,8 @@ pub fn uses<'a>(inst: &Instruction<'a>, out: &mut Vec<&'a str>) {
 fn collect_regs<'a>(o: &Operand<'a>, out: &mut Vec<&'a str>) {
     match o {
         Operand::Reg(r) | Operand::Not(r) => out.push(r),
-        Operand::Pair(a, b) => {
+        Operand::Pair(p) => {
+            let (a, b) = split_pair(p);
             out.push(a);
             out.push(b);
         }

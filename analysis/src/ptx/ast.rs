@@ -124,6 +124,69 @@ pub enum Stmt<'a> {
     Directive(&'a str, Pos),
 }
 
+/// An instruction's operands: up to three stored inline (no allocation for
+/// almost every instruction), more spilled to a `Vec`. Dereferences to a
+/// slice. (Written here rather than using `smallvec` because that type is
+/// invariant in its lifetime, which the borrowed AST cannot afford.)
+#[derive(Clone, PartialEq)]
+pub struct Operands<'a> {
+    len: u8,
+    inline: [Operand<'a>; 3],
+    spill: Vec<Operand<'a>>,
+}
+
+impl<'a> Operands<'a> {
+    pub fn new() -> Self {
+        Operands { len: 0, inline: [Operand::Sink, Operand::Sink, Operand::Sink], spill: Vec::new() }
+    }
+    pub fn push(&mut self, o: Operand<'a>) {
+        let n = self.len as usize;
+        if n < 3 && self.spill.is_empty() {
+            self.inline[n] = o;
+            self.len += 1;
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend(self.inline.iter_mut().map(|x| std::mem::replace(x, Operand::Sink)));
+            }
+            self.spill.push(o);
+            self.len = self.len.saturating_add(1);
+        }
+    }
+}
+
+impl Default for Operands<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> std::ops::Deref for Operands<'a> {
+    type Target = [Operand<'a>];
+    fn deref(&self) -> &[Operand<'a>] {
+        if self.spill.is_empty() {
+            &self.inline[..self.len as usize]
+        } else {
+            &self.spill
+        }
+    }
+}
+
+impl std::fmt::Debug for Operands<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> FromIterator<Operand<'a>> for Operands<'a> {
+    fn from_iter<I: IntoIterator<Item = Operand<'a>>>(it: I) -> Self {
+        let mut o = Operands::new();
+        for x in it {
+            o.push(x);
+        }
+        o
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Guard<'a> {
     pub negated: bool,
@@ -135,7 +198,8 @@ pub struct Instruction<'a> {
     pub guard: Option<Guard<'a>>,
     /// Full dotted opcode, e.g. `ld.global.nc.v2.f32`.
     pub opcode: &'a str,
-    pub operands: Vec<Operand<'a>>,
+    /// Operands (most instructions have at most three: stored inline).
+    pub operands: Operands<'a>,
     pub pos: Pos,
 }
 
@@ -162,19 +226,25 @@ pub enum Operand<'a> {
     /// A label, function, variable or other symbol.
     Sym(&'a str),
     /// `sym+off`
-    SymOff(&'a str, i64),
+    SymOff(&'a str, i32),
     /// `[base+off]`, and `[a, b]` forms (texture) in `extra`.
     Addr(Box<Address<'a>>),
     /// `{a, b, …}` vector.
-    Vector(Vec<Operand<'a>>),
+    Vector(Box<[Operand<'a>]>),
     /// `(a, b, …)` parameter list of `call`.
-    List(Vec<Operand<'a>>),
+    List(Box<[Operand<'a>]>),
     /// `!%p`
     Not(&'a str),
-    /// `%p|%q`
-    Pair(&'a str, &'a str),
+    /// `%p|%q`, kept as its source text (see [`split_pair`]).
+    Pair(&'a str),
     /// `_`
     Sink,
+}
+
+/// The two registers of a `%p|%q` operand.
+pub fn split_pair(text: &str) -> (&str, &str) {
+    let (a, b) = text.split_once('|').unwrap_or((text, "_"));
+    (a.trim(), b.trim())
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -195,5 +265,27 @@ impl<'a> Module<'a> {
     /// Number of instructions in all function bodies.
     pub fn instruction_count(&self) -> usize {
         self.functions.iter().filter_map(|f| f.body.as_ref()).map(|b| b.iter().filter(|s| matches!(s, Stmt::Inst(_))).count()).sum()
+    }
+}
+
+impl<'s, 'a> IntoIterator for &'s Operands<'a> {
+    type Item = &'s Operand<'a>;
+    type IntoIter = std::slice::Iter<'s, Operand<'a>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn sizes() {
+        eprintln!(
+            "Operand {} Operands {} Instruction {} Stmt {}",
+            std::mem::size_of::<super::Operand>(),
+            std::mem::size_of::<super::Operands>(),
+            std::mem::size_of::<super::Instruction>(),
+            std::mem::size_of::<super::Stmt>()
+        );
     }
 }

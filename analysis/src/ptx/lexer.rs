@@ -58,14 +58,50 @@ pub struct Lexer<'a> {
     line_start: usize,
 }
 
+/// Byte classes, looked up once per byte.
+const START: u8 = 1; // may start an identifier
+const CONT: u8 = 2; // may continue an identifier
+const PUNCT: u8 = 4; // a punctuation token
+const SPACE: u8 = 8; // whitespace other than newline
+
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_alphabetic() || b == b'_' || b == b'$' {
+            t[c] = START | CONT;
+        } else if b.is_ascii_digit() {
+            t[c] = CONT;
+        }
+        c += 1;
+    }
+    t[b'%' as usize] = START;
+    t[b'.' as usize] = START | CONT;
+    let p = b"{}()[],;:@!+-<>=|*/";
+    let mut i = 0;
+    while i < p.len() {
+        t[p[i] as usize] = PUNCT;
+        i += 1;
+    }
+    t[b' ' as usize] = SPACE;
+    t[b'\t' as usize] = SPACE;
+    t[b'\r' as usize] = SPACE;
+    t[0x0b] = SPACE;
+    t[0x0c] = SPACE;
+    t
+}
+
+static CLASS: [u8; 256] = classes();
+
 #[inline]
 fn ident_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b == b'%' || b == b'.'
+    CLASS[b as usize] & START != 0
 }
 
 #[inline]
 fn ident_cont(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.'
+    CLASS[b as usize] & CONT != 0
 }
 
 impl<'a> Lexer<'a> {
@@ -103,7 +139,7 @@ impl<'a> Lexer<'a> {
                     self.line += 1;
                     self.line_start = self.i;
                 }
-                b' ' | b'\t' | b'\r' | 0x0c | 0x0b => self.i += 1,
+                c if CLASS[c as usize] & SPACE != 0 => self.i += 1,
                 b'/' if self.i + 1 < b.len() && b[self.i + 1] == b'/' => {
                     while self.i < b.len() && b[self.i] != b'\n' {
                         self.i += 1;
@@ -201,7 +237,7 @@ impl<'a> Lexer<'a> {
             } else {
                 Tok::Unknown
             }
-        } else if b"{}()[],;:@!+-<>=|*/".contains(&c) {
+        } else if CLASS[c as usize] & PUNCT != 0 {
             self.i += 1;
             Tok::Punct(c)
         } else {

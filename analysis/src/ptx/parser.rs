@@ -716,7 +716,7 @@ impl<'a> Parser<'a> {
             guard = Some(Guard { negated, reg: r.text });
         }
         let op = self.ident("an instruction opcode")?;
-        let mut operands = Vec::new();
+        let mut operands = Operands::new();
         if !self.eat(b';') {
             loop {
                 operands.push(self.operand()?);
@@ -754,7 +754,8 @@ impl<'a> Parser<'a> {
                 if self.cur.is_punct(b'|') {
                     self.bump();
                     let q = self.ident("a predicate register after `|`")?;
-                    return Ok(Operand::Pair(t.text, q.text));
+                    let text = self.lex.src().get(t.pos.offset as usize..q.pos.offset as usize + q.text.len()).unwrap_or(t.text);
+                    return Ok(Operand::Pair(text));
                 }
                 if t.text.starts_with('%') || self.bare_regs.contains(&t.text) {
                     if self.cur.is_punct(b'+') || self.cur.is_punct(b'-') {
@@ -765,7 +766,10 @@ impl<'a> Parser<'a> {
                 }
                 if self.cur.is_punct(b'+') || self.cur.is_punct(b'-') {
                     let off = self.offset_expr()?;
-                    return Ok(Operand::SymOff(t.text, off));
+                    return Ok(match i32::try_from(off) {
+                        Ok(o) => Operand::SymOff(t.text, o),
+                        Err(_) => Operand::Sym(t.text),
+                    });
                 }
                 if self.cur.is_punct(b'(') && matches!(t.text, "generic" | "gen") {
                     self.bump();
@@ -808,7 +812,7 @@ impl<'a> Parser<'a> {
                         a = inner;
                     } else if let Some(Operand::SymOff(s, o)) = a.base {
                         a.base = Some(Operand::Sym(s));
-                        a.offset = o;
+                        a.offset = o as i64;
                     }
                 }
                 if self.cur.is_punct(b'+') || self.cur.is_punct(b'-') {
@@ -832,7 +836,7 @@ impl<'a> Parser<'a> {
                         self.expect(b',')?;
                     }
                 }
-                Ok(Operand::Vector(v))
+                Ok(Operand::Vector(v.into_boxed_slice()))
             }
             Tok::Punct(b'(') => {
                 self.bump();
@@ -846,7 +850,7 @@ impl<'a> Parser<'a> {
                         self.expect(b',')?;
                     }
                 }
-                Ok(Operand::List(v))
+                Ok(Operand::List(v.into_boxed_slice()))
             }
             _ => self.err("an operand"),
         }
@@ -950,7 +954,8 @@ $L__BB1_2:
         let body = k.body.as_ref().unwrap();
         let insts: Vec<&Instruction> = body.iter().filter_map(|s| if let Stmt::Inst(i) = s { Some(i) } else { None }).collect();
         assert_eq!(insts.len(), 11);
-        assert_eq!(insts[2].operands[0], Operand::Pair("%p1", "%p2"));
+        assert_eq!(insts[2].operands[0], Operand::Pair("%p1|%p2"));
+        assert_eq!(split_pair("%p1 | %p2"), ("%p1", "%p2"));
         assert_eq!(insts[2].operands[2], Operand::Imm(-4));
         assert_eq!(insts[3].guard, Some(Guard { negated: true, reg: "%p1" }));
         match &insts[4].operands[1] {
