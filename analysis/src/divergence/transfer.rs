@@ -171,7 +171,8 @@ fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &In
                     },
                     _ => AbsVal::uniform(None),
                 }
-            } else if inst.has_mod("local") {
+            } else if inst.has_mod("local") || f.spaces.access(f, i) == crate::ir::space::Space::Local {
+                // thread-private memory (also through generic pointers into the local depot)
                 AbsVal::Top { data: true }
             } else if src(1).is_uniform() {
                 AbsVal::uniform(None)

@@ -8,6 +8,7 @@
 
 pub mod cfg;
 pub mod semantics;
+pub mod space;
 pub mod ssa;
 
 use crate::fxhash::FxHashMap;
@@ -36,6 +37,8 @@ pub struct FunctionIr<'a> {
     opval_start: Vec<u32>,
     /// Whether each instruction operates on floating-point types.
     pub float: Vec<bool>,
+    /// Address space of every pointer value (see `space`).
+    pub spaces: space::Spaces,
 }
 
 /// No SSA value behind an operand (immediates, symbols, special registers).
@@ -48,10 +51,19 @@ fn is_float(inst: &Instruction<'_>) -> bool {
 /// Lower every function with a body. `noreturn` functions end blocks.
 pub fn lower<'a>(m: &'a Module<'a>) -> Vec<FunctionIr<'a>> {
     let noreturn: HashSet<&str> = m.functions.iter().filter(|f| f.noreturn).map(|f| f.name).collect();
-    m.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| lower_function(f, i, &noreturn)).collect()
+    m.functions
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.body.is_some())
+        .map(|(i, f)| {
+            let mut ir = lower_function(f, i, &noreturn);
+            ir.spaces = space::Spaces::infer(m, &ir);
+            ir
+        })
+        .collect()
 }
 
-pub fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str>) -> FunctionIr<'a> {
+fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str>) -> FunctionIr<'a> {
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);
     let mut insts = Vec::with_capacity(body.len());
     let mut locs = Vec::with_capacity(body.len());
@@ -109,7 +121,20 @@ pub fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<
     }
     opval_start.push(opvals.len() as u32);
     let float = insts.iter().map(|i| is_float(i)).collect();
-    FunctionIr { func: f, index, insts, locs, labels, local_shared, cfg, ssa, opvals, opval_start, float }
+    FunctionIr {
+        func: f,
+        index,
+        insts,
+        locs,
+        labels,
+        local_shared,
+        cfg,
+        ssa,
+        opvals,
+        opval_start,
+        float,
+        spaces: space::Spaces { vals: Vec::new() },
+    }
 }
 
 impl<'a> FunctionIr<'a> {
