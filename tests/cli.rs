@@ -61,3 +61,26 @@ fn ptx_findings_without_debug_info_point_into_the_ptx() {
     assert_eq!(m["message"]["spans"][0]["line_start"], 10);
     assert!(m["message"]["children"].to_string().contains("threads 0..63 of each block skip this barrier"), "{}", m["message"]);
 }
+
+#[test]
+fn build_failure_shows_cargo_errors_and_exits_2() {
+    // a kernel crate with a type error, on the pinned nightly
+    let dir = repo().join("target").join("gpucheck-test-broken");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[workspace]\n\n[package]\nname = \"broken\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.gpucheck]\nblock = [64, 1, 1]\n",
+    )
+    .unwrap();
+    std::fs::copy(repo().join("example-kernels/rust-toolchain.toml"), dir.join("rust-toolchain.toml")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "#![no_std]\n#![feature(abi_ptx)]\n#[panic_handler]\nfn p(_: &core::panic::PanicInfo) -> ! { loop {} }\n#[no_mangle]\npub unsafe extern \"ptx-kernel\" fn k(out: *mut u32) { let x: u32 = \"no\"; *out = x; }\n",
+    )
+    .unwrap();
+    let out = gpucheck(&[], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mismatched types"), "cargo's error is not shown:\n{err}");
+    assert!(err.contains("could not build kernel crate `broken`"), "{err}");
+}
