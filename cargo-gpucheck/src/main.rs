@@ -95,6 +95,10 @@ fn emit(diags: &[Diagnostic], ptx_src: &str, origin: &Origin, fmt: MessageFormat
     diags.iter().filter(|d| d.level == Level::Deny).count()
 }
 
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
 fn finish(fmt: MessageFormat, errors: usize) -> i32 {
     if fmt == MessageFormat::Json {
         println!("{}", report::json::build_finished(errors == 0));
@@ -188,8 +192,10 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs) -> Result<i32> {
         let display = paths.display(&cwd.join(file).to_string_lossy());
         if o.message_format == MessageFormat::Human {
             eprintln!(
-                "    Checking {display} ({} kernels, {} functions, {} instructions)",
-                report.kernels, report.functions, report.instructions
+                "    Checking {display} ({}, {}, {})",
+                plural(report.kernels, "kernel"),
+                plural(report.functions, "function"),
+                plural(report.instructions, "instruction")
             );
         }
         let diags = prepare(report.findings, &display, &paths);
