@@ -19,6 +19,8 @@ const LONG_ABOUT: &str = "cargo gpucheck builds the GPU kernel crates of a works
 
 Kernel crates are the workspace packages with a [package.metadata.gpucheck] table, or those named with -p. `cargo gpucheck ptx FILE...` checks PTX from any producer (nvcc, clang, NVVM, Numba, Triton) instead.
 
+Lint levels come from the defaults, then [workspace.metadata.gpucheck.lints], then [package.metadata.gpucheck.lints], then -A/-W/-D/-F on the command line (last wins). `// gpucheck: allow(NAME)` on a finding's line or the line above it (or on a kernel's `fn` line) suppresses it. `cargo gpucheck lints` lists the lints; `cargo gpucheck explain NAME` explains one.
+
 Exit status: 0 no error-level finding; 1 error-level findings; 2 the check could not be done (bad input, build failure).";
 
 #[derive(Args, Debug)]
@@ -35,6 +37,13 @@ pub struct GpucheckArgs {
 pub enum Command {
     /// Check PTX files from any producer (no build).
     Ptx(PtxArgs),
+    /// List the lints: name, group, default level, summary.
+    Lints,
+    /// Explain a lint: what it finds, why it matters, a bad and a good kernel.
+    Explain {
+        /// Lint name, with or without `gpucheck::`.
+        name: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -61,10 +70,25 @@ pub struct BuildArgs {
 
 #[derive(Args, Debug, Default, Clone)]
 pub struct OutputArgs {
+    /// Set lint(s) or group(s) (`correctness`, `perf`, `pedantic`, `all`) to allow; later flags win.
+    #[arg(short = 'A', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
+    pub allow: Vec<String>,
+    /// Set lint(s) or group(s) to warn.
+    #[arg(short = 'W', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
+    pub warn: Vec<String>,
+    /// Set lint(s) or group(s) to deny (reported as errors; exit status 1).
+    #[arg(short = 'D', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
+    pub deny: Vec<String>,
+    /// Set lint(s) or group(s) to forbid (deny, and no `// gpucheck: allow` or later flag can lower it).
+    #[arg(short = 'F', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
+    pub forbid: Vec<String>,
+    /// When to colour the output (`auto`: on a terminal; CARGO_TERM_COLOR and NO_COLOR are honoured).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", global = true)]
+    pub color: ColorChoice,
     /// Block shape for every kernel, e.g. `256` or `32,8,1` (wins over Cargo.toml metadata and .reqntid).
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_block, global = true)]
     pub block: Option<[u32; 3]>,
-    /// Output format: rustc-style text, or cargo's JSON messages (one per line) for editors and CI.
+    /// Output format: rustc-style text, cargo's JSON messages (one per line) for editors, or SARIF 2.1.0 for code-scanning UIs.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human, value_name = "FMT", global = true)]
     pub message_format: MessageFormat,
 }
@@ -74,6 +98,15 @@ pub enum MessageFormat {
     #[default]
     Human,
     Json,
+    Sarif,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 /// `X`, `X,Y` or `X,Y,Z`, each ≥ 1, at most 1024 threads in all.

@@ -6,6 +6,7 @@
 //! Owns: that conversion and the source-text helpers it needs. Does not
 //! own: analysis (the `gpucheck-analysis` crate) or rendering (`report`).
 
+use crate::levels::Levels;
 use gpucheck_analysis::{Finding, Level, Metric, NoteKind};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -115,17 +116,8 @@ pub fn span_end(line: &str, col: u32) -> u32 {
     (end.max(start + 1) + 1) as u32
 }
 
-pub fn default_level_note(lint: &gpucheck_analysis::Lint) -> String {
-    let attr = match lint.default {
-        Level::Deny => "deny",
-        Level::Warn => "warn",
-        Level::Allow => "allow",
-    };
-    format!("`#[{attr}(gpucheck::{})]` on by default", lint.name)
-}
-
-/// Convert, fold duplicates and sort.
-pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec<Diagnostic> {
+/// Convert (dropping allowed lints), fold duplicates and sort.
+pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels: &Levels) -> Vec<Diagnostic> {
     let mut sources: HashMap<PathBuf, Option<Vec<String>>> = HashMap::new();
     let mut line_text = |abs: &Path, line: u32| -> Option<String> {
         let lines = sources
@@ -136,7 +128,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut index: HashMap<(String, Option<String>, u32, u32, String), usize> = HashMap::new();
     for mut f in findings {
-        if f.lint.default == Level::Allow {
+        if levels.level(f.lint) == Level::Allow {
             continue;
         }
         f.message = paths.text(&f.message);
@@ -167,9 +159,9 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec
             })
             .collect();
         index.insert(key, out.len());
-        let level = f.lint.default;
+        let level = levels.level(f.lint);
         out.push(Diagnostic {
-            level_note: default_level_note(f.lint),
+            level_note: levels.note(f.lint),
             finding: f,
             level,
             file,
@@ -191,8 +183,13 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle) -> Vec
             });
         }
     }
-    out.sort_by(|a, b| (&a.file, a.line, a.col, a.finding.lint.name).cmp(&(&b.file, b.line, b.col, b.finding.lint.name)));
+    sort(&mut out);
     out
+}
+
+/// Stable order: by file, line, column, lint.
+pub fn sort(diags: &mut [Diagnostic]) {
+    diags.sort_by(|a, b| (&a.file, a.line, a.col, a.finding.lint.name).cmp(&(&b.file, b.line, b.col, b.finding.lint.name)));
 }
 
 pub fn metric_json(m: &Metric) -> serde_json::Value {

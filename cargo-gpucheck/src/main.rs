@@ -1,20 +1,26 @@
 //! `cargo gpucheck`: clippy for GPU kernels.
 //!
-//! Owns: the commands (check a workspace's kernel crates, check PTX files),
-//! their exit status (0 clean or warnings only, 1 error-level findings, 2 the
-//! check could not be done), and wiring build → analysis → report. Does not
-//! own: analysis (`gpucheck-analysis`), builds (`build`), rendering (`report`).
+//! Owns: the commands (check a workspace's kernel crates, check PTX files,
+//! list and explain lints), their exit status (0 clean or warnings only, 1
+//! error-level findings, 2 the check could not be done), and wiring build →
+//! analysis → levels → suppression → report. Does not own: analysis
+//! (`gpucheck-analysis`), builds (`build`), levels (`levels`), comments
+//! (`suppress`), rendering (`report`).
 
 mod build;
 mod cli;
 mod diagnostic;
+mod levels;
 mod report;
+mod suppress;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use cli::{Cargo, Command, MessageFormat, OutputArgs};
+use cli::{Cargo, ColorChoice, Command, MessageFormat, OutputArgs};
 use diagnostic::{prepare, Diagnostic, PathStyle};
-use gpucheck_analysis::{Level, Options};
+use gpucheck_analysis::lints::registry;
+use gpucheck_analysis::Options;
+use levels::Levels;
 use report::Origin;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -36,6 +42,7 @@ fn run() -> Result<i32> {
     if args.get(1).is_none_or(|a| a != "gpucheck") {
         args.insert(1, "gpucheck".into());
     }
+    let raw: Vec<String> = args.iter().skip(2).map(|a| a.to_string_lossy().to_string()).collect();
     let Cargo::Gpucheck(a) = match Cargo::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -43,12 +50,45 @@ fn run() -> Result<i32> {
             return Ok(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    let flags = levels::flags_from_args(&raw);
     match a.command {
+        Some(Command::Lints) => {
+            print_lints();
+            Ok(0)
+        }
+        Some(Command::Explain { name }) => explain(&name),
         Some(Command::Ptx(p)) => {
             let out = merge(&a.output, &p.output);
-            check_ptx_files(&p.files, &out)
+            check_ptx_files(&p.files, &out, &flags)
         }
-        None => check_workspace(&a.build, &a.output),
+        None => check_workspace(&a.build, &a.output, &flags),
+    }
+}
+
+fn print_lints() {
+    let w = registry::LINTS.iter().map(|l| l.name.len()).max().unwrap_or(10) + 10;
+    println!("{:w$}  {:12} {:8} summary", "lint", "group", "default");
+    for l in registry::LINTS {
+        println!("{:w$}  {:12} {:8} {}", format!("gpucheck::{}", l.name), l.group, l.default.as_str(), l.summary);
+    }
+    println!(
+        "\ngroups: {} (and `all`); set levels with -A/-W/-D/-F NAME or [package.metadata.gpucheck.lints]",
+        registry::GROUPS.join(", ")
+    );
+}
+
+fn explain(name: &str) -> Result<i32> {
+    match registry::find(name) {
+        Some(l) => {
+            println!("gpucheck::{} ({}, {} by default): {}\n", l.name, l.group, l.default.as_str(), l.summary);
+            print!("{}", l.explanation);
+            Ok(0)
+        }
+        None => {
+            let hint = registry::closest(name).map(|c| format!("; did you mean `gpucheck::{c}`?")).unwrap_or_default();
+            eprintln!("error: no lint named `{name}`{hint}\n  (`cargo gpucheck lints` lists them)");
+            Ok(2)
+        }
     }
 }
 
@@ -57,10 +97,17 @@ fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
     OutputArgs {
         block: inner.block.or(outer.block),
         message_format: if inner.message_format != MessageFormat::Human { inner.message_format } else { outer.message_format },
+        color: if inner.color != ColorChoice::Auto { inner.color } else { outer.color },
+        ..Default::default()
     }
 }
 
-fn color() -> bool {
+fn color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => return true,
+        ColorChoice::Never => return false,
+        ColorChoice::Auto => {}
+    }
     if std::env::var_os("NO_COLOR").is_some() {
         return false;
     }
@@ -71,60 +118,101 @@ fn color() -> bool {
     }
 }
 
-/// Print diagnostics; return how many are errors.
-fn emit(diags: &[Diagnostic], ptx_src: &str, origin: &Origin, fmt: MessageFormat) -> usize {
-    let color = fmt == MessageFormat::Human && color();
-    let ptx_src = report::human::SourceText::new(ptx_src);
-    let ptx_src = &ptx_src;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    for d in diags {
-        match fmt {
-            MessageFormat::Human => eprintln!("{}\n", report::human::render(d, ptx_src, color)),
-            MessageFormat::Json => {
-                let rendered = report::human::render(d, ptx_src, false);
-                let _ = writeln!(out, "{}", report::json::message(d, origin, &format!("{rendered}\n")));
+/// Where diagnostics go: printed per package (human, JSON) or collected for
+/// one SARIF log at the end.
+struct Sink {
+    fmt: MessageFormat,
+    color: bool,
+    errors: usize,
+    sarif: Vec<Diagnostic>,
+    warned: Vec<String>,
+}
+
+impl Sink {
+    fn new(o: &OutputArgs) -> Sink {
+        Sink {
+            fmt: o.message_format,
+            color: o.message_format == MessageFormat::Human && color(o.color),
+            errors: 0,
+            sarif: vec![],
+            warned: vec![],
+        }
+    }
+
+    /// Configuration warnings (unknown lints…), each once, on stderr.
+    fn config_warnings(&mut self, ws: &[String]) {
+        for w in ws {
+            if !self.warned.contains(w) {
+                eprintln!("warning: {w}");
+                self.warned.push(w.clone());
             }
         }
     }
-    if fmt == MessageFormat::Human {
-        if let Some(s) = report::human::summary(&origin.package_name, "lib", diags) {
-            eprintln!("{s}");
+
+    fn emit(&mut self, diags: Vec<Diagnostic>, ptx_src: &str, origin: &Origin) {
+        let ptx = report::human::SourceText::new(ptx_src);
+        self.errors += diags.iter().filter(|d| d.level.is_error()).count();
+        match self.fmt {
+            MessageFormat::Human => {
+                for d in &diags {
+                    eprintln!("{}\n", report::human::render(d, &ptx, self.color));
+                }
+                if let Some(s) = report::human::summary(&origin.package_name, "lib", &diags) {
+                    eprintln!("{s}");
+                }
+            }
+            MessageFormat::Json => {
+                let stdout = std::io::stdout();
+                let mut out = stdout.lock();
+                for d in &diags {
+                    let rendered = report::human::render(d, &ptx, false);
+                    let _ = writeln!(out, "{}", report::json::message(d, origin, &format!("{rendered}\n")));
+                }
+            }
+            MessageFormat::Sarif => self.sarif.extend(diags),
         }
     }
-    diags.iter().filter(|d| d.level == Level::Deny).count()
-}
 
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
-fn finish(fmt: MessageFormat, errors: usize) -> i32 {
-    if fmt == MessageFormat::Json {
-        println!("{}", report::json::build_finished(errors == 0));
+    fn finish(self, root: &Path, failed: bool) -> i32 {
+        match self.fmt {
+            MessageFormat::Json => println!("{}", report::json::build_finished(self.errors == 0 && !failed)),
+            MessageFormat::Sarif => {
+                println!("{}", serde_json::to_string_pretty(&report::sarif::log(&self.sarif, root)).unwrap_or_default())
+            }
+            MessageFormat::Human => {}
+        }
+        if failed {
+            2
+        } else if self.errors > 0 {
+            1
+        } else {
+            0
+        }
     }
-    if errors > 0 {
-        1
-    } else {
-        0
-    }
 }
 
-fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs) -> Result<i32> {
+fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
     let meta = build::metadata(b.manifest_path.as_deref())?;
     let ws = build::workspace(&meta, &b.packages)?;
     let target_dir = ws.target_dir.join("gpucheck");
     let paths = PathStyle { root: ws.root.clone() };
-    let mut errors = 0;
+    let root_manifest = paths.display(&ws.root.join("Cargo.toml").to_string_lossy());
+    let mut sink = Sink::new(o);
     for k in &ws.kernels {
+        let mut levels = Levels::default();
+        if let Some(t) = &ws.lints {
+            levels.apply_table(t, "workspace.metadata.gpucheck.lints", &root_manifest);
+        }
+        if let Some(t) = &k.lints {
+            levels.apply_table(t, "package.metadata.gpucheck.lints", &paths.display(&k.manifest_path.to_string_lossy()));
+        }
+        levels.apply_flags(flags);
+        sink.config_warnings(&levels.warnings);
         let ptx_path = match build::nvptx::build(k, &target_dir, b.quiet) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("error: {e:#}");
-                if o.message_format == MessageFormat::Json {
-                    println!("{}", report::json::build_finished(false));
-                }
-                return Ok(2);
+                return Ok(sink.finish(&ws.root, true));
             }
         };
         let src = std::fs::read_to_string(&ptx_path).with_context(|| format!("reading PTX `{}`", ptx_path.display()))?;
@@ -142,17 +230,21 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs) -> Result<i32> {
         let report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", ptx_path.display()))?;
         if !b.quiet && o.message_format == MessageFormat::Human {
             eprintln!(
-                "    Checking {} ({} kernel{}, {} PTX instructions{}) in {:.1?}",
+                "    Checking {} ({}, {} PTX instructions{}) in {:.1?}",
                 k.name,
-                report.kernels,
-                if report.kernels == 1 { "" } else { "s" },
+                plural(report.kernels, "kernel"),
                 report.instructions,
                 if report.has_dwarf { "" } else { ", no DWARF inline info" },
                 started.elapsed()
             );
         }
         let ptx_display = paths.display(&ptx_path.to_string_lossy());
-        let diags = prepare(report.findings, &ptx_display, &paths);
+        let diags = prepare(report.findings, &ptx_display, &paths, &levels);
+        // `// gpucheck: allow(…)` comments in the package's sources
+        let mut sup = suppress::Suppressions::new(suppress::scan(&k.root));
+        let mut diags = sup.apply(diags, &|p: &Path| paths.display(&p.to_string_lossy()));
+        diags.extend(prepare(sup.unused(), &ptx_display, &paths, &levels));
+        diagnostic::sort(&mut diags);
         let origin = Origin {
             package_name: k.name.clone(),
             package_id: k.package_id.clone(),
@@ -161,15 +253,22 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs) -> Result<i32> {
             src_path: k.src_path.to_string_lossy().to_string(),
             edition: k.edition.clone(),
         };
-        errors += emit(&diags, &src, &origin, o.message_format);
+        sink.emit(diags, &src, &origin);
     }
-    Ok(finish(o.message_format, errors))
+    Ok(sink.finish(&ws.root, false))
 }
 
-fn check_ptx_files(files: &[PathBuf], o: &OutputArgs) -> Result<i32> {
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let paths = PathStyle { root: cwd.clone() };
-    let mut errors = 0;
+    let mut levels = Levels::default();
+    levels.apply_flags(flags);
+    let mut sink = Sink::new(o);
+    sink.config_warnings(&levels.warnings);
     let mut failed = false;
     for file in files {
         let src = match std::fs::read(file) {
@@ -198,7 +297,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs) -> Result<i32> {
                 plural(report.instructions, "instruction")
             );
         }
-        let diags = prepare(report.findings, &display, &paths);
+        let diags = prepare(report.findings, &display, &paths, &levels);
         let abs = cwd.join(file);
         let origin = Origin {
             package_name: display.clone(),
@@ -208,13 +307,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs) -> Result<i32> {
             src_path: abs.to_string_lossy().to_string(),
             edition: "2021".into(),
         };
-        errors += emit(&diags, &src, &origin, o.message_format);
+        sink.emit(diags, &src, &origin);
     }
-    if failed {
-        if o.message_format == MessageFormat::Json {
-            println!("{}", report::json::build_finished(false));
-        }
-        return Ok(2);
-    }
-    Ok(finish(o.message_format, errors))
+    Ok(sink.finish(&cwd, failed))
 }

@@ -24,12 +24,16 @@ pub struct KernelCrate {
     pub edition: String,
     pub block: Option<[u32; 3]>,
     pub kernel_blocks: HashMap<String, [u32; 3]>,
+    /// `[package.metadata.gpucheck.lints]`
+    pub lints: Option<serde_json::Value>,
 }
 
 pub struct Workspace {
     pub root: PathBuf,
     pub target_dir: PathBuf,
     pub kernels: Vec<KernelCrate>,
+    /// `[workspace.metadata.gpucheck.lints]`
+    pub lints: Option<serde_json::Value>,
 }
 
 pub fn metadata(manifest_path: Option<&Path>) -> Result<Metadata> {
@@ -102,9 +106,11 @@ pub fn workspace(meta: &Metadata, packages: &[String]) -> Result<Workspace> {
             edition: lib.edition.to_string(),
             block,
             kernel_blocks,
+            lints: gm.and_then(|g| g.get("lints")).cloned(),
         });
     }
-    Ok(Workspace { root: meta.workspace_root.clone().into(), target_dir: meta.target_directory.clone().into(), kernels })
+    let lints = meta.workspace_metadata.get("gpucheck").and_then(|g| g.get("lints")).cloned();
+    Ok(Workspace { root: meta.workspace_root.clone().into(), target_dir: meta.target_directory.clone().into(), kernels, lints })
 }
 
 /// `[x, y, z]`, `[x]` or `x` from Cargo.toml metadata.

@@ -22,9 +22,10 @@ fn offset(src: &str, line: u32, col: u32) -> Option<usize> {
 }
 
 fn level(d: &Diagnostic) -> SLevel<'static> {
-    match d.level {
-        Level::Deny => SLevel::ERROR,
-        _ => SLevel::WARNING,
+    if d.level.is_error() {
+        SLevel::ERROR
+    } else {
+        SLevel::WARNING
     }
 }
 
@@ -114,7 +115,7 @@ fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
 /// cargo's closing line for one package: `warning: `x` (lib) generated 3
 /// warnings` / `error: could not check `x` due to 2 previous errors; …`.
 pub fn summary(name: &str, kind: &str, diags: &[Diagnostic]) -> Option<String> {
-    let errors = diags.iter().filter(|d| d.level == Level::Deny).count();
+    let errors = diags.iter().filter(|d| d.level.is_error()).count();
     let warnings = diags.iter().filter(|d| d.level == Level::Warn).count();
     let dup: usize = diags.iter().map(|d| d.duplicates).sum();
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });

@@ -9,9 +9,10 @@ use gpucheck_analysis::{Level, NoteKind};
 use serde_json::{json, Value};
 
 fn level(l: Level) -> &'static str {
-    match l {
-        Level::Deny => "error",
-        _ => "warning",
+    if l.is_error() {
+        "error"
+    } else {
+        "warning"
     }
 }
 

@@ -1,10 +1,12 @@
-//! Reporters: rustc-style text (`human`) and cargo's JSON messages (`json`).
+//! Reporters: rustc-style text (`human`), cargo's JSON messages (`json`)
+//! and SARIF 2.1.0 (`sarif`).
 //!
 //! Owns: turning `Diagnostic`s into bytes on stdout/stderr and the closing
 //! summary. Does not own: deciding what is reported (see `diagnostic`).
 
 pub mod human;
 pub mod json;
+pub mod sarif;
 
 /// What a package a diagnostic belongs to looks like to cargo's JSON format.
 #[derive(Clone, Debug)]
