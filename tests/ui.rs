@@ -117,7 +117,7 @@ fn human_output_is_rustc_style() {
    = note: `#[deny(gpucheck::barrier_divergence)]` on by default
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
-    assert!(err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 4 warnings emitted"), "{err}");
+    assert!(err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 5 warnings emitted"), "{err}");
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -132,4 +132,67 @@ fn block_flag_overrides_metadata() {
     assert_eq!(odd["gpucheck"]["warps_per_block"], 1);
     assert_eq!(odd["gpucheck"]["diverging_warps"], 1);
     assert!(odd["message"]["children"].to_string().contains("block shape 32×1×1 from --block"));
+}
+
+/// Every line of the JSON output is a message cargo_metadata (hence
+/// rust-analyzer) understands, with the span fields editors need.
+#[test]
+fn json_lines_are_cargo_messages() {
+    let ek = repo().join("example-kernels");
+    let out = gpucheck(&["--message-format", "json", "-q"], &ek);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut compiler_messages = 0;
+    let mut finished = false;
+    for line in text.lines() {
+        let msg: cargo_metadata::Message = serde_json::from_str(line).unwrap_or_else(|e| panic!("not a cargo message: {e}: {line}"));
+        match msg {
+            cargo_metadata::Message::CompilerMessage(m) => {
+                compiler_messages += 1;
+                let d = &m.message;
+                assert!(d.code.as_ref().is_some_and(|c| c.code.starts_with("gpucheck::")));
+                let p = d.spans.iter().find(|s| s.is_primary).expect("primary span");
+                assert!(p.file_name.starts_with("src/") && p.line_start > 0 && p.column_start > 0 && p.column_end > p.column_start);
+                assert!(d
+                    .rendered
+                    .as_ref()
+                    .is_some_and(|r| r.contains(&format!("--> {}:{}:{}", p.file_name, p.line_start, p.column_start))));
+                assert_eq!(m.target.name, "example_kernels");
+            }
+            cargo_metadata::Message::BuildFinished(b) => {
+                finished = true;
+                assert!(!b.success);
+            }
+            other => panic!("unexpected message {other:?}"),
+        }
+    }
+    assert!(finished);
+    assert_eq!(compiler_messages, marks(&ek, &ek.join("src")).len());
+}
+
+/// Snapshots of the human output of a few findings (insta).
+#[test]
+fn human_snapshots() {
+    let ek = repo().join("example-kernels");
+    let out = gpucheck(&["-q", "--color", "never"], &ek);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let blocks: Vec<&str> = err.split("\n\n").collect();
+    let find =
+        |needle: &str| blocks.iter().find(|b| b.contains(needle)).unwrap_or_else(|| panic!("no block with {needle}:\n{err}")).to_string();
+    insta::assert_snapshot!("barrier_in_branch", find("src/barriers.rs:12:9"));
+    insta::assert_snapshot!("odd_even_branch", find("src/branches.rs:8:8"));
+    insta::assert_snapshot!("sum_triangle", find("src/seeds.rs:37:15"));
+    insta::assert_snapshot!("stale_allow", find("unused `gpucheck: allow"));
+}
+
+#[test]
+fn colour_is_controlled() {
+    let ek = repo().join("example-kernels");
+    let always = gpucheck(&["-q", "--color", "always"], &ek);
+    assert!(String::from_utf8_lossy(&always.stderr).contains("\u{1b}["));
+    let never =
+        std::process::Command::new(binary()).args(["gpucheck", "-q"]).current_dir(&ek).env("CARGO_TERM_COLOR", "never").output().unwrap();
+    assert!(!String::from_utf8_lossy(&never.stderr).contains("\u{1b}["));
+    let env_always =
+        std::process::Command::new(binary()).args(["gpucheck", "-q"]).current_dir(&ek).env("CARGO_TERM_COLOR", "always").output().unwrap();
+    assert!(String::from_utf8_lossy(&env_always.stderr).contains("\u{1b}["));
 }

@@ -7,6 +7,7 @@
 //! own: analysis (the `gpucheck-analysis` crate) or rendering (`report`).
 
 use crate::levels::Levels;
+use gpucheck_analysis::lints::registry::UNUSED_GPUCHECK_ALLOW;
 use gpucheck_analysis::{Finding, Level, Metric, NoteKind};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,16 @@ impl PathStyle {
 /// End column (exclusive, 1-based) of the expression starting at `col` on
 /// `line`: up to a `{` opening a block, through a `;`, or to the end of the
 /// code before a `//` comment.
+/// End column (exclusive) of a `// gpucheck: allow(…)` comment starting at `col`.
+fn comment_end(line: &str, col: u32) -> u32 {
+    let chars: Vec<char> = line.chars().collect();
+    let start = (col.max(1) - 1) as usize;
+    match chars.iter().skip(start).position(|c| *c == ')') {
+        Some(p) => (start + p + 2) as u32,
+        None => chars.len() as u32 + 1,
+    }
+}
+
 pub fn span_end(line: &str, col: u32) -> u32 {
     let chars: Vec<char> = line.chars().collect();
     let start = (col.max(1) - 1) as usize;
@@ -139,7 +150,9 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
         let (file, abs_file, line, col, col_end) = match &f.span {
             Some(s) => {
                 let abs = paths.absolute(&s.file);
-                let end = line_text(&abs, s.line).map(|t| span_end(&t, s.col)).unwrap_or(s.col + 1);
+                let end = line_text(&abs, s.line)
+                    .map(|t| if f.lint.name == UNUSED_GPUCHECK_ALLOW.name { comment_end(&t, s.col) } else { span_end(&t, s.col) })
+                    .unwrap_or(s.col + 1);
                 (Some(paths.display(&s.file)), Some(abs), s.line, s.col, end)
             }
             None => (None, None, f.ptx_line, f.ptx_col, f.ptx_col + 1),

@@ -169,6 +169,7 @@ impl Suppressions {
                 };
                 if expand(name).is_some() {
                     f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");
+                    f.label = "suppresses nothing".to_string();
                     f.note("a `gpucheck: allow` comment applies to findings on its own line or the line below, or to a whole kernel on the line of its `fn`");
                     f.help("remove the comment");
                 } else {

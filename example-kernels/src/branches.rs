@@ -82,3 +82,31 @@ pub unsafe extern "ptx-kernel" fn thread_dependent_loop(a: *const f32, out: *mut
     }
     *out.add(t) = acc;
 }
+
+/// Suppressed: the author accepts the divergence of this branch.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn accepted_divergence(a: *const f32, out: *mut f32, n: usize) {
+    let t = tid();
+    // gpucheck: allow(divergent_branch)
+    if t % 4 == 0 {
+        *out.add(t) = heavy(a, t, n);
+    }
+}
+
+/// Suppressed for the whole kernel on its `fn` line.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn accepted_kernel(a: *const f32, out: *mut f32, n: usize) { // gpucheck: allow(perf)
+    let t = tid();
+    if t % 3 == 0 {
+        *out.add(t) = heavy(a, t, n);
+    }
+}
+
+/// A stale suppression: a boundary check is never reported.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn stale_allow(a: *const f32, out: *mut f32, n: usize) {
+    let i = gid();
+    if i < n { // gpucheck: allow(divergent_branch) //~ WARN unused_gpucheck_allow
+        *out.add(i) = heavy(a, i, n);
+    }
+}

@@ -1,0 +1,103 @@
+//! Lint levels end to end: Cargo.toml tables (workspace, package), command
+//! line flags, the note saying where a level came from, unknown names.
+
+use gpucheck_tests::*;
+use std::path::Path;
+
+/// A kernel workspace under target/ with the given Cargo.toml lint tables,
+/// sharing one nvptx target dir with the other level tests.
+fn kernel_ws(name: &str, workspace_lints: &str, package_lints: &str) -> std::path::PathBuf {
+    let dir = repo().join("target").join("gpucheck-test-levels").join(name);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[workspace]\n\n[workspace.metadata.gpucheck.lints]\n{workspace_lints}\n\n[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.gpucheck]\nblock = [128, 1, 1]\n\n[package.metadata.gpucheck.lints]\n{package_lints}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::copy(repo().join("example-kernels/rust-toolchain.toml"), dir.join("rust-toolchain.toml")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        r#"#![no_std]
+#![feature(abi_ptx, stdarch_nvptx)]
+use core::arch::nvptx::*;
+#[panic_handler]
+fn p(_: &core::panic::PanicInfo) -> ! { loop {} }
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn k(a: *const f32, out: *mut f32, n: usize) {
+    let t = _thread_idx_x() as usize;
+    if t % 2 == 0 {
+        let mut acc = 0.0f32;
+        let mut j = 0;
+        while j < n { acc += *a.add(j); j += 1; }
+        *out.add(t) = acc;
+    }
+    if t < 64 {
+        _syncthreads();
+    }
+}
+"#,
+    )
+    .unwrap();
+    dir
+}
+
+fn run(dir: &Path, args: &[&str]) -> (Option<i32>, Vec<serde_json::Value>, String) {
+    let target = repo().join("target").join("gpucheck-test-levels").join("target");
+    let out = std::process::Command::new(binary())
+        .arg("gpucheck")
+        .args(["--message-format", "json", "-q"])
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    let msgs = json_lines(&out.stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+    (out.status.code(), msgs, String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+fn level_and_note(msgs: &[serde_json::Value], lint: &str) -> Option<(String, String)> {
+    msgs.iter().find(|m| m["gpucheck"]["lint"] == lint).map(|m| {
+        let children = m["message"]["children"].as_array().unwrap();
+        (m["message"]["level"].as_str().unwrap().to_string(), children.last().unwrap()["message"].as_str().unwrap().to_string())
+    })
+}
+
+#[test]
+fn command_line_over_package_over_workspace_over_default() {
+    // workspace allows perf, package denies divergent_branch: the package wins
+    let dir = kernel_ws("levels_a", "perf = \"allow\"\nbarrier_divergence = \"warn\"", "divergent_branch = \"deny\"");
+    let (code, msgs, err) = run(&dir, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let (lvl, note) = level_and_note(&msgs, "divergent_branch").expect("divergent_branch finding");
+    assert_eq!(lvl, "error");
+    assert_eq!(note, "`divergent_branch` set in `[package.metadata.gpucheck.lints]` of Cargo.toml");
+    let (lvl, note) = level_and_note(&msgs, "barrier_divergence").expect("barrier finding");
+    assert_eq!(lvl, "warning");
+    assert_eq!(note, "`barrier_divergence` set in `[workspace.metadata.gpucheck.lints]` of Cargo.toml");
+
+    // the command line wins over both; the last flag wins
+    let (code, msgs, _) = run(&dir, &["-D", "gpucheck::correctness", "-A", "divergent_branch", "-W", "barrier_divergence"]);
+    assert_eq!(code, Some(0));
+    assert!(level_and_note(&msgs, "divergent_branch").is_none());
+    assert_eq!(
+        level_and_note(&msgs, "barrier_divergence").unwrap(),
+        ("warning".into(), "requested on the command line with `-W gpucheck::barrier_divergence`".into())
+    );
+
+    // a group flag names the group in the note
+    let (_, msgs, _) = run(&dir, &["-Dperf"]);
+    assert_eq!(level_and_note(&msgs, "divergent_branch").unwrap().1, "`-D gpucheck::divergent_branch` implied by `-D gpucheck::perf`");
+}
+
+#[test]
+fn unknown_lint_names_warn_with_a_suggestion() {
+    let dir = kernel_ws("levels_b", "", "divergent_branchs = \"deny\"");
+    let (code, msgs, err) = run(&dir, &["-A", "barier_divergence"]);
+    assert!(err.contains("warning: unknown lint: `divergent_branchs`; did you mean `gpucheck::divergent_branch`?"), "{err}");
+    assert!(err.contains("warning: unknown lint: `barier_divergence`; did you mean `gpucheck::barrier_divergence`?"), "{err}");
+    // defaults still apply
+    assert_eq!(code, Some(1));
+    assert_eq!(level_and_note(&msgs, "barrier_divergence").unwrap().1, "`#[deny(gpucheck::barrier_divergence)]` on by default");
+}

@@ -1,0 +1,62 @@
+//! `--message-format sarif` validates against the SARIF 2.1.0 schema and
+//! carries the findings, rules and locations a code-scanning UI needs.
+
+use gpucheck_tests::*;
+
+fn schema() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(repo().join("tests/fixtures/sarif-schema-2.1.0.json")).unwrap()).unwrap()
+}
+
+fn validate(log: &serde_json::Value) {
+    let v = jsonschema::validator_for(&schema()).expect("the SARIF schema compiles");
+    let errors: Vec<String> = v.iter_errors(log).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "SARIF output does not validate:\n{}", errors.join("\n"));
+}
+
+#[test]
+fn example_kernels_sarif_validates_and_matches_the_findings() {
+    let ek = repo().join("example-kernels");
+    let out = gpucheck(&["-q", "--message-format", "sarif"], &ek);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    validate(&log);
+    let run = &log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["id"] == "gpucheck::barrier_divergence" && r["help"]["text"].as_str().unwrap().contains("Use instead")));
+    let results = run["results"].as_array().unwrap();
+    // the same findings as the //~ marks
+    let marks = marks(&ek, &ek.join("src"));
+    assert_eq!(results.len(), marks.len());
+    for r in results {
+        let loc = &r["locations"][0]["physicalLocation"];
+        let uri = loc["artifactLocation"]["uri"].as_str().unwrap();
+        assert!(uri.starts_with("src/"), "not relative to the workspace root: {uri}");
+        assert_eq!(loc["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+        let line = loc["region"]["startLine"].as_u64().unwrap() as u32;
+        let lint = r["ruleId"].as_str().unwrap().strip_prefix("gpucheck::").unwrap();
+        let m = marks
+            .iter()
+            .find(|m| m.file == uri && m.line == line && m.lint == lint)
+            .unwrap_or_else(|| panic!("no mark for {uri}:{line} {lint}"));
+        assert_eq!(r["level"], if m.level == "ERROR" { "error" } else { "warning" });
+        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[idx]["id"], r["ruleId"]);
+    }
+    // the schema check is real: a wrong level is rejected
+    let mut bad = log.clone();
+    bad["runs"][0]["results"][0]["level"] = serde_json::json!("fatal");
+    let v = jsonschema::validator_for(&schema()).unwrap();
+    assert!(!v.is_valid(&bad));
+    // a barrier finding points back at its branch
+    let b = results.iter().find(|r| r["ruleId"] == "gpucheck::barrier_divergence").unwrap();
+    assert!(b["relatedLocations"][0]["message"]["text"].as_str().unwrap().contains("thread-dependent branch"));
+}
+
+#[test]
+fn ptx_sarif_validates_even_without_rust_spans() {
+    let f = corpus_dir().join("gtcasl-gpuocelot-particleSystem.ptx");
+    let out = gpucheck(&["ptx", f.to_str().unwrap(), "--message-format", "sarif"], &repo());
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate(&log);
+    assert!(!log["runs"][0]["results"].as_array().unwrap().is_empty());
+}
