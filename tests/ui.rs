@@ -117,7 +117,10 @@ fn human_output_is_rustc_style() {
    = note: `#[deny(gpucheck::barrier_divergence)]` on by default
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
-    assert!(err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 5 warnings emitted"), "{err}");
+    assert!(
+        err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 6 warnings emitted (1 duplicate)"),
+        "{err}"
+    );
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -195,4 +198,25 @@ fn colour_is_controlled() {
     let env_always =
         std::process::Command::new(binary()).args(["gpucheck", "-q"]).current_dir(&ek).env("CARGO_TERM_COLOR", "always").output().unwrap();
     assert!(String::from_utf8_lossy(&env_always.stderr).contains("\u{1b}["));
+}
+
+#[test]
+fn compiler_duplicates_are_folded_into_one_finding() {
+    let m = find("twice_inlined", "divergent_branch");
+    assert_eq!(m["gpucheck"]["duplicates"], 1);
+    let notes = m["message"]["children"].to_string();
+    assert!(notes.contains("also at 1 other place in the PTX"), "{notes}");
+    assert!(notes.contains("inlined into src/branches.rs:"), "{notes}");
+}
+
+#[test]
+fn forbid_overrules_allow_comments() {
+    let ek = repo().join("example-kernels");
+    let out = gpucheck(&["--message-format", "json", "-q", "-F", "divergent_branch"], &ek);
+    let msgs = json_lines(&out.stdout);
+    let accepted = msgs.iter().find(|m| m["gpucheck"]["kernel"] == "accepted_divergence").expect("the suppressed finding is back");
+    assert_eq!(accepted["message"]["level"], "error");
+    assert!(accepted["message"]["children"].to_string().contains("has no effect: the lint is forbidden"));
+    // and the comment counts as used: no unused_gpucheck_allow for it
+    assert!(!msgs.iter().any(|m| m["gpucheck"]["lint"] == "unused_gpucheck_allow" && m["message"]["spans"][0]["line_start"] != 109));
 }

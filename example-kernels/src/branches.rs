@@ -110,3 +110,19 @@ pub unsafe extern "ptx-kernel" fn stale_allow(a: *const f32, out: *mut f32, n: u
         *out.add(i) = heavy(a, i, n);
     }
 }
+
+/// A divergent helper inlined twice: one finding at its line, folded.
+#[inline(always)]
+unsafe fn odd_lanes_work(a: *const f32, out: *mut f32, t: usize, k: usize, n: usize) {
+    if (t + k) % 2 == 1 { //~ WARN divergent_branch
+        *out.add(t) = heavy(a, t, n);
+    }
+}
+
+/// Bad twice over, through the helper above.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn twice_inlined(a: *const f32, out: *mut f32, n: usize) {
+    let t = tid();
+    odd_lanes_work(a, out, t, 0, n);
+    odd_lanes_work(a, out.add(256), t, 1, n);
+}
