@@ -185,7 +185,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     fn inst(&self, i: usize, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
         let inst = self.f.insts[i];
-        if super::transfer::is_float(inst) {
+        if self.f.float[i] {
             return Err(EvalErr::Opaque);
         }
         if slot != 0 && !(inst.op() == "setp" && slot == 1) {

@@ -71,10 +71,6 @@ pub fn special(name: &str) -> Option<AbsVal> {
     })
 }
 
-pub(crate) fn is_float(inst: &Instruction<'_>) -> bool {
-    inst.mods().any(|m| matches!(m, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64" | "tf32" | "e4m3" | "e5m2"))
-}
-
 /// Value of operand `k` of instruction `i`.
 #[inline]
 pub fn operand_at(d: &Divergence, f: &FunctionIr<'_>, i: usize, k: usize) -> AbsVal {

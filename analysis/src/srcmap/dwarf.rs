@@ -146,7 +146,6 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
     };
     let dwarf = gimli::Dwarf::load(get).ok()?;
     let mut out = Vec::new();
-    let dbg = std::env::var_os("GPUCHECK_DEBUG_DWARF").is_some();
     // PTX has no `.debug_line` (ptxas builds it from `.loc`), so units are
     // read through their headers, not `gimli::Unit` (which parses the line
     // program eagerly).
@@ -155,12 +154,7 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
         let header = match units.next() {
             Ok(Some(h)) => h,
             Ok(None) => break,
-            Err(e) => {
-                if dbg {
-                    eprintln!("dwarf units: {e:?}");
-                }
-                break;
-            }
+            Err(_) => break,
         };
         let Ok(abbrevs) = dwarf.abbreviations(&header) else {
             continue;
@@ -173,12 +167,7 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
             let (delta, entry) = match entries.next_dfs() {
                 Ok(Some(x)) => x,
                 Ok(None) => break,
-                Err(e) => {
-                    if dbg {
-                        eprintln!("dwarf entries: {e:?}");
-                    }
-                    break;
-                }
+                Err(_) => break,
             };
             depth += delta as i64;
             let low = match entry.attr_value(gimli::DW_AT_low_pc) {

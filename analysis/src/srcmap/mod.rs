@@ -116,21 +116,3 @@ impl<'m> SourceMap<'m> {
         Resolved { approximate: near.is_some(), primary: near, frames }
     }
 }
-
-#[cfg(test)]
-mod debug_tests {
-    #[test]
-    #[ignore]
-    fn dump_inline() {
-        let p = std::env::var("PTX").unwrap();
-        let src = std::fs::read_to_string(p).unwrap();
-        let m = crate::ptx::parse(&src).unwrap();
-        let fns = crate::ir::lower(&m);
-        let sm = super::SourceMap::new(&m, &fns);
-        eprintln!("inline: {:?}", sm.inline.as_ref().map(|v| v.len()));
-        for r in sm.inline.iter().flatten().take(10) {
-            eprintln!("{r:?}");
-        }
-        eprintln!("bases: {:?}", sm.base.iter().take(5).collect::<Vec<_>>());
-    }
-}
