@@ -46,15 +46,21 @@ impl Coef {
             _ => Coef::Sym,
         }
     }
-    /// Multiply by a uniform value: a constant `k`, or the symbol `sym`.
+    /// Multiply by a uniform value `sym + k` (`k` unknown when `None`).
     fn scale(self, k: Option<i64>, sym: Option<u32>) -> Coef {
-        match (self, k) {
-            (Coef::Const(0), _) | (_, Some(0)) => Coef::Const(0),
-            (Coef::Const(a), Some(b)) => Coef::Const(a.wrapping_mul(b)),
-            (Coef::Lin { k, m, sym }, Some(b)) => Coef::lin(k.wrapping_mul(b), m.wrapping_mul(b), sym),
-            (Coef::Const(a), None) => match sym {
-                Some(s) => Coef::lin(0, a, s),
-                None => Coef::Sym,
+        if self.is_zero() {
+            return Coef::Const(0);
+        }
+        match (sym, k) {
+            (None, Some(0)) => Coef::Const(0),
+            (None, Some(b)) => match self {
+                Coef::Const(a) => Coef::Const(a.wrapping_mul(b)),
+                Coef::Lin { k, m, sym } => Coef::lin(k.wrapping_mul(b), m.wrapping_mul(b), sym),
+                Coef::Sym => Coef::Sym,
+            },
+            (Some(s), Some(0)) => match self {
+                Coef::Const(a) => Coef::lin(0, a, s),
+                _ => Coef::Sym,
             },
             _ => Coef::Sym,
         }
@@ -66,8 +72,9 @@ pub enum AbsVal {
     /// Not yet computed (unreachable or before the fixed point reaches it).
     Bottom,
     /// Affine in thread coordinates; uniform when all coefficients are 0.
-    /// The uniform part is `k` when known, else exactly the symbol `s`
-    /// when known, else unknown.
+    /// The uniform part is `s + k`: a symbol (a kernel parameter, a special
+    /// register, another uniform value) when `s` is set, plus the constant
+    /// `k`; unknown when `k` is `None` (and then `s` is `None`).
     Affine { c: [Coef; 3], k: Option<i64>, s: Option<u32> },
     /// Thread-dependent, not affine. `data`: depends on loaded data, atomics,
     /// clocks or other sources no static evaluation can know.
@@ -86,12 +93,19 @@ impl AbsVal {
     }
     /// A uniform value known only by name.
     pub fn symbol(s: u32) -> AbsVal {
-        AbsVal::Affine { c: ZERO, k: None, s: Some(s) }
+        AbsVal::Affine { c: ZERO, k: Some(0), s: Some(s) }
     }
     /// The uniform symbol this value is, if it is exactly one.
     pub fn sym(&self) -> Option<u32> {
         match self {
-            AbsVal::Affine { c, k: None, s } if *c == ZERO => *s,
+            AbsVal::Affine { c, k: Some(0), s } if *c == ZERO => *s,
+            _ => None,
+        }
+    }
+    /// The uniform part as (symbol, constant), when known.
+    pub fn uniform_part(&self) -> Option<(Option<u32>, i64)> {
+        match self {
+            AbsVal::Affine { k: Some(k), s, .. } => Some((*s, *k)),
             _ => None,
         }
     }
@@ -118,7 +132,7 @@ impl AbsVal {
     }
     pub fn const_value(&self) -> Option<i64> {
         match self {
-            AbsVal::Affine { c, k, .. } if *c == ZERO => *k,
+            AbsVal::Affine { c, k, s: None } if *c == ZERO => *k,
             _ => None,
         }
     }
@@ -178,10 +192,8 @@ impl AbsVal {
             (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
             (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
                 let c = [c1[0].add(c2[0]), c1[1].add(c2[1]), c1[2].add(c2[2])];
-                let (k, s) = match (k1, k2) {
-                    (Some(a), Some(b)) => (Some(a.wrapping_add(b)), None),
-                    (Some(0), None) => (None, s2),
-                    (None, Some(0)) => (None, s1),
+                let (k, s) = match (k1, k2, s1, s2) {
+                    (Some(a), Some(b), x, None) | (Some(a), Some(b), None, x) => (Some(a.wrapping_add(b)), x),
                     _ => (None, None),
                 };
                 AbsVal::Affine { c, k, s }
@@ -202,11 +214,12 @@ impl AbsVal {
         match (self, o) {
             (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
             (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
-                let k = mul_k(k1, k2);
-                let s = match (k1, k2) {
-                    (Some(1), None) => s2,
-                    (None, Some(1)) => s1,
-                    _ => None,
+                // (s1 + k1) · (s2 + k2) stays known when one side is a plain constant
+                let (k, s) = match (s1, k1, s2, k2) {
+                    (None, Some(a), None, Some(b)) => (Some(a.wrapping_mul(b)), None),
+                    (None, Some(0), _, _) | (_, _, None, Some(0)) => (Some(0), None),
+                    (None, Some(1), x, y) | (x, y, None, Some(1)) => (y, x),
+                    _ => (None, None),
                 };
                 if c1 == ZERO {
                     AbsVal::Affine { c: c2.map(|x| x.scale(k1, s1)), k, s }
@@ -218,14 +231,6 @@ impl AbsVal {
             }
             (a, b) => AbsVal::uniform_or_top(&[a, b], |_| None),
         }
-    }
-}
-
-fn mul_k(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(0), _) | (_, Some(0)) => Some(0),
-        (Some(x), Some(y)) => Some(x.wrapping_mul(y)),
-        _ => None,
     }
 }
 

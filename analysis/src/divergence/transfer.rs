@@ -22,7 +22,7 @@ pub fn name_key(name: &str, offset: i64) -> u32 {
 /// Give an unnamed uniform value the name of the SSA value holding it.
 pub fn named(v: AbsVal, id: u32) -> AbsVal {
     match v {
-        AbsVal::Affine { c, k: None, s: None } if c == super::domain::ZERO => AbsVal::symbol(id),
+        AbsVal::Affine { c, k: None, .. } if c == super::domain::ZERO => AbsVal::symbol(id),
         _ => v,
     }
 }
