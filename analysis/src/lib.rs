@@ -12,6 +12,7 @@ pub mod divergence;
 mod fxhash;
 pub mod ir;
 pub mod lints;
+pub mod memory;
 pub mod ptx;
 pub mod srcmap;
 pub mod synth;
@@ -30,6 +31,27 @@ pub struct Options {
     pub kernel_blocks: HashMap<String, [u32; 3]>,
     /// `[package.metadata.gpucheck] block = […]`.
     pub package_block: Option<[u32; 3]>,
+    /// `predicted / ideal` sectors from which a global access is reported
+    /// (`--coalescing-threshold`; 2.0 when unset).
+    pub coalescing_threshold: Option<f64>,
+}
+
+/// The predicted cost of one memory access site (reported or not).
+#[derive(Clone, Debug)]
+pub struct AccessReport {
+    pub kernel: String,
+    pub ptx_line: u32,
+    pub span: Option<SrcPos>,
+    pub space: &'static str,
+    pub kind: &'static str,
+    pub width: u32,
+    /// Global: (typical, worst) sectors per request and the ideal.
+    pub sectors: Option<(u32, u32, u32)>,
+    /// Shared: (typical, worst) conflict degree.
+    pub conflict: Option<(u32, u32)>,
+    pub requests: usize,
+    /// Why there is no prediction (data-dependent address), if so.
+    pub unpredictable: bool,
 }
 
 /// The result of checking one PTX module.
@@ -42,6 +64,8 @@ pub struct Report {
     pub instructions: usize,
     /// Whether DWARF inline information was found and decoded.
     pub has_dwarf: bool,
+    /// Every global and shared access with its prediction.
+    pub accesses: Vec<AccessReport>,
 }
 
 /// The block shape used for function `f`: `--block`, then the kernel's
@@ -90,8 +114,28 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.instructions += f.insts.len();
         let d = divergence::Divergence::analyze(f, &sums);
         let shape = shape_for(f.func, opts);
-        let ctx = lints::Ctx::new(f, &d, &sums, &shape, &srcmap, is_local);
+        let mut ctx = lints::Ctx::new(f, &d, &sums, &shape, &srcmap, is_local);
+        ctx.coalescing_threshold = opts.coalescing_threshold.unwrap_or(2.0);
         report.findings.extend(lints::run(&ctx));
+        for (a, p) in ctx.memory() {
+            let global = a.space == ir::space::Space::Global;
+            report.accesses.push(AccessReport {
+                kernel: f.func.name.to_string(),
+                ptx_line: f.insts[a.inst].pos.line,
+                span: ctx.resolve(a.inst).primary,
+                space: a.space.name(),
+                kind: match a.kind {
+                    memory::AccessKind::Load => "load",
+                    memory::AccessKind::Store => "store",
+                    memory::AccessKind::Atomic => "atomic",
+                },
+                width: a.width,
+                sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
+                conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
+                requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
+                unpredictable: p.is_none(),
+            });
+        }
     }
     report
 }

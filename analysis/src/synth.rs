@@ -45,11 +45,10 @@ mod tests {
         assert_eq!(r.kernels, 3);
         assert!(r.instructions > 3 * 25 * 17, "{}", r.instructions);
         // the tid%2 branches are divergent, the barriers after their joins are not
-        assert!(
-            r.findings.iter().all(|f| f.lint.name == "divergent_branch"),
-            "{:?}",
-            r.findings.iter().map(|f| f.lint.name).collect::<Vec<_>>()
-        );
-        assert_eq!(r.findings.len(), 3 * 25);
+        let shown: Vec<_> = r.findings.iter().filter(|f| f.lint.default != crate::Level::Allow).collect();
+        assert!(shown.iter().all(|f| f.lint.name == "divergent_branch"), "{:?}", shown.iter().map(|f| f.lint.name).collect::<Vec<_>>());
+        assert_eq!(shown.len(), 3 * 25);
+        // and the 25 loads of a[tid + i] are one stencil: a shared-memory opportunity per kernel
+        assert_eq!(r.findings.iter().filter(|f| f.lint.name == "shared_memory_opportunity").count(), 3);
     }
 }

@@ -82,6 +82,12 @@ pub struct OutputArgs {
     /// Set lint(s) or group(s) to forbid (deny, and no `// gpucheck: allow` or later flag can lower it).
     #[arg(short = 'F', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
     pub forbid: Vec<String>,
+    /// Report a global access when its predicted sectors per warp request reach this multiple of the ideal.
+    #[arg(long, value_name = "RATIO", default_value_t = 2.0, value_parser = parse_threshold, global = true)]
+    pub coalescing_threshold: f64,
+    /// With `--message-format json`: also print one `gpucheck-access` record per memory access site, reported or not.
+    #[arg(long, global = true)]
+    pub all_accesses: bool,
     /// When to colour the output (`auto`: on a terminal; CARGO_TERM_COLOR and NO_COLOR are honoured).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", global = true)]
     pub color: ColorChoice,
@@ -107,6 +113,13 @@ pub enum ColorChoice {
     Auto,
     Always,
     Never,
+}
+
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 1.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("expected a ratio of at least 1.0 such as `2` or `1.5`, found `{s}`")),
+    }
 }
 
 /// `X`, `X,Y` or `X,Y,Z`, each ≥ 1, at most 1024 threads in all.

@@ -98,6 +98,8 @@ fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
         block: inner.block.or(outer.block),
         message_format: if inner.message_format != MessageFormat::Human { inner.message_format } else { outer.message_format },
         color: if inner.color != ColorChoice::Auto { inner.color } else { outer.color },
+        coalescing_threshold: if inner.coalescing_threshold != 2.0 { inner.coalescing_threshold } else { outer.coalescing_threshold },
+        all_accesses: inner.all_accesses || outer.all_accesses,
         ..Default::default()
     }
 }
@@ -216,7 +218,12 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
             }
         };
         let src = std::fs::read_to_string(&ptx_path).with_context(|| format!("reading PTX `{}`", ptx_path.display()))?;
-        let opts = Options { block: o.block, kernel_blocks: k.kernel_blocks.clone(), package_block: k.block };
+        let opts = Options {
+            block: o.block,
+            kernel_blocks: k.kernel_blocks.clone(),
+            package_block: k.block,
+            coalescing_threshold: Some(o.coalescing_threshold),
+        };
         let root = k.root.clone();
         let is_local = move |f: &str| {
             let p = Path::new(f);
@@ -239,6 +246,9 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
             );
         }
         let ptx_display = paths.display(&ptx_path.to_string_lossy());
+        if o.all_accesses && o.message_format == MessageFormat::Json {
+            report::json::print_accesses(&report.accesses, &ptx_display, &paths);
+        }
         let diags = prepare(report.findings, &ptx_display, &paths, &levels);
         // `// gpucheck: allow(…)` comments in the package's sources
         let mut sup = suppress::Suppressions::new(suppress::scan(&k.root));
@@ -279,7 +289,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) 
                 continue;
             }
         };
-        let opts = Options { block: o.block, ..Default::default() };
+        let opts = Options { block: o.block, coalescing_threshold: Some(o.coalescing_threshold), ..Default::default() };
         let report = match gpucheck_analysis::check(&src, &opts, &|_| true) {
             Ok(r) => r,
             Err(e) => {
@@ -289,6 +299,9 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) 
             }
         };
         let display = paths.display(&cwd.join(file).to_string_lossy());
+        if o.all_accesses && o.message_format == MessageFormat::Json {
+            report::json::print_accesses(&report.accesses, &display, &paths);
+        }
         if o.message_format == MessageFormat::Human {
             eprintln!(
                 "    Checking {display} ({}, {}, {})",

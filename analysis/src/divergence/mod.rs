@@ -12,6 +12,7 @@
 pub mod domain;
 pub mod eval;
 mod transfer;
+pub use transfer::name_key;
 
 use crate::ir::{FunctionIr, User, ValueDef, ValueId};
 use crate::ptx::{Module, Operand};

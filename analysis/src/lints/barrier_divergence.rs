@@ -8,16 +8,13 @@
 
 use super::warps::{sources, Split};
 use super::{registry::BARRIER_DIVERGENCE, Ctx, Finding, Metric};
-use crate::divergence::{controlled_blocks, DivBranch};
+use crate::divergence::DivBranch;
 use crate::ir::semantics::{call_target, is_barrier};
 use crate::ptx::Operand;
 
 pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
     let f = ctx.f;
-    let mut controlled: Vec<(DivBranch, Vec<usize>)> = Vec::new();
-    for br in &ctx.d.branches {
-        controlled.push((*br, controlled_blocks(f, br.block)));
-    }
+    let controlled = ctx.controlled();
     for (i, inst) in f.insts.iter().enumerate() {
         let barrier = is_barrier(inst) || call_target(inst).is_some_and(|t| ctx.sums.has_barrier.contains(t));
         if !barrier {
@@ -125,7 +122,7 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
 }
 
 /// Block a `bra` jumps to.
-fn branch_target(ctx: &Ctx<'_, '_>, i: usize) -> Option<usize> {
+pub(super) fn branch_target(ctx: &Ctx<'_, '_>, i: usize) -> Option<usize> {
     let inst = ctx.f.insts[i];
     if inst.op() != "bra" {
         return None;
@@ -137,7 +134,7 @@ fn branch_target(ctx: &Ctx<'_, '_>, i: usize) -> Option<usize> {
 }
 
 /// Can block `from` reach block `to` without passing `stop`?
-fn reach_without(ctx: &Ctx<'_, '_>, from: usize, to: usize, stop: Option<usize>) -> bool {
+pub(super) fn reach_without(ctx: &Ctx<'_, '_>, from: usize, to: usize, stop: Option<usize>) -> bool {
     let cfg = &ctx.f.cfg;
     let mut seen = vec![false; cfg.len()];
     let mut stack = vec![from];

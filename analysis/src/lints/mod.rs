@@ -6,7 +6,11 @@
 //! from configuration or rendering (the binary).
 
 mod barrier_divergence;
+mod data_dependent_access;
 mod divergent_branch;
+mod shared_bank_conflict;
+mod shared_memory_opportunity;
+mod uncoalesced_global_access;
 pub mod registry;
 pub mod warps;
 
@@ -73,6 +77,12 @@ pub struct Ctx<'c, 'a> {
     pub is_local: &'c dyn Fn(&str) -> bool,
     /// Classification of each divergent branch (by block), computed once.
     pub classified: std::cell::RefCell<std::collections::HashMap<usize, warps::Split>>,
+    /// Blocks each divergent branch controls, computed once.
+    controlled: std::cell::OnceCell<Vec<(crate::divergence::DivBranch, Vec<usize>)>>,
+    /// Memory accesses with their predictions, computed once.
+    memory: std::cell::OnceCell<Vec<(crate::memory::Access, Option<crate::memory::Prediction>)>>,
+    /// `predicted / ideal` sectors at or above which a global access is reported.
+    pub coalescing_threshold: f64,
 }
 
 impl<'c, 'a> Ctx<'c, 'a> {
@@ -84,7 +94,57 @@ impl<'c, 'a> Ctx<'c, 'a> {
         srcmap: &'c SourceMap<'a>,
         is_local: &'c dyn Fn(&str) -> bool,
     ) -> Self {
-        Ctx { f, d, sums, shape, srcmap, is_local, classified: Default::default() }
+        Ctx { f, d, sums, shape, srcmap, is_local, classified: Default::default(), controlled: Default::default(), memory: Default::default(), coalescing_threshold: 2.0 }
+    }
+
+    /// Each divergent branch with the blocks it controls.
+    pub fn controlled(&self) -> &[(crate::divergence::DivBranch, Vec<usize>)] {
+        self.controlled.get_or_init(|| self.d.branches.iter().map(|br| (*br, crate::divergence::controlled_blocks(self.f, br.block))).collect())
+    }
+
+    /// Threads of the block that execute block `b`, as far as thread-only
+    /// branch conditions tell (loop exits and unknown conditions do not
+    /// restrict).
+    pub fn active_lanes(&self, b: usize) -> Vec<bool> {
+        let cfg = &self.f.cfg;
+        let mut active = vec![true; self.shape.threads()];
+        for (br, cs) in self.controlled() {
+            if br.block == b || cs.binary_search(&b).is_err() {
+                continue;
+            }
+            let loop_exit = cfg.loops_containing(br.block).iter().any(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+            if loop_exit {
+                continue;
+            }
+            let warps::Split::Exact { taken, .. } = self.classify(br) else { continue };
+            let stop = cfg.ipdom(br.block);
+            let target = barrier_divergence::branch_target(self, br.inst);
+            let reaches = |s: usize| barrier_divergence::reach_without(self, s, b, stop);
+            let taken_side = target.is_some_and(reaches);
+            let fall_side = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s));
+            match (taken_side, fall_side) {
+                (true, false) => active.iter_mut().zip(&taken).for_each(|(a, t)| *a &= *t),
+                (false, true) => active.iter_mut().zip(&taken).for_each(|(a, t)| *a &= !*t),
+                _ => {}
+            }
+        }
+        active
+    }
+
+    /// Global and shared accesses with their predicted cost.
+    pub fn memory(&self) -> &[(crate::memory::Access, Option<crate::memory::Prediction>)] {
+        self.memory.get_or_init(|| {
+            let mut masks: std::collections::HashMap<usize, Vec<bool>> = Default::default();
+            crate::memory::accesses(self.f, self.d)
+                .into_iter()
+                .map(|a| {
+                    let b = self.f.cfg.block_of[a.inst];
+                    let mask = masks.entry(b).or_insert_with(|| self.active_lanes(b));
+                    let p = crate::memory::predict(self.f, self.d, &a, self.shape, mask);
+                    (a, p)
+                })
+                .collect()
+        })
     }
 
     /// How many warps the branch splits (memoised).
@@ -152,5 +212,9 @@ pub fn run(ctx: &Ctx<'_, '_>) -> Vec<Finding> {
     let mut out = Vec::new();
     divergent_branch::check(ctx, &mut out);
     barrier_divergence::check(ctx, &mut out);
+    uncoalesced_global_access::check(ctx, &mut out);
+    shared_bank_conflict::check(ctx, &mut out);
+    data_dependent_access::check(ctx, &mut out);
+    shared_memory_opportunity::check(ctx, &mut out);
     out
 }

@@ -166,8 +166,134 @@ Use instead: delete the comment.
 "#,
 };
 
+pub static UNCOALESCED_GLOBAL_ACCESS: Lint = Lint {
+    name: "uncoalesced_global_access",
+    group: "perf",
+    default: Level::Warn,
+    summary: "a global memory access whose warp request touches at least twice the sectors it needs",
+    explanation: r#"### What it does
+Predicts, for every global load, store and atomic, how many 32-byte sectors
+one warp request touches (sm_70 and newer), for the lanes that execute it
+and the block shape, and compares with the sectors the same bytes need when
+contiguous and aligned. Reports when the ratio reaches 2
+(`--coalescing-threshold` changes it). Contiguous 8- and 16-byte elements
+are ideal; so is a misaligned `x[i + 1]` (5 sectors for 4).
+
+### Why is this bad
+Memory moves in sectors: a warp whose lanes read 4 bytes each, 128 bytes
+apart, moves 32 sectors (1024 bytes) to use 128 — an eighth of the
+bandwidth.
+
+### Example
+```rust
+// each lane reads a row: lanes are `n` elements apart
+let i = gid();
+let mut s = 0.0;
+for k in 0..n { s += *a.add(i * n + k); }
+```
+Use instead: make `threadIdx.x` the fastest-varying index of the access
+(consecutive lanes read consecutive addresses), transpose through shared
+memory, or turn an array of structs into a structure of arrays:
+```rust
+// each lane reads a column: consecutive lanes read consecutive elements
+for k in 0..n { s += *a.add(k * n + i); }
+```
+"#,
+};
+
+pub static SHARED_BANK_CONFLICT: Lint = Lint {
+    name: "shared_bank_conflict",
+    group: "perf",
+    default: Level::Warn,
+    summary: "a shared memory access whose lanes collide in the same bank",
+    explanation: r#"### What it does
+Predicts the bank-conflict degree of every shared memory access: shared
+memory has 32 banks of 4-byte words; the degree is the largest number of
+distinct words a warp request needs from one bank (lanes reading the same
+word are served by one broadcast). 8-byte accesses are served per half
+warp, 16-byte per quarter warp. Reports degree 2 and more.
+
+### Why is this bad
+An n-way conflict serialises the request into n transactions. Reading a
+column of a 32×32 `f32` tile puts all 32 lanes in one bank: 32 times slower.
+
+### Example
+```rust
+// tile: [[f32; 32]; 32] in shared memory
+let v = tile[tx][ty];      // lanes stride 128 bytes: 32-way conflict
+```
+Use instead: pad each row by one word so a column spreads over 32 banks:
+```rust
+// tile: [[f32; 33]; 32]
+let v = tile[tx][ty];      // lanes stride 132 bytes: conflict-free
+```
+"#,
+};
+
+pub static DATA_DEPENDENT_ACCESS: Lint = Lint {
+    name: "data_dependent_access",
+    group: "pedantic",
+    default: Level::Allow,
+    summary: "a memory access whose address depends on loaded data (gather/scatter)",
+    explanation: r#"### What it does
+Points out global and shared accesses whose address depends on data loaded
+from memory (indirection, gather, scatter), so their cost cannot be
+predicted statically.
+
+### Why is this bad
+It is not necessarily bad: gathers are sometimes the algorithm. But their
+coalescing depends on the data; measure them (`cargo gpucheck confirm`
+once available) or sort the indices so that neighbouring lanes read
+neighbouring elements.
+
+### Example
+```rust
+let j = *idx.add(i) as usize;
+let v = *a.add(j);          // address from loaded data
+```
+Use instead, where possible, an access computed from the thread index:
+```rust
+let v = *a.add(i);
+```
+"#,
+};
+
+pub static SHARED_MEMORY_OPPORTUNITY: Lint = Lint {
+    name: "shared_memory_opportunity",
+    group: "pedantic",
+    default: Level::Allow,
+    summary: "global data read by several threads of a block that shared memory could serve",
+    explanation: r#"### What it does
+Finds global loads of one array whose threads, together, read the same
+bytes several times within a block (stencils reading `a[i-1]`, `a[i]`,
+`a[i+1]`; a naive matrix product reading a row for every column), and
+reports the block's footprint: the distinct bytes it needs against the
+bytes it requests (Juravle, §5.2).
+
+### Why is this bad
+Each repeated read goes to the memory system again; loading the footprint
+once into shared memory and reading it from there saves bandwidth.
+
+### Example
+```rust
+let i = gid();
+*out.add(i) = *a.add(i - 1) + *a.add(i) + *a.add(i + 1);
+```
+Use instead: stage the block's footprint (blockDim.x + 2 elements) in
+shared memory, synchronise, then read the neighbours from there.
+"#,
+};
+
 /// Every lint, in display order.
-pub static LINTS: &[&Lint] = &[&BARRIER_DIVERGENCE, &DIVERGENT_BRANCH, &UNUSED_GPUCHECK_ALLOW];
+pub static LINTS: &[&Lint] = &[
+    &BARRIER_DIVERGENCE,
+    &UNUSED_GPUCHECK_ALLOW,
+    &DIVERGENT_BRANCH,
+    &UNCOALESCED_GLOBAL_ACCESS,
+    &SHARED_BANK_CONFLICT,
+    &DATA_DEPENDENT_ACCESS,
+    &SHARED_MEMORY_OPPORTUNITY,
+];
 
 /// A lint by name, with or without the `gpucheck::` prefix.
 pub fn find(name: &str) -> Option<&'static Lint> {
@@ -218,7 +344,8 @@ mod tests {
     #[test]
     fn names_groups_and_suggestions() {
         assert_eq!(find("gpucheck::divergent_branch").map(|l| l.name), Some("divergent_branch"));
-        assert_eq!(expand("gpucheck::perf").unwrap().len(), 1);
+        assert_eq!(expand("gpucheck::perf").unwrap().len(), 3);
+        assert_eq!(expand("pedantic").unwrap().len(), 2);
         assert_eq!(expand("correctness").unwrap().len(), 2);
         assert_eq!(expand("all").unwrap().len(), LINTS.len());
         assert!(expand("nope").is_none());

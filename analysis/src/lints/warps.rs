@@ -208,7 +208,7 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
 
 /// Candidate sample values for a uniform leaf: the first values of a loop
 /// counter `phi(init, phi op k)`, or a few block indices.
-fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
+pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
     match f.ssa.values[v as usize] {
         ValueDef::Entry(r) => {
             let name = f.ssa.regs[r as usize];

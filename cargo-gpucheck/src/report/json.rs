@@ -92,3 +92,35 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
 pub fn build_finished(success: bool) -> Value {
     json!({"reason": "build-finished", "success": success})
 }
+
+/// One `gpucheck-access` record per memory access site (`--all-accesses`).
+pub fn print_accesses(accesses: &[gpucheck_analysis::AccessReport], ptx_file: &str, paths: &crate::diagnostic::PathStyle) {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for a in accesses {
+        let mut v = json!({
+            "reason": "gpucheck-access",
+            "kernel": a.kernel,
+            "file": a.span.as_ref().map(|s| paths.display(&s.file)),
+            "line": a.span.as_ref().map(|s| s.line),
+            "column": a.span.as_ref().map(|s| s.col),
+            "ptx_file": ptx_file,
+            "ptx_line": a.ptx_line,
+            "space": a.space,
+            "kind": a.kind,
+            "width": a.width,
+            "requests": a.requests,
+            "predictable": !a.unpredictable,
+        });
+        if let Some((t, w, ideal)) = a.sectors {
+            v["sectors_per_request"] = json!(t);
+            v["worst_sectors_per_request"] = json!(w);
+            v["ideal_sectors_per_request"] = json!(ideal);
+        }
+        if let Some((t, w)) = a.conflict {
+            v["conflict_degree"] = json!(t);
+            v["worst_conflict_degree"] = json!(w);
+        }
+        let _ = std::io::Write::write_all(&mut out, format!("{v}\n").as_bytes());
+    }
+}

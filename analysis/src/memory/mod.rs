@@ -1,0 +1,369 @@
+//! Memory access analysis: for every `ld`/`st`/`atom`/`red` to global or
+//! shared memory, its address in thread terms and the cost of one warp
+//! request — 32-byte sectors per request for global memory (sm_70+), bank
+//! conflict degree for shared memory (32 banks × 4 bytes; 8-byte accesses
+//! per half warp, 16-byte per quarter warp).
+//!
+//! The address is the affine form of the divergence domain (base symbol +
+//! constant + `c·tid`). Base pointers (kernel parameters, `.shared` and
+//! `.global` symbols) are 256-byte aligned, so a known constant offset
+//! counts exactly. Coefficients in a symbol are resolved from the launch
+//! shape (`%ntid`) or a loop counter's first value; other symbolic strides
+//! are taken as large (4096 bytes) and said so. Non-affine thread-only
+//! addresses (`(t & 31) * 33`) are evaluated for every lane.
+//!
+//! Owns: access sites and their predictions. Does not own: which lanes are
+//! active (the caller passes a mask) or deciding what to warn (lints).
+
+use crate::divergence::eval::{EvalErr, Evaluator};
+use crate::divergence::{AbsVal, Coef, Divergence};
+use crate::ir::space::Space;
+use crate::ir::{FunctionIr, ValueDef, ValueId};
+use crate::lints::warps::{Shape, WARP};
+use crate::ptx::Operand;
+use std::collections::HashMap;
+
+pub const SECTOR: i64 = 32;
+/// Stride assumed for a coefficient in an unknown symbol (e.g. a row pitch `n`).
+pub const SYMBOLIC_STRIDE: i64 = 4096;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    Load,
+    Store,
+    Atomic,
+}
+
+impl AccessKind {
+    pub fn verb(self) -> &'static str {
+        match self {
+            AccessKind::Load => "reads",
+            AccessKind::Store => "writes",
+            AccessKind::Atomic => "updates",
+        }
+    }
+}
+
+/// One memory access site.
+#[derive(Clone, Debug)]
+pub struct Access {
+    pub inst: usize,
+    pub kind: AccessKind,
+    pub space: Space,
+    /// Bytes per lane (type size × vector length).
+    pub width: u32,
+    /// The address value (register + offset).
+    pub addr: AbsVal,
+    /// SSA value of the address register, if any.
+    pub addr_value: Option<ValueId>,
+    pub offset: i64,
+}
+
+/// How the per-lane addresses were obtained.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Method {
+    /// From the affine form; `symbolic` names strides taken as large.
+    Affine { symbolic: bool },
+    /// Evaluated for every lane.
+    Evaluated,
+}
+
+/// What one warp request of an access costs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    pub method: Method,
+    /// Warps with at least one active lane (requests per block).
+    pub requests: usize,
+    /// Global: sectors per request, (typical warp, worst warp).
+    pub sectors: (u32, u32),
+    /// Global: sectors a contiguous aligned access of the same bytes needs (typical warp).
+    pub ideal: u32,
+    /// Global: sectors of the typical warp if the base is misaligned (when the offset is unknown).
+    pub misaligned: Option<u32>,
+    /// Shared: conflict degree (typical warp, worst warp).
+    pub conflict: (u32, u32),
+    /// Byte stride between consecutive lanes along x, when constant.
+    pub lane_stride: Option<i64>,
+    /// Byte strides along (x, y, z) as used for the prediction.
+    pub strides: [i64; 3],
+    /// Per-thread byte offsets (relative to the base), for reuse analysis.
+    pub offsets: Vec<Option<i64>>,
+}
+
+fn width_of(inst: &crate::ptx::Instruction<'_>) -> u32 {
+    let mut size = 0;
+    let mut vec = 1;
+    for m in inst.mods() {
+        match m {
+            "v2" => vec = 2,
+            "v4" => vec = 4,
+            "v8" => vec = 8,
+            _ => {
+                let s = match m {
+                    "b8" | "u8" | "s8" | "e4m3" | "e5m2" => 1,
+                    "b16" | "u16" | "s16" | "f16" | "bf16" => 2,
+                    "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" | "tf32" => 4,
+                    "b64" | "u64" | "s64" | "f64" => 8,
+                    "b128" => 16,
+                    _ => 0,
+                };
+                if s > 0 {
+                    size = s;
+                }
+            }
+        }
+    }
+    (size * vec).max(1)
+}
+
+/// The global and shared memory accesses of a function.
+pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
+    let mut out = Vec::new();
+    for (i, inst) in f.insts.iter().enumerate() {
+        let kind = match inst.op() {
+            "ld" | "ldu" => AccessKind::Load,
+            "st" => AccessKind::Store,
+            "atom" | "red" => AccessKind::Atomic,
+            _ => continue,
+        };
+        let space = f.spaces.access(f, i);
+        if !matches!(space, Space::Global | Space::Shared) {
+            continue;
+        }
+        let Some(k) = inst.operands.iter().position(|o| matches!(o, Operand::Addr(_))) else { continue };
+        let Operand::Addr(a) = &inst.operands[k] else { continue };
+        let addr = d.operand(f, i, &inst.operands[k]);
+        out.push(Access { inst: i, kind, space, width: width_of(inst), addr, addr_value: f.operand_value(i, k), offset: a.offset });
+    }
+    out
+}
+
+/// Value of a uniform symbol for the prediction: `%ntid` from the shape, a
+/// loop counter's first value, else `None` (taken as a large stride).
+fn symbol_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, sym: u32) -> Option<i64> {
+    for (dim, name) in ["%ntid.x", "%ntid.y", "%ntid.z"].iter().enumerate() {
+        if crate::divergence::name_key(name, 0) == sym {
+            return Some(shape.block[dim] as i64);
+        }
+    }
+    if (sym as usize) < f.ssa.values.len() {
+        if let ValueDef::Phi(_) = f.ssa.values[sym as usize] {
+            let ev = Evaluator::new(f, d, shape.block, shape.lanes()[..1].to_vec());
+            return crate::lints::warps::samples(f, &ev, sym).first().copied();
+        }
+    }
+    None
+}
+
+/// A coefficient as a number of bytes per thread step, and whether an
+/// unknown symbol had to be taken as large.
+fn resolve(c: Coef, f: &FunctionIr<'_>, d: &Divergence, shape: &Shape) -> (i64, bool) {
+    match c {
+        Coef::Const(k) => (k, false),
+        Coef::Lin { k, m, sym } => match symbol_value(f, d, shape, sym) {
+            Some(v) => (k + m * v, false),
+            None => (k + m.signum() * SYMBOLIC_STRIDE, true),
+        },
+        Coef::Sym => (SYMBOLIC_STRIDE, true),
+    }
+}
+
+/// Per-thread byte addresses (relative to a 256-aligned base) for the whole
+/// block, or `None` when they depend on data.
+fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) -> Option<(Vec<i64>, Method, [i64; 3], Option<i64>)> {
+    let lanes = shape.lanes();
+    match a.addr {
+        AbsVal::Affine { c, .. } => {
+            let mut symbolic = false;
+            let mut st = [0i64; 3];
+            for k in 0..3 {
+                let (v, s) = resolve(c[k], f, d, shape);
+                st[k] = v;
+                symbolic |= s;
+            }
+            // the uniform part modulo 256: exact when it is a base symbol + constant
+            let (base, known) = match a.addr.uniform_part() {
+                Some((_, k)) => (k.rem_euclid(256), true),
+                None => (0, false),
+            };
+            let addrs = lanes.iter().map(|l| base + st[0] * l.tid[0] + st[1] * l.tid[1] + st[2] * l.tid[2]).collect();
+            Some((addrs, Method::Affine { symbolic }, st, if known { Some(base) } else { None }))
+        }
+        AbsVal::Top { data: false } | AbsVal::WarpUniform => {
+            let v = a.addr_value?;
+            let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
+            let mut leaves: HashMap<ValueId, i64> = HashMap::new();
+            for _ in 0..8 {
+                ev.set_leaves(leaves.clone());
+                match ev.values(v) {
+                    Ok(vals) => {
+                        let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
+                        let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
+                        return Some((addrs, Method::Evaluated, st, None));
+                    }
+                    Err(EvalErr::Leaf(x)) => {
+                        // base pointers are 256-aligned: 0; loop counters: first value; others: large
+                        let val = match symbol_value(f, d, shape, x) {
+                            Some(v) => v,
+                            None if matches!(f.ssa.values[x as usize], ValueDef::Inst { inst, .. } if f.insts[inst as usize].op() == "ld" || f.insts[inst as usize].op() == "cvta" || f.insts[inst as usize].op() == "mov") => 0,
+                            None => SYMBOLIC_STRIDE,
+                        };
+                        leaves.insert(x, val);
+                    }
+                    Err(EvalErr::Opaque) => return None,
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// Sectors touched and sectors ideal for one warp's active lanes.
+fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
+    let mut secs: Vec<i64> = Vec::with_capacity(addrs.len() * 2);
+    let mut bytes: Vec<(i64, i64)> = Vec::with_capacity(addrs.len());
+    for &(a, w) in addrs {
+        let end = a + w as i64;
+        let mut s = a.div_euclid(SECTOR);
+        while s * SECTOR < end {
+            secs.push(s);
+            s += 1;
+        }
+        bytes.push((a, end));
+    }
+    secs.sort_unstable();
+    secs.dedup();
+    bytes.sort_unstable();
+    let mut distinct = 0i64;
+    let mut cur: Option<(i64, i64)> = None;
+    for (s, e) in bytes {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                distinct += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    if let Some((cs, ce)) = cur {
+        distinct += ce - cs;
+    }
+    (secs.len() as u32, ((distinct + SECTOR - 1) / SECTOR) as u32)
+}
+
+/// Conflict degree of one warp's active lanes on 32 four-byte banks.
+fn conflict_degree(addrs: &[(i64, u32)], width: u32) -> u32 {
+    let group = match width {
+        8 => 16,
+        16 => 8,
+        _ => 32,
+    };
+    let mut worst = 0;
+    for g in addrs.chunks(group) {
+        let mut banks: HashMap<i64, Vec<i64>> = HashMap::new();
+        for &(a, w) in g {
+            let mut word = a.div_euclid(4);
+            while word * 4 < a + w as i64 {
+                let b = banks.entry(word.rem_euclid(32)).or_default();
+                if !b.contains(&word) {
+                    b.push(word);
+                }
+                word += 1;
+            }
+        }
+        worst = worst.max(banks.values().map(|v| v.len() as u32).max().unwrap_or(0));
+    }
+    worst
+}
+
+/// Most frequent value (ties: the larger).
+fn mode(v: &[(u32, u32)]) -> (u32, u32) {
+    let mut counts: HashMap<(u32, u32), usize> = HashMap::new();
+    for x in v {
+        *counts.entry(*x).or_default() += 1;
+    }
+    counts.into_iter().max_by_key(|(k, c)| (*c, *k)).map(|x| x.0).unwrap_or((0, 0))
+}
+
+/// Predict the cost of one access for the given active lanes (`active[t]`
+/// for every thread of the block).
+pub fn predict(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape, active: &[bool]) -> Option<Prediction> {
+    let (addrs, method, strides, known_base) = lane_addresses(f, d, a, shape)?;
+    let lanes = shape.lanes();
+    let mut per_warp: Vec<(u32, u32)> = Vec::new();
+    let mut per_warp_conf: Vec<(u32, u32)> = Vec::new();
+    let mut misaligned: Vec<(u32, u32)> = Vec::new();
+    for w in 0..shape.warps() {
+        let range = w * WARP..((w + 1) * WARP).min(lanes.len());
+        let act: Vec<(i64, u32)> = range.clone().filter(|&t| active.get(t).copied().unwrap_or(true)).map(|t| (addrs[t], a.width)).collect();
+        if act.is_empty() {
+            continue;
+        }
+        match a.space {
+            Space::Shared => {
+                let c = conflict_degree(&act, a.width);
+                per_warp_conf.push((c, 0));
+            }
+            _ => {
+                per_warp.push(sectors(&act));
+                if known_base.is_none() {
+                    // worst alignment of an unknown offset, in steps of the element width
+                    let worst = (0..SECTOR)
+                        .step_by(a.width.max(1) as usize)
+                        .map(|s| sectors(&act.iter().map(|&(x, w)| (x + s, w)).collect::<Vec<_>>()).0)
+                        .max()
+                        .unwrap_or(0);
+                    misaligned.push((worst, 0));
+                }
+            }
+        }
+    }
+    let requests = per_warp.len().max(per_warp_conf.len());
+    if requests == 0 {
+        return None;
+    }
+    let typical = mode(&per_warp);
+    let conf = mode(&per_warp_conf).0;
+    let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
+    Some(Prediction {
+        method,
+        requests,
+        sectors: (typical.0, per_warp.iter().map(|x| x.0).max().unwrap_or(0)),
+        ideal: typical.1,
+        misaligned: if misaligned.is_empty() { None } else { Some(mode(&misaligned).0).filter(|m| *m > typical.0) },
+        conflict: (conf, per_warp_conf.iter().map(|x| x.0).max().unwrap_or(0)),
+        lane_stride,
+        strides,
+        offsets: addrs.iter().zip(active.iter().chain(std::iter::repeat(&true))).map(|(x, a)| a.then_some(*x)).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sector_counting() {
+        let lanes = |stride: i64, w: u32, base: i64| (0..32).map(|l| (base + l * stride, w)).collect::<Vec<_>>();
+        assert_eq!(sectors(&lanes(4, 4, 0)), (4, 4));
+        assert_eq!(sectors(&lanes(4, 4, 4)), (5, 4)); // x[i+1]
+        assert_eq!(sectors(&lanes(128, 4, 0)), (32, 4));
+        assert_eq!(sectors(&lanes(16, 4, 0)), (16, 4)); // AoS field
+        assert_eq!(sectors(&lanes(8, 8, 0)), (8, 8)); // f64 contiguous
+        assert_eq!(sectors(&lanes(0, 4, 0)), (1, 1)); // broadcast
+    }
+
+    #[test]
+    fn bank_conflicts() {
+        let lanes = |stride: i64, w: u32| (0..32).map(|l| (l * stride, w)).collect::<Vec<_>>();
+        assert_eq!(conflict_degree(&lanes(4, 4), 4), 1);
+        assert_eq!(conflict_degree(&lanes(128, 4), 4), 32); // column of a 32×32 tile
+        assert_eq!(conflict_degree(&lanes(132, 4), 4), 1); // padded to 33 words
+        assert_eq!(conflict_degree(&lanes(8, 4), 4), 2); // interleaved s=1
+        assert_eq!(conflict_degree(&lanes(0, 4), 4), 1); // broadcast
+        assert_eq!(conflict_degree(&lanes(8, 8), 8), 1); // f64 contiguous, per half warp
+        assert_eq!(conflict_degree(&lanes(16, 16), 16), 1); // float4 contiguous, per quarter warp
+    }
+}
