@@ -16,7 +16,8 @@ fn run_json() -> &'static Run {
     static RUN: OnceLock<Run> = OnceLock::new();
     RUN.get_or_init(|| {
         let ek = repo().join("example-kernels");
-        let out = gpucheck(&["--message-format", "json", "-q"], &ek);
+        // pedantic lints are allow-by-default: enable them so their marks are checked too
+        let out = gpucheck(&["--message-format", "json", "-q", "-W", "gpucheck::pedantic"], &ek);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let lines = json_lines(&out.stdout);
         let finished = lines.last().cloned().unwrap_or_else(|| panic!("no output; stderr:\n{stderr}"));
@@ -118,7 +119,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 6 warnings emitted (1 duplicate)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 16 warnings emitted (17 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
@@ -142,15 +143,18 @@ fn block_flag_overrides_metadata() {
 #[test]
 fn json_lines_are_cargo_messages() {
     let ek = repo().join("example-kernels");
-    let out = gpucheck(&["--message-format", "json", "-q"], &ek);
+    let out = gpucheck(&["--message-format", "json", "-q", "-W", "pedantic"], &ek);
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut compiler_messages = 0;
+    let mut lines_with_findings = std::collections::BTreeSet::new();
     let mut finished = false;
     for line in text.lines() {
         let msg: cargo_metadata::Message = serde_json::from_str(line).unwrap_or_else(|e| panic!("not a cargo message: {e}: {line}"));
         match msg {
             cargo_metadata::Message::CompilerMessage(m) => {
-                compiler_messages += 1;
+                lines_with_findings.insert((
+                    m.message.spans.iter().find(|s| s.is_primary).map(|s| (s.file_name.clone(), s.line_start)),
+                    m.message.code.as_ref().map(|c| c.code.clone()),
+                ));
                 let d = &m.message;
                 assert!(d.code.as_ref().is_some_and(|c| c.code.starts_with("gpucheck::")));
                 let p = d.spans.iter().find(|s| s.is_primary).expect("primary span");
@@ -169,7 +173,7 @@ fn json_lines_are_cargo_messages() {
         }
     }
     assert!(finished);
-    assert_eq!(compiler_messages, marks(&ek, &ek.join("src")).len());
+    assert_eq!(lines_with_findings.len(), marks(&ek, &ek.join("src")).len());
 }
 
 /// Snapshots of the human output of a few findings (insta).

@@ -27,7 +27,7 @@ pub fn grid_stride() -> usize {
     unsafe { (nvptx::_block_dim_x() * nvptx::_grid_dim_x()) as usize }
 }
 
-core::arch::global_asm!(".shared .align 4 .b8 SMEM_A[4096];");
+core::arch::global_asm!(".shared .align 4 .b8 SMEM_A[4096];", ".shared .align 4 .b8 TILE_33[4224];");
 
 /// 1024 `u32`s of shared memory.
 #[inline(always)]
@@ -47,4 +47,12 @@ pub unsafe fn heavy(a: *const f32, i: usize, n: usize) -> f32 {
         k += 1;
     }
     acc
+}
+
+/// A 32×33 `f32` tile in shared memory (rows padded by one word).
+#[inline(always)]
+pub fn tile_33() -> *mut f32 {
+    let p: *mut f32;
+    unsafe { core::arch::asm!("cvta.shared.u64 {p}, TILE_33;", p = out(reg64) p) };
+    p
 }

@@ -8,6 +8,7 @@
 
 pub mod barriers;
 pub mod branches;
+pub mod memory;
 pub mod seeds;
 mod gpu;
 

@@ -178,11 +178,11 @@ impl AbsVal {
                 }
             }
             (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
-                if c1 != c2 {
-                    return AbsVal::Top { data: false };
-                }
-                let same = k1 == k2 && s1 == s2;
-                AbsVal::Affine { c: c1, k: if same { k1 } else { None }, s: if same { s1 } else { None } }
+                // merged on a uniform path: still affine, with a coefficient
+                // that is uniform but unknown where the two differ
+                let c = [0, 1, 2].map(|d| if c1[d] == c2[d] { c1[d] } else { Coef::Sym });
+                let same = c1 == c2 && k1 == k2 && s1 == s2;
+                AbsVal::Affine { c, k: if same { k1 } else { None }, s: if same { s1 } else { None } }
             }
         }
     }
@@ -274,7 +274,9 @@ mod tests {
         let a = AbsVal::tid(0).add(AbsVal::konst(1));
         let b = AbsVal::tid(0).add(AbsVal::konst(5));
         assert_eq!(a.join(b), AbsVal::Affine { c: AbsVal::tid(0).coefs().unwrap(), k: None, s: None });
-        assert_eq!(a.join(AbsVal::konst(0)), AbsVal::Top { data: false });
+        // a uniform value and tid+1 merged on a uniform path: affine, unknown coefficient
+        assert_eq!(a.join(AbsVal::konst(0)), AbsVal::Affine { c: [Coef::Sym, Coef::Const(0), Coef::Const(0)], k: None, s: None });
+        assert!(a.join(AbsVal::konst(0)).is_divergent());
         assert_eq!(AbsVal::Top { data: true }.join(a), AbsVal::Top { data: true });
         assert_eq!(AbsVal::Bottom.join(a), a);
     }

@@ -134,6 +134,10 @@ impl Divergence {
                 d.vals[v] = transfer::special(f.ssa.regs[*r as usize]).unwrap_or(AbsVal::uniform(None));
             }
         }
+        let mut is_header = vec![false; f.cfg.len()];
+        for l in &f.cfg.loops {
+            is_header[l.header] = true;
+        }
         let mut work: VecDeque<User> = VecDeque::new();
         let mut queued_inst = vec![false; f.insts.len()];
         let mut queued_phi = vec![false; f.ssa.phis.len()];
@@ -167,8 +171,8 @@ impl Divergence {
                         queued_inst[i as usize] = false;
                         let mut changed = false;
                         for (slot, &v) in f.ssa.defs(i as usize).iter().enumerate() {
-                            let nv = transfer::named(transfer::inst_value(&d, f, sums, i as usize, slot), v);
-                            let nv = d.vals[v as usize].join(nv);
+                            // a uniform value of unknown content is named after itself
+                            let nv = transfer::named(d.vals[v as usize].join(transfer::inst_value(&d, f, sums, i as usize, slot)), v);
                             if nv != d.vals[v as usize] {
                                 d.vals[v as usize] = nv;
                                 changed = true;
@@ -190,8 +194,10 @@ impl Divergence {
                             }
                         }
                         nv = nv.join(d.sync_phi[p as usize]);
-                        let nv = transfer::named(nv, v);
-                        let nv = d.vals[v as usize].join(nv);
+                        // widening at loop headers: a uniform counter is named at once,
+                        // before its back-edge value is known (keeps `2·s·tid` affine in s)
+                        let nv = if is_header[ph.block] && nv.is_uniform() && nv != AbsVal::Bottom { AbsVal::symbol(v) } else { nv };
+                        let nv = transfer::named(d.vals[v as usize].join(nv), v);
                         if nv != d.vals[v as usize] {
                             d.vals[v as usize] = nv;
                             for &uu in &f.ssa.users[v as usize] {

@@ -8,10 +8,10 @@
 mod barrier_divergence;
 mod data_dependent_access;
 mod divergent_branch;
+pub mod registry;
 mod shared_bank_conflict;
 mod shared_memory_opportunity;
 mod uncoalesced_global_access;
-pub mod registry;
 pub mod warps;
 
 use crate::divergence::{Divergence, Summaries};
@@ -94,12 +94,24 @@ impl<'c, 'a> Ctx<'c, 'a> {
         srcmap: &'c SourceMap<'a>,
         is_local: &'c dyn Fn(&str) -> bool,
     ) -> Self {
-        Ctx { f, d, sums, shape, srcmap, is_local, classified: Default::default(), controlled: Default::default(), memory: Default::default(), coalescing_threshold: 2.0 }
+        Ctx {
+            f,
+            d,
+            sums,
+            shape,
+            srcmap,
+            is_local,
+            classified: Default::default(),
+            controlled: Default::default(),
+            memory: Default::default(),
+            coalescing_threshold: 2.0,
+        }
     }
 
     /// Each divergent branch with the blocks it controls.
     pub fn controlled(&self) -> &[(crate::divergence::DivBranch, Vec<usize>)] {
-        self.controlled.get_or_init(|| self.d.branches.iter().map(|br| (*br, crate::divergence::controlled_blocks(self.f, br.block))).collect())
+        self.controlled
+            .get_or_init(|| self.d.branches.iter().map(|br| (*br, crate::divergence::controlled_blocks(self.f, br.block))).collect())
     }
 
     /// Threads of the block that execute block `b`, as far as thread-only
@@ -112,11 +124,16 @@ impl<'c, 'a> Ctx<'c, 'a> {
             if br.block == b || cs.binary_search(&b).is_err() {
                 continue;
             }
-            let loop_exit = cfg.loops_containing(br.block).iter().any(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+            let loop_exit = cfg
+                .loops_containing(br.block)
+                .iter()
+                .any(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
             if loop_exit {
                 continue;
             }
-            let warps::Split::Exact { taken, .. } = self.classify(br) else { continue };
+            // the first iteration of every loop, as the address predictions use
+            let Some(cond) = crate::memory::first_iteration(self.f, self.d, self.shape, self.shape.lanes(), br.cond) else { continue };
+            let taken: Vec<bool> = cond.iter().map(|c| (*c != 0) != br.negated).collect();
             let stop = cfg.ipdom(br.block);
             let target = barrier_divergence::branch_target(self, br.inst);
             let reaches = |s: usize| barrier_divergence::reach_without(self, s, b, stop);

@@ -45,7 +45,9 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
             continue;
         }
         let apart = match p.lane_stride {
-            Some(s) if s.abs() >= a.width as i64 && ctx.shape.block[0] >= 2 => format!(": each lane {} {} bytes apart", a.kind.verb(), s.abs()),
+            Some(s) if s.abs() >= a.width as i64 && ctx.shape.block[0] >= 2 => {
+                format!(": each lane {} {} bytes apart", a.kind.verb(), s.abs())
+            }
             _ => String::new(),
         };
         let message = format!("{} sectors per warp request, ideal {}{}", p.sectors.0, p.ideal, apart);
@@ -60,7 +62,10 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
             p.sectors.1
         ));
         if let Method::Affine { symbolic: true } = p.method {
-            fd.note(format!("a stride depends on a value not known statically; it was taken as {} bytes or more", crate::memory::SYMBOLIC_STRIDE));
+            fd.note(format!(
+                "a stride depends on a value not known statically; it was taken as {} bytes or more",
+                crate::memory::SYMBOLIC_STRIDE
+            ));
         }
         ctx.shape_note(&mut fd);
         fd.help("make threadIdx.x the fastest-varying index of the access (consecutive lanes, consecutive addresses); for a transpose, stage the tile through shared memory; for an array of structs, use a structure of arrays");

@@ -170,7 +170,7 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
                 ValueDef::Phi(p) if f.ssa.phis[p as usize].block == header => {
                     let ph = &f.ssa.phis[p as usize];
                     let &(_, latch) = ph.incoming.iter().find(|(pred, _)| f.cfg.in_loop(*pred, l))?;
-                    let li = f.def_inst(latch)?;
+                    let li = f.def_inst(through_copies(f, latch))?;
                     let linst = f.insts[li];
                     if !matches!(linst.op(), "add" | "sub") || linst.operands.len() != 3 {
                         return None;
@@ -206,6 +206,22 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
     None
 }
 
+/// Follow plain copies (`mov`, `cvt` between integers) back to the value copied.
+pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
+    for _ in 0..8 {
+        let Some(i) = f.def_inst(v) else { return v };
+        let inst = f.insts[i];
+        if !matches!(inst.op(), "mov" | "cvt") || inst.guard.is_some() || f.float[i] {
+            return v;
+        }
+        match f.operand_value(i, 1) {
+            Some(x) => v = x,
+            None => return v,
+        }
+    }
+    v
+}
+
 /// Candidate sample values for a uniform leaf: the first values of a loop
 /// counter `phi(init, phi op k)`, or a few block indices.
 pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
@@ -227,7 +243,7 @@ pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i6
             let mut step = None;
             for &(pred, iv) in &ph.incoming {
                 if f.cfg.in_loop(pred, l) {
-                    let Some(li) = f.def_inst(iv) else {
+                    let Some(li) = f.def_inst(through_copies(f, iv)) else {
                         return vec![];
                     };
                     let linst = f.insts[li];

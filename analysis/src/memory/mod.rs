@@ -138,21 +138,49 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
     out
 }
 
-/// Value of a uniform symbol for the prediction: `%ntid` from the shape, a
-/// loop counter's first value, else `None` (taken as a large stride).
-fn symbol_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, sym: u32) -> Option<i64> {
+/// Values of `v` for the given threads in the first iteration of every
+/// loop: loop counters at their first value, `%ctaid` 0, `%ntid` from the
+/// shape. `None` when `v` needs anything else (a parameter, loaded data).
+pub fn first_iteration(
+    f: &FunctionIr<'_>,
+    d: &Divergence,
+    shape: &Shape,
+    lanes: &[crate::divergence::eval::Lane],
+    v: ValueId,
+) -> Option<Vec<i64>> {
+    let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
+    let mut leaves: HashMap<ValueId, i64> = HashMap::new();
+    for _ in 0..8 {
+        ev.set_leaves(leaves.clone());
+        match ev.values(v) {
+            Ok(x) => return Some(x.to_vec()),
+            Err(EvalErr::Leaf(x)) => {
+                let first = match f.ssa.values[x as usize] {
+                    ValueDef::Phi(_) => crate::lints::warps::samples(f, &ev, x).first().copied()?,
+                    ValueDef::Entry(r) if f.ssa.regs[r as usize].starts_with("%ctaid") => 0,
+                    _ => return None,
+                };
+                leaves.insert(x, first);
+            }
+            Err(EvalErr::Opaque) => return None,
+        }
+    }
+    None
+}
+
+/// Value of a uniform symbol for the prediction: `%ntid` from the shape, or
+/// a value computed from loop counters (first iteration), `%ntid` and
+/// constants; else `None` (an unknown, taken as a large stride).
+pub fn symbol_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, sym: u32) -> Option<i64> {
     for (dim, name) in ["%ntid.x", "%ntid.y", "%ntid.z"].iter().enumerate() {
         if crate::divergence::name_key(name, 0) == sym {
             return Some(shape.block[dim] as i64);
         }
     }
-    if (sym as usize) < f.ssa.values.len() {
-        if let ValueDef::Phi(_) = f.ssa.values[sym as usize] {
-            let ev = Evaluator::new(f, d, shape.block, shape.lanes()[..1].to_vec());
-            return crate::lints::warps::samples(f, &ev, sym).first().copied();
-        }
+    if (sym as usize) >= f.ssa.values.len() {
+        return None;
     }
-    None
+    first_iteration(f, d, shape, &shape.lanes()[..1], sym)?.first().copied()
 }
 
 /// A coefficient as a number of bytes per thread step, and whether an
@@ -205,7 +233,9 @@ fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape)
                         // base pointers are 256-aligned: 0; loop counters: first value; others: large
                         let val = match symbol_value(f, d, shape, x) {
                             Some(v) => v,
-                            None if matches!(f.ssa.values[x as usize], ValueDef::Inst { inst, .. } if f.insts[inst as usize].op() == "ld" || f.insts[inst as usize].op() == "cvta" || f.insts[inst as usize].op() == "mov") => 0,
+                            None if matches!(f.ssa.values[x as usize], ValueDef::Inst { inst, .. } if f.insts[inst as usize].op() == "ld" || f.insts[inst as usize].op() == "cvta" || f.insts[inst as usize].op() == "mov") => {
+                                0
+                            }
                             None => SYMBOLIC_STRIDE,
                         };
                         leaves.insert(x, val);

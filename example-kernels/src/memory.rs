@@ -1,0 +1,193 @@
+//! Memory access lints: `uncoalesced_global_access`, `shared_bank_conflict`
+//! (and, with `-W gpucheck::pedantic`, `data_dependent_access` and
+//! `shared_memory_opportunity`), in good and bad twins.
+use crate::gpu::*;
+use core::arch::nvptx::{_block_idx_x, _block_idx_y, _syncthreads};
+
+/// Bad: each lane reads 32 elements after the previous lane.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn strided_gather(a: *const f32, out: *mut f32) {
+    let t = gid();
+    *out.add(t) = *a.add(t * 32); //~ WARN uncoalesced_global_access
+}
+
+/// Good twin: consecutive lanes, consecutive elements.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn contiguous_read(a: *const f32, out: *mut f32) {
+    let t = gid();
+    *out.add(t) = *a.add(t);
+}
+
+#[repr(C)]
+pub struct Particle {
+    pub x: f32,
+    pub y: f32,
+    pub z: f32,
+    pub w: f32,
+}
+
+/// Bad: an array of structs read one field at a time (lanes 16 bytes apart).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn aos_field_read(p: *const Particle, out: *mut f32) {
+    let i = gid();
+    *out.add(i) = (*p.add(i)).x; //~ WARN uncoalesced_global_access
+}
+
+/// Good twin: a structure of arrays.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn soa_field_read(xs: *const f32, out: *mut f32) {
+    let i = gid();
+    *out.add(i) = *xs.add(i);
+}
+
+/// Good: 8-byte elements, contiguous (8 sectors for 256 bytes is ideal).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn copy_f64(a: *const f64, out: *mut f64) {
+    let i = gid();
+    *out.add(i) = *a.add(i);
+}
+
+/// Good at the default threshold: `x[i + 1]` touches 5 sectors for 4.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn shifted_read(a: *const f32, out: *mut f32) {
+    let i = gid();
+    *out.add(i) = *a.add(i + 1);
+}
+
+/// Bad: the naive transpose writes a column (32×8 blocks, 32×32 tiles).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mut f32, width: usize, height: usize) {
+    let x = _block_idx_x() as usize * 32 + tid();
+    let y = _block_idx_y() as usize * 32 + tid_y();
+    let mut j = 0;
+    while j < 32 {
+        *output.add(x * height + y + j) = *input.add((y + j) * width + x); //~ WARN uncoalesced_global_access
+        j += 8;
+    }
+}
+
+/// Good twin: through a padded shared tile, both global accesses are rows.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mut f32, width: usize, height: usize) {
+    let tile = tile_33();
+    let (tx, ty) = (tid(), tid_y());
+    let (bx, by) = (_block_idx_x() as usize * 32, _block_idx_y() as usize * 32);
+    let mut j = 0;
+    while j < 32 {
+        *tile.add((ty + j) * 33 + tx) = *input.add((by + ty + j) * width + bx + tx);
+        j += 8;
+    }
+    _syncthreads();
+    let mut j = 0;
+    while j < 32 {
+        *output.add((bx + ty + j) * height + by + tx) = *tile.add(tx * 33 + ty + j);
+        j += 8;
+    }
+}
+
+/// Bad: a column of an unpadded 32×32 shared tile: all lanes in one bank.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn shared_column_unpadded(input: *const f32, out: *mut f32) {
+    let tile = smem_a() as *mut f32;
+    let (tx, ty) = (tid(), tid_y());
+    *tile.add(ty * 32 + tx) = *input.add(ty * 32 + tx);
+    _syncthreads();
+    *out.add(ty * 32 + tx) = *tile.add(tx * 32 + ty); //~ WARN shared_bank_conflict
+}
+
+/// Good twin: rows padded to 33 words.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn shared_column_padded(input: *const f32, out: *mut f32) {
+    let tile = tile_33();
+    let (tx, ty) = (tid(), tid_y());
+    *tile.add(ty * 33 + tx) = *input.add(ty * 32 + tx);
+    _syncthreads();
+    *out.add(ty * 32 + tx) = *tile.add(tx * 33 + ty);
+}
+
+/// Bad: interleaved addressing; at stride 1 lanes are 8 bytes apart (2-way).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn reduce_interleaved(input: *const u32, out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = *input.add(gid());
+    _syncthreads();
+    let mut stride = 1;
+    while stride < block_dim() {
+        let i = 2 * stride * t;
+        if i < block_dim() {
+            *s.add(i) += *s.add(i + stride); //~ WARN shared_bank_conflict
+        }
+        _syncthreads();
+        stride *= 2;
+    }
+    if t == 0 {
+        *out.add(_block_idx_x() as usize) = *s;
+    }
+}
+
+/// Good twin: sequential addressing, conflict-free.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn reduce_sequential(input: *const u32, out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = *input.add(gid());
+    _syncthreads();
+    let mut half = block_dim() / 2;
+    while half > 0 {
+        if t < half {
+            *s.add(t) += *s.add(t + half);
+        }
+        _syncthreads();
+        half /= 2;
+    }
+    if t == 0 {
+        *out.add(_block_idx_x() as usize) = *s;
+    }
+}
+
+/// GPUDrano's Fan2 (Rodinia gaussian, seed 000 Fig. 2a): each thread owns a
+/// row, so lanes are `n` elements apart in `a` and `m`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn fan2(m: *const f32, a: *mut f32, b: *mut f32, n: usize, t: usize) {
+    let tid = gid();
+    if tid + t + 1 >= n {
+        return;
+    }
+    let x = tid + t + 1;
+    let mut y = t;
+    while y < n {
+        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN uncoalesced_global_access
+        y += 1;
+    }
+    *b.add(x) -= *m.add(n * x + t) * *b.add(t); //~ WARN uncoalesced_global_access
+}
+
+/// Fan2 fixed (seed 000 Fig. 2b): each thread owns a column.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn fan2_fixed(m: *const f32, a: *mut f32, n: usize, t: usize) {
+    let tid = gid();
+    if tid + t >= n {
+        return;
+    }
+    let y = tid + t;
+    let mut x = t + 1;
+    while x < n {
+        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y);
+        x += 1;
+    }
+}
+
+/// Pedantic: a gather through loaded indices.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn gather(idx: *const u32, a: *const f32, out: *mut f32) {
+    let i = gid();
+    *out.add(i) = *a.add(*idx.add(i) as usize); //~ WARN data_dependent_access
+}
+
+/// Pedantic: a 3-point stencil reads every element three times per block.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn stencil3(a: *const f32, out: *mut f32) {
+    let i = gid() + 1;
+    *out.add(i) = *a.add(i - 1) + *a.add(i) + *a.add(i + 1); //~ WARN shared_memory_opportunity
+}
