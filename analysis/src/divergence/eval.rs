@@ -44,6 +44,9 @@ pub struct Evaluator<'f, 'a> {
     /// Sample values of uniform leaves.
     leaves: HashMap<ValueId, i64>,
     cache: RefCell<HashMap<ValueId, Result<Vals, EvalErr>>>,
+    /// Evaluate loop-header phis as in the first iteration (their value
+    /// from outside the loop) instead of giving up on them.
+    pub first_iteration: bool,
 }
 
 const MAX_DEPTH: u32 = 48;
@@ -75,7 +78,15 @@ fn wrap(v: i64, bits: u32, signed: bool) -> i64 {
 impl<'f, 'a> Evaluator<'f, 'a> {
     /// An evaluator over the given threads.
     pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, ntid: [u32; 3], lanes: Vec<Lane>) -> Self {
-        Evaluator { f, d, ntid: ntid.map(|x| x as i64), lanes, leaves: HashMap::new(), cache: RefCell::new(HashMap::new()) }
+        Evaluator {
+            f,
+            d,
+            ntid: ntid.map(|x| x as i64),
+            lanes,
+            leaves: HashMap::new(),
+            cache: RefCell::new(HashMap::new()),
+            first_iteration: false,
+        }
     }
 
     /// Replace the sample values of uniform leaves (clears the cache).
@@ -119,6 +130,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                     return Ok(x);
                 }
             }
+            if let (true, Some(x)) = (self.first_iteration, self.header_phi_entry(v)) {
+                return self.value_d(x, depth + 1);
+            }
             if let ValueDef::Inst { inst, slot } = self.f.ssa.values[v as usize] {
                 // uniform computations of known things (e.g. %ntid.x * 2) still evaluate
                 match self.inst(inst as usize, slot as usize, depth + 1) {
@@ -134,8 +148,29 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
         match self.f.ssa.values[v as usize] {
             ValueDef::Entry(r) => self.special(self.f.ssa.regs[r as usize]).ok_or(EvalErr::Opaque),
-            ValueDef::Phi(_) => self.leaves.get(&v).map(|k| self.splat(*k)).ok_or(EvalErr::Opaque),
+            ValueDef::Phi(_) => {
+                if let Some(k) = self.leaves.get(&v) {
+                    return Ok(self.splat(*k));
+                }
+                match self.header_phi_entry(v).filter(|_| self.first_iteration) {
+                    Some(x) => self.value_d(x, depth + 1),
+                    None => Err(EvalErr::Opaque),
+                }
+            }
             ValueDef::Inst { inst, slot } => self.inst(inst as usize, slot as usize, depth + 1),
+        }
+    }
+
+    /// For a loop-header phi: its single value from outside the loop.
+    fn header_phi_entry(&self, v: ValueId) -> Option<ValueId> {
+        let ValueDef::Phi(p) = self.f.ssa.values[v as usize] else { return None };
+        let ph = &self.f.ssa.phis[p as usize];
+        let cfg = &self.f.cfg;
+        let l = cfg.loops.iter().position(|l| l.header == ph.block)?;
+        let outside: Vec<ValueId> = ph.incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).map(|x| x.1).collect();
+        match outside.as_slice() {
+            [x] => Some(*x),
+            _ => None,
         }
     }
 

@@ -78,11 +78,14 @@ impl Spaces {
         for n in &f.local_shared {
             symbols.insert(n, Space::Shared);
         }
+        // rustc marks pointer parameters `.ptr`; where a kernel uses it, trust
+        // it (a `usize` is then not a pointer), else any 64-bit parameter may be one
+        let marked = f.func.params.iter().any(|p| p.is_ptr);
         let pointer_params: Vec<&str> = if f.func.is_entry {
             f.func
                 .params
                 .iter()
-                .filter(|p| matches!(p.ty, ".u64" | ".b64" | ".s64" | ".u32" | ".b32") || p.is_ptr)
+                .filter(|p| if marked { p.is_ptr } else { matches!(p.ty, ".u64" | ".b64" | ".s64") })
                 .map(|p| p.name)
                 .collect()
         } else {

@@ -138,9 +138,47 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
     out
 }
 
+/// Value given to scalar kernel parameters when an address must be
+/// evaluated for every lane (a large power of two: aligned, and a large stride).
+pub const SCALAR_SAMPLE: i64 = 1024;
+
 /// Values of `v` for the given threads in the first iteration of every
-/// loop: loop counters at their first value, `%ctaid` 0, `%ntid` from the
-/// shape. `None` when `v` needs anything else (a parameter, loaded data).
+/// loop: loop counters at their first value, `%ctaid` = `ctaid`, `%ntid`
+/// from the shape, pointers (by the space inference) at 0 — allocations are
+/// 256-byte aligned — and other uniform values at `scalar` (`None`: give
+/// up on them).
+pub fn evaluate(
+    f: &FunctionIr<'_>,
+    d: &Divergence,
+    shape: &Shape,
+    lanes: &[crate::divergence::eval::Lane],
+    v: ValueId,
+    ctaid: i64,
+    scalar: Option<i64>,
+) -> Option<Vec<i64>> {
+    let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
+    ev.first_iteration = true;
+    let mut leaves: HashMap<ValueId, i64> = HashMap::new();
+    for _ in 0..16 {
+        ev.set_leaves(leaves.clone());
+        match ev.values(v) {
+            Ok(x) => return Some(x.to_vec()),
+            Err(EvalErr::Leaf(x)) => {
+                let val = match f.ssa.values[x as usize] {
+                    ValueDef::Phi(_) => crate::lints::warps::samples(f, &ev, x).first().copied().or(scalar)?,
+                    ValueDef::Entry(r) if f.ssa.regs[r as usize].starts_with("%ctaid") => ctaid,
+                    _ if matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic) => 0,
+                    _ => scalar?,
+                };
+                leaves.insert(x, val);
+            }
+            Err(EvalErr::Opaque) => return None,
+        }
+    }
+    None
+}
+
+/// [`evaluate`] for the first iteration, giving up on parameters.
 pub fn first_iteration(
     f: &FunctionIr<'_>,
     d: &Divergence,
@@ -148,24 +186,7 @@ pub fn first_iteration(
     lanes: &[crate::divergence::eval::Lane],
     v: ValueId,
 ) -> Option<Vec<i64>> {
-    let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
-    let mut leaves: HashMap<ValueId, i64> = HashMap::new();
-    for _ in 0..8 {
-        ev.set_leaves(leaves.clone());
-        match ev.values(v) {
-            Ok(x) => return Some(x.to_vec()),
-            Err(EvalErr::Leaf(x)) => {
-                let first = match f.ssa.values[x as usize] {
-                    ValueDef::Phi(_) => crate::lints::warps::samples(f, &ev, x).first().copied()?,
-                    ValueDef::Entry(r) if f.ssa.regs[r as usize].starts_with("%ctaid") => 0,
-                    _ => return None,
-                };
-                leaves.insert(x, first);
-            }
-            Err(EvalErr::Opaque) => return None,
-        }
-    }
-    None
+    evaluate(f, d, shape, lanes, v, 0, None)
 }
 
 /// Value of a uniform symbol for the prediction: `%ntid` from the shape, or
@@ -212,41 +233,33 @@ fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape)
             // the uniform part modulo 256: exact when it is a base symbol + constant
             let (base, known) = match a.addr.uniform_part() {
                 Some((_, k)) => (k.rem_euclid(256), true),
-                None => (0, false),
+                // e.g. `a + 4·(blockIdx·blockDim + t + 1)`: unknown, but the same
+                // modulo 256 in every block when the block offset is a multiple of it
+                None => match base_offset(f, d, a, shape) {
+                    Some(b) => (b, true),
+                    None => (0, false),
+                },
             };
             let addrs = lanes.iter().map(|l| base + st[0] * l.tid[0] + st[1] * l.tid[1] + st[2] * l.tid[2]).collect();
             Some((addrs, Method::Affine { symbolic }, st, if known { Some(base) } else { None }))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
-            let v = a.addr_value?;
-            let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
-            let mut leaves: HashMap<ValueId, i64> = HashMap::new();
-            for _ in 0..8 {
-                ev.set_leaves(leaves.clone());
-                match ev.values(v) {
-                    Ok(vals) => {
-                        let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
-                        let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
-                        return Some((addrs, Method::Evaluated, st, None));
-                    }
-                    Err(EvalErr::Leaf(x)) => {
-                        // base pointers are 256-aligned: 0; loop counters: first value; others: large
-                        let val = match symbol_value(f, d, shape, x) {
-                            Some(v) => v,
-                            None if matches!(f.ssa.values[x as usize], ValueDef::Inst { inst, .. } if f.insts[inst as usize].op() == "ld" || f.insts[inst as usize].op() == "cvta" || f.insts[inst as usize].op() == "mov") => {
-                                0
-                            }
-                            None => SYMBOLIC_STRIDE,
-                        };
-                        leaves.insert(x, val);
-                    }
-                    Err(EvalErr::Opaque) => return None,
-                }
-            }
-            None
+            let vals = evaluate(f, d, shape, lanes, a.addr_value?, 0, Some(SCALAR_SAMPLE))?;
+            let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
+            let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
+            Some((addrs, Method::Evaluated, st, None))
         }
         _ => None,
     }
+}
+
+/// The address of lane 0 modulo 256 when it is the same in blocks 0 and 1.
+fn base_offset(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) -> Option<i64> {
+    let v = a.addr_value?;
+    let lane0 = &shape.lanes()[..1];
+    let b0 = evaluate(f, d, shape, lane0, v, 0, Some(SCALAR_SAMPLE))?.first()? + a.offset;
+    let b1 = evaluate(f, d, shape, lane0, v, 1, Some(SCALAR_SAMPLE))?.first()? + a.offset;
+    (b0.rem_euclid(256) == b1.rem_euclid(256)).then_some(b0.rem_euclid(256))
 }
 
 /// Sectors touched and sectors ideal for one warp's active lanes.
