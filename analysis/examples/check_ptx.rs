@@ -9,7 +9,7 @@ fn main() {
     };
     let opts = gpucheck_analysis::Options::default();
     for p in args {
-        let src = std::fs::read_to_string(&p).unwrap();
+        let src = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
         let r = gpucheck_analysis::check(&src, &opts, &|f: &str| f.contains(&local)).unwrap();
         println!("== {p}: {} functions, {} insts, dwarf={}", r.functions, r.instructions, r.has_dwarf);
         for f in r.findings {

@@ -77,7 +77,8 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     if let Some(b) = opts.kernel_blocks.get(f.name) {
         return Shape::new(*b, format!("[package.metadata.gpucheck.kernels.{}]", f.name));
     }
-    if let Some(b) = f.perf.reqntid {
+    // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
+    if let Some(b) = f.perf.reqntid.filter(|b| b.iter().map(|&x| x.max(1) as u64).product::<u64>() <= 1024) {
         return Shape::new(b, ".reqntid in the PTX");
     }
     if let Some(b) = opts.package_block {

@@ -50,6 +50,10 @@ fn assemble(body: &str, code_labels: &HashMap<&str, u64>) -> Option<Assembled> {
             // LLVM writes padding as `.b8N,V` without a space (seen: `.b84,255`)
             d if d.starts_with(".b8") => {
                 let n: usize = d[3..].split(',').next()?.parse().ok()?;
+                // alignment padding is a few bytes; anything larger is not DWARF we know
+                if n > 256 {
+                    return None;
+                }
                 a.bytes.extend(std::iter::repeat_n(0u8, n));
                 continue;
             }
@@ -232,5 +236,11 @@ mod tests {
         assert_eq!(a.fixups, vec![(16, 2, "$L__x".to_string())]);
         assert_eq!(a.labels["$L__x"], 18);
         assert_eq!(&a.bytes[18..], &[1, 2, b'h', b'i', 0]);
+    }
+
+    #[test]
+    fn absurd_padding_is_rejected_not_allocated() {
+        // found by `cargo fuzz run check`: `.b8333333333363` once allocated 333 GB
+        assert!(assemble(".b8333333333363,0\n", &HashMap::new()).is_none());
     }
 }
