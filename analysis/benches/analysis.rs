@@ -3,7 +3,8 @@
 //! million instructions.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use gpucheck_analysis::{check_module, ptx, synth, Options};
+use gpucheck_analysis::divergence::{Divergence, Summaries};
+use gpucheck_analysis::{check_module, ir, lints, ptx, shape_for, srcmap, synth, Options};
 use std::time::Duration;
 
 fn corpus_largest() -> (String, String) {
@@ -46,5 +47,33 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(analysis, benches);
+/// Memory access analysis alone (access sites, active lanes, predictions),
+/// per kernel of the largest corpus file; IR and divergence are set up once.
+fn memory(c: &mut Criterion) {
+    let (name, corpus) = corpus_largest();
+    let m = ptx::parse(&corpus).unwrap();
+    let fns = ir::lower(&m);
+    let sums = Summaries::compute(&m, &fns);
+    let sm = srcmap::SourceMap::new(&m, &fns);
+    let divs: Vec<Divergence> = fns.iter().map(|f| Divergence::analyze(f, &sums)).collect();
+    let shapes: Vec<_> = fns.iter().map(|f| shape_for(f.func, &Options::default())).collect();
+    let insts: usize = fns.iter().map(|f| f.insts.len()).sum();
+    eprintln!("{name}: {} functions, {insts} instructions", fns.len());
+    let mut g = c.benchmark_group("memory");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    g.throughput(Throughput::Elements(insts as u64));
+    g.bench_function(BenchmarkId::from_parameter(&name), |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for (k, f) in fns.iter().enumerate() {
+                let ctx = lints::Ctx::new(f, &divs[k], &sums, &shapes[k], &sm, &|_| true);
+                n += ctx.memory().len();
+            }
+            n
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(analysis, benches, memory);
 criterion_main!(analysis);
