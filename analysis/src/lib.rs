@@ -1,7 +1,8 @@
 //! gpucheck-analysis: from PTX text to findings.
 //!
 //! Pipeline: [`ptx::parse`] → [`ir::lower`] (CFG, dominators, loops, SSA) →
-//! [`divergence`] (affine thread-dependence of every value) → [`lints`] →
+//! [`divergence`] (affine thread-dependence of every value) → [`memory`]
+//! (sectors per request, bank conflicts) → [`lints`] →
 //! [`Finding`]s with PTX positions and Rust source spans ([`srcmap`]).
 //!
 //! This crate is usable alone: given PTX text and a launch configuration it
