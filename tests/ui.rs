@@ -119,7 +119,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 4 previous errors; 16 warnings emitted (17 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 7 previous errors; 19 warnings emitted (17 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));

@@ -15,6 +15,7 @@ pub mod ir;
 pub mod lints;
 pub mod memory;
 pub mod ptx;
+pub mod races;
 pub mod srcmap;
 pub mod synth;
 

@@ -46,8 +46,15 @@ mod tests {
         assert!(r.instructions > 3 * 25 * 17, "{}", r.instructions);
         // the tid%2 branches are divergent, the barriers after their joins are not
         let shown: Vec<_> = r.findings.iter().filter(|f| f.lint.default != crate::Level::Allow).collect();
-        assert!(shown.iter().all(|f| f.lint.name == "divergent_branch"), "{:?}", shown.iter().map(|f| f.lint.name).collect::<Vec<_>>());
-        assert_eq!(shown.len(), 3 * 25);
+        assert!(
+            shown.iter().all(|f| matches!(f.lint.name, "divergent_branch" | "global_memory_race")),
+            "{:?}",
+            shown.iter().map(|f| f.lint.name).collect::<Vec<_>>()
+        );
+        assert_eq!(shown.iter().filter(|f| f.lint.name == "divergent_branch").count(), 3 * 25);
+        // segment i stores a[gid] after its barrier; segment i+1 touches a[tid + i + 1]
+        // before the next one: a real write-write race in every segment but the last
+        assert!(shown.iter().filter(|f| f.lint.name == "global_memory_race").count() >= 3 * 24);
         // and the 25 loads of a[tid + i] are one stencil: a shared-memory opportunity per kernel
         assert_eq!(r.findings.iter().filter(|f| f.lint.name == "shared_memory_opportunity").count(), 3);
     }

@@ -9,6 +9,7 @@
 pub mod barriers;
 pub mod branches;
 pub mod memory;
+pub mod races;
 pub mod seeds;
 mod gpu;
 

@@ -8,9 +8,11 @@
 mod barrier_divergence;
 mod data_dependent_access;
 mod divergent_branch;
+mod global_memory_race;
 pub mod registry;
 mod shared_bank_conflict;
 mod shared_memory_opportunity;
+mod shared_memory_race;
 mod uncoalesced_global_access;
 pub mod warps;
 
@@ -83,6 +85,8 @@ pub struct Ctx<'c, 'a> {
     memory: std::cell::OnceCell<Vec<(crate::memory::Access, Option<crate::memory::Prediction>)>>,
     /// `predicted / ideal` sectors at or above which a global access is reported.
     pub coalescing_threshold: f64,
+    /// Races between the accesses of `memory`, computed once.
+    races: std::cell::OnceCell<Vec<crate::races::Race>>,
 }
 
 impl<'c, 'a> Ctx<'c, 'a> {
@@ -105,6 +109,7 @@ impl<'c, 'a> Ctx<'c, 'a> {
             controlled: Default::default(),
             memory: Default::default(),
             coalescing_threshold: 2.0,
+            races: Default::default(),
         }
     }
 
@@ -118,6 +123,11 @@ impl<'c, 'a> Ctx<'c, 'a> {
     /// branch conditions tell (loop exits and unknown conditions do not
     /// restrict).
     pub fn active_lanes(&self, b: usize) -> Vec<bool> {
+        self.active_lanes_at(b, 0)
+    }
+
+    /// [`Self::active_lanes`] with loop counters at their `iteration`-th value.
+    pub fn active_lanes_at(&self, b: usize, iteration: usize) -> Vec<bool> {
         let cfg = &self.f.cfg;
         let mut active = vec![true; self.shape.threads()];
         for (br, cs) in self.controlled() {
@@ -132,7 +142,9 @@ impl<'c, 'a> Ctx<'c, 'a> {
                 continue;
             }
             // the first iteration of every loop, as the address predictions use
-            let Some(cond) = crate::memory::first_iteration(self.f, self.d, self.shape, self.shape.lanes(), br.cond) else { continue };
+            let Some(cond) = crate::memory::evaluate_at(self.f, self.d, self.shape, self.shape.lanes(), br.cond, 0, None, iteration) else {
+                continue;
+            };
             let taken: Vec<bool> = cond.iter().map(|c| (*c != 0) != br.negated).collect();
             let stop = cfg.ipdom(br.block);
             let target = barrier_divergence::branch_target(self, br.inst);
@@ -146,6 +158,50 @@ impl<'c, 'a> Ctx<'c, 'a> {
             }
         }
         active
+    }
+
+    /// Pairs of accesses that race (empty for irreducible control flow,
+    /// which the interval computation does not support).
+    pub fn races(&self) -> &[crate::races::Race] {
+        self.races.get_or_init(|| {
+            let f = self.f;
+            if f.cfg.irreducible {
+                return vec![];
+            }
+            let accs: Vec<crate::memory::Access> = self.memory().iter().map(|(a, _)| a.clone()).collect();
+            let calls = |i: usize| crate::ir::semantics::call_target(f.insts[i]).is_some_and(|t| self.sums.has_barrier.contains(t));
+            let intervals = crate::races::intervals(f, &accs, &calls);
+            let lanes = self.shape.lanes();
+            let addrs: Vec<Option<crate::races::Addresses>> = accs
+                .iter()
+                .map(|a| {
+                    let v = a.addr_value?;
+                    let b = f.cfg.block_of[a.inst];
+                    let per_iteration: crate::races::Addresses = (0..2)
+                        .map(|it| {
+                            let vals =
+                                crate::memory::evaluate_at(f, self.d, self.shape, lanes, v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
+                            let active = self.active_lanes_at(b, it);
+                            Some(vals.iter().zip(active).map(|(x, on)| on.then_some(x + a.offset)).collect())
+                        })
+                        .collect();
+                    per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
+                })
+                .collect();
+            let roots: Vec<Option<crate::ir::ValueId>> = accs.iter().map(|a| a.addr_value.map(|v| crate::memory::root(f, v))).collect();
+            let mut out = Vec::new();
+            for (ka, set) in intervals.iter().enumerate() {
+                for &kb in set.iter().filter(|&&kb| kb >= ka) {
+                    if roots[ka].is_none() || roots[ka] != roots[kb] {
+                        continue;
+                    }
+                    if let Some(r) = crate::races::conflict(&accs, &addrs, ka, kb) {
+                        out.push(r);
+                    }
+                }
+            }
+            out
+        })
     }
 
     /// Global and shared accesses with their predicted cost.
@@ -232,6 +288,8 @@ pub fn run(ctx: &Ctx<'_, '_>) -> Vec<Finding> {
     uncoalesced_global_access::check(ctx, &mut out);
     shared_bank_conflict::check(ctx, &mut out);
     data_dependent_access::check(ctx, &mut out);
+    shared_memory_race::check(ctx, &mut out);
+    global_memory_race::check(ctx, &mut out);
     shared_memory_opportunity::check(ctx, &mut out);
     out
 }

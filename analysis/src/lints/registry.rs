@@ -284,9 +284,68 @@ shared memory, synchronise, then read the neighbours from there.
 "#,
 };
 
+pub static SHARED_MEMORY_RACE: Lint = Lint {
+    name: "shared_memory_race",
+    group: "correctness",
+    default: Level::Deny,
+    summary: "two threads of a block access the same shared memory with no barrier between, one writing",
+    explanation: r#"### What it does
+Finds pairs of shared memory accesses that can run in the same barrier
+interval (no `_syncthreads()` between them on some path, including around
+loop back edges), in two different threads of a block, on the same bytes,
+at least one of them a write (atomics do not race with atomics). The
+message names the kind (read-after-write, write-after-read,
+write-after-write) and a witness pair of threads. Warp-synchronous code is
+not exempt: threads of a warp are scheduled independently since Volta.
+
+### Why is this bad
+The result depends on the order in which threads run: wrong answers that
+show up once in a thousand runs, or on another GPU.
+
+### Example
+```rust
+*s.add(t) = x;
+let right = *s.add(t + 1);      // thread t reads what thread t + 1 writes
+```
+Use instead: put a barrier between the write and the read:
+```rust
+*s.add(t) = x;
+_syncthreads();
+let right = *s.add(t + 1);
+```
+"#,
+};
+
+pub static GLOBAL_MEMORY_RACE: Lint = Lint {
+    name: "global_memory_race",
+    group: "correctness",
+    default: Level::Warn,
+    summary: "two threads of a block access the same global memory with no barrier between, one writing",
+    explanation: r#"### What it does
+The same check as `shared_memory_race`, for global memory within one block
+(for example every thread writing `out[0]`). Accesses through different
+pointer parameters are assumed not to alias. Races between different
+blocks are out of scope.
+
+### Why is this bad
+The value left in memory depends on which thread writes last.
+
+### Example
+```rust
+*out = t as u32;               // every thread writes out[0]
+```
+Use instead: let one thread write, or reduce first:
+```rust
+if t == 0 { *out = result; }
+```
+"#,
+};
+
 /// Every lint, in display order.
 pub static LINTS: &[&Lint] = &[
     &BARRIER_DIVERGENCE,
+    &SHARED_MEMORY_RACE,
+    &GLOBAL_MEMORY_RACE,
     &UNUSED_GPUCHECK_ALLOW,
     &DIVERGENT_BRANCH,
     &UNCOALESCED_GLOBAL_ACCESS,
@@ -346,7 +405,7 @@ mod tests {
         assert_eq!(find("gpucheck::divergent_branch").map(|l| l.name), Some("divergent_branch"));
         assert_eq!(expand("gpucheck::perf").unwrap().len(), 3);
         assert_eq!(expand("pedantic").unwrap().len(), 2);
-        assert_eq!(expand("correctness").unwrap().len(), 2);
+        assert_eq!(expand("correctness").unwrap().len(), 4);
         assert_eq!(expand("all").unwrap().len(), LINTS.len());
         assert!(expand("nope").is_none());
         assert_eq!(closest("divergent_branches"), Some("divergent_branch"));

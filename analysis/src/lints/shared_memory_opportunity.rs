@@ -10,29 +10,9 @@
 use super::{registry::SHARED_MEMORY_OPPORTUNITY, Ctx, Finding, Metric};
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::ir::space::Space;
-use crate::ir::{FunctionIr, ValueDef, ValueId};
-use crate::memory::{symbol_value, AccessKind, SYMBOLIC_STRIDE};
+use crate::ir::ValueId;
+use crate::memory::{root, symbol_value, AccessKind, SYMBOLIC_STRIDE};
 use std::collections::{BTreeMap, HashMap};
-
-/// The pointer an address is computed from: follow additions through the
-/// operand that is itself a pointer, up to a parameter load or a symbol.
-fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
-    for _ in 0..32 {
-        let ValueDef::Inst { inst, .. } = f.ssa.values[v as usize] else { return v };
-        let i = inst as usize;
-        if !matches!(f.insts[i].op(), "add" | "sub" | "mad" | "cvta" | "mov" | "cvt") {
-            return v;
-        }
-        let next = (1..f.insts[i].operands.len())
-            .filter_map(|k| f.operand_value(i, k))
-            .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Generic));
-        match next {
-            Some(x) => v = x,
-            None => return v,
-        }
-    }
-    v
-}
 
 pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
     let f = ctx.f;

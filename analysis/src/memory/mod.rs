@@ -156,8 +156,23 @@ pub fn evaluate(
     ctaid: i64,
     scalar: Option<i64>,
 ) -> Option<Vec<i64>> {
+    evaluate_at(f, d, shape, lanes, v, ctaid, scalar, 0)
+}
+
+/// [`evaluate`] with loop counters at their `iteration`-th value.
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate_at(
+    f: &FunctionIr<'_>,
+    d: &Divergence,
+    shape: &Shape,
+    lanes: &[crate::divergence::eval::Lane],
+    v: ValueId,
+    ctaid: i64,
+    scalar: Option<i64>,
+    iteration: usize,
+) -> Option<Vec<i64>> {
     let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
-    ev.first_iteration = true;
+    ev.first_iteration = iteration == 0;
     let mut leaves: HashMap<ValueId, i64> = HashMap::new();
     for _ in 0..16 {
         ev.set_leaves(leaves.clone());
@@ -165,7 +180,10 @@ pub fn evaluate(
             Ok(x) => return Some(x.to_vec()),
             Err(EvalErr::Leaf(x)) => {
                 let val = match f.ssa.values[x as usize] {
-                    ValueDef::Phi(_) => crate::lints::warps::samples(f, &ev, x).first().copied().or(scalar)?,
+                    ValueDef::Phi(_) => {
+                        let samples = crate::lints::warps::samples(f, &ev, x);
+                        samples.get(iteration).or(samples.first()).copied().or(scalar)?
+                    }
                     ValueDef::Entry(r) if f.ssa.regs[r as usize].starts_with("%ctaid") => ctaid,
                     _ if matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic) => 0,
                     _ => scalar?,
@@ -187,6 +205,26 @@ pub fn first_iteration(
     v: ValueId,
 ) -> Option<Vec<i64>> {
     evaluate(f, d, shape, lanes, v, 0, None)
+}
+
+/// The pointer an address is computed from: follow additions through the
+/// operand that is itself a pointer, up to a parameter load or a symbol.
+pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
+    for _ in 0..32 {
+        let ValueDef::Inst { inst, .. } = f.ssa.values[v as usize] else { return v };
+        let i = inst as usize;
+        if !matches!(f.insts[i].op(), "add" | "sub" | "mad" | "cvta" | "mov" | "cvt") {
+            return v;
+        }
+        let next = (1..f.insts[i].operands.len())
+            .filter_map(|k| f.operand_value(i, k))
+            .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic));
+        match next {
+            Some(x) => v = x,
+            None => return v,
+        }
+    }
+    v
 }
 
 /// Value of a uniform symbol for the prediction: `%ntid` from the shape, or

@@ -1,0 +1,172 @@
+//! Data races within a block (Boyer et al., seed 003; GPUVerify, seed 004).
+//!
+//! Barrier intervals: from the kernel entry and from every barrier, the
+//! memory accesses reachable without crossing another barrier (following
+//! loop back edges, so iteration i's last accesses meet iteration i+1's
+//! first ones). Two accesses that share an interval may run concurrently in
+//! different threads. A pair races when, for two different threads of the
+//! block that execute them (their thread-only guards, first iteration of
+//! loops; loop counters also at their next values), the byte ranges
+//! overlap and at least one access writes; atomics do not race with
+//! atomics. Decided by enumerating the block's threads.
+//!
+//! Owns: intervals and the conflict check. Does not own: address values
+//! and guards (`crate::memory`, `crate::lints::Ctx`) or messages (lints).
+
+use crate::ir::semantics::is_barrier;
+use crate::ir::space::Space;
+use crate::ir::FunctionIr;
+use crate::memory::{Access, AccessKind};
+use std::collections::{BTreeSet, HashMap};
+
+/// For every access (by index into `accesses`), the indices of the accesses
+/// that share a barrier interval with it (itself included when it can meet
+/// itself, which is always: two threads run the same instruction).
+pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn(usize) -> bool) -> Vec<BTreeSet<usize>> {
+    let n = f.insts.len();
+    let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (k, a) in accesses.iter().enumerate() {
+        at.entry(a.inst).or_default().push(k);
+    }
+    let is_bar = |i: usize| is_barrier(f.insts[i]) || barrier_calls(i);
+    // interval starts: the entry and the instruction after each barrier
+    let mut starts: Vec<usize> = vec![0];
+    for i in 0..n {
+        if is_bar(i) {
+            starts.push(i + 1);
+        }
+    }
+    let mut out = vec![BTreeSet::new(); accesses.len()];
+    let cfg = &f.cfg;
+    for s in starts {
+        // walk instructions from `s` until barriers, across blocks
+        let mut members: Vec<usize> = Vec::new();
+        let mut seen_block = vec![false; cfg.len()];
+        let mut work: Vec<usize> = vec![s];
+        let mut first = true;
+        while let Some(start) = work.pop() {
+            if start >= n {
+                continue;
+            }
+            let b = cfg.block_of[start];
+            if !first && start == cfg.blocks[b].start {
+                if seen_block[b] {
+                    continue;
+                }
+                seen_block[b] = true;
+            }
+            first = false;
+            let end = cfg.blocks[b].end;
+            let mut stopped = false;
+            for i in start..end {
+                if is_bar(i) {
+                    stopped = true;
+                    break;
+                }
+                if let Some(ks) = at.get(&i) {
+                    members.extend(ks);
+                }
+            }
+            if !stopped {
+                for &succ in &cfg.blocks[b].succs {
+                    work.push(cfg.blocks[succ].start);
+                }
+            }
+        }
+        members.sort_unstable();
+        members.dedup();
+        for &k in &members {
+            out[k].extend(members.iter().copied());
+        }
+    }
+    out
+}
+
+/// A witness of a race between two accesses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Race {
+    /// Indices into the accesses: `first` is the write (or the first write).
+    pub first: usize,
+    pub second: usize,
+    pub kind: RaceKind,
+    /// Threads (linear ids) of `first` and `second`.
+    pub threads: (usize, usize),
+    /// Byte offset (from the base) both touch.
+    pub offset: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RaceKind {
+    ReadAfterWrite,
+    WriteAfterRead,
+    WriteAfterWrite,
+}
+
+impl RaceKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            RaceKind::ReadAfterWrite => "read-after-write",
+            RaceKind::WriteAfterRead => "write-after-read",
+            RaceKind::WriteAfterWrite => "write-after-write",
+        }
+    }
+}
+
+/// Per-thread byte addresses of an access for each iteration sampled
+/// (`None` for an iteration that cannot be evaluated; `None` entries: the
+/// thread does not execute the access).
+pub type Addresses = Vec<Option<Vec<Option<i64>>>>;
+
+/// Do accesses `a` (index `ka`) and `b` race? `addrs[k][s][t]` is the
+/// address of access k for sample s in thread t (same samples for all).
+pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb: usize) -> Option<Race> {
+    let (a, b) = (&accesses[ka], &accesses[kb]);
+    if a.space != b.space || !matches!(a.space, Space::Shared | Space::Global) {
+        return None;
+    }
+    let writes = |x: &Access| matches!(x.kind, AccessKind::Store | AccessKind::Atomic);
+    if !writes(a) && !writes(b) {
+        return None;
+    }
+    if a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic {
+        return None;
+    }
+    let (Some(aa), Some(ab)) = (&addrs[ka], &addrs[kb]) else { return None };
+    for s in 0..aa.len().min(ab.len()) {
+        let (Some(xa), Some(xb)) = (&aa[s], &ab[s]) else { continue };
+        // bytes written/read by each thread, indexed by address
+        let mut by_byte: HashMap<i64, Vec<usize>> = HashMap::new();
+        for (t, x) in xa.iter().enumerate() {
+            if let Some(x) = x {
+                for byte in *x..*x + a.width as i64 {
+                    by_byte.entry(byte).or_default().push(t);
+                }
+            }
+        }
+        let mut best: Option<Race> = None;
+        for (t2, y) in xb.iter().enumerate() {
+            let Some(y) = y else { continue };
+            for byte in *y..*y + b.width as i64 {
+                if let Some(ts) = by_byte.get(&byte) {
+                    if let Some(&t1) = ts.iter().find(|&&t1| t1 != t2) {
+                        let kind = match (writes(a), writes(b)) {
+                            (true, true) => RaceKind::WriteAfterWrite,
+                            (true, false) => RaceKind::ReadAfterWrite,
+                            _ => RaceKind::WriteAfterRead,
+                        };
+                        let r =
+                            Race { first: ka, second: kb, kind, threads: (t1, t2), offset: byte - byte.rem_euclid(a.width.max(1) as i64) };
+                        // smallest thread ids make the clearest witness
+                        if best.as_ref().is_none_or(|x| (t1.max(t2), t1, t2) < (x.threads.0.max(x.threads.1), x.threads.0, x.threads.1)) {
+                            best = Some(r);
+                        }
+                    }
+                }
+            }
+        }
+        if best.is_some() {
+            return best;
+        }
+    }
+    None
+}

@@ -1,0 +1,112 @@
+//! `shared_memory_race` and `global_memory_race`: Boyer et al.'s neighbour
+//! read, GPUVerify's scan with a barrier removed, reductions, a histogram.
+use crate::gpu::*;
+use core::arch::nvptx::_syncthreads;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Bad (Boyer et al.): thread t reads what thread t + 1 writes, unsynchronised.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn neighbour_read(input: *const u32, out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = *input.add(gid());
+    *out.add(gid()) = *s.add((t + 1) % 256); //~ ERROR shared_memory_race
+}
+
+/// Good twin: a barrier between the write and the read.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn neighbour_read_synced(input: *const u32, out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = *input.add(gid());
+    _syncthreads();
+    *out.add(gid()) = *s.add((t + 1) % 256);
+}
+
+/// GPUVerify Fig. 1a without its first barrier: thread t reads s[t - offset]
+/// while thread t - offset writes it.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scan_no_first_barrier(sum: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = *sum.add(t);
+    _syncthreads();
+    let mut offset = 1;
+    let mut temp = 0;
+    while offset < block_dim() {
+        if t >= offset {
+            temp = *s.add(t - offset);
+        }
+        if t >= offset {
+            *s.add(t) += temp; //~ ERROR shared_memory_race
+        }
+        _syncthreads();
+        offset *= 2;
+    }
+    *sum.add(t) = *s.add(t);
+}
+
+/// GPUVerify Fig. 1a without its second barrier: iteration i's write of s[t]
+/// meets iteration i + 1's read of s[t - offset] by another thread.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scan_no_second_barrier(sum: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = *sum.add(t);
+    _syncthreads();
+    let mut offset = 1;
+    let mut temp = 0;
+    while offset < block_dim() {
+        if t >= offset {
+            temp = *s.add(t - offset);
+        }
+        _syncthreads();
+        if t >= offset {
+            *s.add(t) += temp; //~ ERROR shared_memory_race
+        }
+        offset *= 2;
+    }
+    *sum.add(t) = *s.add(t);
+}
+
+/// Clean as to races, but divergent: the interleaved reduction's
+/// `t % (2k) == 0` guard.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn reduce_modulo_guard(input: *const u32, out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = *input.add(gid());
+    _syncthreads();
+    let mut k = 1;
+    while k < block_dim() {
+        if t % (2 * k) == 0 { //~ WARN divergent_branch
+            *s.add(t) += *s.add(t + k);
+        }
+        _syncthreads();
+        k *= 2;
+    }
+    if t == 0 {
+        *out.add(core::arch::nvptx::_block_idx_x() as usize) = *s;
+    }
+}
+
+/// Bad: every thread writes `out[0]`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn all_write_one(out: *mut u32) {
+    *out = tid() as u32; //~ WARN global_memory_race
+}
+
+/// Clean as to races: a shared histogram with atomic increments between
+/// barriers. (rustc narrows `data[i] % 256` to a one-byte load, so each lane
+/// uses 1 byte of every 4 moved: 4 sectors for 32 useful bytes.)
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn histogram(data: *const u32, bins: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = 0;
+    _syncthreads();
+    let b = (*data.add(gid()) % 256) as usize; //~ WARN uncoalesced_global_access
+    (*(s.add(b) as *const AtomicU32)).fetch_add(1, Ordering::Relaxed); //~ WARN data_dependent_access
+    _syncthreads();
+    (*(bins.add(t) as *const AtomicU32)).fetch_add(*s.add(t), Ordering::Relaxed);
+}
