@@ -87,6 +87,12 @@ pub struct Ctx<'c, 'a> {
     pub coalescing_threshold: f64,
     /// Races between the accesses of `memory`, computed once.
     races: std::cell::OnceCell<Vec<crate::races::Race>>,
+    /// Divergent branches (indices into `controlled`) controlling each block.
+    controllers: std::cell::OnceCell<Vec<Vec<usize>>>,
+    /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
+    conditions: std::cell::RefCell<std::collections::HashMap<(usize, usize), Option<std::rc::Rc<Vec<bool>>>>>,
+    /// Active lanes per (block, iteration), computed once each.
+    lanes: std::cell::RefCell<std::collections::HashMap<(usize, usize), std::rc::Rc<Vec<bool>>>>,
 }
 
 impl<'c, 'a> Ctx<'c, 'a> {
@@ -110,6 +116,9 @@ impl<'c, 'a> Ctx<'c, 'a> {
             memory: Default::default(),
             coalescing_threshold: 2.0,
             races: Default::default(),
+            lanes: Default::default(),
+            controllers: Default::default(),
+            conditions: Default::default(),
         }
     }
 
@@ -128,10 +137,29 @@ impl<'c, 'a> Ctx<'c, 'a> {
 
     /// [`Self::active_lanes`] with loop counters at their `iteration`-th value.
     pub fn active_lanes_at(&self, b: usize, iteration: usize) -> Vec<bool> {
+        if let Some(v) = self.lanes.borrow().get(&(b, iteration)) {
+            return v.as_ref().clone();
+        }
+        let v = self.compute_active_lanes(b, iteration);
+        self.lanes.borrow_mut().insert((b, iteration), std::rc::Rc::new(v.clone()));
+        v
+    }
+
+    fn compute_active_lanes(&self, b: usize, iteration: usize) -> Vec<bool> {
         let cfg = &self.f.cfg;
         let mut active = vec![true; self.shape.threads()];
-        for (br, cs) in self.controlled() {
-            if br.block == b || cs.binary_search(&b).is_err() {
+        let controllers = self.controllers.get_or_init(|| {
+            let mut by_block: Vec<Vec<usize>> = vec![Vec::new(); cfg.len()];
+            for (k, (_, cs)) in self.controlled().iter().enumerate() {
+                for &x in cs {
+                    by_block[x].push(k);
+                }
+            }
+            by_block
+        });
+        for &k in &controllers[b] {
+            let br = &self.controlled()[k].0;
+            if br.block == b {
                 continue;
             }
             let loop_exit = cfg
@@ -142,18 +170,24 @@ impl<'c, 'a> Ctx<'c, 'a> {
                 continue;
             }
             // the first iteration of every loop, as the address predictions use
-            let Some(cond) = crate::memory::evaluate_at(self.f, self.d, self.shape, self.shape.lanes(), br.cond, 0, None, iteration) else {
-                continue;
-            };
-            let taken: Vec<bool> = cond.iter().map(|c| (*c != 0) != br.negated).collect();
+            let taken = self
+                .conditions
+                .borrow_mut()
+                .entry((br.block, iteration))
+                .or_insert_with(|| {
+                    crate::memory::evaluate_at(self.f, self.d, self.shape, self.shape.lanes(), br.cond, 0, None, iteration)
+                        .map(|c| std::rc::Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
+                })
+                .clone();
+            let Some(taken) = taken else { continue };
             let stop = cfg.ipdom(br.block);
             let target = barrier_divergence::branch_target(self, br.inst);
             let reaches = |s: usize| barrier_divergence::reach_without(self, s, b, stop);
             let taken_side = target.is_some_and(reaches);
             let fall_side = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s));
             match (taken_side, fall_side) {
-                (true, false) => active.iter_mut().zip(&taken).for_each(|(a, t)| *a &= *t),
-                (false, true) => active.iter_mut().zip(&taken).for_each(|(a, t)| *a &= !*t),
+                (true, false) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= *t),
+                (false, true) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= !*t),
                 _ => {}
             }
         }
@@ -171,37 +205,60 @@ impl<'c, 'a> Ctx<'c, 'a> {
             let accs: Vec<crate::memory::Access> = self.memory().iter().map(|(a, _)| a.clone()).collect();
             let calls = |i: usize| crate::ir::semantics::call_target(f.insts[i]).is_some_and(|t| self.sums.has_barrier.contains(t));
             let intervals = crate::races::intervals(f, &accs, &calls);
-            let lanes = self.shape.lanes();
-            let addrs: Vec<Option<crate::races::Addresses>> = accs
-                .iter()
-                .map(|a| {
-                    let v = a.addr_value?;
-                    let b = f.cfg.block_of[a.inst];
-                    let per_iteration: crate::races::Addresses = (0..2)
-                        .map(|it| {
-                            let vals =
-                                crate::memory::evaluate_at(f, self.d, self.shape, lanes, v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
-                            let active = self.active_lanes_at(b, it);
-                            Some(vals.iter().zip(active).map(|(x, on)| on.then_some(x + a.offset)).collect())
-                        })
-                        .collect();
-                    per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
-                })
-                .collect();
             let roots: Vec<Option<crate::ir::ValueId>> = accs.iter().map(|a| a.addr_value.map(|v| crate::memory::root(f, v))).collect();
-            let mut out = Vec::new();
+            let mut pairs = Vec::new();
             for (ka, set) in intervals.iter().enumerate() {
                 for &kb in set.iter().filter(|&&kb| kb >= ka) {
-                    if roots[ka].is_none() || roots[ka] != roots[kb] {
-                        continue;
-                    }
-                    if let Some(r) = crate::races::conflict(&accs, &addrs, ka, kb) {
-                        out.push(r);
+                    if roots[ka].is_some() && roots[ka] == roots[kb] {
+                        pairs.push((ka, kb));
                     }
                 }
             }
-            out
+            let found = self.races_at(&accs, &pairs, self.shape);
+            if !self.shape.is_assumed() || found.is_empty() {
+                return found;
+            }
+            // an assumed shape may be wrong: keep only races that persist in
+            // small blocks too (code written for 16-wide blocks would
+            // otherwise show races between rows that never exist)
+            let uses_y = self.shape.block[1] > 1 || self.shape.block[2] > 1;
+            let candidates: &[[u32; 3]] = if uses_y { &[[16, 16, 1], [8, 8, 1]] } else { &[[32, 1, 1], [16, 1, 1]] };
+            let mut kept: Vec<crate::races::Race> = found;
+            for c in candidates {
+                let shape = Shape::new(*c, "assumed");
+                let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
+                let again = self.races_at(&accs, &remaining, &shape);
+                kept.retain(|r| again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
+            }
+            kept
         })
+    }
+
+    /// Races among `pairs` of accesses for one block shape.
+    fn races_at(&self, accs: &[crate::memory::Access], pairs: &[(usize, usize)], shape: &Shape) -> Vec<crate::races::Race> {
+        let f = self.f;
+        let lanes = shape.lanes();
+        let needed: std::collections::BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
+        let addrs: Vec<Option<crate::races::Addresses>> = accs
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                if !needed.contains(&k) {
+                    return None;
+                }
+                let v = a.addr_value?;
+                let b = f.cfg.block_of[a.inst];
+                let per_iteration: crate::races::Addresses = (0..2)
+                    .map(|it| {
+                        let vals = crate::memory::evaluate_at(f, self.d, shape, lanes, v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
+                        let active = if std::ptr::eq(shape, self.shape) { self.active_lanes_at(b, it) } else { vec![true; lanes.len()] };
+                        Some(vals.iter().zip(active).map(|(x, on)| on.then_some(x + a.offset)).collect())
+                    })
+                    .collect();
+                per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
+            })
+            .collect();
+        pairs.iter().filter_map(|&(ka, kb)| crate::races::conflict(accs, &addrs, ka, kb)).collect()
     }
 
     /// Global and shared accesses with their predicted cost.

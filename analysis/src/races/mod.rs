@@ -132,36 +132,43 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
         return None;
     }
     let (Some(aa), Some(ab)) = (&addrs[ka], &addrs[kb]) else { return None };
+    let kind = match (writes(a), writes(b)) {
+        (true, true) => RaceKind::WriteAfterWrite,
+        (true, false) => RaceKind::ReadAfterWrite,
+        _ => RaceKind::WriteAfterRead,
+    };
     for s in 0..aa.len().min(ab.len()) {
         let (Some(xa), Some(xb)) = (&aa[s], &ab[s]) else { continue };
-        // bytes written/read by each thread, indexed by address
-        let mut by_byte: HashMap<i64, Vec<usize>> = HashMap::new();
-        for (t, x) in xa.iter().enumerate() {
-            if let Some(x) = x {
-                for byte in *x..*x + a.width as i64 {
-                    by_byte.entry(byte).or_default().push(t);
-                }
-            }
+        // (address, thread), sorted: overlapping ranges are found by a sweep
+        let sorted = |x: &Vec<Option<i64>>| -> Vec<(i64, usize)> {
+            let mut v: Vec<(i64, usize)> = x.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))).collect();
+            v.sort_unstable();
+            v
+        };
+        let (va, vb) = (sorted(xa), sorted(xb));
+        let (Some(fa), Some(la), Some(fb), Some(lb)) = (va.first(), va.last(), vb.first(), vb.last()) else { continue };
+        if la.0 + (a.width as i64) <= fb.0 || lb.0 + (b.width as i64) <= fa.0 {
+            continue; // disjoint ranges
         }
         let mut best: Option<Race> = None;
-        for (t2, y) in xb.iter().enumerate() {
-            let Some(y) = y else { continue };
-            for byte in *y..*y + b.width as i64 {
-                if let Some(ts) = by_byte.get(&byte) {
-                    if let Some(&t1) = ts.iter().find(|&&t1| t1 != t2) {
-                        let kind = match (writes(a), writes(b)) {
-                            (true, true) => RaceKind::WriteAfterWrite,
-                            (true, false) => RaceKind::ReadAfterWrite,
-                            _ => RaceKind::WriteAfterRead,
-                        };
-                        let r =
-                            Race { first: ka, second: kb, kind, threads: (t1, t2), offset: byte - byte.rem_euclid(a.width.max(1) as i64) };
-                        // smallest thread ids make the clearest witness
-                        if best.as_ref().is_none_or(|x| (t1.max(t2), t1, t2) < (x.threads.0.max(x.threads.1), x.threads.0, x.threads.1)) {
-                            best = Some(r);
-                        }
+        let mut lo = 0;
+        for &(y, t2) in &vb {
+            // accesses of `a` overlapping [y, y + wb)
+            while lo < va.len() && va[lo].0 + (a.width as i64) <= y {
+                lo += 1;
+            }
+            let mut i = lo;
+            while i < va.len() && va[i].0 < y + b.width as i64 {
+                let (x, t1) = va[i];
+                if t1 != t2 {
+                    let byte = x.max(y);
+                    let r = Race { first: ka, second: kb, kind, threads: (t1, t2), offset: byte - byte.rem_euclid(a.width.max(1) as i64) };
+                    // smallest thread ids make the clearest witness
+                    if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {
+                        best = Some(r);
                     }
                 }
+                i += 1;
             }
         }
         if best.is_some() {
