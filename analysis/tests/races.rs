@@ -123,7 +123,7 @@ fn two_thread_check() {
         offset: 0,
     };
     let accs = vec![w(AccessKind::Store), w(AccessKind::Load), w(AccessKind::Atomic), w(AccessKind::Atomic)];
-    let lanes = |f: &dyn Fn(usize) -> Option<i64>| Some(vec![Some((0..64).map(f).collect())]);
+    let lanes = |f: &dyn Fn(usize) -> Option<i64>| Some(vec![Some(gpucheck_analysis::races::sorted(&(0..64).map(f).collect::<Vec<_>>()))]);
     // s[t] written, s[t + 1] read: thread 0 reads element 1 that thread 1 writes
     let addrs = vec![lanes(&|t| Some(4 * t as i64)), lanes(&|t| Some(4 * (t as i64 + 1))), lanes(&|_| Some(0)), lanes(&|_| Some(0))];
     let r = conflict(&accs, &addrs, 0, 1).expect("a race");

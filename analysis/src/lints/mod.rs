@@ -87,6 +87,8 @@ pub struct Ctx<'c, 'a> {
     pub coalescing_threshold: f64,
     /// Races between the accesses of `memory`, computed once.
     races: std::cell::OnceCell<Vec<crate::races::Race>>,
+    /// Side regions of each divergent branch (see `sides`).
+    sides: std::cell::OnceCell<Vec<(Vec<usize>, Vec<usize>)>>,
     /// Divergent branches (indices into `controlled`) controlling each block.
     controllers: std::cell::OnceCell<Vec<Vec<usize>>>,
     /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
@@ -119,7 +121,42 @@ impl<'c, 'a> Ctx<'c, 'a> {
             lanes: Default::default(),
             controllers: Default::default(),
             conditions: Default::default(),
+            sides: Default::default(),
         }
+    }
+
+    /// For each divergent branch (as in `controlled`): the blocks reachable
+    /// from its taken side and from its other side without passing its
+    /// immediate post-dominator, sorted.
+    fn sides(&self) -> &[(Vec<usize>, Vec<usize>)] {
+        self.sides.get_or_init(|| {
+            let cfg = &self.f.cfg;
+            let region = |from: &[usize], stop: Option<usize>| -> Vec<usize> {
+                let mut seen = vec![false; cfg.len()];
+                let mut stack: Vec<usize> = from.to_vec();
+                let mut out = Vec::new();
+                while let Some(x) = stack.pop() {
+                    if Some(x) == stop || seen[x] {
+                        continue;
+                    }
+                    seen[x] = true;
+                    out.push(x);
+                    stack.extend(cfg.blocks[x].succs.iter().copied());
+                }
+                out.sort_unstable();
+                out
+            };
+            self.controlled()
+                .iter()
+                .map(|(br, _)| {
+                    let stop = cfg.ipdom(br.block);
+                    let target = barrier_divergence::branch_target(self, br.inst);
+                    let taken: Vec<usize> = target.into_iter().collect();
+                    let fall: Vec<usize> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
+                    (region(&taken, stop), region(&fall, stop))
+                })
+                .collect()
+        })
     }
 
     /// Each divergent branch with the blocks it controls.
@@ -180,11 +217,9 @@ impl<'c, 'a> Ctx<'c, 'a> {
                 })
                 .clone();
             let Some(taken) = taken else { continue };
-            let stop = cfg.ipdom(br.block);
-            let target = barrier_divergence::branch_target(self, br.inst);
-            let reaches = |s: usize| barrier_divergence::reach_without(self, s, b, stop);
-            let taken_side = target.is_some_and(reaches);
-            let fall_side = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s));
+            let (taken_region, fall_region) = &self.sides()[k];
+            let taken_side = taken_region.binary_search(&b).is_ok();
+            let fall_side = fall_region.binary_search(&b).is_ok();
             match (taken_side, fall_side) {
                 (true, false) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= *t),
                 (false, true) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= !*t),
@@ -209,7 +244,12 @@ impl<'c, 'a> Ctx<'c, 'a> {
             let mut pairs = Vec::new();
             for (ka, set) in intervals.iter().enumerate() {
                 for &kb in set.iter().filter(|&&kb| kb >= ka) {
-                    if roots[ka].is_some() && roots[ka] == roots[kb] {
+                    let (a, b) = (&accs[ka], &accs[kb]);
+                    let writes = |x: &crate::memory::Access| x.kind != crate::memory::AccessKind::Load;
+                    let possible = (writes(a) || writes(b))
+                        && !(a.kind == crate::memory::AccessKind::Atomic && b.kind == crate::memory::AccessKind::Atomic)
+                        && a.space == b.space;
+                    if possible && roots[ka].is_some() && roots[ka] == roots[kb] {
                         pairs.push((ka, kb));
                     }
                 }
@@ -252,7 +292,8 @@ impl<'c, 'a> Ctx<'c, 'a> {
                     .map(|it| {
                         let vals = crate::memory::evaluate_at(f, self.d, shape, lanes, v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
                         let active = if std::ptr::eq(shape, self.shape) { self.active_lanes_at(b, it) } else { vec![true; lanes.len()] };
-                        Some(vals.iter().zip(active).map(|(x, on)| on.then_some(x + a.offset)).collect())
+                        let per_thread: Vec<Option<i64>> = vals.iter().zip(active).map(|(x, on)| on.then_some(x + a.offset)).collect();
+                        Some(crate::races::sorted(&per_thread))
                     })
                     .collect();
                 per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)

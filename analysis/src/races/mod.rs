@@ -112,10 +112,17 @@ impl RaceKind {
     }
 }
 
-/// Per-thread byte addresses of an access for each iteration sampled
-/// (`None` for an iteration that cannot be evaluated; `None` entries: the
-/// thread does not execute the access).
-pub type Addresses = Vec<Option<Vec<Option<i64>>>>;
+/// For each iteration sampled, the (byte address, thread) pairs of the
+/// threads that execute an access, sorted by address (`None` for an
+/// iteration that cannot be evaluated).
+pub type Addresses = Vec<Option<Vec<(i64, usize)>>>;
+
+/// Sort per-thread addresses (`None`: the thread does not execute it).
+pub fn sorted(per_thread: &[Option<i64>]) -> Vec<(i64, usize)> {
+    let mut v: Vec<(i64, usize)> = per_thread.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))).collect();
+    v.sort_unstable();
+    v
+}
 
 /// Do accesses `a` (index `ka`) and `b` race? `addrs[k][s][t]` is the
 /// address of access k for sample s in thread t (same samples for all).
@@ -138,21 +145,14 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
         _ => RaceKind::WriteAfterRead,
     };
     for s in 0..aa.len().min(ab.len()) {
-        let (Some(xa), Some(xb)) = (&aa[s], &ab[s]) else { continue };
-        // (address, thread), sorted: overlapping ranges are found by a sweep
-        let sorted = |x: &Vec<Option<i64>>| -> Vec<(i64, usize)> {
-            let mut v: Vec<(i64, usize)> = x.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))).collect();
-            v.sort_unstable();
-            v
-        };
-        let (va, vb) = (sorted(xa), sorted(xb));
+        let (Some(va), Some(vb)) = (&aa[s], &ab[s]) else { continue };
         let (Some(fa), Some(la), Some(fb), Some(lb)) = (va.first(), va.last(), vb.first(), vb.last()) else { continue };
         if la.0 + (a.width as i64) <= fb.0 || lb.0 + (b.width as i64) <= fa.0 {
             continue; // disjoint ranges
         }
         let mut best: Option<Race> = None;
         let mut lo = 0;
-        for &(y, t2) in &vb {
+        for &(y, t2) in vb {
             // accesses of `a` overlapping [y, y + wb)
             while lo < va.len() && va[lo].0 + (a.width as i64) <= y {
                 lo += 1;
