@@ -14,6 +14,10 @@ use crate::ptx::Operand;
 
 pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
     let f = ctx.f;
+    let has_barrier = f.insts.iter().any(|i| is_barrier(i) || call_target(i).is_some_and(|t| ctx.sums.has_barrier.contains(t)));
+    if !has_barrier {
+        return;
+    }
     let controlled = ctx.controlled();
     for (i, inst) in f.insts.iter().enumerate() {
         let barrier = is_barrier(inst) || call_target(inst).is_some_and(|t| ctx.sums.has_barrier.contains(t));

@@ -88,7 +88,7 @@ pub struct Ctx<'c, 'a> {
     /// Races between the accesses of `memory`, computed once.
     races: std::cell::OnceCell<Vec<crate::races::Race>>,
     /// Side regions of each divergent branch (see `sides`).
-    sides: std::cell::OnceCell<Vec<(Vec<usize>, Vec<usize>)>>,
+    sides: std::cell::RefCell<std::collections::HashMap<usize, std::rc::Rc<(Vec<usize>, Vec<usize>)>>>,
     /// Divergent branches (indices into `controlled`) controlling each block.
     controllers: std::cell::OnceCell<Vec<Vec<usize>>>,
     /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
@@ -125,38 +125,50 @@ impl<'c, 'a> Ctx<'c, 'a> {
         }
     }
 
-    /// For each divergent branch (as in `controlled`): the blocks reachable
+    /// Which threads take divergent branch `br` in the given iteration of
+    /// its loops (`None`: not evaluable), memoised.
+    fn direction(&self, br: &crate::divergence::DivBranch, iteration: usize) -> Option<std::rc::Rc<Vec<bool>>> {
+        self.conditions
+            .borrow_mut()
+            .entry((br.block, iteration))
+            .or_insert_with(|| {
+                crate::memory::evaluate_at(self.f, self.d, self.shape, self.shape.lanes(), br.cond, 0, None, iteration)
+                    .map(|c| std::rc::Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
+            })
+            .clone()
+    }
+
+    /// For divergent branch `k` (as in `controlled`): the blocks reachable
     /// from its taken side and from its other side without passing its
-    /// immediate post-dominator, sorted.
-    fn sides(&self) -> &[(Vec<usize>, Vec<usize>)] {
-        self.sides.get_or_init(|| {
-            let cfg = &self.f.cfg;
-            let region = |from: &[usize], stop: Option<usize>| -> Vec<usize> {
-                let mut seen = vec![false; cfg.len()];
-                let mut stack: Vec<usize> = from.to_vec();
-                let mut out = Vec::new();
-                while let Some(x) = stack.pop() {
-                    if Some(x) == stop || seen[x] {
-                        continue;
-                    }
-                    seen[x] = true;
-                    out.push(x);
-                    stack.extend(cfg.blocks[x].succs.iter().copied());
+    /// immediate post-dominator, sorted (computed on first use).
+    fn side(&self, k: usize) -> std::rc::Rc<(Vec<usize>, Vec<usize>)> {
+        if let Some(x) = self.sides.borrow().get(&k) {
+            return x.clone();
+        }
+        let cfg = &self.f.cfg;
+        let region = |from: &[usize], stop: Option<usize>| -> Vec<usize> {
+            let mut seen = vec![false; cfg.len()];
+            let mut stack: Vec<usize> = from.to_vec();
+            let mut out = Vec::new();
+            while let Some(x) = stack.pop() {
+                if Some(x) == stop || seen[x] {
+                    continue;
                 }
-                out.sort_unstable();
-                out
-            };
-            self.controlled()
-                .iter()
-                .map(|(br, _)| {
-                    let stop = cfg.ipdom(br.block);
-                    let target = barrier_divergence::branch_target(self, br.inst);
-                    let taken: Vec<usize> = target.into_iter().collect();
-                    let fall: Vec<usize> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
-                    (region(&taken, stop), region(&fall, stop))
-                })
-                .collect()
-        })
+                seen[x] = true;
+                out.push(x);
+                stack.extend(cfg.blocks[x].succs.iter().copied());
+            }
+            out.sort_unstable();
+            out
+        };
+        let br = &self.d.branches[k];
+        let stop = cfg.ipdom(br.block);
+        let target = barrier_divergence::branch_target(self, br.inst);
+        let taken: Vec<usize> = target.into_iter().collect();
+        let fall: Vec<usize> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
+        let x = std::rc::Rc::new((region(&taken, stop), region(&fall, stop)));
+        self.sides.borrow_mut().insert(k, x.clone());
+        x
     }
 
     /// Each divergent branch with the blocks it controls.
@@ -186,16 +198,20 @@ impl<'c, 'a> Ctx<'c, 'a> {
         let cfg = &self.f.cfg;
         let mut active = vec![true; self.shape.threads()];
         let controllers = self.controllers.get_or_init(|| {
+            // only branches whose condition can be evaluated restrict the lanes
             let mut by_block: Vec<Vec<usize>> = vec![Vec::new(); cfg.len()];
-            for (k, (_, cs)) in self.controlled().iter().enumerate() {
-                for &x in cs {
+            for (k, br) in self.d.branches.iter().enumerate() {
+                if self.direction(br, 0).is_none() && self.direction(br, 1).is_none() {
+                    continue;
+                }
+                for x in crate::divergence::controlled_blocks(self.f, br.block) {
                     by_block[x].push(k);
                 }
             }
             by_block
         });
         for &k in &controllers[b] {
-            let br = &self.controlled()[k].0;
+            let br = &self.d.branches[k];
             if br.block == b {
                 continue;
             }
@@ -207,17 +223,9 @@ impl<'c, 'a> Ctx<'c, 'a> {
                 continue;
             }
             // the first iteration of every loop, as the address predictions use
-            let taken = self
-                .conditions
-                .borrow_mut()
-                .entry((br.block, iteration))
-                .or_insert_with(|| {
-                    crate::memory::evaluate_at(self.f, self.d, self.shape, self.shape.lanes(), br.cond, 0, None, iteration)
-                        .map(|c| std::rc::Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
-                })
-                .clone();
-            let Some(taken) = taken else { continue };
-            let (taken_region, fall_region) = &self.sides()[k];
+            let Some(taken) = self.direction(br, iteration) else { continue };
+            let sides = self.side(k);
+            let (taken_region, fall_region) = sides.as_ref();
             let taken_side = taken_region.binary_search(&b).is_ok();
             let fall_side = fall_region.binary_search(&b).is_ok();
             match (taken_side, fall_side) {
