@@ -173,15 +173,33 @@ pub fn evaluate_at(
 ) -> Option<Vec<i64>> {
     let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
     ev.first_iteration = iteration == 0;
-    let mut leaves: HashMap<ValueId, i64> = HashMap::new();
+    let mut leaves = HashMap::new();
+    evaluate_with(&mut ev, &mut leaves, v, ctaid, scalar, iteration)
+}
+
+/// [`evaluate_at`] with an evaluator and leaf values kept across calls, so
+/// that the values several addresses share are computed once. The
+/// evaluator must have been made for the same lanes and `first_iteration ==
+/// (iteration == 0)`.
+pub fn evaluate_with(
+    ev: &mut Evaluator<'_, '_>,
+    leaves: &mut HashMap<ValueId, i64>,
+    v: ValueId,
+    ctaid: i64,
+    scalar: Option<i64>,
+    iteration: usize,
+) -> Option<Vec<i64>> {
+    let f = ev.f;
     for _ in 0..16 {
-        ev.set_leaves(leaves.clone());
         match ev.values(v) {
             Ok(x) => return Some(x.to_vec()),
             Err(EvalErr::Leaf(x)) => {
+                if leaves.contains_key(&x) {
+                    return None;
+                }
                 let val = match f.ssa.values[x as usize] {
                     ValueDef::Phi(_) => {
-                        let samples = crate::lints::warps::samples(f, &ev, x);
+                        let samples = crate::lints::warps::samples(f, ev, x);
                         samples.get(iteration).or(samples.first()).copied().or(scalar)?
                     }
                     ValueDef::Entry(r) if f.ssa.regs[r as usize].starts_with("%ctaid") => ctaid,
@@ -189,6 +207,7 @@ pub fn evaluate_at(
                     _ => scalar?,
                 };
                 leaves.insert(x, val);
+                ev.set_leaves(leaves.clone());
             }
             Err(EvalErr::Opaque) => return None,
         }
