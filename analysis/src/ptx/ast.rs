@@ -132,24 +132,31 @@ pub enum Stmt<'a> {
 pub struct Operands<'a> {
     len: u8,
     inline: [Operand<'a>; 3],
-    spill: Vec<Operand<'a>>,
+    /// All operands, once there are more than three.
+    spill: Option<Box<Vec<Operand<'a>>>>,
 }
 
 impl<'a> Operands<'a> {
     pub fn new() -> Self {
-        Operands { len: 0, inline: [Operand::Sink, Operand::Sink, Operand::Sink], spill: Vec::new() }
+        Operands { len: 0, inline: [Operand::Sink, Operand::Sink, Operand::Sink], spill: None }
     }
     pub fn push(&mut self, o: Operand<'a>) {
         let n = self.len as usize;
-        if n < 3 && self.spill.is_empty() {
-            self.inline[n] = o;
-            self.len += 1;
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend(self.inline.iter_mut().map(|x| std::mem::replace(x, Operand::Sink)));
+        match &mut self.spill {
+            None if n < 3 => {
+                self.inline[n] = o;
+                self.len += 1;
             }
-            self.spill.push(o);
-            self.len = self.len.saturating_add(1);
+            None => {
+                let mut v: Vec<Operand<'a>> = self.inline.iter_mut().map(|x| std::mem::replace(x, Operand::Sink)).collect();
+                v.push(o);
+                self.spill = Some(Box::new(v));
+                self.len = self.len.saturating_add(1);
+            }
+            Some(v) => {
+                v.push(o);
+                self.len = self.len.saturating_add(1);
+            }
         }
     }
 }
@@ -163,10 +170,9 @@ impl Default for Operands<'_> {
 impl<'a> std::ops::Deref for Operands<'a> {
     type Target = [Operand<'a>];
     fn deref(&self) -> &[Operand<'a>] {
-        if self.spill.is_empty() {
-            &self.inline[..self.len as usize]
-        } else {
-            &self.spill
+        match &self.spill {
+            None => &self.inline[..self.len as usize],
+            Some(v) => v,
         }
     }
 }
@@ -282,7 +288,7 @@ mod size_tests {
     #[test]
     fn operands_stay_small() {
         assert_eq!(std::mem::size_of::<super::Operand>(), 24);
-        assert!(std::mem::size_of::<super::Stmt>() <= 160);
+        assert!(std::mem::size_of::<super::Stmt>() <= 144);
     }
 
     #[test]

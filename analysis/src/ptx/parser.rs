@@ -45,6 +45,9 @@ struct Parser<'a> {
     files: Vec<FileEntry<'a>>,
     /// Registers declared without `%` in the current function (hand-written PTX).
     bare_regs: Vec<&'a str>,
+    /// Statement count of the previous body: functions of a module tend to be
+    /// alike, so it sizes the next body's vector (no regrowth copies).
+    body_hint: usize,
 }
 
 const MAX_DEPTH: u32 = 200;
@@ -63,7 +66,7 @@ impl<'a> Parser<'a> {
     fn new(src: &'a str) -> Self {
         let mut lex = Lexer::new(src);
         let cur = lex.next_token();
-        Parser { lex, cur, peek: None, depth: 0, files: Vec::new(), bare_regs: Vec::new() }
+        Parser { lex, cur, peek: None, depth: 0, files: Vec::new(), bare_regs: Vec::new(), body_hint: 16 }
     }
 
     fn bump(&mut self) -> Token<'a> {
@@ -559,7 +562,7 @@ impl<'a> Parser<'a> {
 
     /// Statements up to the `}` closing the function (consumed).
     fn body(&mut self) -> PResult<Vec<Stmt<'a>>> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.body_hint.clamp(16, 1 << 16));
         let mut depth = 0u32;
         loop {
             let t = self.cur;
@@ -568,6 +571,7 @@ impl<'a> Parser<'a> {
                 Tok::Punct(b'}') => {
                     self.bump();
                     if depth == 0 {
+                        self.body_hint = out.len() + out.len() / 8;
                         return Ok(out);
                     }
                     depth -= 1;
