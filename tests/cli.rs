@@ -7,7 +7,24 @@ fn help_explains_every_flag() {
     let out = gpucheck(&["--help"], &repo());
     assert_eq!(out.status.code(), Some(0));
     let h = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--manifest-path", "--package", "--block", "--message-format", "--quiet", "ptx"] {
+    for flag in [
+        "--manifest-path",
+        "--package",
+        "--block",
+        "--message-format",
+        "--quiet",
+        "ptx",
+        "lints",
+        "explain",
+        "-A <LINT>",
+        "-W <LINT>",
+        "-D <LINT>",
+        "-F <LINT>",
+        "--coalescing-threshold",
+        "--all-accesses",
+        "--color",
+        "sarif",
+    ] {
         assert!(h.contains(flag), "--help does not mention {flag}:\n{h}");
     }
 }
@@ -83,4 +100,19 @@ fn build_failure_shows_cargo_errors_and_exits_2() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mismatched types"), "cargo's error is not shown:\n{err}");
     assert!(err.contains("could not build kernel crate `broken`"), "{err}");
+}
+
+#[test]
+fn lints_and_explain() {
+    let out = gpucheck(&["lints"], &repo());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for l in gpucheck_analysis::LINTS {
+        assert!(text.contains(&format!("gpucheck::{}", l.name)), "{} missing from `lints`", l.name);
+    }
+    let out = gpucheck(&["explain", "gpucheck::shared_bank_conflict"], &repo());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pad each row by one word"));
+    let out = gpucheck(&["explain", "shared_bank_conflicts"], &repo());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `gpucheck::shared_bank_conflict`?"));
 }
