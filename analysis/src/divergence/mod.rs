@@ -404,20 +404,5 @@ pub fn join_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
 /// from its successors (around loops too) without passing its immediate
 /// post-dominator.
 pub fn controlled_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
-    let cfg = &f.cfg;
-    let stop = cfg.ipdom(b);
-    let mut seen = vec![false; cfg.len()];
-    let mut stack: Vec<usize> = cfg.blocks[b].succs.clone();
-    // a guarded `ret`/`exit` makes everything after it controlled
-    let mut out = Vec::new();
-    while let Some(x) = stack.pop() {
-        if Some(x) == stop || seen[x] {
-            continue;
-        }
-        seen[x] = true;
-        out.push(x);
-        stack.extend(cfg.blocks[x].succs.iter().copied());
-    }
-    out.sort_unstable();
-    out
+    f.cfg.region(&f.cfg.blocks[b].succs, f.cfg.ipdom(b))
 }

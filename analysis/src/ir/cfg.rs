@@ -287,6 +287,24 @@ impl Cfg {
         }
     }
 
+    /// Blocks reachable from `from` (around loops too) without passing
+    /// `stop`, sorted.
+    pub fn region(&self, from: &[usize], stop: Option<usize>) -> Vec<usize> {
+        let mut seen = vec![false; self.len()];
+        let mut stack: Vec<usize> = from.to_vec();
+        let mut out = Vec::new();
+        while let Some(x) = stack.pop() {
+            if Some(x) == stop || seen[x] {
+                continue;
+            }
+            seen[x] = true;
+            out.push(x);
+            stack.extend(self.blocks[x].succs.iter().copied());
+        }
+        out.sort_unstable();
+        out
+    }
+
     /// Loops containing `b`, innermost first.
     pub fn loops_containing(&self, b: usize) -> Vec<usize> {
         let mut v = Vec::new();

@@ -139,18 +139,5 @@ pub(super) fn branch_target(ctx: &Ctx<'_, '_>, i: usize) -> Option<usize> {
 
 /// Can block `from` reach block `to` without passing `stop`?
 pub(super) fn reach_without(ctx: &Ctx<'_, '_>, from: usize, to: usize, stop: Option<usize>) -> bool {
-    let cfg = &ctx.f.cfg;
-    let mut seen = vec![false; cfg.len()];
-    let mut stack = vec![from];
-    while let Some(x) = stack.pop() {
-        if x == to {
-            return true;
-        }
-        if Some(x) == stop || seen[x] {
-            continue;
-        }
-        seen[x] = true;
-        stack.extend(cfg.blocks[x].succs.iter().copied());
-    }
-    false
+    ctx.f.cfg.region(&[from], stop).binary_search(&to).is_ok()
 }

@@ -146,27 +146,12 @@ impl<'c, 'a> Ctx<'c, 'a> {
             return x.clone();
         }
         let cfg = &self.f.cfg;
-        let region = |from: &[usize], stop: Option<usize>| -> Vec<usize> {
-            let mut seen = vec![false; cfg.len()];
-            let mut stack: Vec<usize> = from.to_vec();
-            let mut out = Vec::new();
-            while let Some(x) = stack.pop() {
-                if Some(x) == stop || seen[x] {
-                    continue;
-                }
-                seen[x] = true;
-                out.push(x);
-                stack.extend(cfg.blocks[x].succs.iter().copied());
-            }
-            out.sort_unstable();
-            out
-        };
         let br = &self.d.branches[k];
         let stop = cfg.ipdom(br.block);
         let target = barrier_divergence::branch_target(self, br.inst);
         let taken: Vec<usize> = target.into_iter().collect();
         let fall: Vec<usize> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
-        let x = std::rc::Rc::new((region(&taken, stop), region(&fall, stop)));
+        let x = std::rc::Rc::new((cfg.region(&taken, stop), cfg.region(&fall, stop)));
         self.sides.borrow_mut().insert(k, x.clone());
         x
     }
