@@ -142,24 +142,11 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
 /// evaluated for every lane (a large power of two: aligned, and a large stride).
 pub const SCALAR_SAMPLE: i64 = 1024;
 
-/// Values of `v` for the given threads in the first iteration of every
-/// loop: loop counters at their first value, `%ctaid` = `ctaid`, `%ntid`
+/// Values of `v` for the given threads with loop counters at their
+/// `iteration`-th value (first iteration: 0), `%ctaid` = `ctaid`, `%ntid`
 /// from the shape, pointers (by the space inference) at 0 — allocations are
 /// 256-byte aligned — and other uniform values at `scalar` (`None`: give
 /// up on them).
-pub fn evaluate(
-    f: &FunctionIr<'_>,
-    d: &Divergence,
-    shape: &Shape,
-    lanes: &[crate::divergence::eval::Lane],
-    v: ValueId,
-    ctaid: i64,
-    scalar: Option<i64>,
-) -> Option<Vec<i64>> {
-    evaluate_at(f, d, shape, lanes, v, ctaid, scalar, 0)
-}
-
-/// [`evaluate`] with loop counters at their `iteration`-th value.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate_at(
     f: &FunctionIr<'_>,
@@ -215,7 +202,7 @@ pub fn evaluate_with(
     None
 }
 
-/// [`evaluate`] for the first iteration, giving up on parameters.
+/// [`evaluate_at`] for the first iteration, giving up on parameters.
 pub fn first_iteration(
     f: &FunctionIr<'_>,
     d: &Divergence,
@@ -223,7 +210,7 @@ pub fn first_iteration(
     lanes: &[crate::divergence::eval::Lane],
     v: ValueId,
 ) -> Option<Vec<i64>> {
-    evaluate(f, d, shape, lanes, v, 0, None)
+    evaluate_at(f, d, shape, lanes, v, 0, None, 0)
 }
 
 /// The pointer an address is computed from: follow additions through the
@@ -301,7 +288,7 @@ fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape)
             Some((addrs, Method::Affine { symbolic }, st, if known { Some(base) } else { None }))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
-            let vals = evaluate(f, d, shape, lanes, a.addr_value?, 0, Some(SCALAR_SAMPLE))?;
+            let vals = evaluate_at(f, d, shape, lanes, a.addr_value?, 0, Some(SCALAR_SAMPLE), 0)?;
             let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
             Some((addrs, Method::Evaluated, st, None))
@@ -314,8 +301,8 @@ fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape)
 fn base_offset(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) -> Option<i64> {
     let v = a.addr_value?;
     let lane0 = &shape.lanes()[..1];
-    let b0 = evaluate(f, d, shape, lane0, v, 0, Some(SCALAR_SAMPLE))?.first()? + a.offset;
-    let b1 = evaluate(f, d, shape, lane0, v, 1, Some(SCALAR_SAMPLE))?.first()? + a.offset;
+    let b0 = evaluate_at(f, d, shape, lane0, v, 0, Some(SCALAR_SAMPLE), 0)?.first()? + a.offset;
+    let b1 = evaluate_at(f, d, shape, lane0, v, 1, Some(SCALAR_SAMPLE), 0)?.first()? + a.offset;
     (b0.rem_euclid(256) == b1.rem_euclid(256)).then_some(b0.rem_euclid(256))
 }
 
