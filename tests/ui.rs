@@ -159,6 +159,11 @@ fn json_lines_are_cargo_messages() {
                 assert!(d.code.as_ref().is_some_and(|c| c.code.starts_with("gpucheck::")));
                 let p = d.spans.iter().find(|s| s.is_primary).expect("primary span");
                 assert!(p.file_name.starts_with("src/") && p.line_start > 0 && p.column_start > 0 && p.column_end > p.column_start);
+                // byte offsets point at the same text as line/column
+                let src = std::fs::read_to_string(ek.join(&p.file_name)).unwrap();
+                let line = src.lines().nth(p.line_start - 1).unwrap();
+                let by_col: String = line.chars().skip(p.column_start - 1).take(p.column_end - p.column_start).collect();
+                assert_eq!(&src[p.byte_start as usize..p.byte_end as usize], by_col);
                 assert!(d
                     .rendered
                     .as_ref()

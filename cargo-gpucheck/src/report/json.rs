@@ -16,15 +16,21 @@ fn level(l: Level) -> &'static str {
     }
 }
 
+/// Byte offset of 1-based (line, col) in `src` (columns count characters).
+fn byte_offset(src: &str, line: u32, col: u32) -> usize {
+    let start: usize = src.split_inclusive('\n').take(line.saturating_sub(1) as usize).map(str::len).sum();
+    let text = src[start..].lines().next().unwrap_or("");
+    start + text.char_indices().nth(col.saturating_sub(1) as usize).map(|(b, _)| b).unwrap_or(text.len())
+}
+
 fn span(file: &str, abs: Option<&std::path::Path>, line: u32, col: u32, col_end: u32, primary: bool, label: &str) -> Value {
-    let text = abs
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|s| s.lines().nth(line.saturating_sub(1) as usize).map(str::to_string))
-        .unwrap_or_default();
+    let src = abs.and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    let text = src.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").to_string();
+    let (byte_start, byte_end) = if src.is_empty() { (0, 0) } else { (byte_offset(&src, line, col), byte_offset(&src, line, col_end)) };
     json!({
         "file_name": file,
-        "byte_start": 0,
-        "byte_end": 0,
+        "byte_start": byte_start,
+        "byte_end": byte_end,
         "line_start": line,
         "line_end": line,
         "column_start": col,
