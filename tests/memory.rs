@@ -122,7 +122,7 @@ fn every_prediction_matches_a_brute_force_reference() {
     let src = example_ptx();
     let m = ptx::parse(&src).unwrap();
     let fns = ir::lower(&m);
-    let sums = Summaries::compute(&m, &fns);
+    let sums = Summaries::compute(&fns);
     let sm = srcmap::SourceMap::new(&m, &fns);
     let opts = options();
     let mut checked = 0;

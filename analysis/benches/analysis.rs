@@ -53,7 +53,7 @@ fn memory(c: &mut Criterion) {
     let (name, corpus) = corpus_largest();
     let m = ptx::parse(&corpus).unwrap();
     let fns = ir::lower(&m);
-    let sums = Summaries::compute(&m, &fns);
+    let sums = Summaries::compute(&fns);
     let sm = srcmap::SourceMap::new(&m, &fns);
     let divs: Vec<Divergence> = fns.iter().map(|f| Divergence::analyze(f, &sums)).collect();
     let shapes: Vec<_> = fns.iter().map(|f| shape_for(f.func, &Options::default())).collect();

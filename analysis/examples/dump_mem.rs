@@ -6,7 +6,7 @@ fn main() {
     let src = std::fs::read_to_string(p).unwrap();
     let m = ptx::parse(&src).unwrap();
     let fns = ir::lower(&m);
-    let sums = divergence::Summaries::compute(&m, &fns);
+    let sums = divergence::Summaries::compute(&fns);
     let sm = srcmap::SourceMap::new(&m, &fns);
     for f in &fns {
         if want.as_deref().is_some_and(|w| w != f.func.name) {

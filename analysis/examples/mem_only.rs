@@ -5,7 +5,7 @@ fn main() {
     let src = String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
     let m = ptx::parse(&src).unwrap();
     let fns = ir::lower(&m);
-    let sums = divergence::Summaries::compute(&m, &fns);
+    let sums = divergence::Summaries::compute(&fns);
     let sm = srcmap::SourceMap::new(&m, &fns);
     let divs: Vec<_> = fns.iter().map(|f| divergence::Divergence::analyze(f, &sums)).collect();
     let t = std::time::Instant::now();

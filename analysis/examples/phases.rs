@@ -11,7 +11,7 @@ fn main() {
     let fns = ir::lower(&m);
     eprintln!("lower {:?} ({} fns)", t.elapsed(), fns.len());
     let t = Instant::now();
-    let sums = divergence::Summaries::compute(&m, &fns);
+    let sums = divergence::Summaries::compute(&fns);
     let sm = srcmap::SourceMap::new(&m, &fns);
     eprintln!("summaries+srcmap {:?}", t.elapsed());
     let (mut ta, mut tl) = (0.0, 0.0);

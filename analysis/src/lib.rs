@@ -108,7 +108,7 @@ pub fn check(src: &str, opts: &Options, is_local: &dyn Fn(&str) -> bool) -> Resu
 /// Check an already parsed module.
 pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &dyn Fn(&str) -> bool) -> Report {
     let fns = ir::lower(module);
-    let sums = divergence::Summaries::compute(module, &fns);
+    let sums = divergence::Summaries::compute(&fns);
     let srcmap = srcmap::SourceMap::new(module, &fns);
     let mut report = Report { has_dwarf: srcmap.has_dwarf(), ..Default::default() };
     for f in &fns {

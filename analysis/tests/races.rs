@@ -52,7 +52,7 @@ $Lexit:
 fn with_accesses<R>(src: &str, f: impl FnOnce(&ir::FunctionIr<'_>, &Divergence, Vec<Access>) -> R) -> R {
     let m = ptx::parse(src).unwrap();
     let fns = ir::lower(&m);
-    let sums = Summaries::compute(&m, &fns);
+    let sums = Summaries::compute(&fns);
     let d = Divergence::analyze(&fns[0], &sums);
     let a = accesses(&fns[0], &d);
     f(&fns[0], &d, a)

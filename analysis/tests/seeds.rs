@@ -134,7 +134,7 @@ $Lexit:
 fn analyse<R>(src: &str, f: impl FnOnce(&ir::FunctionIr<'_>, &Divergence) -> R) -> R {
     let m = ptx::parse(src).unwrap();
     let fns = ir::lower(&m);
-    let sums = Summaries::compute(&m, &fns);
+    let sums = Summaries::compute(&fns);
     let d = Divergence::analyze(&fns[0], &sums);
     f(&fns[0], &d)
 }

@@ -15,7 +15,7 @@ mod transfer;
 pub use transfer::name_key;
 
 use crate::ir::{FunctionIr, User, ValueDef, ValueId};
-use crate::ptx::{Module, Operand};
+use crate::ptx::Operand;
 pub use domain::{AbsVal, Coef};
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -32,7 +32,7 @@ pub struct Summaries<'a> {
 }
 
 impl<'a> Summaries<'a> {
-    pub fn compute(m: &'a Module<'a>, fns: &[FunctionIr<'a>]) -> Summaries<'a> {
+    pub fn compute(fns: &[FunctionIr<'a>]) -> Summaries<'a> {
         let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut variant: HashSet<&str> = HashSet::new();
         let mut barrier: HashSet<&str> = HashSet::new();
@@ -56,8 +56,6 @@ impl<'a> Summaries<'a> {
                 }
             }
         }
-        // declarations without bodies (libdevice, vprintf) are treated as pure
-        let _ = m;
         // propagate through the call graph to a fixed point
         loop {
             let mut changed = false;
@@ -166,22 +164,19 @@ impl Divergence {
                         dirty.push(b);
                     }
                 }
-                let changed = match u {
+                match u {
                     User::Inst(i) => {
                         queued_inst[i as usize] = false;
-                        let mut changed = false;
                         for (slot, &v) in f.ssa.defs(i as usize).iter().enumerate() {
                             // a uniform value of unknown content is named after itself
                             let nv = transfer::named(d.vals[v as usize].join(transfer::inst_value(&d, f, sums, i as usize, slot)), v);
                             if nv != d.vals[v as usize] {
                                 d.vals[v as usize] = nv;
-                                changed = true;
                                 for &uu in &f.ssa.users[v as usize] {
                                     push(&mut work, &mut queued_inst, &mut queued_phi, uu);
                                 }
                             }
                         }
-                        changed
                     }
                     User::Phi(p) => {
                         queued_phi[p as usize] = false;
@@ -203,13 +198,9 @@ impl Divergence {
                             for &uu in &f.ssa.users[v as usize] {
                                 push(&mut work, &mut queued_inst, &mut queued_phi, uu);
                             }
-                            true
-                        } else {
-                            false
                         }
                     }
-                };
-                let _ = changed;
+                }
             }
             // newly divergent branches → sync dependence and loop exits
             let mut progress = false;

@@ -242,9 +242,8 @@ predicted statically.
 
 ### Why is this bad
 It is not necessarily bad: gathers are sometimes the algorithm. But their
-coalescing depends on the data; measure them (`cargo gpucheck confirm`
-once available) or sort the indices so that neighbouring lanes read
-neighbouring elements.
+coalescing depends on the data: measure them with a profiler, or sort the
+indices so that neighbouring lanes read neighbouring elements.
 
 ### Example
 ```rust

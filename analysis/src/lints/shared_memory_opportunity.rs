@@ -11,7 +11,7 @@ use super::{registry::SHARED_MEMORY_OPPORTUNITY, Ctx, Finding, Metric};
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::ir::space::Space;
 use crate::ir::ValueId;
-use crate::memory::{root, symbol_value, AccessKind, SYMBOLIC_STRIDE};
+use crate::memory::{covered_bytes, root, symbol_value, AccessKind, SYMBOLIC_STRIDE};
 use std::collections::{BTreeMap, HashMap};
 
 pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
@@ -61,23 +61,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         reads.sort_unstable();
         reads.dedup();
         let requested: u64 = reads.iter().map(|r| (r.2 - r.1) as u64).sum();
-        let mut bytes: Vec<(i64, i64)> = reads.iter().map(|r| (r.1, r.2)).collect();
-        bytes.sort_unstable();
-        let mut footprint = 0i64;
-        let mut cur: Option<(i64, i64)> = None;
-        for (s, e) in bytes {
-            cur = match cur {
-                Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-                Some((cs, ce)) => {
-                    footprint += ce - cs;
-                    Some((s, e))
-                }
-                None => Some((s, e)),
-            };
-        }
-        if let Some((cs, ce)) = cur {
-            footprint += ce - cs;
-        }
+        let footprint = covered_bytes(reads.iter().map(|r| (r.1, r.2)).collect());
         if footprint <= 0 || (requested as i64) < 2 * footprint {
             continue;
         }

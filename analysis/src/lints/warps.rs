@@ -321,7 +321,7 @@ fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> R
                 }
             }
             None => {
-                let (split, single_lane) = count(&taken, shape);
+                let (split, single_lane) = count(&taken);
                 let witness = assign.iter().map(|(v, x)| (describe_value(f, *v), *x)).collect();
                 let better = match &best {
                     None => true,
@@ -339,7 +339,7 @@ fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> R
 
 /// Warps that take both sides, and whether every split leaves a single lane
 /// on one side.
-pub fn count(taken: &[bool], shape: &Shape) -> (usize, bool) {
+pub fn count(taken: &[bool]) -> (usize, bool) {
     let mut split = 0;
     let mut single = true;
     for w in taken.chunks(WARP) {
@@ -351,7 +351,6 @@ pub fn count(taken: &[bool], shape: &Shape) -> (usize, bool) {
             }
         }
     }
-    let _ = shape;
     (split, single && split > 0)
 }
 

@@ -306,6 +306,24 @@ fn base_offset(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) ->
     (b0.rem_euclid(256) == b1.rem_euclid(256)).then_some(b0.rem_euclid(256))
 }
 
+/// Number of bytes covered by the union of half-open ranges `[start, end)`.
+pub fn covered_bytes(mut ranges: Vec<(i64, i64)>) -> i64 {
+    ranges.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(i64, i64)> = None;
+    for (s, e) in ranges {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0, |(cs, ce)| ce - cs)
+}
+
 /// Sectors touched and sectors ideal for one warp's active lanes.
 fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
     let mut secs: Vec<i64> = Vec::with_capacity(addrs.len() * 2);
@@ -321,22 +339,7 @@ fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
     }
     secs.sort_unstable();
     secs.dedup();
-    bytes.sort_unstable();
-    let mut distinct = 0i64;
-    let mut cur: Option<(i64, i64)> = None;
-    for (s, e) in bytes {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                distinct += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    if let Some((cs, ce)) = cur {
-        distinct += ce - cs;
-    }
+    let distinct = covered_bytes(bytes);
     (secs.len() as u32, ((distinct + SECTOR - 1) / SECTOR) as u32)
 }
 
