@@ -76,8 +76,9 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     if let Some(b) = opts.block {
         return Shape::new(b, "--block");
     }
-    if let Some(b) = opts.kernel_blocks.get(f.name) {
-        return Shape::new(*b, format!("[package.metadata.gpucheck.kernels.{}]", f.name));
+    let demangled = demangle(f.name);
+    if let Some((name, b)) = [f.name, demangled.as_str()].iter().find_map(|n| opts.kernel_blocks.get_key_value(*n)) {
+        return Shape::new(*b, format!("[package.metadata.gpucheck.kernels.{name}]"));
     }
     // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
     if let Some(b) = f.perf.reqntid.filter(|b| b.iter().map(|&x| x.max(1) as u64).product::<u64>() <= 1024) {
@@ -100,45 +101,73 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
 
 /// Parse and check one PTX module. `is_local` says whether a source file
 /// belongs to the package being checked (findings point into it).
-pub fn check(src: &str, opts: &Options, is_local: &dyn Fn(&str) -> bool) -> Result<Report, ParseError> {
+pub fn check(src: &str, opts: &Options, is_local: &IsLocal<'_>) -> Result<Report, ParseError> {
     let module = ptx::parse(src)?;
     Ok(check_module(&module, opts, is_local))
 }
 
-/// Check an already parsed module.
-pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &dyn Fn(&str) -> bool) -> Report {
+/// Whether a source file belongs to the package being checked.
+pub type IsLocal<'a> = dyn Fn(&str) -> bool + Sync + 'a;
+
+/// Check an already parsed module; functions are analysed in parallel.
+pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &IsLocal<'_>) -> Report {
+    use rayon::prelude::*;
     let fns = ir::lower(module);
     let sums = divergence::Summaries::compute(&fns);
     let srcmap = srcmap::SourceMap::new(module, &fns);
+    let per_fn: Vec<(Vec<Finding>, Vec<AccessReport>)> =
+        fns.par_iter().map(|f| check_function(f, &sums, &srcmap, opts, is_local)).collect();
     let mut report = Report { has_dwarf: srcmap.has_dwarf(), ..Default::default() };
-    for f in &fns {
+    for (f, (findings, accesses)) in fns.iter().zip(per_fn) {
         report.functions += 1;
         report.kernels += f.func.is_entry as usize;
         report.instructions += f.insts.len();
-        let d = divergence::Divergence::analyze(f, &sums);
-        let shape = shape_for(f.func, opts);
-        let mut ctx = lints::Ctx::new(f, &d, &sums, &shape, &srcmap, is_local);
-        ctx.coalescing_threshold = opts.coalescing_threshold.unwrap_or(2.0);
-        report.findings.extend(lints::run(&ctx));
-        for (a, p) in ctx.memory() {
-            let global = a.space == ir::space::Space::Global;
-            report.accesses.push(AccessReport {
-                kernel: f.func.name.to_string(),
-                ptx_line: f.insts[a.inst].pos.line,
-                span: ctx.resolve(a.inst).primary,
-                space: a.space.name(),
-                kind: match a.kind {
-                    memory::AccessKind::Load => "load",
-                    memory::AccessKind::Store => "store",
-                    memory::AccessKind::Atomic => "atomic",
-                },
-                width: a.width,
-                sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
-                conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
-                requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
-                unpredictable: p.is_none(),
-            });
-        }
+        report.findings.extend(findings);
+        report.accesses.extend(accesses);
     }
     report
+}
+
+fn check_function(
+    f: &ir::FunctionIr<'_>,
+    sums: &divergence::Summaries,
+    srcmap: &srcmap::SourceMap<'_>,
+    opts: &Options,
+    is_local: &IsLocal<'_>,
+) -> (Vec<Finding>, Vec<AccessReport>) {
+    let d = divergence::Divergence::analyze(f, sums);
+    let shape = shape_for(f.func, opts);
+    let mut ctx = lints::Ctx::new(f, &d, sums, &shape, srcmap, is_local);
+    ctx.coalescing_threshold = opts.coalescing_threshold.unwrap_or(2.0);
+    let findings = lints::run(&ctx);
+    let mut accesses = Vec::new();
+    for (a, p) in ctx.memory() {
+        let global = a.space == ir::space::Space::Global;
+        accesses.push(AccessReport {
+            kernel: demangle(f.func.name),
+            ptx_line: f.insts[a.inst].pos.line,
+            span: ctx.resolve(a.inst).primary,
+            space: a.space.name(),
+            kind: match a.kind {
+                memory::AccessKind::Load => "load",
+                memory::AccessKind::Store => "store",
+                memory::AccessKind::Atomic => "atomic",
+            },
+            width: a.width,
+            sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
+            conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
+            requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
+            unpredictable: p.is_none(),
+        });
+    }
+    (findings, accesses)
+}
+
+/// A symbol as people write it: Rust (legacy and v0) names demangled
+/// without their hash, others unchanged.
+pub fn demangle(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_string(),
+    }
 }

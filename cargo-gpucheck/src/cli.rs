@@ -66,6 +66,12 @@ pub struct BuildArgs {
     /// Hide cargo's build output (progress and compiler warnings).
     #[arg(short, long)]
     pub quiet: bool,
+    /// How to build kernels (default: detected per package; a package with a `cuda_builder` build-dependency is a Rust-CUDA host crate built with `nvvm`, others use rustc's `nvptx` target).
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<crate::build::Backend>,
+    /// Build at most N crates at once (passed to cargo as `-j N`; default: cargo's, the number of CPUs).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
 }
 
 #[derive(Args, Debug, Default, Clone)]

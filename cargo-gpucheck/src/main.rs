@@ -38,6 +38,10 @@ fn main() {
 
 fn run() -> Result<i32> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // started by cargo as RUSTC_WRAPPER during one of our own builds
+    if build::wrapper::active(&args) {
+        return Ok(build::wrapper::run(&args));
+    }
     // `cargo gpucheck …` passes `gpucheck` first; accept `cargo-gpucheck …` too
     if args.get(1).is_none_or(|a| a != "gpucheck") {
         args.insert(1, "gpucheck".into());
@@ -193,79 +197,105 @@ impl Sink {
     }
 }
 
+/// One analysed PTX file, ready to print.
+struct Checked {
+    diags: Vec<Diagnostic>,
+    src: String,
+    origin: Origin,
+    status: String,
+    accesses: Vec<gpucheck_analysis::AccessReport>,
+    ptx_display: String,
+}
+
 fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
     let meta = build::metadata(b.manifest_path.as_deref())?;
-    let ws = build::workspace(&meta, &b.packages)?;
-    let target_dir = ws.target_dir.join("gpucheck");
+    let ws = build::workspace(&meta, &b.packages, b.backend)?;
     let paths = PathStyle { root: ws.root.clone() };
     let root_manifest = paths.display(&ws.root.join("Cargo.toml").to_string_lossy());
     let mut sink = Sink::new(o);
-    for k in &ws.kernels {
-        let mut levels = Levels::default();
-        if let Some(t) = &ws.lints {
-            levels.apply_table(t, "workspace.metadata.gpucheck.lints", &root_manifest);
+    let units = match build::build_all(&ws, &meta, b.quiet, b.jobs) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(sink.finish(&ws.root, true));
         }
-        if let Some(t) = &k.lints {
-            levels.apply_table(t, "package.metadata.gpucheck.lints", &paths.display(&k.manifest_path.to_string_lossy()));
-        }
-        levels.apply_flags(flags);
-        sink.config_warnings(&levels.warnings);
-        let ptx_path = match build::nvptx::build(k, &target_dir, b.quiet) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return Ok(sink.finish(&ws.root, true));
+    };
+    let levels: Vec<Levels> = units
+        .iter()
+        .map(|u| {
+            let mut levels = Levels::default();
+            if let Some(t) = &ws.lints {
+                levels.apply_table(t, "workspace.metadata.gpucheck.lints", &root_manifest);
             }
-        };
-        let src = std::fs::read_to_string(&ptx_path).with_context(|| format!("reading PTX `{}`", ptx_path.display()))?;
-        let opts = Options {
-            block: o.block,
-            kernel_blocks: k.kernel_blocks.clone(),
-            package_block: k.block,
-            coalescing_threshold: Some(o.coalescing_threshold),
-        };
-        let root = k.root.clone();
-        let is_local = move |f: &str| {
-            let p = Path::new(f);
-            if p.is_absolute() {
-                p.starts_with(&root)
-            } else {
-                root.join(p).exists()
+            if let Some(t) = &u.krate.lints {
+                levels.apply_table(t, "package.metadata.gpucheck.lints", &paths.display(&u.krate.manifest_path.to_string_lossy()));
             }
-        };
-        let started = std::time::Instant::now();
-        let report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", ptx_path.display()))?;
+            levels.apply_flags(flags);
+            sink.config_warnings(&levels.warnings);
+            levels
+        })
+        .collect();
+    // analyse every PTX file in parallel; print in package order
+    use rayon::prelude::*;
+    let checked: Vec<Result<Checked>> = units.par_iter().zip(levels.par_iter()).map(|(u, l)| check_unit(u, o, l, &paths)).collect();
+    for c in checked {
+        let c = c?;
         if !b.quiet && o.message_format == MessageFormat::Human {
-            eprintln!(
-                "    Checking {} ({}, {} PTX instructions{}) in {:.1?}",
-                k.name,
-                plural(report.kernels, "kernel"),
-                report.instructions,
-                if report.has_dwarf { "" } else { ", no DWARF inline info" },
-                started.elapsed()
-            );
+            eprintln!("{}", c.status);
         }
-        let ptx_display = paths.display(&ptx_path.to_string_lossy());
         if o.all_accesses && o.message_format == MessageFormat::Json {
-            report::json::print_accesses(&report.accesses, &ptx_display, &paths);
+            report::json::print_accesses(&c.accesses, &c.ptx_display, &paths);
         }
-        let diags = prepare(report.findings, &ptx_display, &paths, &levels);
-        // `// gpucheck: allow(…)` comments in the package's sources
-        let mut sup = suppress::Suppressions::new(suppress::scan(&k.root));
-        let mut diags = sup.apply(diags, &|p: &Path| paths.display(&p.to_string_lossy()));
-        diags.extend(prepare(sup.unused(), &ptx_display, &paths, &levels));
-        diagnostic::sort(&mut diags);
-        let origin = Origin {
-            package_name: k.name.clone(),
-            package_id: k.package_id.clone(),
-            manifest_path: k.manifest_path.to_string_lossy().to_string(),
-            target_name: k.target_name.clone(),
-            src_path: k.src_path.to_string_lossy().to_string(),
-            edition: k.edition.clone(),
-        };
-        sink.emit(diags, &src, &origin);
+        sink.emit(c.diags, &c.src, &c.origin);
     }
     Ok(sink.finish(&ws.root, false))
+}
+
+fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyle) -> Result<Checked> {
+    let k = &u.krate;
+    let src = std::fs::read_to_string(&u.ptx).with_context(|| format!("reading PTX `{}`", u.ptx.display()))?;
+    let opts = Options {
+        block: o.block,
+        kernel_blocks: k.kernel_blocks.clone(),
+        package_block: k.block,
+        coalescing_threshold: Some(o.coalescing_threshold),
+    };
+    let root = k.root.clone();
+    let is_local = move |f: &str| {
+        let p = Path::new(f);
+        if p.is_absolute() {
+            p.starts_with(&root)
+        } else {
+            root.join(p).exists()
+        }
+    };
+    let started = std::time::Instant::now();
+    let report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
+    let status = format!(
+        "    Checking {} ({}, {} PTX instructions{}) in {:.1?}{}",
+        k.name,
+        plural(report.kernels, "kernel"),
+        report.instructions,
+        if report.has_dwarf { "" } else { ", no DWARF inline info" },
+        started.elapsed(),
+        u.note.as_deref().map(|n| format!("\n        {n}")).unwrap_or_default()
+    );
+    let ptx_display = paths.display(&u.ptx.to_string_lossy());
+    let diags = prepare(report.findings, &ptx_display, paths, levels);
+    // `// gpucheck: allow(…)` comments in the package's sources
+    let mut sup = suppress::Suppressions::new(suppress::scan(&k.root));
+    let mut diags = sup.apply(diags, &|p: &Path| paths.display(&p.to_string_lossy()));
+    diags.extend(prepare(sup.unused(), &ptx_display, paths, levels));
+    diagnostic::sort(&mut diags);
+    let origin = Origin {
+        package_name: k.name.clone(),
+        package_id: k.package_id.clone(),
+        manifest_path: k.manifest_path.to_string_lossy().to_string(),
+        target_name: k.target_name.clone(),
+        src_path: k.src_path.to_string_lossy().to_string(),
+        edition: k.edition.clone(),
+    };
+    Ok(Checked { diags, src, origin, status, accesses: report.accesses, ptx_display })
 }
 
 fn plural(n: usize, word: &str) -> String {

@@ -76,7 +76,7 @@ pub struct Ctx<'c, 'a> {
     pub sums: &'c Summaries<'a>,
     pub shape: &'c Shape,
     pub srcmap: &'c SourceMap<'a>,
-    pub is_local: &'c dyn Fn(&str) -> bool,
+    pub is_local: &'c crate::IsLocal<'c>,
     /// Classification of each divergent branch (by block), computed once.
     pub classified: std::cell::RefCell<std::collections::HashMap<usize, warps::Split>>,
     /// Blocks each divergent branch controls, computed once.
@@ -104,7 +104,7 @@ impl<'c, 'a> Ctx<'c, 'a> {
         sums: &'c Summaries<'a>,
         shape: &'c Shape,
         srcmap: &'c SourceMap<'a>,
-        is_local: &'c dyn Fn(&str) -> bool,
+        is_local: &'c crate::IsLocal<'c>,
     ) -> Self {
         Ctx {
             f,
@@ -342,7 +342,7 @@ impl Ctx<'_, '_> {
         let inst = self.f.insts[i];
         let mut fd = Finding {
             lint,
-            kernel: self.f.func.name.to_string(),
+            kernel: crate::demangle(self.f.func.name),
             ptx_line: inst.pos.line,
             ptx_col: inst.pos.col,
             span: r.primary.clone(),
@@ -372,7 +372,7 @@ impl Ctx<'_, '_> {
         if self.shape.is_assumed() {
             fd.note(format!(
                 "no block shape given for `{}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
-                self.f.func.name
+                crate::demangle(self.f.func.name)
             ));
         } else {
             fd.note(format!("block shape {x}×{y}×{z} from {}", self.shape.source));

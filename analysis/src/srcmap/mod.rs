@@ -80,7 +80,7 @@ impl<'m> SourceMap<'m> {
 
     /// Frames of instruction `i` of `f`, and the one to report given
     /// `is_local` (is this file part of the checked package?).
-    pub fn resolve(&self, f: &FunctionIr<'_>, i: usize, is_local: &dyn Fn(&str) -> bool) -> Resolved {
+    pub fn resolve(&self, f: &FunctionIr<'_>, i: usize, is_local: &crate::IsLocal<'_>) -> Resolved {
         let mut frames = Vec::new();
         if let Some(l) = f.locs.get(i).copied().flatten() {
             frames.extend(self.pos(l.file, l.line, l.col));

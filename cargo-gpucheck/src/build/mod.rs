@@ -4,11 +4,24 @@
 //! metadata, and running the build. Does not own: analysis or rendering.
 
 pub mod nvptx;
+pub mod nvvm;
+pub mod wrapper;
 
 use anyhow::{bail, Context, Result};
-use cargo_metadata::{Metadata, MetadataCommand, Package};
+use cargo_metadata::{DependencyKind, Metadata, MetadataCommand, Package};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How a package's kernels become PTX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// rustc's own `nvptx64-nvidia-cuda` target: the package is the kernel crate.
+    Nvptx,
+    /// Rust-CUDA: the package is a host crate whose build.rs runs `cuda_builder`
+    /// (rustc_codegen_nvvm); its kernel crates are found while it builds.
+    Nvvm,
+}
 
 /// One kernel package to build and check.
 #[derive(Debug, Clone)]
@@ -22,6 +35,7 @@ pub struct KernelCrate {
     pub target_name: String,
     pub src_path: PathBuf,
     pub edition: String,
+    pub backend: Backend,
     pub block: Option<[u32; 3]>,
     pub kernel_blocks: HashMap<String, [u32; 3]>,
     /// `[package.metadata.gpucheck.lints]`
@@ -48,23 +62,52 @@ pub fn metadata(manifest_path: Option<&Path>) -> Result<Metadata> {
     cmd.exec().context("`cargo metadata` failed: is this a Cargo project?")
 }
 
-/// The kernel packages of the workspace: those with
-/// `[package.metadata.gpucheck]`, or those named in `packages`.
-pub fn workspace(meta: &Metadata, packages: &[String]) -> Result<Workspace> {
+/// A Rust-CUDA host crate: its build script depends on `cuda_builder`.
+fn builds_with_cuda_builder(p: &Package) -> bool {
+    p.dependencies.iter().any(|d| d.kind == DependencyKind::Build && d.name == "cuda_builder")
+}
+
+/// A Rust-CUDA kernel crate: it depends on `cuda_std`.
+fn uses_cuda_std(p: &Package) -> bool {
+    p.dependencies.iter().any(|d| d.kind == DependencyKind::Normal && d.name == "cuda_std")
+}
+
+/// The packages to build: those with `[package.metadata.gpucheck]` and the
+/// Rust-CUDA host crates, or those named in `packages`; with the backend
+/// each needs (`forced` overrides the detection).
+pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) -> Result<Workspace> {
     let members: Vec<&Package> = meta.workspace_packages();
-    let mut chosen = Vec::new();
+    let mut chosen: Vec<(&Package, Backend)> = Vec::new();
+    let detect = |p: &Package| forced.unwrap_or(if builds_with_cuda_builder(p) { Backend::Nvvm } else { Backend::Nvptx });
     if packages.is_empty() {
-        chosen.extend(members.iter().copied().filter(|p| p.metadata.get("gpucheck").is_some()));
+        for p in members.iter().copied() {
+            let backend = detect(p);
+            let table = p.metadata.get("gpucheck").is_some();
+            // a cuda_std kernel crate is built by its host crate, not on its own
+            if backend == Backend::Nvvm || (table && (forced == Some(Backend::Nvptx) || !uses_cuda_std(p))) {
+                chosen.push((p, backend));
+            }
+        }
         if chosen.is_empty() {
             bail!(
-                "no kernel package found in workspace `{}`: add a `[package.metadata.gpucheck]` table to the kernel crate's Cargo.toml, or name it with `-p`",
+                "no kernel package found in workspace `{}`: add a `[package.metadata.gpucheck]` table to the kernel crate's Cargo.toml, or name it with `-p` (Rust-CUDA host crates, those with a `cuda_builder` build-dependency, are found by themselves)",
                 meta.workspace_root
             );
         }
     } else {
         for spec in packages {
             match members.iter().find(|p| p.name.as_str() == spec.as_str()) {
-                Some(p) => chosen.push(*p),
+                Some(p) => {
+                    let backend = detect(p);
+                    if backend == Backend::Nvptx && forced.is_none() && uses_cuda_std(p) {
+                        let hosts: Vec<&str> = members.iter().filter(|h| builds_with_cuda_builder(h)).map(|h| h.name.as_str()).collect();
+                        bail!(
+                            "package `{spec}` is a Rust-CUDA kernel crate (it depends on `cuda_std`): it is built by the host crate whose build.rs runs `cuda_builder`; check that one instead ({}), or pass `--backend nvptx` to build it with rustc's nvptx target",
+                            if hosts.is_empty() { "none in this workspace".to_string() } else { format!("`-p {}`", hosts.join("` or `-p ")) }
+                        );
+                    }
+                    chosen.push((p, backend));
+                }
                 None => {
                     let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
                     bail!("package `{spec}` is not a member of the workspace (members: {})", names.join(", "));
@@ -73,11 +116,14 @@ pub fn workspace(meta: &Metadata, packages: &[String]) -> Result<Workspace> {
         }
     }
     let mut kernels = Vec::new();
-    for p in chosen {
+    for (p, backend) in chosen {
         let lib =
             p.targets.iter().find(|t| t.kind.iter().any(|k| matches!(k.to_string().as_str(), "lib" | "rlib" | "cdylib" | "staticlib")));
-        let Some(lib) = lib else {
-            bail!("package `{}` has no library target: GPU kernels must live in a library crate", p.name);
+        // a Rust-CUDA host crate may be a binary: its kernels come from its build script
+        let lib = match (lib, backend) {
+            (Some(l), _) => l,
+            (None, Backend::Nvvm) if !p.targets.is_empty() => &p.targets[0],
+            _ => bail!("package `{}` has no library target: GPU kernels must live in a library crate", p.name),
         };
         let gm = p.metadata.get("gpucheck");
         let block = match gm.and_then(|g| g.get("block")) {
@@ -104,6 +150,7 @@ pub fn workspace(meta: &Metadata, packages: &[String]) -> Result<Workspace> {
             target_name: lib.name.replace('-', "_"),
             src_path: lib.src_path.clone().into(),
             edition: lib.edition.to_string(),
+            backend,
             block,
             kernel_blocks,
             lints: gm.and_then(|g| g.get("lints")).cloned(),
@@ -122,4 +169,75 @@ pub fn block_value(v: &serde_json::Value) -> Result<[u32; 3]> {
     };
     let s: Vec<String> = nums.iter().map(|n| n.to_string()).collect();
     crate::cli::parse_block(&s.join(",")).map_err(|e| anyhow::anyhow!("expected `block = [x, y, z]` of positive integers: {e}"))
+}
+
+/// `cargo`, the rustup proxy, so that the package's toolchain file is
+/// honoured (rustup started us with `RUSTUP_TOOLCHAIN` and `CARGO` set to the
+/// caller's toolchain), run in `dir`, with the variables that would pin
+/// another toolchain or target removed.
+pub fn cargo(dir: &Path) -> Command {
+    let home =
+        std::env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let program = home.map(|h| h.join("bin").join("cargo")).filter(|p| p.exists()).unwrap_or_else(|| PathBuf::from("cargo"));
+    let mut cmd = Command::new(program);
+    cmd.current_dir(dir);
+    for v in ["RUSTUP_TOOLCHAIN", "CARGO", "RUSTC_WORKSPACE_WRAPPER", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+/// Make `cmd` (a `cargo build`) run rustc through this binary in wrapper
+/// mode, recording into `record`, chained to the user's own `RUSTC_WRAPPER`.
+pub fn wrap(cmd: &mut Command, record: &Path) -> Result<()> {
+    let me = std::env::current_exe().context("locating the cargo-gpucheck binary to use as RUSTC_WRAPPER")?;
+    let inner = std::env::var_os("RUSTC_WRAPPER").filter(|w| !w.is_empty() && Path::new(w) != me);
+    cmd.env("RUSTC_WRAPPER", &me).env(wrapper::RECORD_ENV, record);
+    match inner {
+        Some(w) => cmd.env(wrapper::INNER_ENV, w),
+        None => cmd.env_remove(wrapper::INNER_ENV),
+    };
+    Ok(())
+}
+
+/// One PTX file to analyse and the crate whose sources it comes from.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    pub krate: KernelCrate,
+    pub ptx: PathBuf,
+    /// Set for Rust-CUDA builds: `CUDA_ARCH` and the flags the wrapper added.
+    pub note: Option<String>,
+}
+
+/// The nearest `rust-toolchain.toml` / `rust-toolchain` at or above `dir`.
+pub fn toolchain_file(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().flat_map(|d| [d.join("rust-toolchain.toml"), d.join("rust-toolchain")]).find(|p| p.is_file())
+}
+
+/// Build every package of the workspace; the PTX files to analyse, in
+/// package order. Packages that share a toolchain file are built by one
+/// cargo run (`-j` bounds its parallelism).
+pub fn build_all(ws: &Workspace, meta: &Metadata, quiet: bool, jobs: Option<u32>) -> Result<Vec<Unit>> {
+    let mut units = Vec::new();
+    let nvptx: Vec<&KernelCrate> = ws.kernels.iter().filter(|k| k.backend == Backend::Nvptx).collect();
+    let mut groups: Vec<(Option<PathBuf>, Vec<&KernelCrate>)> = Vec::new();
+    for k in nvptx {
+        let tc = toolchain_file(&k.root);
+        match groups.iter_mut().find(|(t, _)| *t == tc) {
+            Some((_, g)) => g.push(k),
+            None => groups.push((tc, vec![k])),
+        }
+    }
+    for (_, group) in &groups {
+        for (k, ptx) in nvptx::build(group, &ws.target_dir.join("gpucheck"), quiet, jobs)? {
+            units.push(Unit { krate: k.clone(), ptx, note: None });
+        }
+    }
+    for host in ws.kernels.iter().filter(|k| k.backend == Backend::Nvvm) {
+        units.extend(nvvm::build(host, ws, meta, quiet, jobs)?);
+    }
+    // the order of the packages in the workspace, whatever the build order
+    let pos = |u: &Unit| ws.kernels.iter().position(|k| k.root == u.krate.root).unwrap_or(usize::MAX);
+    units.sort_by_key(|u| (pos(u), u.krate.name.clone()));
+    Ok(units)
 }

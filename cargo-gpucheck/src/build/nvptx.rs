@@ -1,12 +1,15 @@
 //! Build backend for rustc's own `nvptx64-nvidia-cuda` target.
 //!
-//! Runs, in the kernel package's directory (so rustup honours its
-//! `rust-toolchain.toml`), `cargo rustc --lib --target nvptx64-nvidia-cuda
-//! -Zbuild-std=core --release -- --emit=asm -C debuginfo=2 -C
-//! codegen-units=1` into `<target>/gpucheck`, leaving the user's own build
-//! cache alone, and returns the PTX (`.s`) it wrote. cargo's progress goes
-//! to stderr as usual. Does not own: analysis.
+//! Runs one `cargo build --lib --release --target nvptx64-nvidia-cuda
+//! -Zbuild-std=core -p K1 -p K2 …` for kernel crates that share a toolchain,
+//! in the first crate's directory (so rustup honours its
+//! `rust-toolchain.toml`), into `<target>/gpucheck` (the user's own build
+//! cache is left alone), with this binary as `RUSTC_WRAPPER` adding
+//! `--emit=asm -Cdebuginfo=2 -Ccodegen-units=1` to the kernel crates' rustc
+//! calls (see `wrapper`). cargo's progress goes to stderr as usual; `-j`
+//! bounds how many crates build at once. Does not own: analysis.
 
+use super::wrapper::{self, Kind};
 use super::KernelCrate;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -15,63 +18,70 @@ use std::time::SystemTime;
 
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
-/// The `cargo` to run: the rustup proxy, so that the kernel crate's
-/// toolchain file is honoured (rustup started us with `RUSTUP_TOOLCHAIN` and
-/// `CARGO` set to the caller's toolchain).
-fn cargo_program() -> PathBuf {
-    let home =
-        std::env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
-    if let Some(h) = home {
-        let p = h.join("bin").join("cargo");
-        if p.exists() {
-            return p;
-        }
-    }
-    PathBuf::from("cargo")
-}
-
 /// The command line, exposed for tests.
-pub fn command(k: &KernelCrate, target_dir: &Path, quiet: bool) -> Command {
-    let mut cmd = Command::new(cargo_program());
-    cmd.current_dir(&k.root);
-    for v in ["RUSTUP_TOOLCHAIN", "RUSTC", "CARGO", "RUSTC_WORKSPACE_WRAPPER", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
-        cmd.env_remove(v);
-    }
-    cmd.arg("rustc");
+pub fn command(ks: &[&KernelCrate], target_dir: &Path, quiet: bool, jobs: Option<u32>) -> Command {
+    let mut cmd = super::cargo(&ks[0].root);
+    cmd.env_remove("RUSTC");
+    cmd.arg("build");
     if quiet {
         cmd.arg("--quiet");
     }
     cmd.args(["--lib", "--release", "--target", TARGET, "-Zbuild-std=core", "--manifest-path"]);
-    cmd.arg(&k.manifest_path);
+    cmd.arg(&ks[0].manifest_path);
+    for k in ks {
+        cmd.arg("-p").arg(&k.name);
+    }
+    if let Some(j) = jobs {
+        cmd.arg("-j").arg(j.to_string());
+    }
     cmd.arg("--target-dir").arg(target_dir);
-    cmd.args(["--", "--emit=asm", "-C", "debuginfo=2", "-C", "codegen-units=1"]);
+    let names: Vec<&str> = ks.iter().map(|k| k.target_name.as_str()).collect();
+    cmd.env(wrapper::CRATES_ENV, names.join(","));
     cmd
 }
 
-/// Build one kernel crate; return the path of its PTX.
-pub fn build(k: &KernelCrate, target_dir: &Path, quiet: bool) -> Result<PathBuf> {
-    let mut cmd = command(k, target_dir, quiet);
+/// Build kernel crates that share a toolchain; the PTX of each.
+pub fn build<'k>(ks: &[&'k KernelCrate], target_dir: &Path, quiet: bool, jobs: Option<u32>) -> Result<Vec<(&'k KernelCrate, PathBuf)>> {
+    std::fs::create_dir_all(target_dir).with_context(|| format!("creating `{}`", target_dir.display()))?;
+    let record = target_dir.join("gpucheck-records.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let mut cmd = command(ks, target_dir, quiet, jobs);
+    super::wrap(&mut cmd, &record)?;
     cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).stdin(Stdio::null());
-    let status = cmd.status().with_context(|| format!("could not run `{}` to build `{}`", cmd.get_program().to_string_lossy(), k.name))?;
+    let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not run `{}` to build `{}`", cmd.get_program().to_string_lossy(), names.join("`, `")))?;
     if !status.success() {
-        bail!("could not build kernel crate `{}` for {TARGET} (cargo exited with {status}); see cargo's errors above", k.name);
+        bail!("could not build kernel crate `{}` for {TARGET} (cargo exited with {status}); see cargo's errors above", names.join("`, `"));
     }
+    let records = wrapper::read(&record);
     let deps = target_dir.join(TARGET).join("release").join("deps");
-    let prefix = format!("{}-", k.target_name);
+    let mut out = Vec::new();
+    for k in ks {
+        let recorded = records.iter().rev().find(|r| r.kind == Kind::Nvptx && r.crate_name == k.target_name && r.status == 0);
+        // a crate cargo found fresh ran no rustc: its newest `.s` is still right
+        let ptx = match recorded.and_then(|r| r.ptx.clone()) {
+            Some(p) => p,
+            None => newest_asm(&deps, &k.target_name)
+                .with_context(|| format!("cargo built `{}` but wrote no PTX (`{}-*.s`) in `{}`", k.name, k.target_name, deps.display()))?,
+        };
+        out.push((*k, ptx));
+    }
+    Ok(out)
+}
+
+fn newest_asm(deps: &Path, target_name: &str) -> Option<PathBuf> {
+    let prefix = format!("{target_name}-");
     let mut best: Option<(SystemTime, PathBuf)> = None;
-    for e in std::fs::read_dir(&deps).with_context(|| format!("reading `{}`", deps.display()))? {
-        let e = e?;
+    for e in std::fs::read_dir(deps).ok()?.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if name.starts_with(&prefix) && name.ends_with(".s") {
-            let t = e.metadata()?.modified()?;
+            let t = e.metadata().and_then(|m| m.modified()).ok()?;
             if best.as_ref().is_none_or(|(bt, _)| t > *bt) {
                 best = Some((t, e.path()));
             }
         }
     }
-    match best {
-        // the newest `.s`: also right when cargo found the crate fresh and did not re-run rustc
-        Some((_, p)) => Ok(p),
-        None => bail!("cargo built `{}` but wrote no PTX (`{}*.s`) in `{}`", k.name, prefix, deps.display()),
-    }
+    best.map(|(_, p)| p)
 }
