@@ -42,6 +42,8 @@ fn main() {
                 }
             }
             println!("   {:?}", p.as_ref().map(|p| (p.sectors, p.ideal, p.conflict, p.strides)));
+            let act = ctx.active_lanes(f.block_of(a.inst));
+            println!("   active lanes {} of {}", act.iter().filter(|x| **x).count(), act.len());
         }
     }
 }

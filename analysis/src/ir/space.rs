@@ -85,7 +85,7 @@ impl Spaces {
             f.func
                 .params
                 .iter()
-                .filter(|p| if marked { p.is_ptr } else { matches!(p.ty, ".u64" | ".b64" | ".s64") })
+                .filter(|p| if marked { p.is_ptr } else { matches!(p.ty, ".u64" | ".b64" | ".s64") && !length_like(f, p.name) })
                 .map(|p| p.name)
                 .collect()
         } else {
@@ -150,6 +150,45 @@ impl Spaces {
     pub fn of(&self, v: ValueId) -> Space {
         self.vals[v as usize]
     }
+}
+
+/// An unmarked 64-bit kernel parameter that is compared (`setp`) but never
+/// converted to a window address (`cvta`) is a length or index, not a
+/// pointer: NVVM and clang pass slices as (pointer, length) pairs of `.u64`.
+fn length_like(f: &FunctionIr<'_>, param: &str) -> bool {
+    let loads_param = |x: &crate::ptx::Instruction<'_>| {
+        x.op() == "ld"
+            && x.has_mod("param")
+            && matches!(x.operands.get(1), Some(Operand::Addr(a)) if matches!(a.base, Some(Operand::Sym(p)) if p == param))
+    };
+    let regs: Vec<&str> = f
+        .insts
+        .iter()
+        .filter(|x| loads_param(x))
+        .filter_map(|x| match x.operands.first() {
+            Some(Operand::Reg(r)) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    if regs.is_empty() {
+        return false;
+    }
+    let reads = |x: &crate::ptx::Instruction<'_>| {
+        x.operands.iter().skip(1).any(|o| match o {
+            Operand::Reg(r) => regs.contains(r),
+            Operand::Addr(a) => matches!(a.base, Some(Operand::Reg(r)) if regs.contains(&r)),
+            _ => false,
+        })
+    };
+    let mut compared = false;
+    for x in f.insts.iter().filter(|x| reads(x)) {
+        match x.op() {
+            "setp" => compared = true,
+            "cvta" | "ld" | "st" | "atom" | "red" => return false,
+            _ => {}
+        }
+    }
+    compared
 }
 
 fn inst_space(f: &FunctionIr<'_>, i: usize, vals: &[Space], symbols: &HashMap<&str, Space>, pointer_params: &[&str]) -> Space {

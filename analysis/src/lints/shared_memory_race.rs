@@ -38,7 +38,11 @@ pub(super) fn report(ctx: &Ctx<'_, '_>, space: Space, lint: &'static super::Lint
         if a.inst == b.inst {
             fd.note(format!("both threads execute this same {}", if a.kind == crate::memory::AccessKind::Load { "load" } else { "store" }));
         }
-        fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {}-byte elements from the base)", a.width));
+        let base = match crate::memory::base_symbol(ctx.f, a) {
+            Some(s) => format!("`{}`", crate::demangle(s)),
+            None => "the base pointer".to_string(),
+        };
+        fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements)", a.width));
         ctx.shape_note(&mut fd);
         fd.help("put a barrier (`_syncthreads()`) between the two accesses, or make each thread touch its own elements");
         out.push(fd);

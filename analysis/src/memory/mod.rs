@@ -190,7 +190,9 @@ pub fn evaluate_with(
                         samples.get(iteration).or(samples.first()).copied().or(scalar)?
                     }
                     ValueDef::Entry(r) if f.ssa.regs[r as usize].starts_with("%ctaid") => ctaid,
-                    _ if matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic) => 0,
+                    // a pointer is an offset from its own base; a generic value (an
+                    // untyped 64-bit parameter: pointer or length) is not known
+                    _ if matches!(f.spaces.of(x), Space::Global | Space::Shared) => 0,
                     _ => scalar?,
                 };
                 leaves.insert(x, val);
@@ -236,6 +238,25 @@ pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
 /// Value of a uniform symbol for the prediction: `%ntid` from the shape, or
 /// a value computed from loop counters (first iteration), `%ntid` and
 /// constants; else `None` (an unknown, taken as a large stride).
+/// The declared variable (`.shared` array, `.global`) an access is based
+/// on, when its address is that symbol plus offsets.
+pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
+    let sym_of = |o: &crate::ptx::Operand<'a>| match o {
+        crate::ptx::Operand::Sym(s) | crate::ptx::Operand::SymOff(s, _) => Some(*s),
+        _ => None,
+    };
+    let inst = f.insts[a.inst];
+    for o in inst.operands.iter() {
+        if let crate::ptx::Operand::Addr(ad) = o {
+            if let Some(s) = ad.base.as_ref().and_then(sym_of) {
+                return Some(s);
+            }
+        }
+    }
+    let ValueDef::Inst { inst, .. } = f.ssa.values[root(f, a.addr_value?) as usize] else { return None };
+    f.insts[inst as usize].operands.iter().skip(1).find_map(sym_of)
+}
+
 pub fn symbol_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, sym: u32) -> Option<i64> {
     for (dim, name) in ["%ntid.x", "%ntid.y", "%ntid.z"].iter().enumerate() {
         if crate::divergence::name_key(name, 0) == sym {
