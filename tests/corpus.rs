@@ -33,6 +33,15 @@ fn binary_checks_every_corpus_file() {
     assert!(code == Some(0) || code == Some(1), "exit {code:?}: {}", String::from_utf8_lossy(&out.stderr));
     let lines = json_lines(&out.stdout);
     assert_eq!(lines.last().unwrap()["reason"], "build-finished");
+    // one file at a time, human output: each is checked, with its producer named
+    for f in &files {
+        let out = gpucheck(&["ptx", "-A", "all", f.to_str().unwrap()], &repo());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {err}", f.display());
+        let status = err.lines().find(|l| l.trim_start().starts_with("Checking ")).unwrap_or_else(|| panic!("{err}"));
+        let src = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();
+        assert!(status.contains(&format!("({}; ", gpucheck_analysis::producer(&src))), "{status}");
+    }
 }
 
 #[test]

@@ -75,5 +75,49 @@ fn memory(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(analysis, benches, memory);
+/// Analysis time against module size, generated modules of about 1k, 10k,
+/// 100k and 1M instructions; after measuring, fits time = a + b·n to
+/// criterion's mean estimates and prints the slope and R².
+fn scaling(c: &mut Criterion) {
+    let sizes = [1usize, 10, 96, 960];
+    let mut points = Vec::new();
+    let mut g = c.benchmark_group("scaling");
+    g.sample_size(10).measurement_time(Duration::from_secs(10)).warm_up_time(Duration::from_secs(1));
+    for k in sizes {
+        let src = synth::module(k, 60);
+        let m = ptx::parse(&src).unwrap();
+        let n = m.instruction_count();
+        points.push(n);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::from_parameter(n), |b| b.iter(|| check_module(&m, &Options::default(), &|_| true)));
+    }
+    g.finish();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion/scaling");
+    let mut xy = Vec::new();
+    for n in points {
+        let est = std::fs::read_to_string(dir.join(n.to_string()).join("new/estimates.json"));
+        let Ok(est) = est else { continue };
+        let v: serde_json::Value = serde_json::from_str(&est).unwrap();
+        xy.push((n as f64, v["mean"]["point_estimate"].as_f64().unwrap() / 1e9));
+    }
+    if xy.len() >= 2 {
+        let len = xy.len() as f64;
+        let (mx, my) = (xy.iter().map(|p| p.0).sum::<f64>() / len, xy.iter().map(|p| p.1).sum::<f64>() / len);
+        let sxy: f64 = xy.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let sxx: f64 = xy.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let b = sxy / sxx;
+        let a = my - b * mx;
+        let ss_res: f64 = xy.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
+        let ss_tot: f64 = xy.iter().map(|p| (p.1 - my).powi(2)).sum();
+        eprintln!(
+            "scaling fit over {:?}: time = {:.3} ms + {:.3} µs × instructions, R² = {:.5}",
+            xy,
+            a * 1e3,
+            b * 1e6,
+            1.0 - ss_res / ss_tot
+        );
+    }
+}
+
+criterion_group!(analysis, benches, memory, scaling);
 criterion_main!(analysis);

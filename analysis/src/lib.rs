@@ -14,12 +14,15 @@ mod fxhash;
 pub mod ir;
 pub mod lints;
 pub mod memory;
+pub mod meter;
+pub mod producer;
 pub mod ptx;
 pub mod races;
 pub mod srcmap;
 pub mod synth;
 
 pub use lints::{Finding, Level, Lint, Metric, Note, NoteKind, Shape, LINTS};
+pub use producer::producer;
 pub use ptx::ParseError;
 pub use srcmap::SrcPos;
 use std::collections::HashMap;
@@ -112,16 +115,23 @@ pub type IsLocal<'a> = dyn Fn(&str) -> bool + Sync + 'a;
 /// Check an already parsed module; functions are analysed in parallel.
 pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &IsLocal<'_>) -> Report {
     use rayon::prelude::*;
-    let fns = ir::lower(module);
-    let sums = divergence::Summaries::compute(&fns);
-    let srcmap = srcmap::SourceMap::new(module, &fns);
-    let per_fn: Vec<(Vec<Finding>, Vec<AccessReport>)> =
-        fns.par_iter().map(|f| check_function(f, &sums, &srcmap, opts, is_local)).collect();
+    // module-wide facts from the instruction listings; each function's IR
+    // is then built, analysed and dropped in its own task (peak memory)
+    let bodies = ir::bodies(module);
+    let sums = divergence::Summaries::compute(&bodies);
+    let srcmap = srcmap::SourceMap::new(module, &bodies);
     let mut report = Report { has_dwarf: srcmap.has_dwarf(), ..Default::default() };
-    for (f, (findings, accesses)) in fns.iter().zip(per_fn) {
+    for b in &bodies {
         report.functions += 1;
-        report.kernels += f.func.is_entry as usize;
-        report.instructions += f.insts.len();
+        report.kernels += b.func.is_entry as usize;
+        report.instructions += b.insts.len();
+    }
+    let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
+    drop(bodies);
+    let noreturn = ir::noreturn(module);
+    let per_fn: Vec<(Vec<Finding>, Vec<AccessReport>)> =
+        indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &noreturn), &sums, &srcmap, opts, is_local)).collect();
+    for (findings, accesses) in per_fn {
         report.findings.extend(findings);
         report.accesses.extend(accesses);
     }

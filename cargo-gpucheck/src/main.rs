@@ -334,7 +334,8 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) 
         }
         if o.message_format == MessageFormat::Human {
             eprintln!(
-                "    Checking {display} ({}, {}, {})",
+                "    Checking {display} ({}; {}, {}, {})",
+                gpucheck_analysis::producer(&src),
                 plural(report.kernels, "kernel"),
                 plural(report.functions, "function"),
                 plural(report.instructions, "instruction")

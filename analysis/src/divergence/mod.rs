@@ -32,13 +32,13 @@ pub struct Summaries<'a> {
 }
 
 impl<'a> Summaries<'a> {
-    pub fn compute(fns: &[FunctionIr<'a>]) -> Summaries<'a> {
+    pub fn compute<L: crate::ir::Listing<'a>>(fns: &[L]) -> Summaries<'a> {
         let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut variant: HashSet<&str> = HashSet::new();
         let mut barrier: HashSet<&str> = HashSet::new();
         for f in fns {
-            let name = f.func.name;
-            for i in &f.insts {
+            let name = f.func().name;
+            for i in f.insts() {
                 if let Some(t) = crate::ir::semantics::call_target(i) {
                     calls.entry(name).or_default().push(t);
                 }
@@ -73,8 +73,8 @@ impl<'a> Summaries<'a> {
                 break;
             }
         }
-        let thread_invariant = fns.iter().map(|f| f.func.name).filter(|n| !variant.contains(n)).collect();
-        let defined = fns.iter().map(|f| f.func.name).collect();
+        let thread_invariant = fns.iter().map(|f| f.func().name).filter(|n| !variant.contains(n)).collect();
+        let defined = fns.iter().map(|f| f.func().name).collect();
         Summaries { thread_invariant, has_barrier: barrier, defined }
     }
 }

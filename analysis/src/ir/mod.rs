@@ -50,17 +50,89 @@ fn is_float(inst: &Instruction<'_>) -> bool {
 
 /// Lower every function with a body. `noreturn` functions end blocks.
 pub fn lower<'a>(m: &'a Module<'a>) -> Vec<FunctionIr<'a>> {
-    let noreturn: HashSet<&str> = m.functions.iter().filter(|f| f.noreturn).map(|f| f.name).collect();
-    m.functions
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.body.is_some())
-        .map(|(i, f)| {
-            let mut ir = lower_function(f, i, &noreturn);
-            ir.spaces = space::Spaces::infer(m, &ir);
-            ir
-        })
-        .collect()
+    let noreturn = noreturn(m);
+    m.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, _)| lower_one(m, i, &noreturn)).collect()
+}
+
+/// Names of the module's `noreturn` functions (calls to them end blocks).
+pub fn noreturn<'a>(m: &'a Module<'a>) -> HashSet<&'a str> {
+    m.functions.iter().filter(|f| f.noreturn).map(|f| f.name).collect()
+}
+
+/// Lower function `index` of the module (it must have a body).
+pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, noreturn: &HashSet<&'a str>) -> FunctionIr<'a> {
+    let mut ir = lower_function(&m.functions[index], index, noreturn);
+    ir.spaces = space::Spaces::infer(m, &ir);
+    ir
+}
+
+/// A function body's instructions and labels, in order: what module-wide
+/// passes (call summaries, DWARF addresses) need, without CFG or SSA, so
+/// that a big module need not hold every function's IR at once.
+pub struct Body<'a> {
+    pub func: &'a Function<'a>,
+    pub index: usize,
+    pub insts: Vec<&'a Instruction<'a>>,
+    pub labels: FxHashMap<&'a str, usize>,
+}
+
+/// The bodies of every function that has one (numbered as in `lower`).
+pub fn bodies<'a>(m: &'a Module<'a>) -> Vec<Body<'a>> {
+    let mut out = Vec::new();
+    for (index, func) in m.functions.iter().enumerate() {
+        let Some(body) = func.body.as_deref() else { continue };
+        let mut insts = Vec::with_capacity(body.len());
+        let mut labels = FxHashMap::default();
+        for s in body {
+            match s {
+                Stmt::Label(l, _) => {
+                    labels.insert(*l, insts.len());
+                }
+                Stmt::Inst(i) => insts.push(i),
+                _ => {}
+            }
+        }
+        out.push(Body { func, index, insts, labels });
+    }
+    out
+}
+
+/// What [`Body`] and [`FunctionIr`] share: a function's instruction listing.
+pub trait Listing<'a> {
+    fn func(&self) -> &'a Function<'a>;
+    fn index(&self) -> usize;
+    fn insts(&self) -> &[&'a Instruction<'a>];
+    fn labels(&self) -> &FxHashMap<&'a str, usize>;
+}
+
+impl<'a> Listing<'a> for Body<'a> {
+    fn func(&self) -> &'a Function<'a> {
+        self.func
+    }
+    fn index(&self) -> usize {
+        self.index
+    }
+    fn insts(&self) -> &[&'a Instruction<'a>] {
+        &self.insts
+    }
+    fn labels(&self) -> &FxHashMap<&'a str, usize> {
+        &self.labels
+    }
+}
+
+impl<'a> Listing<'a> for FunctionIr<'a> {
+    fn func(&self) -> &'a Function<'a> {
+        self.func
+    }
+    fn index(&self) -> usize {
+        self.index
+    }
+    fn insts(&self) -> &[&'a Instruction<'a>] {
+        &self.insts
+    }
+    fn labels(&self) -> &FxHashMap<&'a str, usize> {
+        &self.labels
+    }
 }
 
 fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str>) -> FunctionIr<'a> {

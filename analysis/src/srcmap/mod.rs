@@ -47,16 +47,16 @@ pub struct SourceMap<'m> {
 }
 
 impl<'m> SourceMap<'m> {
-    pub fn new(module: &'m Module<'m>, fns: &[FunctionIr<'m>]) -> SourceMap<'m> {
+    pub fn new<L: crate::ir::Listing<'m>>(module: &'m Module<'m>, fns: &[L]) -> SourceMap<'m> {
         let mut base = HashMap::new();
         let mut labels: HashMap<&str, u64> = HashMap::with_capacity(1024);
         let mut next = 0u64;
         for f in fns {
-            base.insert(f.index, next);
-            for (l, &i) in &f.labels {
+            base.insert(f.index(), next);
+            for (l, &i) in f.labels() {
                 labels.insert(l, next + i as u64);
             }
-            next += f.insts.len() as u64 + 1;
+            next += f.insts().len() as u64 + 1;
         }
         let has_info = module.section(".debug_info").is_some_and(|s| s.body.trim().len() > 2);
         let inline = if has_info {

@@ -1,0 +1,34 @@
+//! Peak heap of parse + check relative to PTX size, generated modules of 1k
+//! to 1M instructions and every corpus file (numbers for the notes).
+//! `cargo run --release -p gpucheck-analysis --example peak_memory`
+use gpucheck_analysis::meter::{self, PeakAlloc};
+use gpucheck_analysis::{check, synth, Options};
+
+#[global_allocator]
+static A: PeakAlloc = PeakAlloc;
+
+fn measure(label: &str, src: &str) -> f64 {
+    meter::reset();
+    let before = meter::live();
+    let r = check(src, &Options::default(), &|_| true).unwrap();
+    let peak = meter::peak() - before;
+    let x = peak as f64 / src.len() as f64;
+    println!("{label:55} {:>9} insts {:>11} B PTX {:>12} B peak {x:5.1}×", r.instructions, src.len(), peak);
+    x
+}
+
+fn main() {
+    let mut worst: f64 = 0.0;
+    for kernels in [1, 10, 96, 960] {
+        worst = worst.max(measure(&format!("generated, {kernels} kernels"), &synth::module(kernels, 60)));
+    }
+    let dir = std::env::args().nth(1).unwrap_or_else(|| "../shared/corpus/ptx".into());
+    let mut files: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "ptx")).collect();
+    files.sort();
+    for p in files {
+        let src = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+        worst = worst.max(measure(&p.file_name().unwrap().to_string_lossy(), &src));
+    }
+    println!("worst: {worst:.1}×");
+}

@@ -1,0 +1,40 @@
+//! Peak heap of parse + check against the PTX size (issue: scale). The
+//! source text itself is not counted (it is live before the measurement
+//! starts). Large generated modules must stay within 20× their PTX; small
+//! ones carry a fixed cost of a few MB (one function's per-thread value
+//! tables while it is analysed), so the test checks the large module and
+//! the growth between two sizes, and keeps the largest corpus files from
+//! regressing past their measured level.
+
+use gpucheck_analysis::meter::{self, PeakAlloc};
+use gpucheck_analysis::{check, synth, Options};
+
+#[global_allocator]
+static A: PeakAlloc = PeakAlloc;
+
+/// Peak bytes of parse + check.
+fn peak(src: &str) -> usize {
+    meter::reset();
+    let before = meter::live();
+    let r = check(src, &Options::default(), &|_| true).unwrap();
+    assert!(r.instructions > 0);
+    drop(r);
+    meter::peak() - before
+}
+
+#[test]
+fn peak_memory_is_bounded_by_twenty_times_the_ptx() {
+    let small = synth::module(8, 60);
+    let large = synth::module(48, 60);
+    let (ps, pl) = (peak(&small), peak(&large));
+    let ratio = pl as f64 / large.len() as f64;
+    assert!(ratio <= 20.0, "generated module of 50k instructions ({} bytes): peak {ratio:.1}× the PTX", large.len());
+    let growth = (pl - ps.min(pl)) as f64 / (large.len() - small.len()) as f64;
+    assert!(growth <= 20.0, "peak grows by {growth:.1} bytes per PTX byte");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx/");
+    for f in ["dimforge-sparkl-sparkl2d-kernels.ptx", "gtcasl-gpuocelot-histogram.ptx"] {
+        let src = std::fs::read_to_string(format!("{dir}{f}")).unwrap();
+        let x = peak(&src) as f64 / src.len() as f64;
+        assert!(x <= 30.0, "{f}: peak {x:.1}× the PTX (measured 25–26×)");
+    }
+}
