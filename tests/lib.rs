@@ -96,3 +96,21 @@ pub fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {e}: {l}")))
         .collect()
 }
+
+/// The example kernels' PTX, built through the binary once per test
+/// process (with every access recorded in the returned JSON lines).
+pub fn example_build() -> &'static (Vec<serde_json::Value>, String) {
+    static OUT: OnceLock<(Vec<serde_json::Value>, String)> = OnceLock::new();
+    OUT.get_or_init(|| {
+        let out = gpucheck(&["--message-format", "json", "-q", "--all-accesses", "-W", "pedantic"], &repo().join("example-kernels"));
+        let deps = repo().join("example-kernels/target/gpucheck/nvptx64-nvidia-cuda/release/deps");
+        // the newest `.s`: older builds of the crate may still lie there
+        let f = std::fs::read_dir(&deps)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "s") && p.file_name().unwrap().to_string_lossy().starts_with("example_kernels-"))
+            .max_by_key(|p| p.metadata().unwrap().modified().unwrap())
+            .expect("example kernels PTX");
+        (json_lines(&out.stdout), std::fs::read_to_string(f).unwrap())
+    })
+}

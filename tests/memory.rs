@@ -12,26 +12,13 @@ use gpucheck_analysis::lints::{warps, Ctx};
 use gpucheck_analysis::{ptx, shape_for, srcmap, Options};
 use gpucheck_tests::*;
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
-/// Build the example kernels (through the binary) once; their JSON with access records.
 fn run() -> &'static Vec<serde_json::Value> {
-    static OUT: OnceLock<Vec<serde_json::Value>> = OnceLock::new();
-    OUT.get_or_init(|| {
-        let out = gpucheck(&["--message-format", "json", "-q", "--all-accesses", "-W", "pedantic"], &repo().join("example-kernels"));
-        json_lines(&out.stdout)
-    })
+    &example_build().0
 }
 
 fn example_ptx() -> String {
-    run();
-    let deps = repo().join("example-kernels/target/gpucheck/nvptx64-nvidia-cuda/release/deps");
-    let f = std::fs::read_dir(&deps)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "s"))
-        .expect("example kernels PTX");
-    std::fs::read_to_string(f).unwrap()
+    example_build().1.clone()
 }
 
 /// The launch shapes of example-kernels/Cargo.toml (package default and per kernel).

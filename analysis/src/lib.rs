@@ -11,6 +11,7 @@
 
 pub mod divergence;
 mod fxhash;
+pub mod interp;
 pub mod ir;
 pub mod lints;
 pub mod memory;

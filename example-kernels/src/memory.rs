@@ -18,6 +18,15 @@ pub unsafe extern "ptx-kernel" fn contiguous_read(a: *const f32, out: *mut f32) 
     *out.add(t) = *a.add(t);
 }
 
+/// saxpy, the classic: `y = a·x + y`, coalesced, with a bounds check.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn saxpy(a: f32, x: *const f32, y: *mut f32, n: usize) {
+    let i = gid();
+    if i < n {
+        *y.add(i) = a * *x.add(i) + *y.add(i);
+    }
+}
+
 #[repr(C)]
 pub struct Particle {
     pub x: f32,

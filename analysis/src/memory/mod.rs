@@ -346,7 +346,7 @@ pub fn covered_bytes(mut ranges: Vec<(i64, i64)>) -> i64 {
 }
 
 /// Sectors touched and sectors ideal for one warp's active lanes.
-fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
+pub(crate) fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
     let mut secs: Vec<i64> = Vec::with_capacity(addrs.len() * 2);
     let mut bytes: Vec<(i64, i64)> = Vec::with_capacity(addrs.len());
     for &(a, w) in addrs {
@@ -365,7 +365,7 @@ fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
 }
 
 /// Conflict degree of one warp's active lanes on 32 four-byte banks.
-fn conflict_degree(addrs: &[(i64, u32)], width: u32) -> u32 {
+pub(crate) fn conflict_degree(addrs: &[(i64, u32)], width: u32) -> u32 {
     let group = match width {
         8 => 16,
         16 => 8,

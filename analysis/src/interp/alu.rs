@@ -1,0 +1,505 @@
+//! Scalar semantics of PTX arithmetic on register bits (one lane): integer
+//! operations at their width with wrap-around, IEEE floating point with the
+//! rounding modes PTX names (`.rn` exact; `.rz/.rm/.rp` for f32 computed
+//! exactly in f64 and rounded in the asked direction), comparisons,
+//! conversions. Registers hold values zero-extended to 64 bits.
+//!
+//! Owns: bit-level meaning of one operation. Does not own: lanes, memory,
+//! control flow.
+
+use super::decode::{Bin, BoolOp, Cmp, Round, Ty, Un};
+
+#[inline]
+pub fn mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Sign-extend the low `bits` of `v`.
+#[inline]
+pub fn sext(v: u64, bits: u32) -> i64 {
+    if bits >= 64 {
+        v as i64
+    } else {
+        ((v << (64 - bits)) as i64) >> (64 - bits)
+    }
+}
+
+#[inline]
+fn f32v(x: u64) -> f32 {
+    f32::from_bits(x as u32)
+}
+
+#[inline]
+fn f64v(x: u64) -> f64 {
+    f64::from_bits(x)
+}
+
+fn ftz32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// Round an exact f64 value to f32 in direction `r`.
+pub fn round_f32(x: f64, r: Round) -> f32 {
+    let n = x as f32;
+    if r == Round::Rn || x.is_nan() || (n as f64) == x {
+        return n;
+    }
+    let up = |v: f32| if v == f32::INFINITY { v } else { next_up(v) };
+    let down = |v: f32| if v == f32::NEG_INFINITY { v } else { next_down(v) };
+    match r {
+        Round::Rz => {
+            if (n as f64).abs() > x.abs() {
+                if n > 0.0 {
+                    down(n)
+                } else {
+                    up(n)
+                }
+            } else {
+                n
+            }
+        }
+        Round::Rm => {
+            if (n as f64) > x {
+                down(n)
+            } else {
+                n
+            }
+        }
+        Round::Rp => {
+            if (n as f64) < x {
+                up(n)
+            } else {
+                n
+            }
+        }
+        Round::Rn => n,
+    }
+}
+
+fn next_up(v: f32) -> f32 {
+    if v.is_nan() || v == f32::INFINITY {
+        return v;
+    }
+    if v == 0.0 {
+        return f32::from_bits(1);
+    }
+    let b = v.to_bits();
+    f32::from_bits(if v > 0.0 { b + 1 } else { b - 1 })
+}
+
+fn next_down(v: f32) -> f32 {
+    -next_up(-v)
+}
+
+fn fbits(ty: Ty, x: f64, r: Round, ftz: bool) -> u64 {
+    match ty {
+        Ty::F(32) => {
+            let v = round_f32(x, r);
+            (if ftz { ftz32(v) } else { v }).to_bits() as u64
+        }
+        _ => x.to_bits(),
+    }
+}
+
+fn fval(ty: Ty, x: u64, ftz: bool) -> f64 {
+    match ty {
+        Ty::F(32) => {
+            let v = f32v(x);
+            (if ftz { ftz32(v) } else { v }) as f64
+        }
+        _ => f64v(x),
+    }
+}
+
+/// Binary operation; `None` for an undefined case the interpreter reports.
+pub fn bin(op: Bin, ty: Ty, a: u64, b: u64, r: Round, ftz: bool, sat: bool) -> u64 {
+    let bits = ty.bits();
+    if ty.is_float() {
+        let (x, y) = (fval(ty, a, ftz), fval(ty, b, ftz));
+        let v = match op {
+            Bin::Add => x + y,
+            Bin::Sub => x - y,
+            Bin::MulLo | Bin::MulWide | Bin::MulHi => x * y,
+            Bin::Div => x / y,
+            Bin::Min => {
+                if x.is_nan() {
+                    y
+                } else if y.is_nan() {
+                    x
+                } else {
+                    x.min(y)
+                }
+            }
+            Bin::Max => {
+                if x.is_nan() {
+                    y
+                } else if y.is_nan() {
+                    x
+                } else {
+                    x.max(y)
+                }
+            }
+            Bin::CopySign => y.copysign(x),
+            Bin::Rem => x % y,
+            _ => f64::from_bits(a & b),
+        };
+        // f32 add/sub/mul are exact in f64 (bar extreme exponent gaps); f64 ops are already rounded to nearest
+        let v = if sat { v.clamp(0.0, 1.0) } else { v };
+        return if ty == Ty::F(32) && matches!(op, Bin::Div) && r == Round::Rn {
+            let q = f32v(a) / f32v(b);
+            (if ftz { ftz32(q) } else { q }).to_bits() as u64
+        } else {
+            fbits(ty, v, r, ftz)
+        };
+    }
+    let m = mask(bits);
+    let signed = ty.signed();
+    let (sa, sb) = (sext(a, bits), sext(b, bits));
+    let (ua, ub) = (a & m, b & m);
+    let v = match op {
+        Bin::Add => {
+            if sat && signed {
+                (sa as i128 + sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as u64
+            } else {
+                ua.wrapping_add(ub)
+            }
+        }
+        Bin::Sub => {
+            if sat && signed {
+                (sa as i128 - sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as u64
+            } else {
+                ua.wrapping_sub(ub)
+            }
+        }
+        Bin::MulLo => ua.wrapping_mul(ub),
+        Bin::MulWide => {
+            return if signed { (sa.wrapping_mul(sb)) as u64 & mask(bits * 2) } else { ua.wrapping_mul(ub) & mask(bits * 2) };
+        }
+        Bin::MulHi => {
+            if signed {
+                ((sa as i128 * sb as i128) >> bits) as u64
+            } else {
+                ((ua as u128 * ub as u128) >> bits) as u64
+            }
+        }
+        Bin::Div => {
+            if ub == 0 {
+                m
+            } else if signed {
+                sa.wrapping_div(sb) as u64
+            } else {
+                ua / ub
+            }
+        }
+        Bin::Rem => {
+            if ub == 0 {
+                ua
+            } else if signed {
+                sa.wrapping_rem(sb) as u64
+            } else {
+                ua % ub
+            }
+        }
+        Bin::And => ua & ub,
+        Bin::Or => ua | ub,
+        Bin::Xor => ua ^ ub,
+        Bin::Shl => {
+            if (b & 0xffff_ffff) >= bits as u64 {
+                0
+            } else {
+                ua << b
+            }
+        }
+        Bin::Shr => {
+            let s = (b & 0xffff_ffff).min(bits as u64 - 1 + (!signed) as u64);
+            if signed {
+                (sa >> s.min(63)) as u64
+            } else if s >= bits as u64 {
+                0
+            } else {
+                ua >> s
+            }
+        }
+        Bin::Min => {
+            if signed {
+                sa.min(sb) as u64
+            } else {
+                ua.min(ub)
+            }
+        }
+        Bin::Max => {
+            if signed {
+                sa.max(sb) as u64
+            } else {
+                ua.max(ub)
+            }
+        }
+        Bin::CopySign => ua,
+    };
+    if ty == Ty::Pred {
+        v & 1
+    } else {
+        v & m
+    }
+}
+
+pub fn un(op: Un, ty: Ty, a: u64, ftz: bool) -> u64 {
+    let bits = ty.bits();
+    let m = mask(bits);
+    if ty.is_float() {
+        let x = fval(ty, a, ftz);
+        let v = match op {
+            Un::Neg => -x,
+            Un::Abs => x.abs(),
+            Un::Sqrt => {
+                if ty == Ty::F(32) {
+                    return fbits(ty, (x as f32).sqrt() as f64, Round::Rn, ftz);
+                }
+                x.sqrt()
+            }
+            Un::Rsqrt => 1.0 / x.sqrt(),
+            Un::Rcp => 1.0 / x,
+            Un::Ex2 => x.exp2(),
+            Un::Lg2 => x.log2(),
+            Un::Sin => x.sin(),
+            Un::Cos => x.cos(),
+            Un::Tanh => x.tanh(),
+            _ => x,
+        };
+        return fbits(ty, v, Round::Rn, ftz);
+    }
+    let ua = a & m;
+    let v = match op {
+        Un::Neg => (ua as i64).wrapping_neg() as u64,
+        Un::Not => !ua,
+        Un::Cnot => (ua == 0) as u64,
+        Un::Abs => sext(ua, bits).unsigned_abs(),
+        Un::Popc => ua.count_ones() as u64,
+        Un::Clz => (ua.leading_zeros() - (64 - bits)) as u64,
+        Un::Brev => ua.reverse_bits() >> (64 - bits),
+        Un::Bfind => {
+            let v = if ty.signed() && sext(ua, bits) < 0 { !ua & m } else { ua };
+            if v == 0 {
+                0xffff_ffff
+            } else {
+                63 - v.leading_zeros() as u64
+            }
+        }
+        _ => ua,
+    };
+    if ty == Ty::Pred {
+        v & 1
+    } else if matches!(op, Un::Popc | Un::Clz | Un::Bfind) {
+        v & 0xffff_ffff
+    } else {
+        v & m
+    }
+}
+
+pub fn cmp(c: Cmp, ty: Ty, a: u64, b: u64, ftz: bool) -> bool {
+    if ty.is_float() {
+        let (x, y) = (fval(ty, a, ftz), fval(ty, b, ftz));
+        let un = x.is_nan() || y.is_nan();
+        return match c {
+            Cmp::Eq => x == y,
+            Cmp::Ne => !un && x != y,
+            Cmp::Lt => x < y,
+            Cmp::Le => x <= y,
+            Cmp::Gt => x > y,
+            Cmp::Ge => x >= y,
+            Cmp::Equ => un || x == y,
+            Cmp::Neu => un || x != y,
+            Cmp::Ltu => un || x < y,
+            Cmp::Leu => un || x <= y,
+            Cmp::Gtu => un || x > y,
+            Cmp::Geu => un || x >= y,
+            Cmp::Num => !un,
+            Cmp::Nan => un,
+        };
+    }
+    let bits = ty.bits();
+    if ty.signed() {
+        let (x, y) = (sext(a, bits), sext(b, bits));
+        match c {
+            Cmp::Eq => x == y,
+            Cmp::Ne => x != y,
+            Cmp::Lt | Cmp::Ltu => x < y,
+            Cmp::Le | Cmp::Leu => x <= y,
+            Cmp::Gt | Cmp::Gtu => x > y,
+            Cmp::Ge | Cmp::Geu => x >= y,
+            _ => false,
+        }
+    } else {
+        let m = mask(bits);
+        let (x, y) = (a & m, b & m);
+        match c {
+            Cmp::Eq => x == y,
+            Cmp::Ne => x != y,
+            Cmp::Lt | Cmp::Ltu => x < y,
+            Cmp::Le | Cmp::Leu => x <= y,
+            Cmp::Gt | Cmp::Gtu => x > y,
+            Cmp::Ge | Cmp::Geu => x >= y,
+            _ => false,
+        }
+    }
+}
+
+pub fn boolop(op: BoolOp, a: bool, b: bool) -> bool {
+    match op {
+        BoolOp::And => a && b,
+        BoolOp::Or => a || b,
+        BoolOp::Xor => a ^ b,
+    }
+}
+
+fn round_int(x: f64, r: Round) -> f64 {
+    match r {
+        Round::Rn => x.round_ties_even(),
+        Round::Rz => x.trunc(),
+        Round::Rm => x.floor(),
+        Round::Rp => x.ceil(),
+    }
+}
+
+/// `cvt.dty.sty`.
+#[allow(clippy::too_many_arguments)]
+pub fn cvt(dty: Ty, sty: Ty, a: u64, round: Option<Round>, int_round: bool, sat: bool, ftz: bool) -> u64 {
+    let dbits = dty.bits();
+    match (dty.is_float(), sty.is_float()) {
+        (false, false) => {
+            let v = if sty.signed() { sext(a, sty.bits()) as u64 } else { a & mask(sty.bits()) };
+            if sat {
+                let (lo, hi): (i128, i128) = if dty.signed() {
+                    (-(1i128 << (dbits - 1)), (1i128 << (dbits - 1)) - 1)
+                } else {
+                    (0, (1i128 << dbits) - 1)
+                };
+                let x = if sty.signed() { v as i64 as i128 } else { v as i128 };
+                return (x.clamp(lo, hi) as u64) & mask(dbits);
+            }
+            v & mask(dbits)
+        }
+        (true, false) => {
+            let x = if sty.signed() { sext(a, sty.bits()) as f64 } else { (a & mask(sty.bits())) as f64 };
+            // 64-bit integers to float: through i128 for exactness is overkill; f64 rounding is the common case
+            let x = if sty.bits() == 64 && !sty.signed() { (a as u128) as f64 } else { x };
+            fbits(dty, x, round.unwrap_or(Round::Rn), ftz)
+        }
+        (false, true) => {
+            let x = fval(sty, a, ftz);
+            let r = round.unwrap_or(Round::Rz);
+            let t = round_int(x, r);
+            let v: i128 = if t.is_nan() {
+                0
+            } else if dty.signed() {
+                let lo = -(1i128 << (dbits - 1));
+                let hi = (1i128 << (dbits - 1)) - 1;
+                (t.clamp(lo as f64, hi as f64)) as i128
+            } else {
+                (t.clamp(0.0, ((1u128 << dbits) - 1) as f64)) as i128
+            };
+            (v as u64) & mask(dbits)
+        }
+        (true, true) => {
+            let x = fval(sty, a, ftz);
+            let x = if int_round { round_int(x, round.unwrap_or(Round::Rn)) } else { x };
+            let x = if sat { x.clamp(0.0, 1.0) } else { x };
+            fbits(dty, x, round.filter(|_| !int_round).unwrap_or(Round::Rn), ftz)
+        }
+    }
+}
+
+/// `atom`/`red` combining function.
+pub fn atom(op: super::decode::AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
+    use super::decode::AtomOp::*;
+    let bits = ty.bits();
+    let m = mask(bits);
+    match op {
+        Add => {
+            if ty.is_float() {
+                fbits(ty, fval(ty, old, false) + fval(ty, b, false), Round::Rn, false)
+            } else {
+                old.wrapping_add(b) & m
+            }
+        }
+        Min => bin(Bin::Min, ty, old, b, Round::Rn, false, false),
+        Max => bin(Bin::Max, ty, old, b, Round::Rn, false, false),
+        Exch => b & m,
+        Cas => {
+            if old & m == b & m {
+                c & m
+            } else {
+                old
+            }
+        }
+        And => old & b & m,
+        Or => (old | b) & m,
+        Xor => (old ^ b) & m,
+        Inc => {
+            if (old & m) >= (b & m) {
+                0
+            } else {
+                (old + 1) & m
+            }
+        }
+        Dec => {
+            if (old & m) == 0 || (old & m) > (b & m) {
+                b & m
+            } else {
+                (old - 1) & m
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers() {
+        assert_eq!(bin(Bin::Add, Ty::U(32), 0xffff_ffff, 1, Round::Rn, false, false), 0);
+        assert_eq!(bin(Bin::MulWide, Ty::S(32), (-3i32) as u32 as u64, 5, Round::Rn, false, false), (-15i64) as u64);
+        assert_eq!(bin(Bin::MulHi, Ty::U(32), 0x8000_0000, 4, Round::Rn, false, false), 2);
+        assert_eq!(bin(Bin::Shr, Ty::S(32), 0x8000_0000, 31, Round::Rn, false, false), 0xffff_ffff);
+        assert_eq!(bin(Bin::Shr, Ty::U(32), 0x8000_0000, 31, Round::Rn, false, false), 1);
+        assert_eq!(bin(Bin::Shl, Ty::B(32), 1, 32, Round::Rn, false, false), 0);
+        assert_eq!(bin(Bin::Rem, Ty::S(32), (-7i32) as u32 as u64, 3, Round::Rn, false, false), (-1i32) as u32 as u64);
+        assert_eq!(bin(Bin::Min, Ty::S(32), (-1i32) as u32 as u64, 1, Round::Rn, false, false), 0xffff_ffff);
+        assert_eq!(un(Un::Clz, Ty::B(32), 1, false), 31);
+        assert_eq!(un(Un::Brev, Ty::B(32), 1, false), 0x8000_0000);
+        assert_eq!(un(Un::Neg, Ty::S(32), 5, false), (-5i32) as u32 as u64);
+        assert!(cmp(Cmp::Lt, Ty::S(32), 0xffff_ffff, 0, false));
+        assert!(!cmp(Cmp::Lt, Ty::U(32), 0xffff_ffff, 0, false));
+    }
+
+    #[test]
+    fn floats_and_rounding() {
+        let f = |x: f32| x.to_bits() as u64;
+        assert_eq!(bin(Bin::Add, Ty::F(32), f(1.0), f(2.0), Round::Rn, false, false), f(3.0));
+        // 1 + 2^-30: rn gives 1, rp the next float above 1
+        let tiny = f(2f32.powi(-30));
+        assert_eq!(bin(Bin::Add, Ty::F(32), f(1.0), tiny, Round::Rn, false, false), f(1.0));
+        assert_eq!(bin(Bin::Add, Ty::F(32), f(1.0), tiny, Round::Rp, false, false), f(1.0 + f32::EPSILON));
+        assert_eq!(bin(Bin::Sub, Ty::F(32), f(1.0), tiny, Round::Rz, false, false), f(1.0 - f32::EPSILON / 2.0));
+        assert!(cmp(Cmp::Leu, Ty::F(32), f(f32::NAN), f(0.0), false));
+        assert!(!cmp(Cmp::Le, Ty::F(32), f(f32::NAN), f(0.0), false));
+        // conversions
+        assert_eq!(cvt(Ty::S(32), Ty::F(32), f(-2.7), Some(Round::Rz), true, false, false), (-2i32) as u32 as u64);
+        assert_eq!(cvt(Ty::S(32), Ty::F(32), f(2.5), Some(Round::Rn), true, false, false), 2);
+        assert_eq!(cvt(Ty::S(32), Ty::F(32), f(3.5), Some(Round::Rn), true, false, false), 4);
+        assert_eq!(cvt(Ty::U(32), Ty::F(32), f(-1.0), Some(Round::Rz), true, false, false), 0);
+        assert_eq!(cvt(Ty::F(32), Ty::U(32), 7, Some(Round::Rn), false, false, false), f(7.0));
+        assert_eq!(cvt(Ty::S(64), Ty::S(32), 0xffff_fffe, None, false, false, false), (-2i64) as u64);
+        assert_eq!(cvt(Ty::U(16), Ty::U(32), 0x1_0005, None, false, false, false), 5);
+        assert_eq!(cvt(Ty::U(8), Ty::S(32), 300, None, false, true, false), 255);
+    }
+}

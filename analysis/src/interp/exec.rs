@@ -1,0 +1,786 @@
+//! Execution: the grid's blocks (in parallel), each block's warps
+//! (interleaved between barriers), each warp's reconvergence stack, and the
+//! per-lane semantics of every decoded operation, with the observations.
+//!
+//! Owns: scheduling, SIMT masks, memory-space resolution of addresses,
+//! observation counting. Does not own: decoding or scalar arithmetic.
+
+use super::alu::{self, mask, sext};
+use super::decode::{self, Addr, AtomOp, Inst, Op, Program, Shfl, Special, Src, Symbols, Ty, Vote, NO_RPC};
+use super::memory::{self, Fault, Global, Shadow, Touch, LOCAL_WINDOW, SHARED_WINDOW};
+use super::{Arg, InterpError, Launch, Observed};
+use crate::ptx::{Module, Stmt};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Warp instructions one block may execute before the run is stopped.
+const BLOCK_BUDGET: u64 = 1 << 31;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    pc: usize,
+    rpc: usize,
+    mask: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Running,
+    AtBarrier,
+    Done,
+}
+
+struct Warp {
+    regs: Vec<u64>,
+    stack: Vec<Entry>,
+    local: Vec<u8>,
+    state: State,
+    /// Thread index (linear) of lane 0.
+    first: u32,
+}
+
+/// Everything the blocks share, read-only.
+struct Kernel<'p> {
+    prog: &'p Program,
+    lines: Vec<u32>,
+    launch: Launch,
+    params: Vec<u8>,
+    shared_bytes: usize,
+    mem: &'p Global,
+}
+
+fn size_of_ty(ty: &str) -> u64 {
+    match ty.trim_start_matches('.') {
+        "b8" | "u8" | "s8" | "pred" => 1,
+        "b16" | "u16" | "s16" | "f16" | "bf16" => 2,
+        "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" => 4,
+        _ => 8,
+    }
+}
+
+fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
+    let n: u64 = v.dims.iter().map(|d| d.unwrap_or(0)).product::<u64>();
+    let n = if v.dims.is_empty() { 1 } else { n };
+    let vec = match v.vector {
+        Some(".v2") => 2,
+        Some(".v4") => 4,
+        Some(".v8") => 8,
+        _ => 1,
+    };
+    size_of_ty(v.ty) * n * vec
+}
+
+pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: &mut Global) -> Result<Observed, InterpError> {
+    let Some(index) = module.functions.iter().position(|f| f.name == name && f.is_entry && f.body.is_some()) else {
+        let kernels: Vec<&str> = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name).collect();
+        return Err(InterpError::Launch(format!("no kernel `{name}` in the PTX (kernels: {})", kernels.join(", "))));
+    };
+    let threads: u64 = launch.block.iter().map(|&x| x as u64).product();
+    if threads == 0 || threads > 1024 || launch.grid.contains(&0) {
+        return Err(InterpError::Launch(format!("bad launch: block {:?} (1 to 1024 threads), grid {:?}", launch.block, launch.grid)));
+    }
+    let noreturn = crate::ir::noreturn(module);
+    let fir = crate::ir::lower_one(module, index, &noreturn);
+    let func = fir.func;
+    // module variables: shared ones get offsets in the block's shared memory, others device memory
+    let mut shared: HashMap<String, u64> = HashMap::new();
+    let mut global: HashMap<String, u64> = HashMap::new();
+    let mut shared_bytes = 0u64;
+    let mut place_shared = |v: &crate::ptx::VarDecl<'_>, dynamic: u64| {
+        let align = v.align.unwrap_or(size_of_ty(v.ty) as u32).max(1) as u64;
+        shared_bytes = shared_bytes.div_ceil(align) * align;
+        shared.insert(v.name.to_string(), shared_bytes);
+        let size = var_bytes(v);
+        shared_bytes += if size == 0 { dynamic } else { size };
+    };
+    for v in &module.globals {
+        match v.space {
+            ".shared" => place_shared(v, launch.dynamic_shared as u64),
+            ".global" | ".const" => {
+                global.insert(v.name.to_string(), mem.alloc(&vec![0u8; var_bytes(v).max(1) as usize]));
+            }
+            _ => {}
+        }
+    }
+    for s in func.body.iter().flatten() {
+        if let Stmt::Var(v) = s {
+            if v.space == ".shared" {
+                place_shared(v, launch.dynamic_shared as u64);
+            }
+        }
+    }
+    // parameter buffer
+    let mut params: HashMap<String, u64> = HashMap::new();
+    let mut pbuf: Vec<u8> = Vec::new();
+    if args.len() != func.params.len() {
+        return Err(InterpError::Launch(format!("kernel `{name}` takes {} parameters, {} given", func.params.len(), args.len())));
+    }
+    for (p, a) in func.params.iter().zip(args) {
+        let size = size_of_ty(p.ty) * p.array.unwrap_or(1);
+        let align = p.align.map(|x| x as u64).unwrap_or(size_of_ty(p.ty)).max(1);
+        let off = (pbuf.len() as u64).div_ceil(align) * align;
+        pbuf.resize(off as usize, 0);
+        params.insert(p.name.to_string(), off);
+        let bytes = match a {
+            Arg::Bits(b) => b.to_le_bytes()[..size.min(8) as usize].to_vec(),
+            Arg::Bytes(b) => b.clone(),
+        };
+        let mut bytes = bytes;
+        bytes.resize(size as usize, 0);
+        pbuf.extend_from_slice(&bytes);
+    }
+    let syms = Symbols { shared: &shared, global: &global, params: &params };
+    let prog = decode::decode(&fir, &syms)?;
+    let lines: Vec<u32> = fir.insts.iter().map(|i| i.pos.line).collect();
+    let mem: &Global = mem;
+    let k = Kernel { prog: &prog, lines, launch: *launch, params: pbuf, shared_bytes: shared_bytes as usize, mem };
+    let [gx, gy, gz] = launch.grid;
+    let nblocks = gx as u64 * gy as u64 * gz as u64;
+    let result = (0..nblocks)
+        .into_par_iter()
+        .try_fold(
+            || (Observed::default(), Shadow::default()),
+            |(mut obs, mut shadow), b| {
+                let ctaid = [(b % gx as u64) as u32, ((b / gx as u64) % gy as u64) as u32, (b / (gx as u64 * gy as u64)) as u32];
+                run_block(&k, ctaid, &mut obs, &mut shadow)?;
+                Ok::<_, InterpError>((obs, shadow))
+            },
+        )
+        .map(|r| r.map(|(mut o, s)| {
+            let mut races: Vec<_> = s.races.into_values().collect();
+            races.sort();
+            o.races = races;
+            o
+        }))
+        .try_reduce(Observed::default, |mut a, b| {
+            a.merge(b);
+            Ok(a)
+        })?;
+    let mut result = result;
+    result.races.sort();
+    Ok(result)
+}
+
+fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut Shadow) -> Result<(), InterpError> {
+    let [bx, by, bz] = k.launch.block;
+    let n = bx * by * bz;
+    let nwarps = n.div_ceil(32);
+    let prog = k.prog;
+    let mut shared = vec![0u8; k.shared_bytes];
+    shadow.reset(k.shared_bytes);
+    let mut warps: Vec<Warp> = (0..nwarps)
+        .map(|w| {
+            let first = w * 32;
+            let lanes = (n - first).min(32);
+            let valid = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
+            let mut regs = vec![0u64; prog.nregs * 32];
+            for &(r, s) in &prog.specials {
+                for l in 0..32u32 {
+                    let t = first + l;
+                    let tid = [t % bx, (t / bx) % by, t / (bx * by)];
+                    let v: u64 = match s {
+                        Special::Tid(d) => tid[d] as u64,
+                        Special::Ntid(d) => k.launch.block[d] as u64,
+                        Special::Ctaid(d) => ctaid[d] as u64,
+                        Special::Nctaid(d) => k.launch.grid[d] as u64,
+                        Special::LaneId => l as u64,
+                        Special::WarpId => w as u64,
+                        Special::NWarpId => nwarps as u64,
+                        Special::LaneMaskEq => 1u64 << l,
+                        Special::LaneMaskLt => (1u64 << l) - 1,
+                        Special::LaneMaskLe => (1u64 << (l + 1)) - 1,
+                        Special::LaneMaskGt => !((1u64 << (l + 1)) - 1) & 0xffff_ffff,
+                        Special::LaneMaskGe => !((1u64 << l) - 1) & 0xffff_ffff,
+                        Special::Zero => 0,
+                    };
+                    regs[r as usize * 32 + l as usize] = v;
+                }
+            }
+            Warp {
+                regs,
+                stack: vec![Entry { pc: 0, rpc: NO_RPC, mask: valid }],
+                local: vec![0u8; (prog.local_bytes as usize) * 32],
+                state: State::Running,
+                first,
+            }
+        })
+        .collect();
+    let mut budget = BLOCK_BUDGET;
+    loop {
+        let mut progressed = false;
+        for w in 0..warps.len() {
+            if warps[w].state == State::Running {
+                let mut cx = Cx { k, ctaid, shared: &mut shared, shadow, obs, budget: &mut budget };
+                cx.run_warp(&mut warps[w])?;
+                progressed = true;
+            }
+        }
+        if warps.iter().all(|w| w.state == State::Done) {
+            return Ok(());
+        }
+        if warps.iter().all(|w| w.state != State::Running) {
+            // every warp still alive waits at a barrier: release them
+            for w in warps.iter_mut().filter(|w| w.state == State::AtBarrier) {
+                w.state = State::Running;
+            }
+            shadow.epoch += 1;
+        } else if !progressed {
+            let line = warps.iter().find_map(|w| w.stack.last().map(|e| k.lines.get(e.pc).copied().unwrap_or(0))).unwrap_or(0);
+            return Err(InterpError::Deadlock { line });
+        }
+    }
+}
+
+struct Cx<'a, 'k> {
+    k: &'a Kernel<'k>,
+    ctaid: [u32; 3],
+    shared: &'a mut Vec<u8>,
+    shadow: &'a mut Shadow,
+    obs: &'a mut Observed,
+    budget: &'a mut u64,
+}
+
+#[inline]
+fn get(regs: &[u64], s: Src, l: usize) -> u64 {
+    match s {
+        Src::Reg(r) => regs[r as usize * 32 + l],
+        Src::NotReg(r) => (regs[r as usize * 32 + l] == 0) as u64,
+        Src::Imm(v) => v,
+    }
+}
+
+#[inline]
+fn set(regs: &mut [u64], r: u32, l: usize, v: u64) {
+    regs[r as usize * 32 + l] = v;
+}
+
+/// Iterate the set bits of a lane mask.
+#[inline]
+fn lanes(m: u32) -> impl Iterator<Item = usize> {
+    let mut m = m;
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
+/// Where an address of an access lands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Where {
+    Global(u64),
+    Shared(u64),
+    Local(u64),
+    Param(u64),
+}
+
+impl Cx<'_, '_> {
+    fn thread(&self, w: &Warp, l: usize) -> [u32; 3] {
+        let [bx, by, _] = self.k.launch.block;
+        let t = w.first + l as u32;
+        [t % bx, (t / bx) % by, t / (bx * by)]
+    }
+
+    fn fault(&self, w: &Warp, l: usize, pc: usize, f: Fault) -> InterpError {
+        InterpError::Fault {
+            inst: pc,
+            line: self.k.lines.get(pc).copied().unwrap_or(0),
+            addr: f.addr,
+            len: f.len,
+            space: f.what,
+            thread: self.thread(w, l),
+            block: self.ctaid,
+        }
+    }
+
+    fn resolve(space: decode::Space, a: u64) -> Where {
+        match space {
+            decode::Space::Global | decode::Space::Const => Where::Global(a),
+            decode::Space::Shared => Where::Shared(a & 0xffff_ffff),
+            decode::Space::Local => Where::Local(a),
+            decode::Space::Param => Where::Param(a),
+            decode::Space::Generic => {
+                if a >= LOCAL_WINDOW {
+                    Where::Local(a - LOCAL_WINDOW)
+                } else if a >= SHARED_WINDOW {
+                    Where::Shared(a - SHARED_WINDOW)
+                } else {
+                    Where::Global(a)
+                }
+            }
+        }
+    }
+
+    fn load(&mut self, w: &Warp, l: usize, pc: usize, at: Where, len: u32) -> Result<u64, InterpError> {
+        let r = match at {
+            Where::Global(a) => self.k.mem.load(a, len),
+            Where::Shared(a) => memory::load_bytes(self.shared, a, len, "shared", a),
+            Where::Local(a) => {
+                let lb = self.k.prog.local_bytes;
+                if a + len as u64 > lb {
+                    Err(Fault { addr: a, len, what: "local" })
+                } else {
+                    memory::load_bytes(&w.local, l as u64 * lb + a, len, "local", a)
+                }
+            }
+            Where::Param(a) => memory::load_bytes(&self.k.params, a, len, "param", a),
+        };
+        r.map_err(|f| self.fault(w, l, pc, f))
+    }
+
+    fn store(&mut self, w: &mut Warp, l: usize, pc: usize, at: Where, len: u32, v: u64) -> Result<(), InterpError> {
+        let r = match at {
+            Where::Global(a) => self.k.mem.store(a, len, v),
+            Where::Shared(a) => memory::store_bytes(self.shared, a, len, v, "shared", a),
+            Where::Local(a) => {
+                let lb = self.k.prog.local_bytes;
+                if a + len as u64 > lb {
+                    Err(Fault { addr: a, len, what: "local" })
+                } else {
+                    memory::store_bytes(&mut w.local, l as u64 * lb + a, len, v, "local", a)
+                }
+            }
+            Where::Param(a) => Err(Fault { addr: a, len, what: "param (read-only)" }),
+        };
+        r.map_err(|f| self.fault(w, l, pc, f))
+    }
+
+    /// Count one warp request of a memory site and feed the race shadow.
+    fn observe(&mut self, w: &Warp, pc: usize, m: u32, at: &[(usize, Where)], len: u32, touch: Touch) {
+        let Some(&(_, first)) = at.first() else { return };
+        match first {
+            Where::Global(_) => {
+                let addrs: Vec<(i64, u32)> = at.iter().filter_map(|(_, a)| if let Where::Global(x) = a { Some((*x as i64, len)) } else { None }).collect();
+                let s = crate::memory::sectors(&addrs).0;
+                let site = self.obs.sites.entry(pc).or_default();
+                site.space = "global";
+                site.add(s);
+            }
+            Where::Shared(_) => {
+                let addrs: Vec<(i64, u32)> = at.iter().filter_map(|(_, a)| if let Where::Shared(x) = a { Some((*x as i64, len)) } else { None }).collect();
+                let c = crate::memory::conflict_degree(&addrs, len);
+                let site = self.obs.sites.entry(pc).or_default();
+                site.space = "shared";
+                site.add(c);
+            }
+            _ => {}
+        }
+        let _ = m;
+        for &(l, a) in at {
+            let tid = w.first + l as u32;
+            match a {
+                Where::Global(x) => self.shadow.touch(false, x, len, tid, pc, touch),
+                Where::Shared(x) => self.shadow.touch(true, x, len, tid, pc, touch),
+                _ => {}
+            }
+        }
+    }
+
+    fn addr_of(w: &Warp, a: &Addr, l: usize) -> u64 {
+        get(&w.regs, a.base, l).wrapping_add(a.off as u64)
+    }
+
+    fn run_warp(&mut self, w: &mut Warp) -> Result<(), InterpError> {
+        let prog = self.k.prog;
+        loop {
+            let Some(top) = w.stack.last().copied() else {
+                w.state = State::Done;
+                return Ok(());
+            };
+            if top.mask == 0 || top.pc == top.rpc {
+                w.stack.pop();
+                continue;
+            }
+            let pc = top.pc;
+            let Some(inst) = prog.insts.get(pc) else {
+                // fell off the end (or reached "reconverge at exit"): these lanes are done
+                self.exit_lanes(w, top.mask);
+                continue;
+            };
+            let Inst { guard, op } = inst;
+            let mut m = top.mask;
+            if let Some(g) = guard {
+                let mut gm = 0u32;
+                for l in lanes(m) {
+                    if get(&w.regs, *g, l) & 1 != 0 {
+                        gm |= 1 << l;
+                    }
+                }
+                m = gm;
+            }
+            self.obs.warp_insts += 1;
+            self.obs.lane_insts += m.count_ones() as u64;
+            if *self.budget == 0 {
+                return Err(InterpError::Timeout { warp_insts: BLOCK_BUDGET });
+            }
+            *self.budget -= 1;
+            let next = pc + 1;
+            match op {
+                Op::Bra { target, rpc } => {
+                    let target = *target;
+                    if guard.is_none() {
+                        w.stack.last_mut().unwrap().pc = target;
+                        continue;
+                    }
+                    let taken = m;
+                    let fall = top.mask & !m;
+                    let b = self.obs.branches.entry(pc).or_default();
+                    b.executions += 1;
+                    if taken != 0 && fall != 0 {
+                        b.splits += 1;
+                        let rpc = *rpc;
+                        w.stack.last_mut().unwrap().pc = rpc;
+                        w.stack.push(Entry { pc: next, rpc, mask: fall });
+                        w.stack.push(Entry { pc: target, rpc, mask: taken });
+                    } else if taken != 0 {
+                        w.stack.last_mut().unwrap().pc = target;
+                    } else {
+                        w.stack.last_mut().unwrap().pc = next;
+                    }
+                    continue;
+                }
+                Op::Exit => {
+                    w.stack.last_mut().unwrap().pc = next;
+                    self.exit_lanes(w, m);
+                    continue;
+                }
+                Op::Trap => {
+                    if m != 0 {
+                        let l = m.trailing_zeros() as usize;
+                        return Err(InterpError::Trap {
+                            inst: pc,
+                            line: self.k.lines.get(pc).copied().unwrap_or(0),
+                            thread: self.thread(w, l),
+                            block: self.ctaid,
+                        });
+                    }
+                }
+                Op::Bar => {
+                    w.stack.last_mut().unwrap().pc = next;
+                    if m == 0 {
+                        continue;
+                    }
+                    let alive = w.stack.iter().fold(0u32, |a, e| a | e.mask);
+                    if m != alive {
+                        *self.obs.divergent_barriers.entry(pc).or_default() += 1;
+                    }
+                    w.state = State::AtBarrier;
+                    return Ok(());
+                }
+                _ => self.exec(w, pc, op, m, top.mask)?,
+            }
+            w.stack.last_mut().unwrap().pc = next;
+        }
+    }
+
+    fn exit_lanes(&mut self, w: &mut Warp, m: u32) {
+        for e in w.stack.iter_mut() {
+            e.mask &= !m;
+        }
+        while w.stack.last().is_some_and(|e| e.mask == 0) {
+            w.stack.pop();
+        }
+    }
+
+    /// One non-control operation over the lanes in `m` (`all`: the lanes of
+    /// the current stack entry, for warp-wide operations).
+    fn exec(&mut self, w: &mut Warp, pc: usize, op: &Op, m: u32, _all: u32) -> Result<(), InterpError> {
+        match op {
+            Op::Bin { op, ty, d, a, b, round, ftz, sat } => {
+                for l in lanes(m) {
+                    let v = alu::bin(*op, *ty, get(&w.regs, *a, l), get(&w.regs, *b, l), *round, *ftz, *sat);
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Mad { ty, mode, d, a, b, c, round, ftz, float } => {
+                for l in lanes(m) {
+                    let (x, y, z) = (get(&w.regs, *a, l), get(&w.regs, *b, l), get(&w.regs, *c, l));
+                    let v = if *float {
+                        if *ty == Ty::F(32) {
+                            let r = (f32::from_bits(x as u32) as f64) * (f32::from_bits(y as u32) as f64) + f32::from_bits(z as u32) as f64;
+                            let r32 = f32::from_bits(x as u32).mul_add(f32::from_bits(y as u32), f32::from_bits(z as u32));
+                            let out = if *round == decode::Round::Rn { r32 } else { alu::round_f32(r, *round) };
+                            let out = if *ftz && out.is_subnormal() { 0.0f32.copysign(out) } else { out };
+                            out.to_bits() as u64
+                        } else {
+                            f64::from_bits(x).mul_add(f64::from_bits(y), f64::from_bits(z)).to_bits()
+                        }
+                    } else {
+                        let p = alu::bin(*mode, *ty, x, y, *round, false, false);
+                        let bits = if *mode == decode::Bin::MulWide { ty.bits() * 2 } else { ty.bits() };
+                        p.wrapping_add(z) & mask(bits)
+                    };
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Un { op, ty, d, a, ftz } => {
+                for l in lanes(m) {
+                    let v = alu::un(*op, *ty, get(&w.regs, *a, l), *ftz);
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Setp { cmp, ty, d, d2, a, b, combine, ftz } => {
+                for l in lanes(m) {
+                    let mut r = alu::cmp(*cmp, *ty, get(&w.regs, *a, l), get(&w.regs, *b, l), *ftz);
+                    let mut r2 = !r;
+                    if let Some((op, c)) = combine {
+                        let cv = get(&w.regs, *c, l) & 1 != 0;
+                        r = alu::boolop(*op, r, cv);
+                        r2 = alu::boolop(*op, r2, cv);
+                    }
+                    set(&mut w.regs, *d, l, r as u64);
+                    if let Some(d2) = d2 {
+                        set(&mut w.regs, *d2, l, r2 as u64);
+                    }
+                }
+            }
+            Op::Set { cmp, dty, ty, d, a, b } => {
+                for l in lanes(m) {
+                    let r = alu::cmp(*cmp, *ty, get(&w.regs, *a, l), get(&w.regs, *b, l), false);
+                    let v = if dty.is_float() {
+                        if r {
+                            1.0f32.to_bits() as u64
+                        } else {
+                            0
+                        }
+                    } else if r {
+                        mask(dty.bits())
+                    } else {
+                        0
+                    };
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Selp { d, a, b, p } => {
+                for l in lanes(m) {
+                    let v = if get(&w.regs, *p, l) & 1 != 0 { get(&w.regs, *a, l) } else { get(&w.regs, *b, l) };
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Mov { d, a } => {
+                for l in lanes(m) {
+                    let v = get(&w.regs, *a, l);
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Pack { d, parts, bits } => {
+                for l in lanes(m) {
+                    let mut v = 0u64;
+                    for (k, p) in parts.iter().enumerate() {
+                        v |= (get(&w.regs, *p, l) & mask(*bits)) << (k as u32 * bits);
+                    }
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Unpack { ds, a, bits } => {
+                for l in lanes(m) {
+                    let v = get(&w.regs, *a, l);
+                    for (k, dd) in ds.iter().enumerate() {
+                        if let Some(dd) = dd {
+                            set(&mut w.regs, *dd, l, (v >> (k as u32 * bits)) & mask(*bits));
+                        }
+                    }
+                }
+            }
+            Op::Cvt { d, dty, sty, a, round, int_round, sat, ftz } => {
+                for l in lanes(m) {
+                    let v = alu::cvt(*dty, *sty, get(&w.regs, *a, l), *round, *int_round, *sat, *ftz);
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Cvta { d, a, space, to_space } => {
+                for l in lanes(m) {
+                    let x = get(&w.regs, *a, l);
+                    let v = match (space, to_space) {
+                        (decode::Space::Shared, false) => x.wrapping_add(SHARED_WINDOW),
+                        (decode::Space::Shared, true) => x.wrapping_sub(SHARED_WINDOW),
+                        (decode::Space::Local, false) => x.wrapping_add(LOCAL_WINDOW),
+                        (decode::Space::Local, true) => x.wrapping_sub(LOCAL_WINDOW),
+                        _ => x,
+                    };
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Ld { space, ty, ds, addr } => {
+                let len = ty.bytes();
+                let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
+                for l in lanes(m) {
+                    let a = Self::addr_of(w, addr, l);
+                    let wh = Self::resolve(*space, a);
+                    for (k, dd) in ds.iter().enumerate() {
+                        let part = shift(wh, k as u64 * len as u64);
+                        let v = self.load(w, l, pc, part, len)?;
+                        let v = if ty.signed() { sext(v, ty.bits()) as u64 & mask(64) } else { v };
+                        if let Some(dd) = dd {
+                            set(&mut w.regs, *dd, l, v);
+                        }
+                    }
+                    at.push((l, wh));
+                }
+                self.observe(w, pc, m, &at, len * ds.len() as u32, Touch::Read);
+            }
+            Op::St { space, ty, srcs, addr } => {
+                let len = ty.bytes();
+                let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
+                for l in lanes(m) {
+                    let a = Self::addr_of(w, addr, l);
+                    let wh = Self::resolve(*space, a);
+                    for (k, s) in srcs.iter().enumerate() {
+                        let v = get(&w.regs, *s, l);
+                        self.store(w, l, pc, shift(wh, k as u64 * len as u64), len, v & mask(ty.bits()))?;
+                    }
+                    at.push((l, wh));
+                }
+                self.observe(w, pc, m, &at, len * srcs.len() as u32, Touch::Write);
+            }
+            Op::Atom { space, op, ty, d, addr, b, c } => {
+                let len = ty.bytes();
+                let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
+                for l in lanes(m) {
+                    let a = Self::addr_of(w, addr, l);
+                    let wh = Self::resolve(*space, a);
+                    let (bv, cv) = (get(&w.regs, *b, l), get(&w.regs, *c, l));
+                    let f = |old: u64| alu::atom(*op, *ty, old, bv, cv);
+                    let old = match wh {
+                        Where::Global(x) => self.k.mem.rmw(x, len, &f).map_err(|e| self.fault(w, l, pc, e))?,
+                        _ => {
+                            let old = self.load(w, l, pc, wh, len)?;
+                            self.store(w, l, pc, wh, len, f(old))?;
+                            old
+                        }
+                    };
+                    if let Some(d) = d {
+                        let old = if ty.signed() && *op != AtomOp::Cas { sext(old, ty.bits()) as u64 } else { old };
+                        set(&mut w.regs, *d, l, old);
+                    }
+                    at.push((l, wh));
+                }
+                self.observe(w, pc, m, &at, len, Touch::Atomic);
+            }
+            Op::Bfe { ty, d, a, b, c } => {
+                for l in lanes(m) {
+                    let bits = ty.bits();
+                    let x = get(&w.regs, *a, l) & mask(bits);
+                    let pos = (get(&w.regs, *b, l) & 0xff) as u32;
+                    let len = (get(&w.regs, *c, l) & 0xff) as u32;
+                    let v = if len == 0 {
+                        0
+                    } else {
+                        let raw = if pos >= 64 { 0 } else { (x >> pos) & mask(len) };
+                        if ty.signed() {
+                            let sign_pos = (pos + len - 1).min(bits - 1);
+                            let sbit = (x >> sign_pos) & 1;
+                            if sbit == 1 {
+                                (raw | !mask(len)) & mask(bits)
+                            } else {
+                                raw
+                            }
+                        } else {
+                            raw
+                        }
+                    };
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Bfi { ty, d, f, b, c, l: len } => {
+                for l in lanes(m) {
+                    let bits = ty.bits();
+                    let pos = (get(&w.regs, *c, l) & 0xff) as u32;
+                    let n = (get(&w.regs, *len, l) & 0xff) as u32;
+                    let base = get(&w.regs, *b, l) & mask(bits);
+                    let v = if n == 0 || pos >= bits {
+                        base
+                    } else {
+                        let fm = mask(n.min(bits - pos)) << pos;
+                        (base & !fm) | ((get(&w.regs, *f, l) << pos) & fm)
+                    };
+                    set(&mut w.regs, *d, l, v & mask(bits));
+                }
+            }
+            Op::Prmt { d, a, b, c } => {
+                for l in lanes(m) {
+                    let bytes = ((get(&w.regs, *b, l) & 0xffff_ffff) << 32) | (get(&w.regs, *a, l) & 0xffff_ffff);
+                    let sel = get(&w.regs, *c, l);
+                    let mut v = 0u64;
+                    for k in 0..4 {
+                        let s = (sel >> (4 * k)) & 0xf;
+                        let mut byte = (bytes >> (8 * (s & 7))) & 0xff;
+                        if s & 8 != 0 {
+                            byte = if byte & 0x80 != 0 { 0xff } else { 0 };
+                        }
+                        v |= byte << (8 * k);
+                    }
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Shfl { mode, d, p, a, b, c } => {
+                let src: Vec<u64> = (0..32).map(|l| get(&w.regs, *a, l)).collect();
+                for l in lanes(m) {
+                    let bval = (get(&w.regs, *b, l) & 0x1f) as i64;
+                    let cv = get(&w.regs, *c, l);
+                    let cval = (cv & 0x1f) as i64;
+                    let seg = ((cv >> 8) & 0x1f) as i64;
+                    let lane = l as i64;
+                    let max_lane = (lane & seg) | (cval & !seg);
+                    let min_lane = lane & seg;
+                    let (j, ok) = match mode {
+                        Shfl::Up => (lane - bval, lane - bval >= max_lane),
+                        Shfl::Down => (lane + bval, lane + bval <= max_lane),
+                        Shfl::Bfly => (lane ^ bval, (lane ^ bval) <= max_lane),
+                        Shfl::Idx => (min_lane | (bval & !seg), (min_lane | (bval & !seg)) <= max_lane),
+                    };
+                    let j = if ok && (0..32).contains(&j) { j as usize } else { l };
+                    set(&mut w.regs, *d, l, src[j]);
+                    if let Some(p) = p {
+                        set(&mut w.regs, *p, l, ok as u64);
+                    }
+                }
+            }
+            Op::Vote { mode, d, a } => {
+                let mut ballot = 0u32;
+                for l in lanes(m) {
+                    if get(&w.regs, *a, l) & 1 != 0 {
+                        ballot |= 1 << l;
+                    }
+                }
+                let v = match mode {
+                    Vote::Ballot => ballot as u64,
+                    Vote::All => (ballot == m) as u64,
+                    Vote::Any => (ballot != 0) as u64,
+                    Vote::Uni => (ballot == 0 || ballot == m) as u64,
+                };
+                for l in lanes(m) {
+                    set(&mut w.regs, *d, l, v);
+                }
+            }
+            Op::Activemask { d } => {
+                for l in lanes(m) {
+                    set(&mut w.regs, *d, l, m as u64);
+                }
+            }
+            Op::MatchAny { d, a, bits } => {
+                let vals: Vec<u64> = (0..32).map(|l| get(&w.regs, *a, l) & mask(*bits)).collect();
+                for l in lanes(m) {
+                    let same = lanes(m).filter(|&j| vals[j] == vals[l]).fold(0u32, |acc, j| acc | 1 << j);
+                    set(&mut w.regs, *d, l, same as u64);
+                }
+            }
+            Op::Nop => {}
+            Op::Bar | Op::Bra { .. } | Op::Exit | Op::Trap => {}
+        }
+        Ok(())
+    }
+}
+
+fn shift(w: Where, by: u64) -> Where {
+    match w {
+        Where::Global(a) => Where::Global(a + by),
+        Where::Shared(a) => Where::Shared(a + by),
+        Where::Local(a) => Where::Local(a + by),
+        Where::Param(a) => Where::Param(a + by),
+    }
+}

@@ -1,0 +1,318 @@
+//! Memories of the PTX interpreter: device (global) memory shared by all
+//! blocks, per-block shared memory, per-thread local memory, and the
+//! address windows that generic addresses fall into; shadow memory for
+//! races within a block.
+//!
+//! Owns: the address layout, byte-level loads and stores, atomics on global
+//! memory (blocks run in parallel, so global words are atomics), and the
+//! race shadow. Does not own: instruction semantics or scheduling.
+
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// Generic addresses at or above this are shared memory (offset = address - base).
+pub const SHARED_WINDOW: u64 = 0x7e00_0000_0000;
+/// Generic addresses at or above this are the thread's local memory.
+pub const LOCAL_WINDOW: u64 = 0x7f00_0000_0000;
+/// First device allocation.
+const GLOBAL_START: u64 = 0x1_0000_0000;
+
+/// An access outside every allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    pub addr: u64,
+    pub len: u32,
+    pub what: &'static str,
+}
+
+struct Region {
+    base: u64,
+    len: u64,
+    words: Vec<AtomicU32>,
+}
+
+/// Device memory: allocations at 256-byte aligned addresses.
+pub struct Global {
+    regions: Vec<Region>,
+    next: u64,
+    /// Serialises 64-bit and floating-point read-modify-write atomics.
+    rmw: Mutex<()>,
+}
+
+impl Default for Global {
+    fn default() -> Self {
+        Global { regions: Vec::new(), next: GLOBAL_START, rmw: Mutex::new(()) }
+    }
+}
+
+impl Global {
+    /// Allocate and fill a buffer; its device address.
+    pub fn alloc(&mut self, bytes: &[u8]) -> u64 {
+        let base = self.next;
+        let len = bytes.len() as u64;
+        let mut words: Vec<AtomicU32> = Vec::with_capacity(bytes.len().div_ceil(4));
+        for c in bytes.chunks(4) {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            words.push(AtomicU32::new(u32::from_le_bytes(w)));
+        }
+        self.regions.push(Region { base, len, words });
+        // a gap after each buffer so that overruns fault instead of landing in the next one
+        self.next = (base + len + 4096 + 255) & !255;
+        base
+    }
+
+    fn region(&self, addr: u64, len: u32) -> Option<&Region> {
+        let i = self.regions.partition_point(|r| r.base <= addr);
+        let r = self.regions.get(i.checked_sub(1)?)?;
+        (addr + len as u64 <= r.base + r.len).then_some(r)
+    }
+
+    /// The bytes of an allocation (for reading results back).
+    pub fn read(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        let r = self.region(addr, len as u32)?;
+        let mut out = Vec::with_capacity(len);
+        for k in 0..len as u64 {
+            let a = addr - r.base + k;
+            out.push((r.words[(a / 4) as usize].load(Relaxed) >> ((a % 4) * 8)) as u8);
+        }
+        Some(out)
+    }
+
+    /// Little-endian load of `len` ≤ 8 bytes.
+    pub fn load(&self, addr: u64, len: u32) -> Result<u64, Fault> {
+        let r = self.region(addr, len).ok_or(Fault { addr, len, what: "global" })?;
+        let off = addr - r.base;
+        if off % 4 == 0 && len == 4 {
+            return Ok(r.words[(off / 4) as usize].load(Relaxed) as u64);
+        }
+        let mut v = 0u64;
+        for k in 0..len as u64 {
+            let a = off + k;
+            let b = (r.words[(a / 4) as usize].load(Relaxed) >> ((a % 4) * 8)) as u8;
+            v |= (b as u64) << (8 * k);
+        }
+        Ok(v)
+    }
+
+    pub fn store(&self, addr: u64, len: u32, v: u64) -> Result<(), Fault> {
+        let r = self.region(addr, len).ok_or(Fault { addr, len, what: "global" })?;
+        let off = addr - r.base;
+        if off % 4 == 0 && len == 4 {
+            r.words[(off / 4) as usize].store(v as u32, Relaxed);
+            return Ok(());
+        }
+        if off % 4 == 0 && len == 8 {
+            r.words[(off / 4) as usize].store(v as u32, Relaxed);
+            r.words[(off / 4) as usize + 1].store((v >> 32) as u32, Relaxed);
+            return Ok(());
+        }
+        for k in 0..len as u64 {
+            let a = off + k;
+            let shift = (a % 4) * 8;
+            let byte = ((v >> (8 * k)) & 0xff) as u32;
+            let _ = r.words[(a / 4) as usize].fetch_update(Relaxed, Relaxed, |w| Some((w & !(0xff << shift)) | (byte << shift)));
+        }
+        Ok(())
+    }
+
+    /// Atomic read-modify-write of a 4- or 8-byte location; returns the old value.
+    pub fn rmw(&self, addr: u64, len: u32, f: &dyn Fn(u64) -> u64) -> Result<u64, Fault> {
+        let r = self.region(addr, len).ok_or(Fault { addr, len, what: "global" })?;
+        let off = addr - r.base;
+        if len == 4 && off % 4 == 0 {
+            let w = &r.words[(off / 4) as usize];
+            return Ok(w.fetch_update(Relaxed, Relaxed, |old| Some(f(old as u64) as u32)).unwrap_or(0) as u64);
+        }
+        let _g = self.rmw.lock().unwrap_or_else(|e| e.into_inner());
+        let old = self.load(addr, len)?;
+        self.store(addr, len, f(old))?;
+        Ok(old)
+    }
+}
+
+/// Plain byte memory (shared memory of a block, local memory of a thread).
+pub fn load_bytes(mem: &[u8], off: u64, len: u32, what: &'static str, addr: u64) -> Result<u64, Fault> {
+    let o = off as usize;
+    let b = mem.get(o..o + len as usize).ok_or(Fault { addr, len, what })?;
+    let mut v = [0u8; 8];
+    v[..b.len()].copy_from_slice(b);
+    Ok(u64::from_le_bytes(v))
+}
+
+pub fn store_bytes(mem: &mut [u8], off: u64, len: u32, v: u64, what: &'static str, addr: u64) -> Result<(), Fault> {
+    let o = off as usize;
+    let b = mem.get_mut(o..o + len as usize).ok_or(Fault { addr, len, what })?;
+    b.copy_from_slice(&v.to_le_bytes()[..len as usize]);
+    Ok(())
+}
+
+/// A race seen between two threads of one block in one barrier interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RaceSeen {
+    /// "read-after-write", "write-after-read", "write-after-write".
+    pub kind: &'static str,
+    pub shared: bool,
+    /// Instruction index (function-local) of the earlier and the later access.
+    pub first: usize,
+    pub second: usize,
+    pub first_thread: u32,
+    pub second_thread: u32,
+}
+
+const NONE: u32 = 0;
+const MANY: u32 = u32::MAX;
+
+/// Who touched one byte in the current barrier interval (thread ids + 1).
+#[derive(Clone, Copy, Default)]
+struct Cell {
+    epoch: u32,
+    writer: u32,
+    wsite: u32,
+    reader: u32,
+    rsite: u32,
+    atomic: u32,
+    asite: u32,
+}
+
+/// Shadow memory for one block (Boyer et al.): per byte, the writer,
+/// reader(s) and atomic user of the current barrier interval.
+#[derive(Default)]
+pub struct Shadow {
+    shared: Vec<Cell>,
+    global: crate::fxhash::FxHashMap<u64, Cell>,
+    pub epoch: u32,
+    pub races: crate::fxhash::FxHashMap<(bool, &'static str, usize, usize), RaceSeen>,
+}
+
+/// Kind of an access for the shadow.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Touch {
+    Read,
+    Write,
+    Atomic,
+}
+
+impl Shadow {
+    pub fn reset(&mut self, shared_bytes: usize) {
+        self.shared.clear();
+        self.shared.resize(shared_bytes, Cell::default());
+        self.global.clear();
+        self.epoch = 1;
+    }
+
+    /// Record `len` bytes at `addr` (shared offset or global address)
+    /// touched by thread `tid` at instruction `site`.
+    pub fn touch(&mut self, shared: bool, addr: u64, len: u32, tid: u32, site: usize, t: Touch) {
+        let me = tid + 1;
+        let epoch = self.epoch;
+        for k in 0..len as u64 {
+            let cell = if shared {
+                match self.shared.get_mut((addr + k) as usize) {
+                    Some(c) => c,
+                    None => return,
+                }
+            } else {
+                self.global.entry(addr + k).or_default()
+            };
+            if cell.epoch != epoch {
+                *cell = Cell { epoch, ..Cell::default() };
+            }
+            let other = |x: u32| x != NONE && x != me;
+            let mut seen: Option<(&'static str, u32, u32)> = None;
+            match t {
+                Touch::Read => {
+                    if other(cell.writer) {
+                        seen = Some(("read-after-write", cell.wsite, cell.writer));
+                    } else if other(cell.atomic) {
+                        seen = Some(("read-after-write", cell.asite, cell.atomic));
+                    }
+                    if cell.reader == NONE {
+                        cell.reader = me;
+                        cell.rsite = site as u32;
+                    } else if cell.reader != me {
+                        cell.reader = MANY;
+                    }
+                }
+                Touch::Write | Touch::Atomic => {
+                    if other(cell.writer) {
+                        seen = Some(("write-after-write", cell.wsite, cell.writer));
+                    } else if other(cell.reader) {
+                        seen = Some(("write-after-read", cell.rsite, cell.reader));
+                    } else if t == Touch::Write && other(cell.atomic) {
+                        seen = Some(("write-after-write", cell.asite, cell.atomic));
+                    }
+                    if t == Touch::Write {
+                        cell.writer = me;
+                        cell.wsite = site as u32;
+                    } else {
+                        cell.atomic = if cell.atomic == NONE || cell.atomic == me { me } else { MANY };
+                        cell.asite = site as u32;
+                    }
+                }
+            }
+            if let Some((kind, s, who)) = seen {
+                let first = s as usize;
+                self.races.entry((shared, kind, first, site)).or_insert(RaceSeen {
+                    kind,
+                    shared,
+                    first,
+                    second: site,
+                    first_thread: if who == MANY { u32::MAX } else { who - 1 },
+                    second_thread: tid,
+                });
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_bytes_words_and_faults() {
+        let mut g = Global::default();
+        let a = g.alloc(&[1, 2, 3, 4, 5, 6, 7]);
+        let b = g.alloc(&[0; 8]);
+        assert_eq!(a % 256, 0);
+        assert!(b >= a + 7 + 4096);
+        assert_eq!(g.load(a, 4).unwrap(), 0x04030201);
+        assert_eq!(g.load(a + 1, 2).unwrap(), 0x0302);
+        assert_eq!(g.load(a + 4, 3).unwrap(), 0x070605);
+        assert!(g.load(a + 4, 4).is_err(), "past the end");
+        g.store(b + 3, 2, 0xbeef).unwrap();
+        assert_eq!(g.read(b, 8).unwrap(), [0, 0, 0, 0xef, 0xbe, 0, 0, 0]);
+        g.store(b, 8, 0x1122334455667788).unwrap();
+        assert_eq!(g.load(b, 8).unwrap(), 0x1122334455667788);
+        assert_eq!(g.rmw(b, 4, &|x| x + 1).unwrap(), 0x55667788);
+        assert_eq!(g.rmw(b, 8, &|x| x + 1).unwrap(), 0x1122334455667789);
+        assert_eq!(g.load(b, 8).unwrap(), 0x112233445566778a);
+    }
+
+    #[test]
+    fn shadow_kinds() {
+        let mut s = Shadow::default();
+        s.reset(64);
+        s.touch(true, 0, 4, 0, 10, Touch::Write);
+        s.touch(true, 0, 4, 0, 11, Touch::Read); // own write: fine
+        s.touch(true, 4, 4, 1, 12, Touch::Read);
+        s.touch(true, 4, 4, 2, 13, Touch::Write); // thread 1 read it
+        s.touch(true, 0, 4, 1, 14, Touch::Read); // thread 0 wrote it
+        let mut kinds: Vec<_> = s.races.values().map(|r| (r.kind, r.first, r.second, r.first_thread, r.second_thread)).collect();
+        kinds.sort();
+        assert_eq!(kinds, [("read-after-write", 10, 14, 0, 1), ("write-after-read", 12, 13, 1, 2)]);
+        // a barrier starts a new interval
+        s.epoch += 1;
+        s.races.clear();
+        s.touch(true, 0, 4, 3, 15, Touch::Write);
+        assert!(s.races.is_empty());
+        // atomics among themselves do not race
+        s.touch(false, 100, 4, 1, 20, Touch::Atomic);
+        s.touch(false, 100, 4, 2, 20, Touch::Atomic);
+        assert!(s.races.is_empty());
+        s.touch(false, 100, 4, 3, 21, Touch::Read);
+        assert_eq!(s.races.len(), 1);
+    }
+}
