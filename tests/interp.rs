@@ -49,7 +49,8 @@ fn saxpy_matches_the_reference() {
     let mut mem = Global::default();
     let (px, py) = (mem.alloc(&bytes_f32(&x)), mem.alloc(&bytes_f32(&y)));
     let a = 2.5f32;
-    let obs = run("saxpy", [4, 1, 1], [256, 1, 1], &[Arg::Bits(a.to_bits() as u64), Arg::Bits(px), Arg::Bits(py), Arg::Bits(n as u64)], &mut mem);
+    let obs =
+        run("saxpy", [4, 1, 1], [256, 1, 1], &[Arg::Bits(a.to_bits() as u64), Arg::Bits(px), Arg::Bits(py), Arg::Bits(n as u64)], &mut mem);
     let got = f32s(&mem.read(py, n * 4).unwrap());
     let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a.mul_add(*x, *y)).collect();
     // fma or mul+add: the PTX decides; compare within one rounding
@@ -83,7 +84,13 @@ fn transposes_match_the_reference() {
     for kernel in ["transpose_naive", "transpose_tiled"] {
         let mut mem = Global::default();
         let (pi, po) = (mem.alloc(&bytes_f32(&input)), mem.alloc(&vec![0u8; w * h * 4]));
-        let obs = run(kernel, [(w / 32) as u32, (h / 32) as u32, 1], [32, 8, 1], &[Arg::Bits(pi), Arg::Bits(po), Arg::Bits(w as u64), Arg::Bits(h as u64)], &mut mem);
+        let obs = run(
+            kernel,
+            [(w / 32) as u32, (h / 32) as u32, 1],
+            [32, 8, 1],
+            &[Arg::Bits(pi), Arg::Bits(po), Arg::Bits(w as u64), Arg::Bits(h as u64)],
+            &mut mem,
+        );
         let out = f32s(&mem.read(po, w * h * 4).unwrap());
         for y in 0..h {
             for x in 0..w {
@@ -97,10 +104,13 @@ fn transposes_match_the_reference() {
 #[test]
 fn scan_matches_the_reference_and_the_broken_one_races() {
     let input: Vec<u32> = rand_u32(256, 4).iter().map(|v| v % 100).collect();
-    let want: Vec<u32> = input.iter().scan(0, |acc, x| {
-        *acc += x;
-        Some(*acc)
-    }).collect();
+    let want: Vec<u32> = input
+        .iter()
+        .scan(0, |acc, x| {
+            *acc += x;
+            Some(*acc)
+        })
+        .collect();
     let mut mem = Global::default();
     let p = mem.alloc(&bytes_u32(&input));
     let obs = run("scan_1a", [1, 1, 1], [256, 1, 1], &[Arg::Bits(p)], &mut mem);
@@ -133,8 +143,14 @@ fn out_of_bounds_is_an_error_not_a_crash() {
     let mut mem = Global::default();
     let (pa, po) = (mem.alloc(&[0u8; 64]), mem.alloc(&[0u8; 1024]));
     let m = ptx::parse(module()).unwrap();
-    let e = interp::run(&m, "contiguous_read", &Launch { grid: [1, 1, 1], block: [256, 1, 1], dynamic_shared: 0 }, &[Arg::Bits(pa), Arg::Bits(po)], &mut mem)
-        .unwrap_err();
+    let e = interp::run(
+        &m,
+        "contiguous_read",
+        &Launch { grid: [1, 1, 1], block: [256, 1, 1], dynamic_shared: 0 },
+        &[Arg::Bits(pa), Arg::Bits(po)],
+        &mut mem,
+    )
+    .unwrap_err();
     let text = e.to_string();
     assert!(text.contains("out-of-bounds global access of 4 bytes") && text.contains("thread (16, 0, 0) of block (0, 0, 0)"), "{text}");
 }

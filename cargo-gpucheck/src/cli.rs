@@ -37,6 +37,8 @@ pub struct GpucheckArgs {
 pub enum Command {
     /// Check PTX files from any producer (no build).
     Ptx(PtxArgs),
+    /// Run kernels with generated inputs and compare what they do with the predictions (sectors per request, bank conflicts, branch splits, races).
+    Confirm(ConfirmArgs),
     /// List the lints: name, group, default level, summary.
     Lints,
     /// Explain a lint: what it finds, why it matters, a bad and a good kernel.
@@ -53,6 +55,59 @@ pub struct PtxArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ConfirmArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Kernel(s) to run (default: those with a `grid` in [package.metadata.gpucheck] or [package.metadata.gpucheck.kernels.NAME]).
+    #[arg(long = "kernel", value_name = "NAME")]
+    pub kernels: Vec<String>,
+    /// Grid shape, e.g. `4096` or `64,64,1` (wins over Cargo.toml; default 1 block).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid)]
+    pub grid: Option<[u32; 3]>,
+    /// A kernel argument by Rust parameter name, PTX parameter name or index: a buffer `x=f32[1048576]` (seeded random; `:iota`, `:zero`, `:ones` to choose) or a scalar `n=1048576`, `a=2.5`. Repeatable; wins over `args` in Cargo.toml.
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    pub args: Vec<String>,
+    /// Where to run: `cpu` (the built-in PTX interpreter, everywhere) or `cuda` (a real NVIDIA GPU through the CUDA driver, loaded at run time).
+    #[arg(long, value_enum, default_value_t = Engine::Cpu, value_name = "ENGINE")]
+    pub engine: Engine,
+    /// Set from the global `--block` (the launch's block shape, wins over Cargo.toml).
+    #[arg(skip)]
+    pub block: Option<[u32; 3]>,
+    /// Set from the global `--message-format` (`json` prints `gpucheck-confirm` records).
+    #[arg(skip)]
+    pub message_format: MessageFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    #[default]
+    Cpu,
+    Cuda,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Cpu => "cpu",
+            Engine::Cuda => "cuda",
+        }
+    }
+}
+
+/// `X`, `X,Y` or `X,Y,Z`, each ≥ 1.
+fn parse_grid(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("expected 1 to 3 comma-separated numbers such as `4096` or `64,64`, found `{s}`"));
+    }
+    let mut g = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        g[i] = p.parse().ok().filter(|&v: &u32| v >= 1).ok_or_else(|| format!("`{p}` is not a positive number"))?;
+    }
+    Ok(g)
 }
 
 #[derive(Args, Debug, Default)]

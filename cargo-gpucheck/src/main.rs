@@ -9,6 +9,7 @@
 
 mod build;
 mod cli;
+mod confirm;
 mod diagnostic;
 mod levels;
 mod report;
@@ -61,6 +62,11 @@ fn run() -> Result<i32> {
             Ok(0)
         }
         Some(Command::Explain { name }) => explain(&name),
+        Some(Command::Confirm(mut c)) => {
+            c.block = a.output.block;
+            c.message_format = a.output.message_format;
+            confirm::run(&c)
+        }
         Some(Command::Ptx(p)) => {
             let out = merge(&a.output, &p.output);
             check_ptx_files(&p.files, &out, &flags)

@@ -377,11 +377,8 @@ pub fn cvt(dty: Ty, sty: Ty, a: u64, round: Option<Round>, int_round: bool, sat:
         (false, false) => {
             let v = if sty.signed() { sext(a, sty.bits()) as u64 } else { a & mask(sty.bits()) };
             if sat {
-                let (lo, hi): (i128, i128) = if dty.signed() {
-                    (-(1i128 << (dbits - 1)), (1i128 << (dbits - 1)) - 1)
-                } else {
-                    (0, (1i128 << dbits) - 1)
-                };
+                let (lo, hi): (i128, i128) =
+                    if dty.signed() { (-(1i128 << (dbits - 1)), (1i128 << (dbits - 1)) - 1) } else { (0, (1i128 << dbits) - 1) };
                 let x = if sty.signed() { v as i64 as i128 } else { v as i128 };
                 return (x.clamp(lo, hi) as u64) & mask(dbits);
             }

@@ -193,32 +193,159 @@ pub struct Addr {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    Bin { op: Bin, ty: Ty, d: u32, a: Src, b: Src, round: Round, ftz: bool, sat: bool },
-    Mad { ty: Ty, mode: Bin, d: u32, a: Src, b: Src, c: Src, round: Round, ftz: bool, float: bool },
-    Un { op: Un, ty: Ty, d: u32, a: Src, ftz: bool },
-    Setp { cmp: Cmp, ty: Ty, d: u32, d2: Option<u32>, a: Src, b: Src, combine: Option<(BoolOp, Src)>, ftz: bool },
-    Set { cmp: Cmp, dty: Ty, ty: Ty, d: u32, a: Src, b: Src },
-    Selp { d: u32, a: Src, b: Src, p: Src },
-    Mov { d: u32, a: Src },
+    Bin {
+        op: Bin,
+        ty: Ty,
+        d: u32,
+        a: Src,
+        b: Src,
+        round: Round,
+        ftz: bool,
+        sat: bool,
+    },
+    Mad {
+        ty: Ty,
+        mode: Bin,
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+        round: Round,
+        ftz: bool,
+        float: bool,
+    },
+    Un {
+        op: Un,
+        ty: Ty,
+        d: u32,
+        a: Src,
+        ftz: bool,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        d: u32,
+        d2: Option<u32>,
+        a: Src,
+        b: Src,
+        combine: Option<(BoolOp, Src)>,
+        ftz: bool,
+    },
+    Set {
+        cmp: Cmp,
+        dty: Ty,
+        ty: Ty,
+        d: u32,
+        a: Src,
+        b: Src,
+    },
+    Selp {
+        d: u32,
+        a: Src,
+        b: Src,
+        p: Src,
+    },
+    Mov {
+        d: u32,
+        a: Src,
+    },
     /// `mov.b64 %rd, {%r1, %r2}` (pack) / `mov.b64 {%r1, %r2}, %rd` (unpack): part width in bits.
-    Pack { d: u32, parts: Vec<Src>, bits: u32 },
-    Unpack { ds: Vec<Option<u32>>, a: Src, bits: u32 },
-    Cvt { d: u32, dty: Ty, sty: Ty, a: Src, round: Option<Round>, int_round: bool, sat: bool, ftz: bool },
+    Pack {
+        d: u32,
+        parts: Vec<Src>,
+        bits: u32,
+    },
+    Unpack {
+        ds: Vec<Option<u32>>,
+        a: Src,
+        bits: u32,
+    },
+    Cvt {
+        d: u32,
+        dty: Ty,
+        sty: Ty,
+        a: Src,
+        round: Option<Round>,
+        int_round: bool,
+        sat: bool,
+        ftz: bool,
+    },
     /// `cvta.SPACE` (to generic) or `cvta.to.SPACE`.
-    Cvta { d: u32, a: Src, space: Space, to_space: bool },
-    Ld { space: Space, ty: Ty, ds: Vec<Option<u32>>, addr: Addr },
-    St { space: Space, ty: Ty, srcs: Vec<Src>, addr: Addr },
-    Atom { space: Space, op: AtomOp, ty: Ty, d: Option<u32>, addr: Addr, b: Src, c: Src },
-    Bfe { ty: Ty, d: u32, a: Src, b: Src, c: Src },
-    Bfi { ty: Ty, d: u32, f: Src, b: Src, c: Src, l: Src },
-    Prmt { d: u32, a: Src, b: Src, c: Src },
-    Shfl { mode: Shfl, d: u32, p: Option<u32>, a: Src, b: Src, c: Src },
-    Vote { mode: Vote, d: u32, a: Src },
-    Activemask { d: u32 },
-    MatchAny { d: u32, a: Src, bits: u32 },
+    Cvta {
+        d: u32,
+        a: Src,
+        space: Space,
+        to_space: bool,
+    },
+    Ld {
+        space: Space,
+        ty: Ty,
+        ds: Vec<Option<u32>>,
+        addr: Addr,
+    },
+    St {
+        space: Space,
+        ty: Ty,
+        srcs: Vec<Src>,
+        addr: Addr,
+    },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        d: Option<u32>,
+        addr: Addr,
+        b: Src,
+        c: Src,
+    },
+    Bfe {
+        ty: Ty,
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Bfi {
+        ty: Ty,
+        d: u32,
+        f: Src,
+        b: Src,
+        c: Src,
+        l: Src,
+    },
+    Prmt {
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Shfl {
+        mode: Shfl,
+        d: u32,
+        p: Option<u32>,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Vote {
+        mode: Vote,
+        d: u32,
+        a: Src,
+    },
+    Activemask {
+        d: u32,
+    },
+    MatchAny {
+        d: u32,
+        a: Src,
+        bits: u32,
+    },
     Bar,
     /// `bra` to instruction `target`; `rpc`: reconvergence instruction of the branch's block.
-    Bra { target: usize, rpc: usize },
+    Bra {
+        target: usize,
+        rpc: usize,
+    },
     Exit,
     Trap,
     Nop,
@@ -657,7 +784,13 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
         }
         "bfe" => {
             need(4, d)?;
-            Op::Bfe { ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], Ty::U(32), i)?, c: d.src(&ops[3], Ty::U(32), i)? }
+            Op::Bfe {
+                ty,
+                d: d.dst(&ops[0], i)?,
+                a: d.src(&ops[1], ty, i)?,
+                b: d.src(&ops[2], Ty::U(32), i)?,
+                c: d.src(&ops[3], Ty::U(32), i)?,
+            }
         }
         "bfi" => {
             need(5, d)?;

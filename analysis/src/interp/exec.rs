@@ -146,18 +146,21 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
                 Ok::<_, InterpError>((obs, shadow))
             },
         )
-        .map(|r| r.map(|(mut o, s)| {
-            let mut races: Vec<_> = s.races.into_values().collect();
-            races.sort();
-            o.races = races;
-            o
-        }))
+        .map(|r| {
+            r.map(|(mut o, s)| {
+                let mut races: Vec<_> = s.races.into_values().collect();
+                races.sort();
+                o.races = races;
+                o
+            })
+        })
         .try_reduce(Observed::default, |mut a, b| {
             a.merge(b);
             Ok(a)
         })?;
     let mut result = result;
     result.races.sort();
+    result.inst_lines = k.lines.clone();
     Ok(result)
 }
 
@@ -354,14 +357,16 @@ impl Cx<'_, '_> {
         let Some(&(_, first)) = at.first() else { return };
         match first {
             Where::Global(_) => {
-                let addrs: Vec<(i64, u32)> = at.iter().filter_map(|(_, a)| if let Where::Global(x) = a { Some((*x as i64, len)) } else { None }).collect();
+                let addrs: Vec<(i64, u32)> =
+                    at.iter().filter_map(|(_, a)| if let Where::Global(x) = a { Some((*x as i64, len)) } else { None }).collect();
                 let s = crate::memory::sectors(&addrs).0;
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "global";
                 site.add(s);
             }
             Where::Shared(_) => {
-                let addrs: Vec<(i64, u32)> = at.iter().filter_map(|(_, a)| if let Where::Shared(x) = a { Some((*x as i64, len)) } else { None }).collect();
+                let addrs: Vec<(i64, u32)> =
+                    at.iter().filter_map(|(_, a)| if let Where::Shared(x) = a { Some((*x as i64, len)) } else { None }).collect();
                 let c = crate::memory::conflict_degree(&addrs, len);
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "shared";

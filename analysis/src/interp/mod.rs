@@ -59,7 +59,9 @@ impl fmt::Display for InterpError {
                 "PTX line {line}: `trap` (a panic in the kernel) by thread ({}, {}, {}) of block ({}, {}, {})",
                 thread[0], thread[1], thread[2], block[0], block[1], block[2]
             ),
-            InterpError::Timeout { warp_insts } => write!(f, "a block did not finish within {warp_insts} warp instructions (an endless loop?)"),
+            InterpError::Timeout { warp_insts } => {
+                write!(f, "a block did not finish within {warp_insts} warp instructions (an endless loop?)")
+            }
             InterpError::Deadlock { line } => write!(f, "PTX line {line}: warps wait at a barrier the rest of the block never reaches"),
             InterpError::Launch(s) => write!(f, "{s}"),
         }
@@ -155,6 +157,8 @@ pub struct Observed {
     pub races: Vec<RaceSeen>,
     pub warp_insts: u64,
     pub lane_insts: u64,
+    /// PTX line of each instruction index of the kernel.
+    pub inst_lines: Vec<u32>,
 }
 
 impl Observed {

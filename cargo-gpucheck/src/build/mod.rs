@@ -40,6 +40,8 @@ pub struct KernelCrate {
     pub kernel_blocks: HashMap<String, [u32; 3]>,
     /// `[package.metadata.gpucheck.lints]`
     pub lints: Option<serde_json::Value>,
+    /// The whole `[package.metadata.gpucheck]` table (launch specifications for `confirm`).
+    pub meta: Option<serde_json::Value>,
 }
 
 pub struct Workspace {
@@ -154,6 +156,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             block,
             kernel_blocks,
             lints: gm.and_then(|g| g.get("lints")).cloned(),
+            meta: gm.cloned(),
         });
     }
     let lints = meta.workspace_metadata.get("gpucheck").and_then(|g| g.get("lints")).cloned();

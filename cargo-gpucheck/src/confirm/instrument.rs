@@ -1,0 +1,1 @@
+//! PTX instrumentation for the CUDA engine (placeholder).

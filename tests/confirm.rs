@@ -1,0 +1,117 @@
+//! `cargo gpucheck confirm` on the example kernels with the launches in
+//! example-kernels/Cargo.toml: for every access site with a static
+//! prediction that the run executed, the CPU engine's observed typical
+//! value equals the predicted one; the racy kernels' races are seen and
+//! were predicted; clean kernels show none; errors are clear.
+
+use gpucheck_tests::*;
+use std::collections::BTreeSet;
+
+fn records() -> &'static Vec<serde_json::Value> {
+    static OUT: std::sync::OnceLock<Vec<serde_json::Value>> = std::sync::OnceLock::new();
+    OUT.get_or_init(|| {
+        example_build();
+        let out = gpucheck(&["confirm", "-q", "--message-format", "json"], &repo().join("example-kernels"));
+        assert_eq!(out.status.code(), Some(1), "races are seen, so exit 1: {}", String::from_utf8_lossy(&out.stderr));
+        json_lines(&out.stdout)
+    })
+}
+
+#[test]
+fn every_executed_prediction_is_confirmed() {
+    let recs = records();
+    assert!(recs.iter().all(|r| r["reason"] == "gpucheck-confirm" && r["engine"] == "cpu"));
+    let mut confirmed = 0;
+    let mut kernels = BTreeSet::new();
+    for r in recs.iter().filter(|r| r["space"] == "global" || r["space"] == "shared") {
+        if r["observed"].is_null() || r["predicted"].is_null() || r["observed"]["race"].is_string() {
+            continue;
+        }
+        let key = if r["space"] == "global" { "sectors_per_request" } else { "conflict_degree" };
+        assert_eq!(r["observed"]["typical"], r["predicted"][key], "{r}");
+        assert_eq!(r["verdict"], "confirmed", "{r}");
+        assert!(
+            r["observed"]["max"].as_u64().unwrap()
+                <= r["predicted"][if key == "conflict_degree" { "worst_conflict_degree" } else { "worst_sectors_per_request" }]
+                    .as_u64()
+                    .unwrap()
+                    .max(32),
+            "{r}"
+        );
+        confirmed += 1;
+        kernels.insert(r["kernel"].as_str().unwrap().to_string());
+    }
+    assert!(confirmed >= 150, "only {confirmed} confirmed sites");
+    assert!(kernels.len() >= 35, "{kernels:?}");
+    assert!(!recs.iter().any(|r| r["verdict"] == "MISMATCH"));
+    // the headline twins: bad ones confirmed bad, good ones good
+    let typical = |k: &str, space: &str| -> Vec<u64> {
+        let key = if space == "global" { "sectors_per_request" } else { "conflict_degree" };
+        recs.iter()
+            .filter(|r| r["kernel"] == k && r["space"] == space && !r["observed"].is_null())
+            .map(|r| r["observed"]["typical"].as_u64().unwrap_or(0))
+            .filter(|_| key != "")
+            .collect()
+    };
+    assert!(typical("strided_gather", "global").contains(&32));
+    assert_eq!(typical("shared_column_unpadded", "shared").iter().max(), Some(&32));
+    assert_eq!(typical("shared_column_padded", "shared").iter().max(), Some(&1));
+    assert_eq!(typical("reduce_interleaved", "shared").iter().max(), Some(&2));
+}
+
+#[test]
+fn races_are_seen_where_predicted_and_nowhere_else() {
+    let races: BTreeSet<(String, String)> = records()
+        .iter()
+        .filter(|r| r["verdict"] == "RACE")
+        .map(|r| {
+            assert_eq!(r["predicted"]["race"], true, "an observed race the analysis missed: {r}");
+            (r["kernel"].as_str().unwrap().to_string(), r["space"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let expected: BTreeSet<(String, String)> = [
+        ("all_write_one", "global"),
+        ("neighbour_read", "shared"),
+        ("scan_no_first_barrier", "shared"),
+        ("scan_no_second_barrier", "shared"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(races, expected);
+}
+
+#[test]
+fn branch_splits_are_counted() {
+    // saxpy: 1000 of 1024 threads in range: one warp execution splits at the bound
+    let saxpy: Vec<&serde_json::Value> = records().iter().filter(|r| r["kernel"] == "saxpy" && r["space"] == "branch").collect();
+    assert_eq!(saxpy.len(), 1, "{saxpy:?}");
+    assert_eq!(saxpy[0]["observed"]["splits"], 1);
+    assert_eq!(saxpy[0]["observed"]["executions"], 32);
+}
+
+#[test]
+fn launch_errors_are_clear() {
+    let dir = repo().join("example-kernels");
+    example_build();
+    // a kernel without a grid and no arguments for it
+    let out = gpucheck(&["confirm", "-q", "--kernel", "saxpy", "--arg", "x=f32"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("argument `x` is a pointer (`*const f32`): give a buffer such as `x=f32[1024]`"), "{err}");
+    // a bad value names itself
+    let out = gpucheck(&["confirm", "-q", "--kernel", "fan2_fixed", "--arg", "a=f32[0x]"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`0x` is not a length in `f32[0x]`"));
+    // an out-of-bounds access is reported with the thread, not a crash
+    let out = gpucheck(&["confirm", "-q", "--kernel", "contiguous_read", "--arg", "a=f32[64]"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    // `a` holds 64 floats: thread 64 reads past it, at the Rust line of the read
+    assert!(err.contains("src/memory.rs:18:19: the CPU engine stopped: PTX line"), "{err}");
+    assert!(err.contains("out-of-bounds global access of 4 bytes") && err.contains("by thread (64, 0, 0) of block (0, 0, 0)"), "{err}");
+    // unknown kernel
+    let out = gpucheck(&["confirm", "-q", "--kernel", "nope", "--grid", "1"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no kernel to run"), "{}", String::from_utf8_lossy(&out.stderr));
+}
