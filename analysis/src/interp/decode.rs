@@ -451,6 +451,9 @@ impl<'a> Dec<'_, 'a, '_> {
     }
 
     fn sym(&self, name: &str) -> Option<u64> {
+        if name == "WARP_SZ" {
+            return Some(32);
+        }
         self.syms
             .shared
             .get(name)
