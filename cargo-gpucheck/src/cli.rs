@@ -39,6 +39,18 @@ pub enum Command {
     Ptx(PtxArgs),
     /// Run kernels with generated inputs and compare what they do with the predictions (sectors per request, bank conflicts, branch splits, races).
     Confirm(ConfirmArgs),
+    /// Write the instrumented copy of a PTX file that `confirm --engine cuda` loads (sector and bank-conflict counters per access site, DWARF sections dropped), to check it with ptxas or read it.
+    Instrument {
+        /// PTX file to instrument.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Retarget to this architecture, e.g. `sm_90` (raises `.version` as needed).
+        #[arg(long = "arch", value_name = "SM")]
+        arch: Option<String>,
+        /// Where to write it (default: stdout).
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
     /// List the lints: name, group, default level, summary.
     Lints,
     /// Explain a lint: what it finds, why it matters, a bad and a good kernel.

@@ -67,6 +67,19 @@ fn run() -> Result<i32> {
             c.message_format = a.output.message_format;
             confirm::run(&c)
         }
+        Some(Command::Instrument { file, arch, output }) => {
+            let src = std::fs::read_to_string(&file).with_context(|| format!("reading `{}`", file.display()))?;
+            let ins = confirm::instrument::instrument(&src, arch.as_deref()).map_err(|e| anyhow::anyhow!("{}:{e}", file.display()))?;
+            match output {
+                Some(o) => std::fs::write(&o, &ins.ptx).with_context(|| format!("writing `{}`", o.display()))?,
+                None => print!("{}", ins.ptx),
+            }
+            eprintln!("instrumented {} access sites ({} left alone)", ins.sites.len(), ins.skipped.len());
+            for (line, why) in &ins.skipped {
+                eprintln!("  PTX line {line}: {why}");
+            }
+            Ok(0)
+        }
         Some(Command::Ptx(p)) => {
             let out = merge(&a.output, &p.output);
             check_ptx_files(&p.files, &out, &flags)

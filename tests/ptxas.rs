@@ -1,0 +1,66 @@
+//! The PTX the CUDA engine loads must assemble: the instrumented copy of
+//! the example kernels (and of NVVM PTX from the corpus) goes through
+//! `ptxas` for sm_70 and sm_90. ptxas comes from PyPI (`.ci/setup` puts it
+//! in target/cuda-tools/bin; `GPUCHECK_PTXAS` or `ptxas` on PATH also do).
+
+use gpucheck_tests::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn ptxas() -> PathBuf {
+    if let Some(p) = std::env::var_os("GPUCHECK_PTXAS") {
+        return PathBuf::from(p);
+    }
+    let local = repo().join("target/cuda-tools/bin/ptxas");
+    if local.exists() {
+        return local;
+    }
+    if Command::new("ptxas").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return PathBuf::from("ptxas");
+    }
+    panic!("ptxas not found: run `bash .ci/setup` (installs it from PyPI into target/cuda-tools/bin), or set GPUCHECK_PTXAS");
+}
+
+fn assemble(ptx: &std::path::Path, arch: &str) {
+    let out_dir = repo().join("target/gpucheck-test-ptxas");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let ins = out_dir.join(format!("{}.{arch}.ptx", ptx.file_stem().unwrap().to_string_lossy()));
+    let out = gpucheck(&["instrument", ptx.to_str().unwrap(), "--arch", arch, "-o", ins.to_str().unwrap()], &repo());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let sites: usize = err.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(sites > 0, "{err}");
+    let text = std::fs::read_to_string(&ins).unwrap();
+    assert_eq!(text.matches("// gpucheck site ").count(), sites);
+    let res = Command::new(ptxas()).arg(format!("-arch={arch}")).arg(&ins).arg("-o").arg(ins.with_extension("cubin")).output().unwrap();
+    assert!(res.status.success(), "ptxas -arch={arch} {}: {}", ins.display(), String::from_utf8_lossy(&res.stderr));
+}
+
+#[test]
+fn instrumented_example_kernels_assemble_for_sm70_and_sm90() {
+    example_build();
+    let deps = repo().join("example-kernels/target/gpucheck/nvptx64-nvidia-cuda/release/deps");
+    let ptx = std::fs::read_dir(&deps)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "s") && p.file_name().unwrap().to_string_lossy().starts_with("example_kernels-"))
+        .max_by_key(|p| p.metadata().unwrap().modified().unwrap())
+        .unwrap();
+    // rustc's own PTX with debug info does not assemble (its DWARF label differences); ours must
+    let raw = Command::new(ptxas()).arg("-arch=sm_70").arg(&ptx).arg("-o").arg("/dev/null").output().unwrap();
+    assert!(!raw.status.success(), "rustc's debug PTX now assembles as is: the DWARF stripping may no longer be needed");
+    for arch in ["sm_70", "sm_90"] {
+        assemble(&ptx, arch);
+    }
+}
+
+#[test]
+fn instrumented_nvvm_and_nvcc_ptx_assembles() {
+    for f in ["rust-cuda-add.ptx", "vosen-ZLUDA-vectorAdd_kernel64.ptx"] {
+        for arch in ["sm_70", "sm_90"] {
+            assemble(&corpus_dir().join(f), arch);
+        }
+    }
+    // CUDA 8 PTX uses `shfl` without `.sync`, which PTX ISA 6.4 and later reject: sm_70 (ISA 6.3) only
+    assemble(&corpus_dir().join("JuliaGPU-CUDA.jl-reduce.cu.ptx"), "sm_70");
+}
