@@ -115,3 +115,16 @@ fn launch_errors_are_clear() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no kernel to run"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn cuda_engine_says_when_there_is_no_driver() {
+    // this test machine has no NVIDIA driver; with one, the engine runs (see README)
+    if std::path::Path::new("/dev/nvidiactl").exists() {
+        return;
+    }
+    example_build();
+    let out = gpucheck(&["confirm", "-q", "--kernel", "saxpy", "--engine", "cuda"], &repo().join("example-kernels"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no CUDA driver found"), "{err}");
+}

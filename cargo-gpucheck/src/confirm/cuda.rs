@@ -1,9 +1,153 @@
-//! The CUDA engine (placeholder until the instrumented run lands).
-use super::{launch::Prepared, Seen};
-use anyhow::{bail, Result};
-use gpucheck_analysis::interp::Launch;
+//! The CUDA engine: the kernel on a real NVIDIA GPU through the CUDA driver
+//! (`cudarc`, loaded at run time: the tool builds and runs without CUDA and
+//! says "no CUDA driver found" there). Runs the instrumented copy of the
+//! PTX (see `instrument`) for the per-site histograms, then the
+//! uninstrumented copy (DWARF sections dropped) timed with CUDA events.
+//!
+//! Owns: device setup, buffers, launches, reading the counters back. Does
+//! not own: the instrumentation or the comparison.
+
+use super::instrument::{self, COUNTERS, SLOTS};
+use super::launch::Prepared;
+use super::{Seen, SiteSeen};
+use anyhow::{anyhow, bail, Context, Result};
+use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+use gpucheck_analysis::interp::{Arg, Launch};
 use gpucheck_analysis::ptx;
 
-pub fn run(_src: &str, _m: &ptx::Module<'_>, _kernel: &str, _l: &Launch, _p: &Prepared) -> Result<Seen> {
-    bail!("the CUDA engine is not built yet")
+/// Whether the CUDA driver library can be loaded here.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to open the shared library
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// A scalar kernel argument at its PTX size.
+enum Scalar {
+    B8(u8),
+    B16(u16),
+    B32(u32),
+    B64(u64),
+}
+
+fn d<E: std::fmt::Debug>(what: &'static str) -> impl Fn(E) -> anyhow::Error {
+    move |e| anyhow!("CUDA: {what}: {e:?}")
+}
+
+pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepared) -> Result<Seen> {
+    if !driver_present() {
+        bail!(
+            "no CUDA driver found (libcuda could not be loaded): run on a machine with an NVIDIA GPU and its driver, or use `--engine cpu`"
+        );
+    }
+    let started = std::time::Instant::now();
+    let ctx = CudaContext::new(0).map_err(d("creating a context on device 0"))?;
+    let (major, minor) = ctx.compute_capability().map_err(d("reading the compute capability"))?;
+    let arch = format!("sm_{major}{minor}");
+    let stream = ctx.default_stream();
+    let f = m.functions.iter().find(|f| f.name == kernel && f.is_entry).with_context(|| format!("no kernel `{kernel}`"))?;
+    let cfg = LaunchConfig {
+        grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
+        block_dim: (l.block[0], l.block[1], l.block[2]),
+        shared_mem_bytes: l.dynamic_shared,
+    };
+
+    // one launch: fresh copies of the inputs, the kernel's arguments in PTX order
+    let launch = |ptx_text: String, timed: bool| -> Result<(Option<f32>, Option<Vec<u8>>)> {
+        let module = ctx.load_module(Ptx::from_src(ptx_text)).map_err(d("loading the PTX"))?;
+        let func = module.load_function(kernel).map_err(d("finding the kernel"))?;
+        let slices: Vec<CudaSlice<u8>> = p
+            .buffers
+            .iter()
+            .map(|b| if b.bytes.is_empty() { stream.alloc_zeros::<u8>(1) } else { stream.clone_htod(&b.bytes) })
+            .collect::<Result<_, _>>()
+            .map_err(d("copying the inputs"))?;
+        let mut scalars: Vec<Option<Scalar>> = Vec::new();
+        let mut which: Vec<Option<usize>> = Vec::new();
+        for (param, arg) in f.params.iter().zip(&p.args) {
+            let buffer = match arg {
+                Arg::Bits(bits) => p.buffers.iter().position(|b| b.addr == *bits && matches!(param.ty, ".u64" | ".b64" | ".s64")),
+                Arg::Bytes(_) => bail!("aggregate parameters are not supported by the CUDA engine"),
+            };
+            which.push(buffer);
+            let bits = match arg {
+                Arg::Bits(b) => *b,
+                Arg::Bytes(_) => 0,
+            };
+            scalars.push(match (buffer, param.ty) {
+                (Some(_), _) => None,
+                (None, ".u8" | ".s8" | ".b8") => Some(Scalar::B8(bits as u8)),
+                (None, ".u16" | ".s16" | ".b16") => Some(Scalar::B16(bits as u16)),
+                (None, ".u32" | ".s32" | ".b32" | ".f32") => Some(Scalar::B32(bits as u32)),
+                (None, _) => Some(Scalar::B64(bits)),
+            });
+        }
+        let mut lb = stream.launch_builder(&func);
+        for (k, s) in which.iter().zip(&scalars) {
+            match (k, s) {
+                (Some(k), _) => {
+                    lb.arg(&slices[*k]);
+                }
+                (None, Some(Scalar::B8(v))) => {
+                    lb.arg(v);
+                }
+                (None, Some(Scalar::B16(v))) => {
+                    lb.arg(v);
+                }
+                (None, Some(Scalar::B32(v))) => {
+                    lb.arg(v);
+                }
+                (None, Some(Scalar::B64(v))) => {
+                    lb.arg(v);
+                }
+                (None, None) => {}
+            }
+        }
+        if timed {
+            lb.record_kernel_launch(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        }
+        // SAFETY: the arguments match the kernel's PTX parameters in number and size,
+        // and pointers point into buffers of the sizes the user gave
+        let events = unsafe { lb.launch(cfg) }.map_err(d("launching"))?;
+        stream.synchronize().map_err(d("running the kernel"))?;
+        let ms = match events {
+            Some((a, b)) => Some(a.elapsed_ms(&b).map_err(d("timing"))?),
+            None => None,
+        };
+        let counters = if timed {
+            None
+        } else {
+            let g = module.get_global(COUNTERS, &stream).map_err(d("finding the counters"))?;
+            Some(stream.clone_dtoh(&g).map_err(d("reading the counters"))?)
+        };
+        Ok((ms, counters))
+    };
+
+    let ins = instrument::instrument(src, Some(&arch)).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
+    let (_, counters) = launch(ins.ptx.clone(), false)?;
+    let counters = counters.unwrap_or_default();
+    let word = |i: usize| counters.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
+    let kname = gpucheck_analysis::demangle(kernel);
+    let mut seen = Seen::default();
+    for (k, site) in ins.sites.iter().enumerate() {
+        if site.kernel != kname {
+            continue;
+        }
+        let base = k * SLOTS;
+        let requests = word(base);
+        if requests == 0 {
+            continue;
+        }
+        let hist: Vec<u64> = (0..=32).map(|v| word(base + 1 + v)).collect();
+        let mode = hist.iter().enumerate().max_by_key(|(v, c)| (**c, *v)).map(|x| x.0 as u32).unwrap_or(0);
+        let max = hist.iter().rposition(|&c| c > 0).unwrap_or(0) as u32;
+        let mean = hist.iter().enumerate().map(|(v, c)| v as f64 * *c as f64).sum::<f64>() / requests as f64;
+        seen.sites.push((site.ptx_line, site.space, SiteSeen { requests, mode, max, mean }));
+    }
+    // the uninstrumented kernel, timed
+    let plain = instrument::retarget(&instrument::strip_dwarf(src), &arch);
+    let (ms, _) = launch(plain, true)?;
+    seen.kernel_ms = ms.map(|x| x as f64);
+    seen.seconds = started.elapsed().as_secs_f64();
+    Ok(seen)
 }

@@ -246,23 +246,6 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
             }
         }
         let t = line.trim_start();
-        if let (Some(tgt), true) = (target, t.starts_with(".target")) {
-            let rest = t.trim_start_matches(".target").trim();
-            let debug = rest.contains("debug");
-            let _ = writeln!(out, ".target {tgt}{}", if debug { ", debug" } else { "" });
-            continue;
-        }
-        if let (Some(tgt), true) = (target, t.starts_with(".version")) {
-            // sm_90 needs PTX ISA 7.8
-            let v: f32 = t.trim_start_matches(".version").trim().parse().unwrap_or(7.0);
-            let need = if tgt.starts_with("sm_9") { 7.8 } else { 6.3 };
-            let _ = writeln!(
-                out,
-                ".version {}",
-                if v < need { format!("{need:.1}") } else { t.trim_start_matches(".version").trim().to_string() }
-            );
-            continue;
-        }
         out.push_str(line);
         out.push('\n');
         if !declared && t.starts_with(".address_size") {
@@ -273,7 +256,44 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
     if !declared {
         return Err("the PTX has no `.address_size` line to put the counters after".into());
     }
+    let out = match target {
+        Some(t) => retarget(&out, t),
+        None => out,
+    };
     Ok(Instrumented { ptx: strip_dwarf(&out), sites, skipped })
+}
+
+/// Set `.target` to `arch` (keeping its other options) and raise
+/// `.version` to what the instrumentation needs there (6.3 for the warp
+/// instructions, 7.8 for sm_90).
+pub fn retarget(src: &str, arch: &str) -> String {
+    let mut out = String::with_capacity(src.len() + 16);
+    for line in src.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix(".target") {
+            let extra: Vec<&str> = rest.split(',').skip(1).map(str::trim).filter(|x| !x.is_empty()).collect();
+            let _ = writeln!(out, ".target {arch}{}", extra.iter().map(|x| format!(", {x}")).collect::<String>());
+            continue;
+        }
+        if let Some(v) = t.strip_prefix(".version") {
+            let v = v.trim();
+            let (maj, min) =
+                v.split_once('.').map(|(a, b)| (a.parse::<u32>().unwrap_or(0), b.parse::<u32>().unwrap_or(0))).unwrap_or((0, 0));
+            let sm: u32 = arch.trim_start_matches("sm_").trim_end_matches(|c: char| !c.is_ascii_digit()).parse().unwrap_or(70);
+            let need = if sm >= 90 {
+                (7, 8)
+            } else if sm >= 80 {
+                (7, 0)
+            } else {
+                (6, 3)
+            };
+            let _ = writeln!(out, ".version {}", if (maj, min) < need { format!("{}.{}", need.0, need.1) } else { v.to_string() });
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

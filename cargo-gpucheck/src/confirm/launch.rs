@@ -230,10 +230,8 @@ pub fn rust_params(root: &Path, kernel: &str) -> Option<Vec<(String, String)>> {
 /// A buffer made for a pointer argument.
 #[derive(Debug, Clone)]
 pub struct Buffer {
-    pub name: String,
     pub addr: u64,
     pub bytes: Vec<u8>,
-    pub elem: Elem,
 }
 
 /// The PTX parameters' values, with the buffers made for them.
@@ -352,7 +350,7 @@ pub fn prepare(
                 }
                 let bytes = fill(elem, len, how, i as u64 + 1);
                 let addr = mem.alloc(&bytes);
-                buffers.push(Buffer { name: display.clone(), addr, bytes, elem });
+                buffers.push(Buffer { addr, bytes });
                 args.push(Arg::Bits(addr));
             }
             Value::Scalar(s) => {
