@@ -206,3 +206,50 @@ fn corpus_kernels_from_other_producers() {
     let want: Vec<u32> = (0..4).map(|blk| (0..4096).filter(|i| (i / 256) % 4 == blk).map(|i| input[i]).sum()).collect();
     assert_eq!(got, want);
 }
+
+/// Device-function calls: NVVM's call sequences (`.param` arguments and
+/// results), a libdevice-style function; calls to functions the PTX only
+/// declares are a clear error.
+#[test]
+fn device_function_calls() {
+    let src = std::fs::read_to_string(repo().join("analysis/tests/nvvm/idioms.ptx")).unwrap();
+    let m = ptx::parse(&src).unwrap();
+    let n = 600usize;
+    let a: Vec<f32> = (0..n).map(|i| (i as f32 - 300.0) / 50.0).collect();
+    let mut mem = Global::default();
+    let (pa, po) = (mem.alloc(&bytes_f32(&a)), mem.alloc(&vec![0u8; n * 4]));
+    let args = [Arg::Bits(pa), Arg::Bits(n as u64), Arg::Bits(po), Arg::Bits(n as u64)];
+    let obs = interp::run(&m, "exp_slice", &Launch { grid: [3, 1, 1], block: [256, 1, 1], dynamic_shared: 0 }, &args, &mut mem).unwrap();
+    let got = f32s(&mem.read(po, n * 4).unwrap());
+    for i in 0..n {
+        let want = a[i].exp();
+        assert!((got[i] - want).abs() <= want * 1e-5, "exp({}) = {} (want {want})", a[i], got[i]);
+    }
+    // the store after the call is counted like any other access
+    assert!(obs.sites.values().all(|s| s.mode() == 4), "{:?}", obs.sites);
+
+    // rustc (2018, rust-ptx-linker): three levels of calls through `core::ptr::offset` and friends;
+    // every thread writes the same element, which the shadow memory sees
+    let src = std::fs::read_to_string(corpus_dir().join("denzp-rust-ptx-linker-dependencies-debug.ptx")).unwrap();
+    let m = ptx::parse(&src).unwrap();
+    let mut mem = Global::default();
+    let (pi, po) = (mem.alloc(&3.0f64.to_le_bytes()), mem.alloc(&[0u8; 64]));
+    let obs = interp::run(
+        &m,
+        "top_level_kernel",
+        &Launch { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared: 0 },
+        &[Arg::Bits(pi), Arg::Bits(po), Arg::Bits(2.0f64.to_bits())],
+        &mut mem,
+    )
+    .unwrap();
+    assert!(obs.races.iter().any(|r| r.kind == "write-after-write" && !r.shared), "{:?}", obs.races);
+    let out = f64::from_le_bytes(mem.read(po, 8).unwrap().try_into().unwrap());
+    assert!(out != 0.0, "the kernel wrote its result");
+
+    // a function the PTX only declares
+    let src = ".version 7.0\n.target sm_70\n.address_size 64\n.extern .func (.param .b32 func_retval0) ext(.param .b32 ext_param_0);\n.visible .entry k()\n{\n\t.reg .b32 %r<2>;\n\t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], 1;\n\t.param .b32 retval0;\n\tcall.uni (retval0), ext, (param0);\n\tld.param.b32 %r1, [retval0+0];\n\t}\n\tret;\n}\n";
+    let m = ptx::parse(src).unwrap();
+    let e =
+        interp::run(&m, "k", &Launch { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared: 0 }, &[], &mut Global::default()).unwrap_err();
+    assert!(e.to_string().contains("PTX line 12: `call.uni`: `ext` has no body in this PTX"), "{e}");
+}

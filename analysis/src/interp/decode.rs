@@ -20,7 +20,16 @@ pub enum Src {
     /// `!%p`
     NotReg(u32),
     Imm(u64),
+    /// A `.local` variable of the function: its offset in the frame (the
+    /// frame's base in the thread's local memory is added when read).
+    Local(u64),
 }
+
+/// Addresses of `.param` variables of device-function calls (a caller's
+/// `param0`/`retval0`, a callee's formal parameters) carry this tag: they
+/// live in the frame's per-thread call scratch, not in the kernel's
+/// parameter buffer.
+pub const CALL_PARAM: u64 = 1 << 62;
 
 /// Scalar type of an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -341,6 +350,15 @@ pub enum Op {
         bits: u32,
     },
     Bar,
+    /// `call` of function `func` (module index): where the caller keeps
+    /// the arguments and wants the results (call-scratch offset, bytes).
+    Call {
+        func: usize,
+        args: Vec<(u64, u32)>,
+        rets: Vec<(u64, u32)>,
+    },
+    /// `ret`: the lanes leave the current function (the kernel: they end).
+    Ret,
     /// `bra` to instruction `target`; `rpc`: reconvergence instruction of the branch's block.
     Bra {
         target: usize,
@@ -415,6 +433,8 @@ pub struct Symbols<'s> {
     pub global: &'s HashMap<String, u64>,
     /// Kernel parameter → offset in the parameter buffer.
     pub params: &'s HashMap<String, u64>,
+    /// Function name → index in the module (call targets).
+    pub functions: &'s HashMap<String, usize>,
 }
 
 /// A decoded function.
@@ -425,6 +445,11 @@ pub struct Program {
     pub specials: Vec<(u32, Special)>,
     /// Bytes of `.local` depot per thread.
     pub local_bytes: u64,
+    /// Bytes of call scratch per thread (formal parameters, `.param` variables).
+    pub scratch_bytes: u64,
+    /// A device function's formal parameters and results: (scratch offset, bytes).
+    pub formals: Vec<(u64, u32)>,
+    pub returns: Vec<(u64, u32)>,
 }
 
 /// Instruction index meaning "never reconverges before exit".
@@ -436,6 +461,8 @@ struct Dec<'f, 'a, 's> {
     specials: Vec<(u32, Special)>,
     syms: &'f Symbols<'s>,
     locals: HashMap<&'a str, u64>,
+    /// `.param` variables and formals of this function (device functions, call sequences).
+    call_params: HashMap<&'a str, (u64, u32)>,
 }
 
 impl<'a> Dec<'_, 'a, '_> {
@@ -454,13 +481,10 @@ impl<'a> Dec<'_, 'a, '_> {
         if name == "WARP_SZ" {
             return Some(32);
         }
-        self.syms
-            .shared
-            .get(name)
-            .or_else(|| self.syms.global.get(name))
-            .or_else(|| self.syms.params.get(name))
-            .or_else(|| self.locals.get(name))
-            .copied()
+        if let Some((off, _)) = self.call_params.get(name) {
+            return Some(CALL_PARAM + off);
+        }
+        self.syms.shared.get(name).or_else(|| self.syms.global.get(name)).or_else(|| self.syms.params.get(name)).copied()
     }
 
     fn src(&mut self, o: &Operand<'a>, ty: Ty, i: usize) -> Result<Src, InterpError> {
@@ -474,6 +498,8 @@ impl<'a> Dec<'_, 'a, '_> {
                 // a float literal given for an integer-typed operand: its bits
                 _ => (*x as f32).to_bits() as u64,
             }),
+            Operand::Sym(s) if self.locals.contains_key(s) => Src::Local(self.locals[s]),
+            Operand::SymOff(s, off) if self.locals.contains_key(s) => Src::Local(self.locals[s].wrapping_add(*off as i64 as u64)),
             Operand::Sym(s) => Src::Imm(self.sym(s).ok_or_else(|| self.err(i, &format!("unknown symbol `{s}`")))?),
             Operand::SymOff(s, off) => {
                 Src::Imm(self.sym(s).ok_or_else(|| self.err(i, &format!("unknown symbol `{s}`")))?.wrapping_add(*off as i64 as u64))
@@ -562,7 +588,49 @@ fn cmp_of(m: &str) -> Option<Cmp> {
 /// Decode a function (a kernel: device functions are reached only through
 /// `call`, which is not interpreted).
 pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, InterpError> {
-    let mut d = Dec { f, regs: HashMap::new(), specials: Vec::new(), syms, locals: HashMap::new() };
+    let mut d = Dec { f, regs: HashMap::new(), specials: Vec::new(), syms, locals: HashMap::new(), call_params: HashMap::new() };
+    // call scratch: a device function's results and formals, then every `.param` variable of the body
+    let mut scratch = 0u64;
+    let mut place = |d: &mut Dec<'_, 'a, '_>, name: &'a str, ty: &str, n: u64, align: Option<u32>| -> (u64, u32) {
+        let size = ty_of(ty.trim_start_matches('.')).map(|t| t.bytes() as u64).unwrap_or(8) * n.max(1);
+        // the same name declared again (one `param0` per call sequence) keeps its slot when it fits
+        if let Some(&(off, have)) = d.call_params.get(name) {
+            if size <= have as u64 {
+                return (off, size as u32);
+            }
+        }
+        let align = align.map(|a| a as u64).unwrap_or(size.min(8)).max(1);
+        scratch = scratch.div_ceil(align) * align;
+        let at = (scratch, size as u32);
+        d.call_params.insert(name, at);
+        scratch += size;
+        at
+    };
+    let mut formals = Vec::new();
+    let mut returns = Vec::new();
+    if !f.func.is_entry {
+        for p in &f.func.returns {
+            returns.push(place(&mut d, p.name, p.ty, p.array.unwrap_or(1), p.align));
+        }
+        for p in &f.func.params {
+            formals.push(place(&mut d, p.name, p.ty, p.array.unwrap_or(1), p.align));
+        }
+        if f.func.params.iter().chain(&f.func.returns).any(|p| p.space == ".reg") {
+            return Err(InterpError::Unsupported {
+                line: f.func.pos.line,
+                opcode: format!(".func {}", f.func.name),
+                why: "`.reg` parameters of device functions are not interpreted".into(),
+            });
+        }
+    }
+    for s in f.func.body.iter().flatten() {
+        if let crate::ptx::Stmt::Var(v) = s {
+            if v.space == ".param" {
+                let n: u64 = v.dims.iter().map(|x| x.unwrap_or(1)).product::<u64>().max(1);
+                place(&mut d, v.name, v.ty, n, v.align);
+            }
+        }
+    }
     let mut local_bytes = 0u64;
     for s in f.func.body.iter().flatten() {
         if let crate::ptx::Stmt::Var(v) = s {
@@ -589,7 +657,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
         let op = decode_one(&mut d, i)?;
         insts.push(Inst { guard, op });
     }
-    Ok(Program { insts, nregs: d.regs.len(), specials: d.specials, local_bytes })
+    Ok(Program { insts, nregs: d.regs.len(), specials: d.specials, local_bytes, scratch_bytes: scratch, formals, returns })
 }
 
 fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> {
@@ -866,10 +934,46 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
             let rpc = d.f.cfg.ipdom(b).map(|p| d.f.cfg.blocks[p].start).unwrap_or(NO_RPC);
             Op::Bra { target, rpc }
         }
-        "ret" | "exit" => Op::Exit,
+        "ret" => Op::Ret,
+        "exit" => Op::Exit,
         "trap" => Op::Trap,
         "membar" | "fence" | "prefetch" | "prefetchu" | "pmevent" | "nanosleep" => Op::Nop,
-        "call" => return Err(d.err(i, "calls to device functions are not interpreted (inline them, or check this kernel statically)")),
+        "call" => {
+            // call[.uni] [(results),] target, [(arguments)]
+            let mut lists = Vec::new();
+            let mut target = None;
+            for o in ops {
+                match o {
+                    Operand::List(l) => lists.push((target.is_some(), l)),
+                    Operand::Sym(s) if target.is_none() => target = Some(*s),
+                    _ => return Err(d.err(i, "indirect calls are not interpreted")),
+                }
+            }
+            let target = target.ok_or_else(|| d.err(i, "call without a target"))?;
+            let func = *d.syms.functions.get(target).ok_or_else(|| {
+                d.err(i, &format!("`{target}` has no body in this PTX (declared only: defined in another module or a library)"))
+            })?;
+            let slots = |l: &[Operand<'a>]| -> Result<Vec<(u64, u32)>, InterpError> {
+                l.iter()
+                    .map(|o| match o {
+                        Operand::Sym(s) => {
+                            d.call_params.get(s).copied().ok_or_else(|| d.err(i, &format!("argument `{s}` is not a `.param` variable")))
+                        }
+                        _ => Err(d.err(i, "register arguments to calls are not interpreted")),
+                    })
+                    .collect()
+            };
+            let mut args = Vec::new();
+            let mut rets = Vec::new();
+            for (after, l) in lists {
+                if after {
+                    args = slots(l)?;
+                } else {
+                    rets = slots(l)?;
+                }
+            }
+            Op::Call { func, args, rets }
+        }
         _ => return Err(d.err(i, "not supported by the interpreter")),
     })
 }

@@ -6,7 +6,7 @@
 //! observation counting. Does not own: decoding or scalar arithmetic.
 
 use super::alu::{self, mask, sext};
-use super::decode::{self, Addr, AtomOp, Inst, Op, Program, Shfl, Special, Src, Symbols, Ty, Vote, NO_RPC};
+use super::decode::{self, Addr, AtomOp, Inst, Op, Program, Shfl, Special, Src, Symbols, Ty, Vote, CALL_PARAM, NO_RPC};
 use super::memory::{self, Fault, Global, Shadow, Touch, LOCAL_WINDOW, SHARED_WINDOW};
 use super::{Arg, InterpError, Launch, Observed};
 use crate::ptx::{Module, Stmt};
@@ -30,18 +30,64 @@ enum State {
     Done,
 }
 
-struct Warp {
+/// A caller's frame while a device function runs.
+struct Saved {
+    prog: usize,
     regs: Vec<u64>,
     stack: Vec<Entry>,
-    local: Vec<u8>,
+    scratch: Vec<u8>,
+    local_base: u64,
+    /// Lanes that made the call (and have not exited since).
+    mask: u32,
+    /// Where the caller wants the results.
+    rets: Vec<(u64, u32)>,
+}
+
+/// Calls nested deeper than this stop the run.
+const MAX_DEPTH: usize = 64;
+
+struct Warp {
+    /// Function (module index) the current frame runs.
+    prog: usize,
+    regs: Vec<u64>,
+    stack: Vec<Entry>,
+    /// Call scratch of the current frame, per lane.
+    scratch: Vec<u8>,
+    saved: Vec<Saved>,
+    /// Local memory of each lane (frames stacked from `local_base`).
+    local: Vec<Vec<u8>>,
+    local_base: u64,
     state: State,
-    /// Thread index (linear) of lane 0.
+    /// Warp index in the block, thread index (linear) of lane 0.
+    index: u32,
     first: u32,
+}
+
+impl Warp {
+    #[inline]
+    fn get(&self, s: Src, l: usize) -> u64 {
+        match s {
+            Src::Reg(r) => self.regs[r as usize * 32 + l],
+            Src::NotReg(r) => (self.regs[r as usize * 32 + l] == 0) as u64,
+            Src::Imm(v) => v,
+            Src::Local(off) => self.local_base + off,
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, r: u32, l: usize, v: u64) {
+        self.regs[r as usize * 32 + l] = v;
+    }
 }
 
 /// Everything the blocks share, read-only.
 struct Kernel<'p> {
-    prog: &'p Program,
+    /// Decoded functions by module index (the kernel and what it calls).
+    progs: HashMap<usize, Program>,
+    entry: usize,
+    /// First site key of each function (site keys are unique across functions).
+    bases: HashMap<usize, usize>,
+    /// PTX line of each site key.
     lines: Vec<u32>,
     launch: Launch,
     params: Vec<u8>,
@@ -80,8 +126,8 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         return Err(InterpError::Launch(format!("bad launch: block {:?} (1 to 1024 threads), grid {:?}", launch.block, launch.grid)));
     }
     let noreturn = crate::ir::noreturn(module);
-    let fir = crate::ir::lower_one(module, index, &noreturn);
-    let func = fir.func;
+    let kfir = crate::ir::lower_one(module, index, &noreturn);
+    let func = kfir.func;
     // module variables: shared ones get offsets in the block's shared memory, others device memory
     let mut shared: HashMap<String, u64> = HashMap::new();
     let mut global: HashMap<String, u64> = HashMap::new();
@@ -129,11 +175,32 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         bytes.resize(size as usize, 0);
         pbuf.extend_from_slice(&bytes);
     }
-    let syms = Symbols { shared: &shared, global: &global, params: &params };
-    let prog = decode::decode(&fir, &syms)?;
-    let lines: Vec<u32> = fir.insts.iter().map(|i| i.pos.line).collect();
+    let functions: HashMap<String, usize> =
+        module.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name.to_string(), i)).collect();
+    let syms = Symbols { shared: &shared, global: &global, params: &params, functions: &functions };
+    // the kernel and every function it can call
+    let mut progs: HashMap<usize, Program> = HashMap::new();
+    let mut bases: HashMap<usize, usize> = HashMap::new();
+    let mut lines: Vec<u32> = Vec::new();
+    let mut todo = vec![index];
+    while let Some(fi) = todo.pop() {
+        if progs.contains_key(&fi) {
+            continue;
+        }
+        let fir = if fi == index { None } else { Some(crate::ir::lower_one(module, fi, &noreturn)) };
+        let fir_ref = fir.as_ref().unwrap_or(&kfir);
+        let prog = decode::decode(fir_ref, &syms)?;
+        for inst in &prog.insts {
+            if let Op::Call { func, .. } = inst.op {
+                todo.push(func);
+            }
+        }
+        bases.insert(fi, lines.len());
+        lines.extend(fir_ref.insts.iter().map(|i| i.pos.line));
+        progs.insert(fi, prog);
+    }
     let mem: &Global = mem;
-    let k = Kernel { prog: &prog, lines, launch: *launch, params: pbuf, shared_bytes: shared_bytes as usize, mem };
+    let k = Kernel { progs, entry: index, bases, lines, launch: *launch, params: pbuf, shared_bytes: shared_bytes as usize, mem };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
     let result = (0..nblocks)
@@ -168,7 +235,7 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut S
     let [bx, by, bz] = k.launch.block;
     let n = bx * by * bz;
     let nwarps = n.div_ceil(32);
-    let prog = k.prog;
+    let prog = &k.progs[&k.entry];
     let mut shared = vec![0u8; k.shared_bytes];
     shadow.reset(k.shared_bytes);
     let mut warps: Vec<Warp> = (0..nwarps)
@@ -176,36 +243,20 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut S
             let first = w * 32;
             let lanes = (n - first).min(32);
             let valid = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
-            let mut regs = vec![0u64; prog.nregs * 32];
-            for &(r, s) in &prog.specials {
-                for l in 0..32u32 {
-                    let t = first + l;
-                    let tid = [t % bx, (t / bx) % by, t / (bx * by)];
-                    let v: u64 = match s {
-                        Special::Tid(d) => tid[d] as u64,
-                        Special::Ntid(d) => k.launch.block[d] as u64,
-                        Special::Ctaid(d) => ctaid[d] as u64,
-                        Special::Nctaid(d) => k.launch.grid[d] as u64,
-                        Special::LaneId => l as u64,
-                        Special::WarpId => w as u64,
-                        Special::NWarpId => nwarps as u64,
-                        Special::LaneMaskEq => 1u64 << l,
-                        Special::LaneMaskLt => (1u64 << l) - 1,
-                        Special::LaneMaskLe => (1u64 << (l + 1)) - 1,
-                        Special::LaneMaskGt => !((1u64 << (l + 1)) - 1) & 0xffff_ffff,
-                        Special::LaneMaskGe => !((1u64 << l) - 1) & 0xffff_ffff,
-                        Special::Zero => 0,
-                    };
-                    regs[r as usize * 32 + l as usize] = v;
-                }
-            }
-            Warp {
-                regs,
+            let mut warp = Warp {
+                prog: k.entry,
+                regs: vec![0u64; prog.nregs * 32],
                 stack: vec![Entry { pc: 0, rpc: NO_RPC, mask: valid }],
-                local: vec![0u8; (prog.local_bytes as usize) * 32],
+                scratch: vec![0u8; 32 * prog.scratch_bytes as usize],
+                saved: Vec::new(),
+                local: vec![vec![0u8; prog.local_bytes as usize]; 32],
+                local_base: 0,
                 state: State::Running,
+                index: w,
                 first,
-            }
+            };
+            init_specials(k, prog, &mut warp, ctaid, nwarps);
+            warp
         })
         .collect();
     let mut budget = BLOCK_BUDGET;
@@ -234,6 +285,33 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut S
     }
 }
 
+/// Special registers of a frame's register file.
+fn init_specials(k: &Kernel<'_>, prog: &Program, w: &mut Warp, ctaid: [u32; 3], nwarps: u32) {
+    let [bx, by, _] = k.launch.block;
+    for &(r, s) in &prog.specials {
+        for l in 0..32u32 {
+            let t = w.first + l;
+            let tid = [t % bx, (t / bx) % by, t / (bx * by)];
+            let v: u64 = match s {
+                Special::Tid(d) => tid[d] as u64,
+                Special::Ntid(d) => k.launch.block[d] as u64,
+                Special::Ctaid(d) => ctaid[d] as u64,
+                Special::Nctaid(d) => k.launch.grid[d] as u64,
+                Special::LaneId => l as u64,
+                Special::WarpId => w.index as u64,
+                Special::NWarpId => nwarps as u64,
+                Special::LaneMaskEq => 1u64 << l,
+                Special::LaneMaskLt => (1u64 << l) - 1,
+                Special::LaneMaskLe => (1u64 << (l + 1)) - 1,
+                Special::LaneMaskGt => !((1u64 << (l + 1)) - 1) & 0xffff_ffff,
+                Special::LaneMaskGe => !((1u64 << l) - 1) & 0xffff_ffff,
+                Special::Zero => 0,
+            };
+            w.regs[r as usize * 32 + l as usize] = v;
+        }
+    }
+}
+
 struct Cx<'a, 'k> {
     k: &'a Kernel<'k>,
     ctaid: [u32; 3],
@@ -241,20 +319,6 @@ struct Cx<'a, 'k> {
     shadow: &'a mut Shadow,
     obs: &'a mut Observed,
     budget: &'a mut u64,
-}
-
-#[inline]
-fn get(regs: &[u64], s: Src, l: usize) -> u64 {
-    match s {
-        Src::Reg(r) => regs[r as usize * 32 + l],
-        Src::NotReg(r) => (regs[r as usize * 32 + l] == 0) as u64,
-        Src::Imm(v) => v,
-    }
-}
-
-#[inline]
-fn set(regs: &mut [u64], r: u32, l: usize, v: u64) {
-    regs[r as usize * 32 + l] = v;
 }
 
 /// Iterate the set bits of a lane mask.
@@ -279,6 +343,8 @@ enum Where {
     Shared(u64),
     Local(u64),
     Param(u64),
+    /// The current frame's call scratch.
+    CallParam(u64),
 }
 
 impl Cx<'_, '_> {
@@ -305,6 +371,7 @@ impl Cx<'_, '_> {
             decode::Space::Global | decode::Space::Const => Where::Global(a),
             decode::Space::Shared => Where::Shared(a & 0xffff_ffff),
             decode::Space::Local => Where::Local(a),
+            decode::Space::Param if a >= CALL_PARAM => Where::CallParam(a - CALL_PARAM),
             decode::Space::Param => Where::Param(a),
             decode::Space::Generic => {
                 if a >= LOCAL_WINDOW {
@@ -322,15 +389,16 @@ impl Cx<'_, '_> {
         let r = match at {
             Where::Global(a) => self.k.mem.load(a, len),
             Where::Shared(a) => memory::load_bytes(self.shared, a, len, "shared", a),
-            Where::Local(a) => {
-                let lb = self.k.prog.local_bytes;
-                if a + len as u64 > lb {
-                    Err(Fault { addr: a, len, what: "local" })
+            Where::Local(a) => memory::load_bytes(&w.local[l], a, len, "local", a),
+            Where::Param(a) => memory::load_bytes(&self.k.params, a, len, "param", a),
+            Where::CallParam(a) => {
+                let sb = self.k.progs[&w.prog].scratch_bytes;
+                if a + len as u64 > sb {
+                    Err(Fault { addr: a, len, what: "param" })
                 } else {
-                    memory::load_bytes(&w.local, l as u64 * lb + a, len, "local", a)
+                    memory::load_bytes(&w.scratch, l as u64 * sb + a, len, "param", a)
                 }
             }
-            Where::Param(a) => memory::load_bytes(&self.k.params, a, len, "param", a),
         };
         r.map_err(|f| self.fault(w, l, pc, f))
     }
@@ -339,15 +407,16 @@ impl Cx<'_, '_> {
         let r = match at {
             Where::Global(a) => self.k.mem.store(a, len, v),
             Where::Shared(a) => memory::store_bytes(self.shared, a, len, v, "shared", a),
-            Where::Local(a) => {
-                let lb = self.k.prog.local_bytes;
-                if a + len as u64 > lb {
-                    Err(Fault { addr: a, len, what: "local" })
+            Where::Local(a) => memory::store_bytes(&mut w.local[l], a, len, v, "local", a),
+            Where::Param(a) => Err(Fault { addr: a, len, what: "param (read-only)" }),
+            Where::CallParam(a) => {
+                let sb = self.k.progs[&w.prog].scratch_bytes;
+                if a + len as u64 > sb {
+                    Err(Fault { addr: a, len, what: "param" })
                 } else {
-                    memory::store_bytes(&mut w.local, l as u64 * lb + a, len, v, "local", a)
+                    memory::store_bytes(&mut w.scratch, l as u64 * sb + a, len, v, "param", a)
                 }
             }
-            Where::Param(a) => Err(Fault { addr: a, len, what: "param (read-only)" }),
         };
         r.map_err(|f| self.fault(w, l, pc, f))
     }
@@ -386,13 +455,22 @@ impl Cx<'_, '_> {
     }
 
     fn addr_of(w: &Warp, a: &Addr, l: usize) -> u64 {
-        get(&w.regs, a.base, l).wrapping_add(a.off as u64)
+        w.get(a.base, l).wrapping_add(a.off as u64)
     }
 
     fn run_warp(&mut self, w: &mut Warp) -> Result<(), InterpError> {
-        let prog = self.k.prog;
+        let progs = &self.k.progs;
+        let mut prog = &progs[&w.prog];
+        let mut base = self.k.bases[&w.prog];
         loop {
             let Some(top) = w.stack.last().copied() else {
+                // the function is done: back to its caller, or the warp is done
+                if let Some(sv) = w.saved.pop() {
+                    self.return_to(w, sv);
+                    prog = &progs[&w.prog];
+                    base = self.k.bases[&w.prog];
+                    continue;
+                }
                 w.state = State::Done;
                 return Ok(());
             };
@@ -401,9 +479,10 @@ impl Cx<'_, '_> {
                 continue;
             }
             let pc = top.pc;
+            let key = base + pc;
             let Some(inst) = prog.insts.get(pc) else {
-                // fell off the end (or reached "reconverge at exit"): these lanes are done
-                self.exit_lanes(w, top.mask);
+                // fell off the end (or reached "reconverge at exit"): these lanes leave
+                self.leave(w, top.mask, false);
                 continue;
             };
             let Inst { guard, op } = inst;
@@ -411,7 +490,7 @@ impl Cx<'_, '_> {
             if let Some(g) = guard {
                 let mut gm = 0u32;
                 for l in lanes(m) {
-                    if get(&w.regs, *g, l) & 1 != 0 {
+                    if w.get(*g, l) & 1 != 0 {
                         gm |= 1 << l;
                     }
                 }
@@ -433,7 +512,7 @@ impl Cx<'_, '_> {
                     }
                     let taken = m;
                     let fall = top.mask & !m;
-                    let b = self.obs.branches.entry(pc).or_default();
+                    let b = self.obs.branches.entry(key).or_default();
                     b.executions += 1;
                     if taken != 0 && fall != 0 {
                         b.splits += 1;
@@ -448,20 +527,28 @@ impl Cx<'_, '_> {
                     }
                     continue;
                 }
-                Op::Exit => {
+                Op::Exit | Op::Ret => {
                     w.stack.last_mut().unwrap().pc = next;
-                    self.exit_lanes(w, m);
+                    self.leave(w, m, matches!(op, Op::Exit));
+                    continue;
+                }
+                Op::Call { func, args, rets } => {
+                    w.stack.last_mut().unwrap().pc = next;
+                    if m == 0 {
+                        continue;
+                    }
+                    if w.saved.len() >= MAX_DEPTH {
+                        return Err(InterpError::Launch(format!("PTX line {}: calls nested deeper than {MAX_DEPTH}", self.k.lines[key])));
+                    }
+                    self.call(w, *func, args, rets.clone(), m);
+                    prog = &progs[&w.prog];
+                    base = self.k.bases[&w.prog];
                     continue;
                 }
                 Op::Trap => {
                     if m != 0 {
                         let l = m.trailing_zeros() as usize;
-                        return Err(InterpError::Trap {
-                            inst: pc,
-                            line: self.k.lines.get(pc).copied().unwrap_or(0),
-                            thread: self.thread(w, l),
-                            block: self.ctaid,
-                        });
+                        return Err(InterpError::Trap { inst: key, line: self.k.lines[key], thread: self.thread(w, l), block: self.ctaid });
                     }
                 }
                 Op::Bar => {
@@ -471,24 +558,98 @@ impl Cx<'_, '_> {
                     }
                     let alive = w.stack.iter().fold(0u32, |a, e| a | e.mask);
                     if m != alive {
-                        *self.obs.divergent_barriers.entry(pc).or_default() += 1;
+                        *self.obs.divergent_barriers.entry(key).or_default() += 1;
                     }
                     w.state = State::AtBarrier;
                     return Ok(());
                 }
-                _ => self.exec(w, pc, op, m, top.mask)?,
+                _ => self.exec(w, key, op, m, top.mask)?,
             }
             w.stack.last_mut().unwrap().pc = next;
         }
     }
 
-    fn exit_lanes(&mut self, w: &mut Warp, m: u32) {
+    /// Lanes `m` leave the current function (`ret`), or end (`exit`, or
+    /// `ret` from the kernel): removed from its reconvergence stack, and
+    /// when they end, from every caller's too.
+    fn leave(&mut self, w: &mut Warp, m: u32, end: bool) {
         for e in w.stack.iter_mut() {
             e.mask &= !m;
         }
         while w.stack.last().is_some_and(|e| e.mask == 0) {
             w.stack.pop();
         }
+        if end {
+            for sv in w.saved.iter_mut() {
+                sv.mask &= !m;
+                for e in sv.stack.iter_mut() {
+                    e.mask &= !m;
+                }
+            }
+        }
+    }
+
+    /// Enter device function `func` with lanes `m`: its frame gets the
+    /// arguments copied into its formal parameters.
+    fn call(&mut self, w: &mut Warp, func: usize, args: &[(u64, u32)], rets: Vec<(u64, u32)>, m: u32) {
+        let callee = &self.k.progs[&func];
+        let caller_sb = self.k.progs[&w.prog].scratch_bytes as usize;
+        let sb = callee.scratch_bytes as usize;
+        let mut scratch = vec![0u8; 32 * sb];
+        for l in lanes(m) {
+            for (&(off, size), &(aoff, asize)) in callee.formals.iter().zip(args) {
+                let n = size.min(asize) as usize;
+                let from = l * caller_sb + aoff as usize;
+                let to = l * sb + off as usize;
+                if let (Some(src), true) = (w.scratch.get(from..from + n), to + n <= scratch.len()) {
+                    scratch[to..to + n].copy_from_slice(src);
+                }
+            }
+        }
+        let local_base = w.local_base + self.k.progs[&w.prog].local_bytes;
+        let need = (local_base + callee.local_bytes) as usize;
+        for lm in w.local.iter_mut() {
+            if lm.len() < need {
+                lm.resize(need, 0);
+            }
+        }
+        let saved = Saved {
+            prog: w.prog,
+            regs: std::mem::replace(&mut w.regs, vec![0u64; callee.nregs * 32]),
+            stack: std::mem::replace(&mut w.stack, vec![Entry { pc: 0, rpc: NO_RPC, mask: m }]),
+            scratch: std::mem::replace(&mut w.scratch, scratch),
+            local_base: w.local_base,
+            mask: m,
+            rets,
+        };
+        w.saved.push(saved);
+        w.prog = func;
+        w.local_base = local_base;
+        let nwarps = self.k.launch.block.iter().product::<u32>().div_ceil(32);
+        init_specials(self.k, callee, w, self.ctaid, nwarps);
+    }
+
+    /// The callee is done: copy its results to the caller's scratch and resume the caller.
+    fn return_to(&mut self, w: &mut Warp, sv: Saved) {
+        let callee = &self.k.progs[&w.prog];
+        let sb = callee.scratch_bytes as usize;
+        let caller_sb = self.k.progs[&sv.prog].scratch_bytes as usize;
+        let mut caller_scratch = sv.scratch;
+        for l in lanes(sv.mask) {
+            for (&(off, size), &(roff, rsize)) in callee.returns.iter().zip(&sv.rets) {
+                let n = size.min(rsize) as usize;
+                let from = l * sb + off as usize;
+                let to = l * caller_sb + roff as usize;
+                if let (Some(src), true) = (w.scratch.get(from..from + n), to + n <= caller_scratch.len()) {
+                    caller_scratch[to..to + n].copy_from_slice(src);
+                }
+            }
+        }
+        w.prog = sv.prog;
+        w.regs = sv.regs;
+        w.stack = sv.stack;
+        w.scratch = caller_scratch;
+        w.local_base = sv.local_base;
     }
 
     /// One non-control operation over the lanes in `m` (`all`: the lanes of
@@ -497,13 +658,13 @@ impl Cx<'_, '_> {
         match op {
             Op::Bin { op, ty, d, a, b, round, ftz, sat } => {
                 for l in lanes(m) {
-                    let v = alu::bin(*op, *ty, get(&w.regs, *a, l), get(&w.regs, *b, l), *round, *ftz, *sat);
-                    set(&mut w.regs, *d, l, v);
+                    let v = alu::bin(*op, *ty, w.get(*a, l), w.get(*b, l), *round, *ftz, *sat);
+                    w.set(*d, l, v);
                 }
             }
             Op::Mad { ty, mode, d, a, b, c, round, ftz, float } => {
                 for l in lanes(m) {
-                    let (x, y, z) = (get(&w.regs, *a, l), get(&w.regs, *b, l), get(&w.regs, *c, l));
+                    let (x, y, z) = (w.get(*a, l), w.get(*b, l), w.get(*c, l));
                     let v = if *float {
                         if *ty == Ty::F(32) {
                             let r = (f32::from_bits(x as u32) as f64) * (f32::from_bits(y as u32) as f64) + f32::from_bits(z as u32) as f64;
@@ -519,33 +680,33 @@ impl Cx<'_, '_> {
                         let bits = if *mode == decode::Bin::MulWide { ty.bits() * 2 } else { ty.bits() };
                         p.wrapping_add(z) & mask(bits)
                     };
-                    set(&mut w.regs, *d, l, v);
+                    w.set(*d, l, v);
                 }
             }
             Op::Un { op, ty, d, a, ftz } => {
                 for l in lanes(m) {
-                    let v = alu::un(*op, *ty, get(&w.regs, *a, l), *ftz);
-                    set(&mut w.regs, *d, l, v);
+                    let v = alu::un(*op, *ty, w.get(*a, l), *ftz);
+                    w.set(*d, l, v);
                 }
             }
             Op::Setp { cmp, ty, d, d2, a, b, combine, ftz } => {
                 for l in lanes(m) {
-                    let mut r = alu::cmp(*cmp, *ty, get(&w.regs, *a, l), get(&w.regs, *b, l), *ftz);
+                    let mut r = alu::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), *ftz);
                     let mut r2 = !r;
                     if let Some((op, c)) = combine {
-                        let cv = get(&w.regs, *c, l) & 1 != 0;
+                        let cv = w.get(*c, l) & 1 != 0;
                         r = alu::boolop(*op, r, cv);
                         r2 = alu::boolop(*op, r2, cv);
                     }
-                    set(&mut w.regs, *d, l, r as u64);
+                    w.set(*d, l, r as u64);
                     if let Some(d2) = d2 {
-                        set(&mut w.regs, *d2, l, r2 as u64);
+                        w.set(*d2, l, r2 as u64);
                     }
                 }
             }
             Op::Set { cmp, dty, ty, d, a, b } => {
                 for l in lanes(m) {
-                    let r = alu::cmp(*cmp, *ty, get(&w.regs, *a, l), get(&w.regs, *b, l), false);
+                    let r = alu::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), false);
                     let v = if dty.is_float() {
                         if r {
                             1.0f32.to_bits() as u64
@@ -557,49 +718,49 @@ impl Cx<'_, '_> {
                     } else {
                         0
                     };
-                    set(&mut w.regs, *d, l, v);
+                    w.set(*d, l, v);
                 }
             }
             Op::Selp { d, a, b, p } => {
                 for l in lanes(m) {
-                    let v = if get(&w.regs, *p, l) & 1 != 0 { get(&w.regs, *a, l) } else { get(&w.regs, *b, l) };
-                    set(&mut w.regs, *d, l, v);
+                    let v = if w.get(*p, l) & 1 != 0 { w.get(*a, l) } else { w.get(*b, l) };
+                    w.set(*d, l, v);
                 }
             }
             Op::Mov { d, a } => {
                 for l in lanes(m) {
-                    let v = get(&w.regs, *a, l);
-                    set(&mut w.regs, *d, l, v);
+                    let v = w.get(*a, l);
+                    w.set(*d, l, v);
                 }
             }
             Op::Pack { d, parts, bits } => {
                 for l in lanes(m) {
                     let mut v = 0u64;
                     for (k, p) in parts.iter().enumerate() {
-                        v |= (get(&w.regs, *p, l) & mask(*bits)) << (k as u32 * bits);
+                        v |= (w.get(*p, l) & mask(*bits)) << (k as u32 * bits);
                     }
-                    set(&mut w.regs, *d, l, v);
+                    w.set(*d, l, v);
                 }
             }
             Op::Unpack { ds, a, bits } => {
                 for l in lanes(m) {
-                    let v = get(&w.regs, *a, l);
+                    let v = w.get(*a, l);
                     for (k, dd) in ds.iter().enumerate() {
                         if let Some(dd) = dd {
-                            set(&mut w.regs, *dd, l, (v >> (k as u32 * bits)) & mask(*bits));
+                            w.set(*dd, l, (v >> (k as u32 * bits)) & mask(*bits));
                         }
                     }
                 }
             }
             Op::Cvt { d, dty, sty, a, round, int_round, sat, ftz } => {
                 for l in lanes(m) {
-                    let v = alu::cvt(*dty, *sty, get(&w.regs, *a, l), *round, *int_round, *sat, *ftz);
-                    set(&mut w.regs, *d, l, v);
+                    let v = alu::cvt(*dty, *sty, w.get(*a, l), *round, *int_round, *sat, *ftz);
+                    w.set(*d, l, v);
                 }
             }
             Op::Cvta { d, a, space, to_space } => {
                 for l in lanes(m) {
-                    let x = get(&w.regs, *a, l);
+                    let x = w.get(*a, l);
                     let v = match (space, to_space) {
                         (decode::Space::Shared, false) => x.wrapping_add(SHARED_WINDOW),
                         (decode::Space::Shared, true) => x.wrapping_sub(SHARED_WINDOW),
@@ -607,7 +768,7 @@ impl Cx<'_, '_> {
                         (decode::Space::Local, true) => x.wrapping_sub(LOCAL_WINDOW),
                         _ => x,
                     };
-                    set(&mut w.regs, *d, l, v);
+                    w.set(*d, l, v);
                 }
             }
             Op::Ld { space, ty, ds, addr } => {
@@ -621,7 +782,7 @@ impl Cx<'_, '_> {
                         let v = self.load(w, l, pc, part, len)?;
                         let v = if ty.signed() { sext(v, ty.bits()) as u64 & mask(64) } else { v };
                         if let Some(dd) = dd {
-                            set(&mut w.regs, *dd, l, v);
+                            w.set(*dd, l, v);
                         }
                     }
                     at.push((l, wh));
@@ -635,7 +796,7 @@ impl Cx<'_, '_> {
                     let a = Self::addr_of(w, addr, l);
                     let wh = Self::resolve(*space, a);
                     for (k, s) in srcs.iter().enumerate() {
-                        let v = get(&w.regs, *s, l);
+                        let v = w.get(*s, l);
                         self.store(w, l, pc, shift(wh, k as u64 * len as u64), len, v & mask(ty.bits()))?;
                     }
                     at.push((l, wh));
@@ -648,7 +809,7 @@ impl Cx<'_, '_> {
                 for l in lanes(m) {
                     let a = Self::addr_of(w, addr, l);
                     let wh = Self::resolve(*space, a);
-                    let (bv, cv) = (get(&w.regs, *b, l), get(&w.regs, *c, l));
+                    let (bv, cv) = (w.get(*b, l), w.get(*c, l));
                     let f = |old: u64| alu::atom(*op, *ty, old, bv, cv);
                     let old = match wh {
                         Where::Global(x) => self.k.mem.rmw(x, len, &f).map_err(|e| self.fault(w, l, pc, e))?,
@@ -660,7 +821,7 @@ impl Cx<'_, '_> {
                     };
                     if let Some(d) = d {
                         let old = if ty.signed() && *op != AtomOp::Cas { sext(old, ty.bits()) as u64 } else { old };
-                        set(&mut w.regs, *d, l, old);
+                        w.set(*d, l, old);
                     }
                     at.push((l, wh));
                 }
@@ -669,9 +830,9 @@ impl Cx<'_, '_> {
             Op::Bfe { ty, d, a, b, c } => {
                 for l in lanes(m) {
                     let bits = ty.bits();
-                    let x = get(&w.regs, *a, l) & mask(bits);
-                    let pos = (get(&w.regs, *b, l) & 0xff) as u32;
-                    let len = (get(&w.regs, *c, l) & 0xff) as u32;
+                    let x = w.get(*a, l) & mask(bits);
+                    let pos = (w.get(*b, l) & 0xff) as u32;
+                    let len = (w.get(*c, l) & 0xff) as u32;
                     let v = if len == 0 {
                         0
                     } else {
@@ -688,28 +849,28 @@ impl Cx<'_, '_> {
                             raw
                         }
                     };
-                    set(&mut w.regs, *d, l, v);
+                    w.set(*d, l, v);
                 }
             }
             Op::Bfi { ty, d, f, b, c, l: len } => {
                 for l in lanes(m) {
                     let bits = ty.bits();
-                    let pos = (get(&w.regs, *c, l) & 0xff) as u32;
-                    let n = (get(&w.regs, *len, l) & 0xff) as u32;
-                    let base = get(&w.regs, *b, l) & mask(bits);
+                    let pos = (w.get(*c, l) & 0xff) as u32;
+                    let n = (w.get(*len, l) & 0xff) as u32;
+                    let base = w.get(*b, l) & mask(bits);
                     let v = if n == 0 || pos >= bits {
                         base
                     } else {
                         let fm = mask(n.min(bits - pos)) << pos;
-                        (base & !fm) | ((get(&w.regs, *f, l) << pos) & fm)
+                        (base & !fm) | ((w.get(*f, l) << pos) & fm)
                     };
-                    set(&mut w.regs, *d, l, v & mask(bits));
+                    w.set(*d, l, v & mask(bits));
                 }
             }
             Op::Prmt { d, a, b, c } => {
                 for l in lanes(m) {
-                    let bytes = ((get(&w.regs, *b, l) & 0xffff_ffff) << 32) | (get(&w.regs, *a, l) & 0xffff_ffff);
-                    let sel = get(&w.regs, *c, l);
+                    let bytes = ((w.get(*b, l) & 0xffff_ffff) << 32) | (w.get(*a, l) & 0xffff_ffff);
+                    let sel = w.get(*c, l);
                     let mut v = 0u64;
                     for k in 0..4 {
                         let s = (sel >> (4 * k)) & 0xf;
@@ -719,14 +880,14 @@ impl Cx<'_, '_> {
                         }
                         v |= byte << (8 * k);
                     }
-                    set(&mut w.regs, *d, l, v);
+                    w.set(*d, l, v);
                 }
             }
             Op::Shfl { mode, d, p, a, b, c } => {
-                let src: Vec<u64> = (0..32).map(|l| get(&w.regs, *a, l)).collect();
+                let src: Vec<u64> = (0..32).map(|l| w.get(*a, l)).collect();
                 for l in lanes(m) {
-                    let bval = (get(&w.regs, *b, l) & 0x1f) as i64;
-                    let cv = get(&w.regs, *c, l);
+                    let bval = (w.get(*b, l) & 0x1f) as i64;
+                    let cv = w.get(*c, l);
                     let cval = (cv & 0x1f) as i64;
                     let seg = ((cv >> 8) & 0x1f) as i64;
                     let lane = l as i64;
@@ -739,16 +900,16 @@ impl Cx<'_, '_> {
                         Shfl::Idx => (min_lane | (bval & !seg), (min_lane | (bval & !seg)) <= max_lane),
                     };
                     let j = if ok && (0..32).contains(&j) { j as usize } else { l };
-                    set(&mut w.regs, *d, l, src[j]);
+                    w.set(*d, l, src[j]);
                     if let Some(p) = p {
-                        set(&mut w.regs, *p, l, ok as u64);
+                        w.set(*p, l, ok as u64);
                     }
                 }
             }
             Op::Vote { mode, d, a } => {
                 let mut ballot = 0u32;
                 for l in lanes(m) {
-                    if get(&w.regs, *a, l) & 1 != 0 {
+                    if w.get(*a, l) & 1 != 0 {
                         ballot |= 1 << l;
                     }
                 }
@@ -759,23 +920,23 @@ impl Cx<'_, '_> {
                     Vote::Uni => (ballot == 0 || ballot == m) as u64,
                 };
                 for l in lanes(m) {
-                    set(&mut w.regs, *d, l, v);
+                    w.set(*d, l, v);
                 }
             }
             Op::Activemask { d } => {
                 for l in lanes(m) {
-                    set(&mut w.regs, *d, l, m as u64);
+                    w.set(*d, l, m as u64);
                 }
             }
             Op::MatchAny { d, a, bits } => {
-                let vals: Vec<u64> = (0..32).map(|l| get(&w.regs, *a, l) & mask(*bits)).collect();
+                let vals: Vec<u64> = (0..32).map(|l| w.get(*a, l) & mask(*bits)).collect();
                 for l in lanes(m) {
                     let same = lanes(m).filter(|&j| vals[j] == vals[l]).fold(0u32, |acc, j| acc | 1 << j);
-                    set(&mut w.regs, *d, l, same as u64);
+                    w.set(*d, l, same as u64);
                 }
             }
             Op::Nop => {}
-            Op::Bar | Op::Bra { .. } | Op::Exit | Op::Trap => {}
+            Op::Bar | Op::Bra { .. } | Op::Exit | Op::Ret | Op::Trap | Op::Call { .. } => {}
         }
         Ok(())
     }
@@ -783,6 +944,7 @@ impl Cx<'_, '_> {
 
 fn shift(w: Where, by: u64) -> Where {
     match w {
+        Where::CallParam(a) => Where::CallParam(a + by),
         Where::Global(a) => Where::Global(a + by),
         Where::Shared(a) => Where::Shared(a + by),
         Where::Local(a) => Where::Local(a + by),
