@@ -10,14 +10,14 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "cargo", bin_name = "cargo", styles = clap::builder::Styles::styled())]
 pub enum Cargo {
-    /// Static analysis of GPU kernels: divergence, barrier divergence (and more to come), reported at Rust lines.
+    /// Static analysis of GPU kernels: uncoalesced accesses, bank conflicts, divergence, barrier divergence, data races, reported at Rust lines.
     #[command(version, long_about = LONG_ABOUT)]
     Gpucheck(GpucheckArgs),
 }
 
 const LONG_ABOUT: &str = "cargo gpucheck builds the GPU kernel crates of a workspace to PTX (rustc's nvptx64-nvidia-cuda target, with debug info), analyses the PTX statically, and prints rustc-style warnings at the Rust line that causes a divergent branch or a barrier that not every thread reaches.
 
-Kernel crates are the workspace packages with a [package.metadata.gpucheck] table, or those named with -p. `cargo gpucheck ptx FILE...` checks PTX from any producer (nvcc, clang, NVVM, Numba, Triton) instead.
+Kernel crates are the workspace packages with a [package.metadata.gpucheck] table, or those named with -p; Rust-CUDA host crates (a `cuda_builder` build-dependency) are built with rustc_codegen_nvvm through cargo-gpucheck as RUSTC_WRAPPER. `cargo gpucheck ptx FILE...` checks PTX from any producer (nvcc, clang, NVVM, Numba, Triton) instead. `cargo gpucheck confirm` runs kernels (on the built-in PTX interpreter or a real GPU) and compares what they do with the predictions.
 
 Lint levels come from the defaults, then [workspace.metadata.gpucheck.lints], then [package.metadata.gpucheck.lints], then -A/-W/-D/-F on the command line (last wins). `// gpucheck: allow(NAME)` on a finding's line or the line above it (or on a kernel's `fn` line) suppresses it. `cargo gpucheck lints` lists the lints; `cargo gpucheck explain NAME` explains one.
 
