@@ -22,7 +22,7 @@ fn main() {
     for kernels in [1, 10, 96, 960] {
         worst = worst.max(measure(&format!("generated, {kernels} kernels"), &synth::module(kernels, 60)));
     }
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "../shared/corpus/ptx".into());
+    let dir = std::env::args().nth(1).unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx").into());
     let mut files: Vec<_> =
         std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "ptx")).collect();
     files.sort();

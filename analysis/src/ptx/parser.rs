@@ -572,6 +572,10 @@ impl<'a> Parser<'a> {
                     self.bump();
                     if depth == 0 {
                         self.body_hint = out.len() + out.len() / 8;
+                        // a hint from a larger function would leave most of this one's buffer unused
+                        if out.capacity() > out.len() + out.len() / 4 + 16 {
+                            out.shrink_to_fit();
+                        }
                         return Ok(out);
                     }
                     depth -= 1;
