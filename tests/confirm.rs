@@ -128,3 +128,36 @@ fn cuda_engine_says_when_there_is_no_driver() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no CUDA driver found"), "{err}");
 }
+
+/// The instrumented PTX of the CUDA engine, run on the interpreter
+/// (`--engine cuda-on-cpu`): the counters it leaves give, for every access
+/// site of every example kernel, the same numbers as the interpreter's own
+/// observation. This checks the instrumentation (sector grouping with
+/// `match.any.sync`, conflict degrees with ballots) without a GPU.
+#[test]
+fn instrumented_counters_equal_direct_observation() {
+    example_build();
+    let out = gpucheck(&["confirm", "-q", "--engine", "cuda-on-cpu", "--message-format", "json"], &repo().join("example-kernels"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{err}");
+    let sites = |recs: &[serde_json::Value]| -> std::collections::BTreeMap<(String, u64, String), serde_json::Value> {
+        recs.iter()
+            .filter(|r| {
+                (r["space"] == "global" || r["space"] == "shared") && !r["observed"].is_null() && !r["observed"]["race"].is_string()
+            })
+            .map(|r| {
+                (
+                    (r["kernel"].as_str().unwrap().to_string(), r["ptx_line"].as_u64().unwrap(), r["space"].as_str().unwrap().to_string()),
+                    r["observed"].clone(),
+                )
+            })
+            .collect()
+    };
+    let instrumented = sites(&json_lines(&out.stdout));
+    let direct = sites(records());
+    assert!(direct.len() >= 200, "{}", direct.len());
+    assert_eq!(instrumented.len(), direct.len());
+    for (k, v) in &direct {
+        assert_eq!(instrumented.get(k), Some(v), "{k:?}");
+    }
+}

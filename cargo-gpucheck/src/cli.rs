@@ -82,7 +82,7 @@ pub struct ConfirmArgs {
     /// A kernel argument by Rust parameter name, PTX parameter name or index: a buffer `x=f32[1048576]` (seeded random; `:iota`, `:zero`, `:ones` to choose) or a scalar `n=1048576`, `a=2.5`. Repeatable; wins over `args` in Cargo.toml.
     #[arg(long = "arg", value_name = "NAME=VALUE")]
     pub args: Vec<String>,
-    /// Where to run: `cpu` (the built-in PTX interpreter, everywhere) or `cuda` (a real NVIDIA GPU through the CUDA driver, loaded at run time).
+    /// Where to run: `cpu` (the built-in PTX interpreter, everywhere), `cuda` (a real NVIDIA GPU through the CUDA driver, loaded at run time), or `cuda-on-cpu` (the CUDA engine's instrumented PTX on the interpreter).
     #[arg(long, value_enum, default_value_t = Engine::Cpu, value_name = "ENGINE")]
     pub engine: Engine,
     /// Set from the global `--block` (the launch's block shape, wins over Cargo.toml).
@@ -95,9 +95,13 @@ pub struct ConfirmArgs {
 
 #[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Engine {
+    /// The built-in PTX interpreter.
     #[default]
     Cpu,
+    /// A real NVIDIA GPU: instrumented PTX through the CUDA driver.
     Cuda,
+    /// The CUDA engine's instrumented PTX run on the interpreter: its counters must match `cpu` (checks the instrumentation without a GPU).
+    CudaOnCpu,
 }
 
 impl Engine {
@@ -105,6 +109,7 @@ impl Engine {
         match self {
             Engine::Cpu => "cpu",
             Engine::Cuda => "cuda",
+            Engine::CudaOnCpu => "cuda-on-cpu",
         }
     }
 }

@@ -228,6 +228,7 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
     let mut result = result;
     result.races.sort();
     result.inst_lines = k.lines.clone();
+    result.globals = global.into_iter().collect();
     Ok(result)
 }
 

@@ -159,6 +159,8 @@ pub struct Observed {
     pub lane_insts: u64,
     /// PTX line of each instruction index of the kernel.
     pub inst_lines: Vec<u32>,
+    /// Device address of each module `.global`/`.const` variable (to read results such as counters).
+    pub globals: BTreeMap<String, u64>,
 }
 
 impl Observed {

@@ -125,10 +125,20 @@ pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepare
 
     let ins = instrument::instrument(src, Some(&arch)).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
     let (_, counters) = launch(ins.ptx.clone(), false)?;
-    let counters = counters.unwrap_or_default();
+    let mut seen = Seen { sites: sites_from_counters(&ins, &counters.unwrap_or_default(), kernel), ..Seen::default() };
+    // the uninstrumented kernel, timed
+    let plain = instrument::retarget(&instrument::strip_dwarf(src), &arch);
+    let (ms, _) = launch(plain, true)?;
+    seen.kernel_ms = ms.map(|x| x as f64);
+    seen.seconds = started.elapsed().as_secs_f64();
+    Ok(seen)
+}
+
+/// Per-site numbers of `kernel` from the counters an instrumented run left.
+pub fn sites_from_counters(ins: &instrument::Instrumented, counters: &[u8], kernel: &str) -> Vec<(u32, &'static str, SiteSeen)> {
     let word = |i: usize| counters.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
     let kname = gpucheck_analysis::demangle(kernel);
-    let mut seen = Seen::default();
+    let mut out = Vec::new();
     for (k, site) in ins.sites.iter().enumerate() {
         if site.kernel != kname {
             continue;
@@ -142,12 +152,33 @@ pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepare
         let mode = hist.iter().enumerate().max_by_key(|(v, c)| (**c, *v)).map(|x| x.0 as u32).unwrap_or(0);
         let max = hist.iter().rposition(|&c| c > 0).unwrap_or(0) as u32;
         let mean = hist.iter().enumerate().map(|(v, c)| v as f64 * *c as f64).sum::<f64>() / requests as f64;
-        seen.sites.push((site.ptx_line, site.space, SiteSeen { requests, mode, max, mean }));
+        out.push((site.ptx_line, site.space, SiteSeen { requests, mode, max, mean }));
     }
-    // the uninstrumented kernel, timed
-    let plain = instrument::retarget(&instrument::strip_dwarf(src), &arch);
-    let (ms, _) = launch(plain, true)?;
-    seen.kernel_ms = ms.map(|x| x as f64);
-    seen.seconds = started.elapsed().as_secs_f64();
-    Ok(seen)
+    out
+}
+
+/// The instrumented PTX the CUDA engine would load, run on the CPU
+/// interpreter instead: the counters it leaves must equal what the
+/// interpreter observes directly, which checks the instrumentation without
+/// a GPU.
+pub fn run_instrumented_on_cpu(
+    src: &str,
+    kernel: &str,
+    l: &Launch,
+    p: &Prepared,
+    mem: &mut gpucheck_analysis::interp::Global,
+) -> Result<Seen> {
+    let started = std::time::Instant::now();
+    let ins = instrument::instrument(src, None).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
+    let m = ptx::parse(&ins.ptx).map_err(|e| anyhow!("the instrumented PTX does not parse: {e}"))?;
+    let obs = gpucheck_analysis::interp::run(&m, kernel, l, &p.args, mem)
+        .map_err(|e| anyhow!("the CPU engine stopped on the instrumented PTX: {e}"))?;
+    let at = *obs.globals.get(COUNTERS).context("the instrumented module has no counters")?;
+    let counters = mem.read(at, ins.sites.len().max(1) * SLOTS * 8).context("reading the counters")?;
+    Ok(Seen {
+        sites: sites_from_counters(&ins, &counters, kernel),
+        lane_insts: obs.lane_insts,
+        seconds: started.elapsed().as_secs_f64(),
+        ..Seen::default()
+    })
 }

@@ -137,6 +137,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                     }
                 })?,
                 Engine::Cuda => cuda::run(&src, &module, f.name, &launch, &prepared)?,
+                Engine::CudaOnCpu => cuda::run_instrumented_on_cpu(&src, f.name, &launch, &prepared, &mut mem)?,
             };
             let rows = table::rows(&accesses, &seen, &races_predicted, &report.findings, f.name, &paths);
             table::print(&rows, &seen, a, f.name, &u.krate.name);
