@@ -1,8 +1,9 @@
 //! Scalar semantics of PTX arithmetic on register bits (one lane): integer
 //! operations at their width with wrap-around, IEEE floating point with the
-//! rounding modes PTX names (`.rn` exact; `.rz/.rm/.rp` for f32 computed
-//! exactly in f64 and rounded in the asked direction), comparisons,
-//! conversions. Registers hold values zero-extended to 64 bits.
+//! rounding modes PTX names (`.rn` exact; `.rz/.rm/.rp`: f32 add/sub/mul
+//! computed exactly in f64 and rounded in the asked direction, f64 and
+//! division from the sign of the rounding error), comparisons, conversions.
+//! Registers hold values zero-extended to 64 bits.
 //!
 //! Owns: bit-level meaning of one operation. Does not own: lanes, memory,
 //! control flow.
@@ -84,6 +85,53 @@ pub fn round_f32(x: f64, r: Round) -> f32 {
     }
 }
 
+/// The rounding error of `s = x + y` (exact sum − s), Knuth's TwoSum.
+fn two_sum_err(x: f64, y: f64, s: f64) -> f64 {
+    let t = s - x;
+    (x - (s - t)) + (y - t)
+}
+
+fn next64(v: f64, up: bool) -> f64 {
+    if v.is_nan() || (up && v == f64::INFINITY) || (!up && v == f64::NEG_INFINITY) {
+        return v;
+    }
+    if v == 0.0 {
+        let tiny = f64::from_bits(1);
+        return if up { tiny } else { -tiny };
+    }
+    let b = v.to_bits();
+    f64::from_bits(if (v > 0.0) == up { b + 1 } else { b - 1 })
+}
+
+/// Move a round-to-nearest result `s` whose error (exact − s) is `e` to the directed rounding `r`.
+fn adjust64(s: f64, e: f64, r: Round) -> f64 {
+    match r {
+        _ if e == 0.0 || e.is_nan() => s,
+        Round::Rn => s,
+        Round::Rm if e < 0.0 => next64(s, false),
+        Round::Rp if e > 0.0 => next64(s, true),
+        Round::Rz if (s > 0.0 && e < 0.0) || (s < 0.0 && e > 0.0) => next64(s, e > 0.0),
+        _ => s,
+    }
+}
+
+fn adjust32(s: f32, e: f64, r: Round) -> f32 {
+    match r {
+        _ if e == 0.0 || e.is_nan() => s,
+        Round::Rn => s,
+        Round::Rm if e < 0.0 => next_down(s),
+        Round::Rp if e > 0.0 => next_up(s),
+        Round::Rz if (s > 0.0 && e < 0.0) || (s < 0.0 && e > 0.0) => {
+            if e > 0.0 {
+                next_up(s)
+            } else {
+                next_down(s)
+            }
+        }
+        _ => s,
+    }
+}
+
 fn next_up(v: f32) -> f32 {
     if v.is_nan() || v == f32::INFINITY {
         return v;
@@ -151,14 +199,30 @@ pub fn bin(op: Bin, ty: Ty, a: u64, b: u64, r: Round, ftz: bool, sat: bool) -> u
             Bin::Rem => x % y,
             _ => f64::from_bits(a & b),
         };
-        // f32 add/sub/mul are exact in f64 (bar extreme exponent gaps); f64 ops are already rounded to nearest
-        let v = if sat { v.clamp(0.0, 1.0) } else { v };
-        return if ty == Ty::F(32) && matches!(op, Bin::Div) && r == Round::Rn {
+        // directed rounding of f64 results, and of f32 division, from the sign of the
+        // rounding error (error-free transformations); f32 add/sub/mul are exact in f64
+        let directed = r != Round::Rn && v.is_finite() && !sat;
+        if directed && ty == Ty::F(64) && matches!(op, Bin::Add | Bin::Sub | Bin::MulLo | Bin::MulWide | Bin::MulHi | Bin::Div) {
+            let y = if op == Bin::Sub { -y } else { y };
+            let e = match op {
+                Bin::Add | Bin::Sub => two_sum_err(x, y, v),
+                Bin::Div => (-v).mul_add(y, x) * y.signum(),
+                _ => x.mul_add(y, -v),
+            };
+            return adjust64(v, e, r).to_bits();
+        }
+        if ty == Ty::F(32) && op == Bin::Div {
             let q = f32v(a) / f32v(b);
-            (if ftz { ftz32(q) } else { q }).to_bits() as u64
-        } else {
-            fbits(ty, v, r, ftz)
-        };
+            let q = if directed {
+                let (x, y) = (f32v(a) as f64, f32v(b) as f64);
+                adjust32(q, (-(q as f64)).mul_add(y, x) * y.signum(), r)
+            } else {
+                q
+            };
+            return (if ftz { ftz32(q) } else { q }).to_bits() as u64;
+        }
+        let v = if sat { v.clamp(0.0, 1.0) } else { v };
+        return fbits(ty, v, r, ftz);
     }
     let m = mask(bits);
     let signed = ty.signed();
@@ -489,6 +553,33 @@ mod tests {
         assert_eq!(bin(Bin::Sub, Ty::F(32), f(1.0), tiny, Round::Rz, false, false), f(1.0 - f32::EPSILON / 2.0));
         assert!(cmp(Cmp::Leu, Ty::F(32), f(f32::NAN), f(0.0), false));
         assert!(!cmp(Cmp::Le, Ty::F(32), f(f32::NAN), f(0.0), false));
+        // f64 directed rounding: 1 + 2^-60 is between 1 and the next double
+        let d = |x: f64| x.to_bits();
+        let tiny64 = d(2f64.powi(-60));
+        assert_eq!(bin(Bin::Add, Ty::F(64), d(1.0), tiny64, Round::Rn, false, false), d(1.0));
+        assert_eq!(bin(Bin::Add, Ty::F(64), d(1.0), tiny64, Round::Rp, false, false), d(1.0 + f64::EPSILON));
+        assert_eq!(bin(Bin::Add, Ty::F(64), d(1.0), tiny64, Round::Rm, false, false), d(1.0));
+        assert_eq!(bin(Bin::Sub, Ty::F(64), d(1.0), tiny64, Round::Rz, false, false), d(1.0 - f64::EPSILON / 2.0));
+        assert_eq!(bin(Bin::Sub, Ty::F(64), d(-1.0), tiny64, Round::Rz, false, false), d(-1.0));
+        // 1/3: rm below rp, one ulp apart, rn one of them
+        let (lo, hi) = (
+            bin(Bin::Div, Ty::F(64), d(1.0), d(3.0), Round::Rm, false, false),
+            bin(Bin::Div, Ty::F(64), d(1.0), d(3.0), Round::Rp, false, false),
+        );
+        assert_eq!(hi - lo, 1);
+        assert!([lo, hi].contains(&bin(Bin::Div, Ty::F(64), d(1.0), d(3.0), Round::Rn, false, false)));
+        assert_eq!(bin(Bin::Div, Ty::F(64), d(1.0), d(3.0), Round::Rz, false, false), lo);
+        let (lo, hi) = (
+            bin(Bin::Div, Ty::F(32), f(1.0), f(3.0), Round::Rm, false, false),
+            bin(Bin::Div, Ty::F(32), f(1.0), f(3.0), Round::Rp, false, false),
+        );
+        assert_eq!(hi - lo, 1);
+        assert_eq!(bin(Bin::Div, Ty::F(32), f(-1.0), f(3.0), Round::Rz, false, false), f(-(f32::from_bits(lo as u32))));
+        // 0.1 × 3 in f64: exact product above the rounded one, so rp rounds up
+        let p_rn = bin(Bin::MulLo, Ty::F(64), d(0.1), d(3.0), Round::Rn, false, false);
+        let p_rp = bin(Bin::MulLo, Ty::F(64), d(0.1), d(3.0), Round::Rp, false, false);
+        let e = 0.1f64.mul_add(3.0, -f64::from_bits(p_rn));
+        assert_eq!(p_rp - p_rn, (e > 0.0) as u64);
         // conversions
         assert_eq!(cvt(Ty::S(32), Ty::F(32), f(-2.7), Some(Round::Rz), true, false, false), (-2i32) as u32 as u64);
         assert_eq!(cvt(Ty::S(32), Ty::F(32), f(2.5), Some(Round::Rn), true, false, false), 2);
