@@ -227,6 +227,14 @@ pub fn rust_params(root: &Path, kernel: &str) -> Option<Vec<(String, String)>> {
     None
 }
 
+/// `T` of a slice type `&[T]`, `&'a mut [T]`.
+fn slice_elem(ty: &str) -> Option<&str> {
+    let t = ty.trim().strip_prefix('&')?.trim_start();
+    let t = if t.starts_with('\'') { t.split_once(' ').map(|x| x.1).unwrap_or(t) } else { t };
+    let t = t.trim_start().strip_prefix("mut ").unwrap_or(t).trim();
+    t.strip_prefix('[')?.strip_suffix(']').map(str::trim).filter(|e| !e.contains(';'))
+}
+
 /// A buffer made for a pointer argument.
 #[derive(Debug, Clone)]
 pub struct Buffer {
@@ -313,17 +321,34 @@ pub fn prepare(
     given: &BTreeMap<String, String>,
     mem: &mut Global,
 ) -> Result<Prepared, String> {
-    let rust = rust.filter(|r| r.len() == f.params.len());
+    // a slice parameter (`&[T]`, `&mut [T]`) is a (pointer, length) pair in PTX (Rust-CUDA)
+    let expanded: Option<Vec<(String, String)>> = rust.map(|r| {
+        r.iter()
+            .flat_map(|(n, t)| match slice_elem(t) {
+                Some(e) => vec![(n.clone(), format!("*const {e}")), (format!("{n}.len"), "usize".to_string())],
+                None => vec![(n.clone(), t.clone())],
+            })
+            .collect()
+    });
+    let rust = expanded.as_deref().filter(|r| r.len() == f.params.len());
     let mut args = Vec::new();
     let mut buffers = Vec::new();
     let mut shown = Vec::new();
     let mut missing = Vec::new();
+    // elements of the buffer made for each named argument (for slice lengths)
+    let mut lens: BTreeMap<String, usize> = BTreeMap::new();
     for (i, p) in f.params.iter().enumerate() {
         let rname = rust.map(|r| r[i].0.as_str());
         let rty = rust.map(|r| r[i].1.as_str());
         let names: Vec<String> = rname.map(str::to_string).into_iter().chain([p.name.to_string(), i.to_string()]).collect();
-        let found = names.iter().find_map(|n| given.get(n).map(|v| (n.clone(), v.clone())));
+        let mut found = names.iter().find_map(|n| given.get(n).map(|v| (n.clone(), v.clone())));
         let display = rname.unwrap_or(p.name).to_string();
+        if found.is_none() {
+            // the length half of a slice: the length of its buffer
+            if let Some(n) = display.strip_suffix(".len").and_then(|base| lens.get(base)) {
+                found = Some((display.clone(), n.to_string()));
+            }
+        }
         let Some((key, text)) = found else {
             let pointee = rty.and_then(|t| t.strip_prefix("*const ").or_else(|| t.strip_prefix("*mut "))).map(str::trim);
             let hint = match (pointee, p.ty) {
@@ -350,6 +375,7 @@ pub fn prepare(
                 }
                 let bytes = fill(elem, len, how, i as u64 + 1);
                 let addr = mem.alloc(&bytes);
+                lens.insert(display.clone(), len);
                 buffers.push(Buffer { addr, bytes });
                 args.push(Arg::Bits(addr));
             }
@@ -441,6 +467,31 @@ mod tests {
         let bad: BTreeMap<String, String> =
             [("a", "2"), ("x", "f32"), ("y", "f32[8]"), ("n", "8")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         assert!(prepare(&m.functions[0], Some(&rust), &bad, &mut mem).err().unwrap().contains("is a pointer (`*const f32`)"));
+    }
+
+    #[test]
+    fn slices_are_pointer_and_length() {
+        assert_eq!(slice_elem("&[f32]"), Some("f32"));
+        assert_eq!(slice_elem("&'a mut [u32]"), Some("u32"));
+        assert_eq!(slice_elem("&[u8; 4]"), None);
+        assert_eq!(slice_elem("*const f32"), None);
+        // Rust-CUDA's add(a: &[f32], b: &[f32], c: *mut f32) is five PTX parameters
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx/rust-cuda-add.ptx")).unwrap();
+        let m = ptx::parse(&src).unwrap();
+        let rust: Vec<(String, String)> =
+            [("a", "&[f32]"), ("b", "&[f32]"), ("c", "*mut f32")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let given: BTreeMap<String, String> =
+            [("a", "f32[100]"), ("b", "f32[80]"), ("c", "f32[100]")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let mut mem = Global::default();
+        let p = prepare(&m.functions[0], Some(&rust), &given, &mut mem).unwrap();
+        assert_eq!(p.args.len(), 5);
+        assert_eq!((p.args[1].clone(), p.args[3].clone()), (Arg::Bits(100), Arg::Bits(80)), "lengths from the buffers");
+        assert_eq!(p.shown, ["a=f32[100]", "a.len=100", "b=f32[80]", "b.len=80", "c=f32[100]"]);
+        // an explicit length wins
+        let mut given = given;
+        given.insert("b.len".into(), "8".into());
+        let p = prepare(&m.functions[0], Some(&rust), &given, &mut mem).unwrap();
+        assert_eq!(p.args[3], Arg::Bits(8));
     }
 
     #[test]
