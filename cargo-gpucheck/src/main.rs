@@ -279,15 +279,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         package_block: k.block,
         coalescing_threshold: Some(o.coalescing_threshold),
     };
-    let root = k.root.clone();
-    let is_local = move |f: &str| {
-        let p = Path::new(f);
-        if p.is_absolute() {
-            p.starts_with(&root)
-        } else {
-            root.join(p).exists()
-        }
-    };
+    let is_local = |f: &str| k.is_local(f);
     let started = std::time::Instant::now();
     let report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
     let status = format!(

@@ -389,30 +389,18 @@ pub fn cmp(c: Cmp, ty: Ty, a: u64, b: u64, ftz: bool) -> bool {
             Cmp::Nan => un,
         };
     }
+    // both integer kinds compared as i128: sign-extended or zero-extended
     let bits = ty.bits();
-    if ty.signed() {
-        let (x, y) = (sext(a, bits), sext(b, bits));
-        match c {
-            Cmp::Eq => x == y,
-            Cmp::Ne => x != y,
-            Cmp::Lt | Cmp::Ltu => x < y,
-            Cmp::Le | Cmp::Leu => x <= y,
-            Cmp::Gt | Cmp::Gtu => x > y,
-            Cmp::Ge | Cmp::Geu => x >= y,
-            _ => false,
-        }
-    } else {
-        let m = mask(bits);
-        let (x, y) = (a & m, b & m);
-        match c {
-            Cmp::Eq => x == y,
-            Cmp::Ne => x != y,
-            Cmp::Lt | Cmp::Ltu => x < y,
-            Cmp::Le | Cmp::Leu => x <= y,
-            Cmp::Gt | Cmp::Gtu => x > y,
-            Cmp::Ge | Cmp::Geu => x >= y,
-            _ => false,
-        }
+    let widen = |v: u64| if ty.signed() { sext(v, bits) as i128 } else { (v & mask(bits)) as i128 };
+    let (x, y) = (widen(a), widen(b));
+    match c {
+        Cmp::Eq => x == y,
+        Cmp::Ne => x != y,
+        Cmp::Lt | Cmp::Ltu => x < y,
+        Cmp::Le | Cmp::Leu => x <= y,
+        Cmp::Gt | Cmp::Gtu => x > y,
+        Cmp::Ge | Cmp::Geu => x >= y,
+        _ => false,
     }
 }
 

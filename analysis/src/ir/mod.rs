@@ -105,35 +105,27 @@ pub trait Listing<'a> {
     fn labels(&self) -> &FxHashMap<&'a str, usize>;
 }
 
-impl<'a> Listing<'a> for Body<'a> {
-    fn func(&self) -> &'a Function<'a> {
-        self.func
-    }
-    fn index(&self) -> usize {
-        self.index
-    }
-    fn insts(&self) -> &[&'a Instruction<'a>] {
-        &self.insts
-    }
-    fn labels(&self) -> &FxHashMap<&'a str, usize> {
-        &self.labels
-    }
+/// Both types keep the listing in fields of the same names.
+macro_rules! listing {
+    ($t:ident) => {
+        impl<'a> Listing<'a> for $t<'a> {
+            fn func(&self) -> &'a Function<'a> {
+                self.func
+            }
+            fn index(&self) -> usize {
+                self.index
+            }
+            fn insts(&self) -> &[&'a Instruction<'a>] {
+                &self.insts
+            }
+            fn labels(&self) -> &FxHashMap<&'a str, usize> {
+                &self.labels
+            }
+        }
+    };
 }
-
-impl<'a> Listing<'a> for FunctionIr<'a> {
-    fn func(&self) -> &'a Function<'a> {
-        self.func
-    }
-    fn index(&self) -> usize {
-        self.index
-    }
-    fn insts(&self) -> &[&'a Instruction<'a>] {
-        &self.insts
-    }
-    fn labels(&self) -> &FxHashMap<&'a str, usize> {
-        &self.labels
-    }
-}
+listing!(Body);
+listing!(FunctionIr);
 
 fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str>) -> FunctionIr<'a> {
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);

@@ -44,6 +44,19 @@ pub struct KernelCrate {
     pub meta: Option<serde_json::Value>,
 }
 
+impl KernelCrate {
+    /// Whether a source file named in the PTX belongs to this package
+    /// (findings point into it).
+    pub fn is_local(&self, file: &str) -> bool {
+        let p = Path::new(file);
+        if p.is_absolute() {
+            p.starts_with(&self.root)
+        } else {
+            self.root.join(p).exists()
+        }
+    }
+}
+
 pub struct Workspace {
     pub root: PathBuf,
     pub target_dir: PathBuf,

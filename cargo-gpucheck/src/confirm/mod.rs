@@ -20,7 +20,6 @@ use crate::diagnostic::PathStyle;
 use anyhow::{bail, Context, Result};
 use gpucheck_analysis::interp::{self, Global, Launch};
 use gpucheck_analysis::{ptx, AccessReport, Options};
-use std::path::Path;
 use table::Verdict;
 
 /// Observed numbers of one site, from either engine.
@@ -91,15 +90,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             let mut opts = Options { package_block: u.krate.block, ..Default::default() };
             opts.kernel_blocks = u.krate.kernel_blocks.clone();
             opts.kernel_blocks.insert(f.name.to_string(), block);
-            let root = u.krate.root.clone();
-            let is_local = move |p: &str| {
-                let p = Path::new(p);
-                if p.is_absolute() {
-                    p.starts_with(&root)
-                } else {
-                    root.join(p).exists()
-                }
-            };
+            let is_local = |p: &str| u.krate.is_local(p);
             let report = gpucheck_analysis::check_module(&module, &opts, &is_local);
             let accesses: Vec<&AccessReport> = report.accesses.iter().filter(|x| x.kernel == gpucheck_analysis::demangle(f.name)).collect();
             let races_predicted: Vec<u32> = report
