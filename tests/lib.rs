@@ -97,10 +97,10 @@ pub fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The example kernels' PTX, built through the binary once per test
-/// process (with every access recorded in the returned JSON lines).
-pub fn example_build() -> &'static (Vec<serde_json::Value>, String) {
-    static OUT: OnceLock<(Vec<serde_json::Value>, String)> = OnceLock::new();
+/// The example kernels built through the binary once per test process:
+/// its JSON lines (every access recorded), the PTX text, and its path.
+pub fn example_build() -> &'static (Vec<serde_json::Value>, String, PathBuf) {
+    static OUT: OnceLock<(Vec<serde_json::Value>, String, PathBuf)> = OnceLock::new();
     OUT.get_or_init(|| {
         let out = gpucheck(&["--message-format", "json", "-q", "--all-accesses", "-W", "pedantic"], &repo().join("example-kernels"));
         let deps = repo().join("example-kernels/target/gpucheck/nvptx64-nvidia-cuda/release/deps");
@@ -111,6 +111,6 @@ pub fn example_build() -> &'static (Vec<serde_json::Value>, String) {
             .filter(|p| p.extension().is_some_and(|x| x == "s") && p.file_name().unwrap().to_string_lossy().starts_with("example_kernels-"))
             .max_by_key(|p| p.metadata().unwrap().modified().unwrap())
             .expect("example kernels PTX");
-        (json_lines(&out.stdout), std::fs::read_to_string(f).unwrap())
+        (json_lines(&out.stdout), std::fs::read_to_string(&f).unwrap(), f)
     })
 }

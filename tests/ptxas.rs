@@ -38,14 +38,7 @@ fn assemble(ptx: &std::path::Path, arch: &str) {
 
 #[test]
 fn instrumented_example_kernels_assemble_for_sm70_and_sm90() {
-    example_build();
-    let deps = repo().join("example-kernels/target/gpucheck/nvptx64-nvidia-cuda/release/deps");
-    let ptx = std::fs::read_dir(&deps)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "s") && p.file_name().unwrap().to_string_lossy().starts_with("example_kernels-"))
-        .max_by_key(|p| p.metadata().unwrap().modified().unwrap())
-        .unwrap();
+    let ptx = &example_build().2;
     // rustc's own PTX with debug info does not assemble (its DWARF label differences); ours must
     let raw = Command::new(ptxas()).arg("-arch=sm_70").arg(&ptx).arg("-o").arg("/dev/null").output().unwrap();
     assert!(!raw.status.success(), "rustc's debug PTX now assembles as is: the DWARF stripping may no longer be needed");

@@ -1,11 +1,12 @@
 //! `cargo gpucheck`: clippy for GPU kernels.
 //!
 //! Owns: the commands (check a workspace's kernel crates, check PTX files,
-//! list and explain lints), their exit status (0 clean or warnings only, 1
+//! confirm, instrument, list and explain lints; and `RUSTC_WRAPPER` mode
+//! during our own builds), their exit status (0 clean or warnings only, 1
 //! error-level findings, 2 the check could not be done), and wiring build →
 //! analysis → levels → suppression → report. Does not own: analysis
 //! (`gpucheck-analysis`), builds (`build`), levels (`levels`), comments
-//! (`suppress`), rendering (`report`).
+//! (`suppress`), rendering (`report`), confirmation runs (`confirm`).
 
 mod build;
 mod cli;

@@ -585,8 +585,7 @@ fn cmp_of(m: &str) -> Option<Cmp> {
     })
 }
 
-/// Decode a function (a kernel: device functions are reached only through
-/// `call`, which is not interpreted).
+/// Decode one function (the kernel, or a device function it calls).
 pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, InterpError> {
     let mut d = Dec { f, regs: HashMap::new(), specials: Vec::new(), syms, locals: HashMap::new(), call_params: HashMap::new() };
     // call scratch: a device function's results and formals, then every `.param` variable of the body

@@ -423,7 +423,7 @@ impl Cx<'_, '_> {
     }
 
     /// Count one warp request of a memory site and feed the race shadow.
-    fn observe(&mut self, w: &Warp, pc: usize, m: u32, at: &[(usize, Where)], len: u32, touch: Touch) {
+    fn observe(&mut self, w: &Warp, pc: usize, at: &[(usize, Where)], len: u32, touch: Touch) {
         let Some(&(_, first)) = at.first() else { return };
         match first {
             Where::Global(_) => {
@@ -444,7 +444,6 @@ impl Cx<'_, '_> {
             }
             _ => {}
         }
-        let _ = m;
         for &(l, a) in at {
             let tid = w.first + l as u32;
             match a {
@@ -564,7 +563,7 @@ impl Cx<'_, '_> {
                     w.state = State::AtBarrier;
                     return Ok(());
                 }
-                _ => self.exec(w, key, op, m, top.mask)?,
+                _ => self.exec(w, key, op, m)?,
             }
             w.stack.last_mut().unwrap().pc = next;
         }
@@ -653,9 +652,8 @@ impl Cx<'_, '_> {
         w.local_base = sv.local_base;
     }
 
-    /// One non-control operation over the lanes in `m` (`all`: the lanes of
-    /// the current stack entry, for warp-wide operations).
-    fn exec(&mut self, w: &mut Warp, pc: usize, op: &Op, m: u32, _all: u32) -> Result<(), InterpError> {
+    /// One non-control operation over the lanes in `m`.
+    fn exec(&mut self, w: &mut Warp, pc: usize, op: &Op, m: u32) -> Result<(), InterpError> {
         match op {
             Op::Bin { op, ty, d, a, b, round, ftz, sat } => {
                 for l in lanes(m) {
@@ -788,7 +786,7 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, m, &at, len * ds.len() as u32, Touch::Read);
+                self.observe(w, pc, &at, len * ds.len() as u32, Touch::Read);
             }
             Op::St { space, ty, srcs, addr } => {
                 let len = ty.bytes();
@@ -802,7 +800,7 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, m, &at, len * srcs.len() as u32, Touch::Write);
+                self.observe(w, pc, &at, len * srcs.len() as u32, Touch::Write);
             }
             Op::Atom { space, op, ty, d, addr, b, c } => {
                 let len = ty.bytes();
@@ -826,7 +824,7 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, m, &at, len, Touch::Atomic);
+                self.observe(w, pc, &at, len, Touch::Atomic);
             }
             Op::Bfe { ty, d, a, b, c } => {
                 for l in lanes(m) {

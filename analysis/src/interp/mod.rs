@@ -15,7 +15,8 @@
 //!
 //! Owns: running PTX. Does not own: choosing inputs, comparing with
 //! predictions or printing (that is `cargo gpucheck confirm`). Device
-//! function calls are not interpreted (an error names the `call`).
+//! functions run in frames of their own; indirect calls and `.reg`
+//! parameters stop the run with an error naming the instruction.
 
 pub mod alu;
 pub mod decode;

@@ -148,11 +148,9 @@ pub fn sites_from_counters(ins: &instrument::Instrumented, counters: &[u8], kern
         if requests == 0 {
             continue;
         }
-        let hist: Vec<u64> = (0..=32).map(|v| word(base + 1 + v)).collect();
-        let mode = hist.iter().enumerate().max_by_key(|(v, c)| (**c, *v)).map(|x| x.0 as u32).unwrap_or(0);
-        let max = hist.iter().rposition(|&c| c > 0).unwrap_or(0) as u32;
-        let mean = hist.iter().enumerate().map(|(v, c)| v as f64 * *c as f64).sum::<f64>() / requests as f64;
-        out.push((site.ptx_line, site.space, SiteSeen { requests, mode, max, mean }));
+        // the same summary (typical, max, mean) as the interpreter's own histograms
+        let obs = gpucheck_analysis::interp::SiteObs { space: site.space, requests, hist: (0..=32).map(|v| word(base + 1 + v)).collect() };
+        out.push((site.ptx_line, site.space, SiteSeen::from(&obs)));
     }
     out
 }

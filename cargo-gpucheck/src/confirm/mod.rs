@@ -32,6 +32,12 @@ pub struct SiteSeen {
     pub mean: f64,
 }
 
+impl From<&interp::SiteObs> for SiteSeen {
+    fn from(s: &interp::SiteObs) -> SiteSeen {
+        SiteSeen { requests: s.requests, mode: s.mode(), max: s.max(), mean: s.mean() }
+    }
+}
+
 /// What an engine reports for one kernel run.
 #[derive(Debug, Default)]
 pub struct Seen {
@@ -152,11 +158,7 @@ fn cpu(module: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &launch::Prepared,
     let seconds = started.elapsed().as_secs_f64();
     let line = |i: usize| obs.inst_lines.get(i).copied().unwrap_or(0);
     Ok(Seen {
-        sites: obs
-            .sites
-            .iter()
-            .map(|(i, s)| (line(*i), s.space, SiteSeen { requests: s.requests, mode: s.mode(), max: s.max(), mean: s.mean() }))
-            .collect(),
+        sites: obs.sites.iter().map(|(i, s)| (line(*i), s.space, SiteSeen::from(s))).collect(),
         branches: obs.branches.iter().map(|(i, b)| (line(*i), b.executions, b.splits)).collect(),
         races: obs.races.iter().map(|r| (r.kind, r.shared, line(r.first), line(r.second), r.first_thread, r.second_thread)).collect(),
         lane_insts: obs.lane_insts,

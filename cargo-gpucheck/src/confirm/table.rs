@@ -63,13 +63,14 @@ pub fn rows(
     paths: &PathStyle,
 ) -> Vec<Row> {
     let mut out = Vec::new();
-    let place = |a: &AccessReport| match &a.span {
+    // (shown place, file, line, column) of a Rust position, else of the PTX line
+    let place = |span: Option<&gpucheck_analysis::SrcPos>, ptx_line: u32| match span {
         Some(s) => (format!("{}:{}:{}", paths.display(&s.file), s.line, s.col), paths.display(&s.file), s.line, s.col),
-        None => (format!("PTX line {}", a.ptx_line), String::new(), 0, 0),
+        None => (format!("PTX line {ptx_line}"), String::new(), 0, 0),
     };
     for a in accesses {
         let obs = seen.sites.iter().find(|(l, _, _)| *l == a.ptx_line).map(|x| &x.2);
-        let (pl, file, line, col) = place(a);
+        let (pl, file, line, col) = place(a.span.as_ref(), a.ptx_line);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
             ("global", Some((t, w, ideal)), _) => (
                 format!("{t} sectors/req (worst {w}, ideal {ideal})"),
@@ -115,10 +116,7 @@ pub fn rows(
             Metric::Float(x) => Some(x),
             _ => None,
         });
-        let (pl, file, line, col) = match f.and_then(|f| f.span.as_ref()) {
-            Some(s) => (format!("{}:{}:{}", paths.display(&s.file), s.line, s.col), paths.display(&s.file), s.line, s.col),
-            None => (format!("PTX line {pline}"), String::new(), 0, 0),
-        };
+        let (pl, file, line, col) = place(f.and_then(|f| f.span.as_ref()), pline);
         out.push(Row {
             place: pl,
             line,
