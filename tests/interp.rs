@@ -198,7 +198,7 @@ fn corpus_kernels_from_other_producers() {
     let m = ptx::parse(&src).unwrap();
     let input: Vec<u32> = rand_u32(4096, 9).iter().map(|v| v % 100).collect();
     let mut mem = Global::default();
-    let (pi, po) = (mem.alloc(&bytes_u32(&input)), mem.alloc(&vec![0u8; 4 * 4]));
+    let (pi, po) = (mem.alloc(&bytes_u32(&input)), mem.alloc(&[0u8; 4 * 4]));
     let args = [Arg::Bits(pi), Arg::Bits(po), Arg::Bits(4096)];
     interp::run(&m, "_Z14sumReduce_gridPiS_i", &Launch { grid: [4, 1, 1], block: [256, 1, 1], dynamic_shared: 0 }, &args, &mut mem)
         .unwrap();

@@ -40,10 +40,10 @@ fn assemble(ptx: &std::path::Path, arch: &str) {
 fn instrumented_example_kernels_assemble_for_sm70_and_sm90() {
     let ptx = &example_build().2;
     // rustc's own PTX with debug info does not assemble (its DWARF label differences); ours must
-    let raw = Command::new(ptxas()).arg("-arch=sm_70").arg(&ptx).arg("-o").arg("/dev/null").output().unwrap();
+    let raw = Command::new(ptxas()).arg("-arch=sm_70").arg(ptx).arg("-o").arg("/dev/null").output().unwrap();
     assert!(!raw.status.success(), "rustc's debug PTX now assembles as is: the DWARF stripping may no longer be needed");
     for arch in ["sm_70", "sm_90"] {
-        assemble(&ptx, arch);
+        assemble(ptx, arch);
     }
 }
 

@@ -60,7 +60,7 @@ fn values_of(f: &gpucheck_analysis::ir::FunctionIr<'_>, d: &gpucheck_analysis::d
             p.block,
             f.ssa.regs[p.reg as usize],
             d.vals[p.value as usize],
-            d.sync_phi.get(0),
+            d.sync_phi.first(),
             p.incoming
         );
     }

@@ -10,7 +10,6 @@
 //! Cargo, files and rendering belong to the `cargo-gpucheck` binary.
 
 pub mod divergence;
-mod fxhash;
 pub mod interp;
 pub mod ir;
 pub mod lints;
@@ -85,14 +84,13 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
         return Shape::new(*b, format!("[package.metadata.gpucheck.kernels.{name}]"));
     }
     // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
-    if let Some(b) = f.perf.reqntid.filter(|b| b.iter().map(|&x| x.max(1) as u64).product::<u64>() <= 1024) {
+    if let Some(b) = f.perf.reqntid.filter(|b| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= 1024)) {
         return Shape::new(b, ".reqntid in the PTX");
     }
     if let Some(b) = opts.package_block {
         return Shape::new(b, "[package.metadata.gpucheck]");
     }
-    let uses =
-        |r: &str| f.body.iter().flatten().any(|s| matches!(s, ptx::Stmt::Inst(i) if i.operands.iter().any(|o| *o == ptx::Operand::Reg(r))));
+    let uses = |r: &str| f.body.iter().flatten().any(|s| matches!(s, ptx::Stmt::Inst(i) if i.operands.contains(&ptx::Operand::Reg(r))));
     let block = if uses("%tid.z") {
         [32, 4, 2]
     } else if uses("%tid.y") {

@@ -180,9 +180,9 @@ struct Cell {
 #[derive(Default)]
 pub struct Shadow {
     shared: Vec<Cell>,
-    global: crate::fxhash::FxHashMap<u64, Cell>,
+    global: rustc_hash::FxHashMap<u64, Cell>,
     pub epoch: u32,
-    pub races: crate::fxhash::FxHashMap<(bool, &'static str, usize, usize), RaceSeen>,
+    pub races: rustc_hash::FxHashMap<(bool, &'static str, usize, usize), RaceSeen>,
 }
 
 /// Kind of an access for the shadow.

@@ -60,7 +60,7 @@ impl Cfg {
     /// their target lists; `noreturn(i)` says a call never returns.
     pub fn build(
         insts: &[&Instruction<'_>],
-        labels: &crate::fxhash::FxHashMap<&str, usize>,
+        labels: &rustc_hash::FxHashMap<&str, usize>,
         tables: &HashMap<&str, Vec<&str>>,
         noreturn: impl Fn(&Instruction<'_>) -> bool,
     ) -> Cfg {

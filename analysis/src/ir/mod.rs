@@ -11,9 +11,9 @@ pub mod semantics;
 pub mod space;
 pub mod ssa;
 
-use crate::fxhash::FxHashMap;
 use crate::ptx::{Function, Instruction, Loc, Module, Operand, Stmt};
 pub use cfg::Cfg;
+use rustc_hash::FxHashMap;
 pub use ssa::{Ssa, User, ValueDef, ValueId};
 use std::collections::{HashMap, HashSet};
 
@@ -147,10 +147,8 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
                 locs.push(cur_loc);
                 last_label = None;
             }
-            Stmt::Loc(l) => {
-                if l.line > 0 {
-                    cur_loc = Some(*l);
-                }
+            Stmt::Loc(l) if l.line > 0 => {
+                cur_loc = Some(*l);
             }
             Stmt::BranchTargets(t, _) => {
                 if let Some(l) = last_label {

@@ -9,8 +9,8 @@
 
 use super::cfg::Cfg;
 use super::semantics;
-use crate::fxhash::FxHashMap;
 use crate::ptx::Instruction;
+use rustc_hash::FxHashMap;
 
 pub type RegId = u32;
 pub type ValueId = u32;

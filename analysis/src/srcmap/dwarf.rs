@@ -195,7 +195,7 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
             let mut push = |lo: u64, hi: u64| out.push(InlineRange { lo, hi, depth: depth.max(0) as u32, call_file, call_line, call_col });
             match (low, entry.attr_value(gimli::DW_AT_high_pc)) {
                 (Some(lo), Ok(Some(gimli::AttributeValue::Addr(hi)))) => push(lo, hi),
-                (Some(lo), Ok(Some(v))) => push(lo, lo + v.udata_value().unwrap_or(0)),
+                (Some(lo), Ok(Some(v))) => push(lo, lo.saturating_add(v.udata_value().unwrap_or(0))),
                 _ => {
                     if let Ok(Some(gimli::AttributeValue::RangeListsRef(r))) = entry.attr_value(gimli::DW_AT_ranges) {
                         let off = gimli::RangeListsOffset(r.0);
@@ -209,7 +209,7 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
                                         push(base.wrapping_add(begin), base.wrapping_add(end))
                                     }
                                     gimli::RawRngListEntry::StartEnd { begin, end } => push(begin, end),
-                                    gimli::RawRngListEntry::StartLength { begin, length } => push(begin, begin + length),
+                                    gimli::RawRngListEntry::StartLength { begin, length } => push(begin, begin.saturating_add(length)),
                                     _ => {}
                                 }
                             }

@@ -121,7 +121,7 @@ pub fn rewrite(args: &[String], crates: &[String], primary: bool) -> Option<Rewr
     let target = option(args, "--target").unwrap_or("");
     let kind = if nvvm {
         Kind::Nvvm
-    } else if target.starts_with("nvptx64-nvidia-cuda") && primary && crates.iter().any(|c| *c == crate_name) {
+    } else if target.starts_with("nvptx64-nvidia-cuda") && primary && crates.contains(&crate_name) {
         Kind::Nvptx
     } else {
         return None;

@@ -10,128 +10,145 @@
 use super::instrument::{self, COUNTERS, SLOTS};
 use super::launch::Prepared;
 use super::{Seen, SiteSeen};
-use anyhow::{anyhow, bail, Context, Result};
-use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
-use gpucheck_analysis::interp::{Arg, Launch};
+use anyhow::{anyhow, Context, Result};
+use gpucheck_analysis::interp::Launch;
 use gpucheck_analysis::ptx;
 
-/// Whether the CUDA driver library can be loaded here.
-pub fn driver_present() -> bool {
-    // SAFETY: only tries to open the shared library
-    unsafe { cudarc::driver::sys::is_culib_present() }
+#[cfg(feature = "cuda")]
+pub use device::run;
+
+/// Without the `cuda` feature there is no driver binding: say so.
+#[cfg(not(feature = "cuda"))]
+pub fn run(_src: &str, _m: &ptx::Module<'_>, _kernel: &str, _l: &Launch, _p: &Prepared) -> Result<Seen> {
+    anyhow::bail!("this cargo-gpucheck was built without the `cuda` feature (the CUDA driver binding): reinstall it with default features, or use `--engine cpu`")
 }
 
-/// A scalar kernel argument at its PTX size.
-enum Scalar {
-    B8(u8),
-    B16(u16),
-    B32(u32),
-    B64(u64),
-}
+/// The driver binding (`cudarc`), present with the default `cuda` feature.
+#[cfg(feature = "cuda")]
+mod device {
+    use super::*;
+    use anyhow::bail;
+    use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
+    use cudarc::nvrtc::Ptx;
+    use gpucheck_analysis::interp::Arg;
 
-fn d<E: std::fmt::Debug>(what: &'static str) -> impl Fn(E) -> anyhow::Error {
-    move |e| anyhow!("CUDA: {what}: {e:?}")
-}
+    /// Whether the CUDA driver library can be loaded here.
+    pub fn driver_present() -> bool {
+        // SAFETY: only tries to open the shared library
+        unsafe { cudarc::driver::sys::is_culib_present() }
+    }
 
-pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepared) -> Result<Seen> {
-    if !driver_present() {
-        bail!(
+    /// A scalar kernel argument at its PTX size.
+    enum Scalar {
+        B8(u8),
+        B16(u16),
+        B32(u32),
+        B64(u64),
+    }
+
+    fn d<E: std::fmt::Debug>(what: &'static str) -> impl Fn(E) -> anyhow::Error {
+        move |e| anyhow!("CUDA: {what}: {e:?}")
+    }
+
+    pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepared) -> Result<Seen> {
+        if !driver_present() {
+            bail!(
             "no CUDA driver found (libcuda could not be loaded): run on a machine with an NVIDIA GPU and its driver, or use `--engine cpu`"
         );
-    }
-    let started = std::time::Instant::now();
-    let ctx = CudaContext::new(0).map_err(d("creating a context on device 0"))?;
-    let (major, minor) = ctx.compute_capability().map_err(d("reading the compute capability"))?;
-    let arch = format!("sm_{major}{minor}");
-    let stream = ctx.default_stream();
-    let f = m.functions.iter().find(|f| f.name == kernel && f.is_entry).with_context(|| format!("no kernel `{kernel}`"))?;
-    let cfg = LaunchConfig {
-        grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
-        block_dim: (l.block[0], l.block[1], l.block[2]),
-        shared_mem_bytes: l.dynamic_shared,
-    };
-
-    // one launch: fresh copies of the inputs, the kernel's arguments in PTX order
-    let launch = |ptx_text: String, timed: bool| -> Result<(Option<f32>, Option<Vec<u8>>)> {
-        let module = ctx.load_module(Ptx::from_src(ptx_text)).map_err(d("loading the PTX"))?;
-        let func = module.load_function(kernel).map_err(d("finding the kernel"))?;
-        let slices: Vec<CudaSlice<u8>> = p
-            .buffers
-            .iter()
-            .map(|b| if b.bytes.is_empty() { stream.alloc_zeros::<u8>(1) } else { stream.clone_htod(&b.bytes) })
-            .collect::<Result<_, _>>()
-            .map_err(d("copying the inputs"))?;
-        let mut scalars: Vec<Option<Scalar>> = Vec::new();
-        let mut which: Vec<Option<usize>> = Vec::new();
-        for (param, arg) in f.params.iter().zip(&p.args) {
-            let buffer = match arg {
-                Arg::Bits(bits) => p.buffers.iter().position(|b| b.addr == *bits && matches!(param.ty, ".u64" | ".b64" | ".s64")),
-                Arg::Bytes(_) => bail!("aggregate parameters are not supported by the CUDA engine"),
-            };
-            which.push(buffer);
-            let bits = match arg {
-                Arg::Bits(b) => *b,
-                Arg::Bytes(_) => 0,
-            };
-            scalars.push(match (buffer, param.ty) {
-                (Some(_), _) => None,
-                (None, ".u8" | ".s8" | ".b8") => Some(Scalar::B8(bits as u8)),
-                (None, ".u16" | ".s16" | ".b16") => Some(Scalar::B16(bits as u16)),
-                (None, ".u32" | ".s32" | ".b32" | ".f32") => Some(Scalar::B32(bits as u32)),
-                (None, _) => Some(Scalar::B64(bits)),
-            });
         }
-        let mut lb = stream.launch_builder(&func);
-        for (k, s) in which.iter().zip(&scalars) {
-            match (k, s) {
-                (Some(k), _) => {
-                    lb.arg(&slices[*k]);
-                }
-                (None, Some(Scalar::B8(v))) => {
-                    lb.arg(v);
-                }
-                (None, Some(Scalar::B16(v))) => {
-                    lb.arg(v);
-                }
-                (None, Some(Scalar::B32(v))) => {
-                    lb.arg(v);
-                }
-                (None, Some(Scalar::B64(v))) => {
-                    lb.arg(v);
-                }
-                (None, None) => {}
+        let started = std::time::Instant::now();
+        let ctx = CudaContext::new(0).map_err(d("creating a context on device 0"))?;
+        let (major, minor) = ctx.compute_capability().map_err(d("reading the compute capability"))?;
+        let arch = format!("sm_{major}{minor}");
+        let stream = ctx.default_stream();
+        let f = m.functions.iter().find(|f| f.name == kernel && f.is_entry).with_context(|| format!("no kernel `{kernel}`"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
+            block_dim: (l.block[0], l.block[1], l.block[2]),
+            shared_mem_bytes: l.dynamic_shared,
+        };
+
+        // one launch: fresh copies of the inputs, the kernel's arguments in PTX order
+        let launch = |ptx_text: String, timed: bool| -> Result<(Option<f32>, Option<Vec<u8>>)> {
+            let module = ctx.load_module(Ptx::from_src(ptx_text)).map_err(d("loading the PTX"))?;
+            let func = module.load_function(kernel).map_err(d("finding the kernel"))?;
+            let slices: Vec<CudaSlice<u8>> = p
+                .buffers
+                .iter()
+                .map(|b| if b.bytes.is_empty() { stream.alloc_zeros::<u8>(1) } else { stream.clone_htod(&b.bytes) })
+                .collect::<Result<_, _>>()
+                .map_err(d("copying the inputs"))?;
+            let mut scalars: Vec<Option<Scalar>> = Vec::new();
+            let mut which: Vec<Option<usize>> = Vec::new();
+            for (param, arg) in f.params.iter().zip(&p.args) {
+                let buffer = match arg {
+                    Arg::Bits(bits) => p.buffers.iter().position(|b| b.addr == *bits && matches!(param.ty, ".u64" | ".b64" | ".s64")),
+                    Arg::Bytes(_) => bail!("aggregate parameters are not supported by the CUDA engine"),
+                };
+                which.push(buffer);
+                let bits = match arg {
+                    Arg::Bits(b) => *b,
+                    Arg::Bytes(_) => 0,
+                };
+                scalars.push(match (buffer, param.ty) {
+                    (Some(_), _) => None,
+                    (None, ".u8" | ".s8" | ".b8") => Some(Scalar::B8(bits as u8)),
+                    (None, ".u16" | ".s16" | ".b16") => Some(Scalar::B16(bits as u16)),
+                    (None, ".u32" | ".s32" | ".b32" | ".f32") => Some(Scalar::B32(bits as u32)),
+                    (None, _) => Some(Scalar::B64(bits)),
+                });
             }
-        }
-        if timed {
-            lb.record_kernel_launch(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        }
-        // SAFETY: the arguments match the kernel's PTX parameters in number and size,
-        // and pointers point into buffers of the sizes the user gave
-        let events = unsafe { lb.launch(cfg) }.map_err(d("launching"))?;
-        stream.synchronize().map_err(d("running the kernel"))?;
-        let ms = match events {
-            Some((a, b)) => Some(a.elapsed_ms(&b).map_err(d("timing"))?),
-            None => None,
+            let mut lb = stream.launch_builder(&func);
+            for (k, s) in which.iter().zip(&scalars) {
+                match (k, s) {
+                    (Some(k), _) => {
+                        lb.arg(&slices[*k]);
+                    }
+                    (None, Some(Scalar::B8(v))) => {
+                        lb.arg(v);
+                    }
+                    (None, Some(Scalar::B16(v))) => {
+                        lb.arg(v);
+                    }
+                    (None, Some(Scalar::B32(v))) => {
+                        lb.arg(v);
+                    }
+                    (None, Some(Scalar::B64(v))) => {
+                        lb.arg(v);
+                    }
+                    (None, None) => {}
+                }
+            }
+            if timed {
+                lb.record_kernel_launch(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            }
+            // SAFETY: the arguments match the kernel's PTX parameters in number and size,
+            // and pointers point into buffers of the sizes the user gave
+            let events = unsafe { lb.launch(cfg) }.map_err(d("launching"))?;
+            stream.synchronize().map_err(d("running the kernel"))?;
+            let ms = match events {
+                Some((a, b)) => Some(a.elapsed_ms(&b).map_err(d("timing"))?),
+                None => None,
+            };
+            let counters = if timed {
+                None
+            } else {
+                let g = module.get_global(COUNTERS, &stream).map_err(d("finding the counters"))?;
+                Some(stream.clone_dtoh(&g).map_err(d("reading the counters"))?)
+            };
+            Ok((ms, counters))
         };
-        let counters = if timed {
-            None
-        } else {
-            let g = module.get_global(COUNTERS, &stream).map_err(d("finding the counters"))?;
-            Some(stream.clone_dtoh(&g).map_err(d("reading the counters"))?)
-        };
-        Ok((ms, counters))
-    };
 
-    let ins = instrument::instrument(src, Some(&arch)).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
-    let (_, counters) = launch(ins.ptx.clone(), false)?;
-    let mut seen = Seen { sites: sites_from_counters(&ins, &counters.unwrap_or_default(), kernel), ..Seen::default() };
-    // the uninstrumented kernel, timed
-    let plain = instrument::retarget(&instrument::strip_dwarf(src), &arch);
-    let (ms, _) = launch(plain, true)?;
-    seen.kernel_ms = ms.map(|x| x as f64);
-    seen.seconds = started.elapsed().as_secs_f64();
-    Ok(seen)
+        let ins = instrument::instrument(src, Some(&arch)).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
+        let (_, counters) = launch(ins.ptx.clone(), false)?;
+        let mut seen = Seen { sites: sites_from_counters(&ins, &counters.unwrap_or_default(), kernel), ..Seen::default() };
+        // the uninstrumented kernel, timed
+        let plain = instrument::retarget(&instrument::strip_dwarf(src), &arch);
+        let (ms, _) = launch(plain, true)?;
+        seen.kernel_ms = ms.map(|x| x as f64);
+        seen.seconds = started.elapsed().as_secs_f64();
+        Ok(seen)
+    }
 }
 
 /// Per-site numbers of `kernel` from the counters an instrumented run left.

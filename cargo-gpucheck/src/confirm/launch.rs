@@ -235,14 +235,16 @@ fn slice_elem(ty: &str) -> Option<&str> {
     t.strip_prefix('[')?.strip_suffix(']').map(str::trim).filter(|e| !e.contains(';'))
 }
 
-/// A buffer made for a pointer argument.
+/// A buffer made for a pointer argument (the CUDA engine copies it to the device).
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct Buffer {
     pub addr: u64,
     pub bytes: Vec<u8>,
 }
 
 /// The PTX parameters' values, with the buffers made for them.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct Prepared {
     pub args: Vec<Arg>,
     pub buffers: Vec<Buffer>,

@@ -91,8 +91,8 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
         });
     }
     let r = if color { Renderer::styled() } else { Renderer::plain() };
-    let s = r.render(&[group]).to_string();
-    s
+
+    r.render(&[group]).to_string()
 }
 
 /// Rendering without a source snippet (the Rust file is not readable).
@@ -108,8 +108,8 @@ fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
     }
     group = group.element(SLevel::NOTE.message(d.level_note.as_str()));
     let r = if color { Renderer::styled() } else { Renderer::plain() };
-    let s = r.render(&[group]).to_string();
-    s
+
+    r.render(&[group]).to_string()
 }
 
 /// cargo's closing line for one package: `warning: `x` (lib) generated 3

@@ -62,7 +62,7 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
             let file = d.file.clone().unwrap_or_else(|| d.ptx_file.clone());
             let mut text = f.message.clone();
             for n in &f.notes {
-                text.push_str("\n");
+                text.push('\n');
                 text.push_str(&n.text);
             }
             let rule_index = LINTS.iter().position(|l| l.name == f.lint.name).unwrap_or(0) as i64;
