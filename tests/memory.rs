@@ -122,7 +122,7 @@ fn every_prediction_matches_a_brute_force_reference() {
             let all = vec![true; shape.threads()];
             let predicted = gpucheck_analysis::memory::predict(f, &d, &a, &shape, &all);
             let reference = a.addr_value.and_then(|v| lane_addresses(f, &d, &shape, v));
-            let where_ = format!("{} PTX line {}", f.func.name, f.insts[a.inst].pos.line);
+            let where_ = format!("{} PTX line {}", f.func.name, f.insts[a.inst].ast.pos.line);
             // every address the reference can evaluate has a prediction; the affine
             // model also covers values merged by phis, which per-lane evaluation cannot
             let (Some(p), Some(addrs)) = (&predicted, &reference) else {

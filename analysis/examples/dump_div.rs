@@ -14,10 +14,10 @@ fn main() {
         let d = divergence::Divergence::analyze(f, &sums);
         for br in &d.branches {
             let i = f.insts[br.inst];
-            println!("{}: branch at ptx {} cond {:?}", f.func.name, i.pos.line, d.vals[br.cond as usize]);
+            println!("{}: branch at ptx {} cond {:?}", f.func.name, i.ast.pos.line, d.vals[br.cond as usize]);
             if let Some(di) = f.def_inst(br.cond) {
                 let s = f.insts[di];
-                for o in &s.operands[1..] {
+                for o in &s.operands()[1..] {
                     println!("   operand {:?} = {:?}", o, d.operand(f, di, o));
                     if let ptx::Operand::Reg(r) = o {
                         if let Some(v) = f.ssa.use_of(di, r) {

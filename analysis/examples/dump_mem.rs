@@ -19,7 +19,7 @@ fn main() {
         }
         let ctx = lints::Ctx::new(f, &d, &sums, &shape, &sm, &|_| true);
         for (a, p) in ctx.memory() {
-            println!("{} ptx {} {:?} {:?} w{} addr {:?}", f.func.name, f.insts[a.inst].pos.line, a.kind, a.space, a.width, a.addr);
+            println!("{} ptx {} {:?} {:?} w{} addr {:?}", f.func.name, f.insts[a.inst].ast.pos.line, a.kind, a.space, a.width, a.addr);
             if let Some(divergence::AbsVal::Affine { c, .. }) = Some(a.addr) {
                 for x in c {
                     if let divergence::Coef::Lin { sym, .. } = x {
@@ -52,7 +52,7 @@ fn main() {
 fn values_of(f: &gpucheck_analysis::ir::FunctionIr<'_>, d: &gpucheck_analysis::divergence::Divergence) {
     for (i, inst) in f.insts.iter().enumerate() {
         let defs: Vec<_> = f.ssa.defs(i).iter().map(|v| d.vals[*v as usize]).collect();
-        println!("  {:5} {:30} {:?}", inst.pos.line, inst.opcode, defs);
+        println!("  {:5} {:30} {:?}", inst.ast.pos.line, inst.text(), defs);
     }
     for p in &f.ssa.phis {
         println!(

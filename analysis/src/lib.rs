@@ -90,10 +90,14 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     if let Some(b) = opts.package_block {
         return Shape::new(b, "[package.metadata.gpucheck]");
     }
-    let uses = |r: &str| f.body.iter().flatten().any(|s| matches!(s, ptx::Stmt::Inst(i) if i.operands.contains(&ptx::Operand::Reg(r))));
-    let block = if uses("%tid.z") {
+    let uses = |dim: u8| {
+        f.body.iter().flatten().any(|s| {
+            matches!(s, ptx::Stmt::Inst(i) if i.operands.iter().any(|o| matches!(o, ptx::Operand::Reg(r) if ir::inst::Special::parse(r) == Some(ir::inst::Special::Tid(dim)))))
+        })
+    };
+    let block = if uses(2) {
         [32, 4, 2]
-    } else if uses("%tid.y") {
+    } else if uses(1) {
         [32, 8, 1]
     } else {
         [256, 1, 1]
@@ -154,14 +158,10 @@ fn check_function(
         let global = a.space == ir::space::Space::Global;
         accesses.push(AccessReport {
             kernel: demangle(f.func.name),
-            ptx_line: f.insts[a.inst].pos.line,
+            ptx_line: f.insts[a.inst].ast.pos.line,
             span: ctx.resolve(a.inst).primary,
             space: a.space.name(),
-            kind: match a.kind {
-                memory::AccessKind::Load => "load",
-                memory::AccessKind::Store => "store",
-                memory::AccessKind::Atomic => "atomic",
-            },
+            kind: a.kind.name(),
             width: a.width,
             sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
             conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),

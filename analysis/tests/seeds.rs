@@ -140,14 +140,14 @@ fn analyse<R>(src: &str, f: impl FnOnce(&ir::FunctionIr<'_>, &Divergence) -> R) 
 }
 
 fn divergent_branch_lines(f: &ir::FunctionIr<'_>, d: &Divergence) -> Vec<u32> {
-    let mut v: Vec<u32> = d.branches.iter().map(|b| f.insts[b.inst].pos.line).collect();
+    let mut v: Vec<u32> = d.branches.iter().map(|b| f.insts[b.inst].ast.pos.line).collect();
     v.sort();
     v
 }
 
 /// Value written by the first instruction whose text starts with `prefix`.
 fn value_of(f: &ir::FunctionIr<'_>, d: &Divergence, opcode: &str, dest: &str) -> AbsVal {
-    let i = f.insts.iter().position(|i| i.opcode == opcode && i.operands.first() == Some(&ptx::Operand::Reg(dest))).expect("instruction");
+    let i = f.insts.iter().position(|i| i.text() == opcode && i.operand(0) == Some(&ptx::Operand::Reg(dest))).expect("instruction");
     d.vals[f.ssa.defs(i)[0] as usize]
 }
 

@@ -148,15 +148,14 @@ impl AbsVal {
         AbsVal::Top { data: ops.iter().any(|o| o.data()) }
     }
 
-    /// Uniform if every operand is; otherwise ⊤ (for non-affine operations).
-    /// `f` computes the exact value when all operands are known constants.
-    pub fn uniform_or_top(ops: &[AbsVal], f: impl Fn(&[i64]) -> Option<i64>) -> AbsVal {
+    /// Uniform (of unknown content) if every operand is; otherwise ⊤ (for
+    /// non-affine operations; exact constants are folded by the caller).
+    pub fn uniform_or_top(ops: &[AbsVal]) -> AbsVal {
         if ops.contains(&AbsVal::Bottom) {
             return AbsVal::Bottom;
         }
         if ops.iter().all(|o| o.is_uniform()) {
-            let ks: Option<Vec<i64>> = ops.iter().map(|o| o.const_value()).collect();
-            AbsVal::uniform(ks.and_then(|k| f(&k)))
+            AbsVal::uniform(None)
         } else if ops.iter().all(|o| o.is_warp_uniform()) {
             AbsVal::WarpUniform
         } else {
@@ -187,7 +186,7 @@ impl AbsVal {
         }
     }
 
-    pub fn add(self, o: AbsVal) -> AbsVal {
+    fn add_affine(self, o: AbsVal) -> AbsVal {
         match (self, o) {
             (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
             (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
@@ -198,19 +197,11 @@ impl AbsVal {
                 };
                 AbsVal::Affine { c, k, s }
             }
-            (a, b) => AbsVal::uniform_or_top(&[a, b], |_| None),
+            (a, b) => AbsVal::uniform_or_top(&[a, b]),
         }
     }
 
-    pub fn neg(self) -> AbsVal {
-        self.mul(AbsVal::konst(-1))
-    }
-
-    pub fn sub(self, o: AbsVal) -> AbsVal {
-        self.add(o.neg())
-    }
-
-    pub fn mul(self, o: AbsVal) -> AbsVal {
+    fn mul_affine(self, o: AbsVal) -> AbsVal {
         match (self, o) {
             (AbsVal::Bottom, _) | (_, AbsVal::Bottom) => AbsVal::Bottom,
             (AbsVal::Affine { c: c1, k: k1, s: s1 }, AbsVal::Affine { c: c2, k: k2, s: s2 }) => {
@@ -229,8 +220,38 @@ impl AbsVal {
                     AbsVal::Top { data: false }
                 }
             }
-            (a, b) => AbsVal::uniform_or_top(&[a, b], |_| None),
+            (a, b) => AbsVal::uniform_or_top(&[a, b]),
         }
+    }
+}
+
+/// Affine arithmetic: `a + b`, `a - b`, `-a`, `a * b` (⊤ when both
+/// factors depend on the thread).
+impl std::ops::Add for AbsVal {
+    type Output = AbsVal;
+    fn add(self, o: AbsVal) -> AbsVal {
+        self.add_affine(o)
+    }
+}
+
+impl std::ops::Mul for AbsVal {
+    type Output = AbsVal;
+    fn mul(self, o: AbsVal) -> AbsVal {
+        self.mul_affine(o)
+    }
+}
+
+impl std::ops::Neg for AbsVal {
+    type Output = AbsVal;
+    fn neg(self) -> AbsVal {
+        self * AbsVal::konst(-1)
+    }
+}
+
+impl std::ops::Sub for AbsVal {
+    type Output = AbsVal;
+    fn sub(self, o: AbsVal) -> AbsVal {
+        self + -o
     }
 }
 
@@ -243,36 +264,36 @@ mod tests {
         // Sampaio's avgSquare: N = tid + c*c, i = tid + k*c → N - i is uniform
         let tid = AbsVal::tid(0);
         let c = AbsVal::uniform(None);
-        let n = tid.add(c.mul(c));
-        let i = tid.add(c);
-        assert!(n.sub(i).is_uniform());
+        let n = tid + c * c;
+        let i = tid + c;
+        assert!((n - i).is_uniform());
         // gid = ctaid*ntid + tid is affine with coefficient 1
-        let gid = AbsVal::uniform(None).mul(AbsVal::uniform(None)).add(tid);
+        let gid = AbsVal::uniform(None) * AbsVal::uniform(None) + tid;
         assert_eq!(gid.coefs(), Some([Coef::Const(1), Coef::Const(0), Coef::Const(0)]));
         // (tid+1)*c has a symbolic coefficient
-        let l = tid.add(AbsVal::konst(1)).mul(c);
+        let l = (tid + AbsVal::konst(1)) * c;
         assert_eq!(l.coefs().unwrap()[0], Coef::Sym);
-        assert_eq!(tid.mul(tid), AbsVal::Top { data: false });
+        assert_eq!(tid * tid, AbsVal::Top { data: false });
         assert_eq!(
-            tid.mul(AbsVal::konst(4)).add(AbsVal::konst(8)),
+            tid * AbsVal::konst(4) + AbsVal::konst(8),
             AbsVal::Affine { c: [Coef::Const(4), Coef::Const(0), Coef::Const(0)], k: Some(8), s: None }
         );
         // matrixMul's loop bound: ty·wA + tx + u1 compared with ty·wA + tx + u2
         let (ty, wa) = (AbsVal::tid(1), AbsVal::symbol(7));
-        let a = ty.mul(wa).add(tid).add(AbsVal::uniform(None));
-        let b = wa.mul(ty).add(AbsVal::symbol(9)).add(tid);
-        assert!(a.sub(b).is_uniform(), "{:?}", a.sub(b));
+        let a = ty * wa + tid + AbsVal::uniform(None);
+        let b = wa * ty + AbsVal::symbol(9) + tid;
+        assert!((a - b).is_uniform(), "{:?}", (a - b));
         // (tid + 1) * c with a named c: coefficient 1·c
-        let l = tid.add(AbsVal::konst(1)).mul(AbsVal::symbol(3));
+        let l = (tid + AbsVal::konst(1)) * AbsVal::symbol(3);
         assert_eq!(l.coefs().unwrap()[0], Coef::Lin { k: 0, m: 1, sym: 3 });
         // different symbols do not cancel
-        assert!(!ty.mul(AbsVal::symbol(1)).sub(ty.mul(AbsVal::symbol(2))).is_uniform());
+        assert!(!(ty * AbsVal::symbol(1) - ty * AbsVal::symbol(2)).is_uniform());
     }
 
     #[test]
     fn join_rules() {
-        let a = AbsVal::tid(0).add(AbsVal::konst(1));
-        let b = AbsVal::tid(0).add(AbsVal::konst(5));
+        let a = AbsVal::tid(0) + AbsVal::konst(1);
+        let b = AbsVal::tid(0) + AbsVal::konst(5);
         assert_eq!(a.join(b), AbsVal::Affine { c: AbsVal::tid(0).coefs().unwrap(), k: None, s: None });
         // a uniform value and tid+1 merged on a uniform path: affine, unknown coefficient
         assert_eq!(a.join(AbsVal::konst(0)), AbsVal::Affine { c: [Coef::Sym, Coef::Const(0), Coef::Const(0)], k: None, s: None });

@@ -3,17 +3,22 @@
 //! where the affine form is not enough (`tid % 2 == 0`, `tid & 31`,
 //! `t % (2*s)` with `s` a loop counter).
 //!
-//! Owns: integer semantics of the PTX operations such expressions use, with
-//! PTX's wrap-around at the operand width and signed/unsigned comparisons.
-//! Each SSA value is evaluated once per leaf assignment, as a vector over
-//! the block's threads. Uniform values that are not constants are *leaves*:
-//! the caller supplies sample values for them or evaluation stops with
-//! `EvalErr::Leaf`. Does not own: choosing samples or counting warps (see
-//! `crate::lints`).
+//! Each operation is computed with the one scalar semantics
+//! (`crate::ir::scalar::apply`), lane by lane, on the register bits, so the
+//! width and signedness are exactly PTX's. Each SSA value is evaluated once
+//! per leaf assignment, as a vector over the block's threads. Uniform values
+//! that are not constants are *leaves*: the caller supplies sample values
+//! for them or evaluation stops with `EvalErr::Leaf`.
+//!
+//! Owns: the per-lane evaluation and its leaves. Does not own: what an
+//! operation computes (`crate::ir::scalar`), choosing samples or counting
+//! warps.
 
 use super::Divergence;
+use crate::ir::inst::Special;
+use crate::ir::scalar::{self, ThreadPos};
 use crate::ir::{FunctionIr, ValueDef, ValueId};
-use crate::ptx::{Instruction, Operand};
+use crate::ptx::Operand;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -50,30 +55,6 @@ pub struct Evaluator<'f, 'a> {
 }
 
 const MAX_DEPTH: u32 = 48;
-
-fn width(inst: &Instruction<'_>) -> (u32, bool) {
-    for m in inst.mods() {
-        let w = match m {
-            "u8" | "s8" | "b8" => 8,
-            "u16" | "s16" | "b16" => 16,
-            "u32" | "s32" | "b32" => 32,
-            "u64" | "s64" | "b64" => 64,
-            "pred" => 1,
-            _ => continue,
-        };
-        return (w, m.starts_with('s'));
-    }
-    (64, true)
-}
-
-fn wrap(v: i64, bits: u32, signed: bool) -> i64 {
-    match (bits, signed) {
-        (1, _) => (v != 0) as i64,
-        (64, _) => v,
-        (b, true) => (v << (64 - b)) >> (64 - b),
-        (b, false) => v & ((1i64 << b) - 1),
-    }
-}
 
 impl<'f, 'a> Evaluator<'f, 'a> {
     /// An evaluator over the given threads.
@@ -125,10 +106,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             if let Some(k) = self.leaves.get(&v) {
                 return Ok(self.splat(*k));
             }
-            if let ValueDef::Entry(r) = self.f.ssa.values[v as usize] {
-                if let Some(x) = self.special(self.f.ssa.regs[r as usize]) {
-                    return Ok(x);
-                }
+            if let Some(x) = self.f.ssa.special(v).and_then(|s| self.special(s)) {
+                return Ok(x);
             }
             if let (true, Some(x)) = (self.first_iteration, self.header_phi_entry(v)) {
                 return self.value_d(x, depth + 1);
@@ -147,7 +126,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             return Err(EvalErr::Opaque);
         }
         match self.f.ssa.values[v as usize] {
-            ValueDef::Entry(r) => self.special(self.f.ssa.regs[r as usize]).ok_or(EvalErr::Opaque),
+            ValueDef::Entry(_) => self.f.ssa.special(v).and_then(|s| self.special(s)).ok_or(EvalErr::Opaque),
             ValueDef::Phi(_) => {
                 if let Some(k) = self.leaves.get(&v) {
                     return Ok(self.splat(*k));
@@ -174,23 +153,17 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
     }
 
-    fn special(&self, name: &str) -> Option<Vals> {
-        let per = |g: &dyn Fn(&Lane) -> i64| -> Vals { self.lanes.iter().map(g).collect() };
-        Some(match name {
-            "%tid.x" => per(&|l| l.tid[0]),
-            "%tid.y" => per(&|l| l.tid[1]),
-            "%tid.z" => per(&|l| l.tid[2]),
-            "%ntid.x" => self.splat(self.ntid[0]),
-            "%ntid.y" => self.splat(self.ntid[1]),
-            "%ntid.z" => self.splat(self.ntid[2]),
-            "%laneid" => per(&|l| l.lane),
-            "%lanemask_eq" => per(&|l| 1i64 << l.lane),
-            "%lanemask_lt" => per(&|l| (1i64 << l.lane) - 1),
-            "%lanemask_le" => per(&|l| (1i64 << (l.lane + 1)) - 1),
-            "%lanemask_gt" => per(&|l| !((1i64 << (l.lane + 1)) - 1) & 0xffff_ffff),
-            "%lanemask_ge" => per(&|l| !((1i64 << l.lane) - 1) & 0xffff_ffff),
-            _ => return None,
-        })
+    /// Per-lane values of a special register (`None`: not known per lane,
+    /// e.g. the block index, which is a leaf).
+    fn special(&self, s: Special) -> Option<Vals> {
+        let ntid = self.ntid.map(|x| x as u32);
+        self.lanes
+            .iter()
+            .map(|l| {
+                let pos = ThreadPos { tid: l.tid.map(|x| x as u32), ntid, lane: l.lane as u32, ..ThreadPos::default() };
+                scalar::special_value(s, &pos).map(|x| x as i64)
+            })
+            .collect()
     }
 
     /// A register value read by instruction `i`.
@@ -207,7 +180,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         match o {
             Operand::Reg(r) => match self.f.ssa.use_of(i, r) {
                 Some(v) => self.reg_value(i, v, depth),
-                None => self.special(r).ok_or(EvalErr::Opaque),
+                None => Special::parse(r).and_then(|s| self.special(s)).ok_or(EvalErr::Opaque),
             },
             Operand::Not(r) => {
                 let x = self.operand(i, &Operand::Reg(r), depth)?;
@@ -219,15 +192,12 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     }
 
     fn inst(&self, i: usize, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
-        let inst = self.f.insts[i];
-        if self.f.float[i] {
+        let inst = &self.f.insts[i];
+        if inst.is_float() || !scalar::evaluates(inst) {
             return Err(EvalErr::Opaque);
         }
-        if slot != 0 && !(inst.op() == "setp" && slot == 1) {
-            return Err(EvalErr::Opaque);
-        }
-        let value = self.unguarded(inst, i, slot, depth)?;
-        let Some(g) = inst.guard else { return Ok(value) };
+        let value = self.unguarded(i, slot, depth)?;
+        let Some(g) = inst.ast.guard else { return Ok(value) };
         let gv = self.operand(i, &Operand::Reg(g.reg), depth)?;
         let prior = match self.f.ssa.prior(i, slot) {
             Some(p) => self.value_d(p, depth)?,
@@ -236,142 +206,27 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         Ok((0..self.lanes.len()).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect())
     }
 
-    fn unguarded(&self, inst: &Instruction<'_>, i: usize, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
-        let ops = &inst.operands;
-        let src = |k: usize| -> Result<Vals, EvalErr> {
-            match (ops.get(k), self.f.operand_value(i, k)) {
-                (Some(Operand::Reg(_)), Some(v)) => self.reg_value(i, v, depth),
-                (Some(o), _) => self.operand(i, o, depth),
-                (None, _) => Err(EvalErr::Opaque),
+    /// The instruction's value in every lane, from its sources' values, by
+    /// the scalar semantics.
+    fn unguarded(&self, i: usize, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
+        let inst = &self.f.insts[i];
+        let ty = scalar::dest_ty(inst, slot).ok_or(EvalErr::Opaque)?;
+        let mut srcs: Vec<Vals> = Vec::with_capacity(inst.operands().len());
+        for (k, o) in inst.operands().iter().enumerate().skip(1) {
+            srcs.push(match (o, self.f.operand_value(i, k)) {
+                (Operand::Reg(_), Some(v)) => self.reg_value(i, v, depth)?,
+                (o, _) => self.operand(i, o, depth)?,
+            });
+        }
+        let mut args = vec![0u64; srcs.len()];
+        let mut out = Vec::with_capacity(self.lanes.len());
+        for t in 0..self.lanes.len() {
+            for (a, s) in args.iter_mut().zip(&srcs) {
+                *a = s[t] as u64;
             }
-        };
-        let (bits, signed) = width(inst);
-        let n = self.lanes.len();
-        let un = |a: &[i64], f: &dyn Fn(i64) -> i64| -> Vals { a.iter().map(|x| f(*x)).collect() };
-        let bin = |a: &[i64], b: &[i64], f: &dyn Fn(i64, i64) -> i64| -> Vals { (0..n).map(|t| f(a[t], b[t])).collect() };
-        let w = move |v: i64| wrap(v, bits, signed);
-        let pred = inst.has_mod("pred");
-        let r: Vals = match inst.op() {
-            "mov" | "cvta" => src(1)?,
-            "cvt" => {
-                // cvt.dst.src: wrap to the source type, then to the destination type
-                let tys: Vec<&str> = inst
-                    .mods()
-                    .filter(|m| m.len() >= 2 && matches!(&m[..1], "u" | "s" | "b" | "f") && m[1..].bytes().all(|b| b.is_ascii_digit()))
-                    .collect();
-                if tys.iter().any(|t| t.starts_with('f')) {
-                    return Err(EvalErr::Opaque);
-                }
-                let tw = |t: &str| (t[1..].parse::<u32>().unwrap_or(64), t.starts_with('s'));
-                let (dst, srcw) = (tys.first().map(|t| tw(t)), tys.get(1).map(|t| tw(t)));
-                un(&src(1)?, &|v| {
-                    let v = srcw.map(|(b, s)| wrap(v, b, s)).unwrap_or(v);
-                    dst.map(|(b, s)| wrap(v, b, s)).unwrap_or(v)
-                })
-            }
-            "add" => bin(&src(1)?, &src(2)?, &|a, b| w(a.wrapping_add(b))),
-            "sub" => bin(&src(1)?, &src(2)?, &|a, b| w(a.wrapping_sub(b))),
-            "mul" if inst.has_mod("wide") => bin(&src(1)?, &src(2)?, &|a, b| wrap(a, bits, signed).wrapping_mul(wrap(b, bits, signed))),
-            "mul" if !inst.has_mod("hi") => bin(&src(1)?, &src(2)?, &|a, b| w(a.wrapping_mul(b))),
-            "mad" if inst.has_mod("wide") || inst.has_mod("lo") => {
-                let (a, b, c) = (src(1)?, src(2)?, src(3)?);
-                let wide = inst.has_mod("wide");
-                (0..n)
-                    .map(|t| {
-                        if wide {
-                            wrap(a[t], bits, signed).wrapping_mul(wrap(b[t], bits, signed)).wrapping_add(c[t])
-                        } else {
-                            w(a[t].wrapping_mul(b[t]).wrapping_add(c[t]))
-                        }
-                    })
-                    .collect()
-            }
-            "neg" => un(&src(1)?, &|a| w(a.wrapping_neg())),
-            "shl" => bin(&src(1)?, &src(2)?, &|a, s| if (0..bits as i64).contains(&s) { w(a << s) } else { 0 }),
-            "shr" => bin(&src(1)?, &src(2)?, &|a, s| {
-                let a = wrap(a, bits, signed);
-                let s = s.clamp(0, 63);
-                if signed {
-                    a >> s
-                } else {
-                    ((a as u64) >> s) as i64
-                }
-            }),
-            "and" => bin(&src(1)?, &src(2)?, &|a, b| w(a & b)),
-            "or" => bin(&src(1)?, &src(2)?, &|a, b| w(a | b)),
-            "xor" => bin(&src(1)?, &src(2)?, &|a, b| w(a ^ b)),
-            "not" if pred => un(&src(1)?, &|a| (a == 0) as i64),
-            "not" => un(&src(1)?, &|a| w(!a)),
-            "rem" | "div" => {
-                let (a, b) = (src(1)?, src(2)?);
-                let rem = inst.op() == "rem";
-                let mut out = Vec::with_capacity(n);
-                for t in 0..n {
-                    let (x, y) = (wrap(a[t], bits, signed), wrap(b[t], bits, signed));
-                    if y == 0 {
-                        return Err(EvalErr::Opaque);
-                    }
-                    out.push(w(match (rem, signed) {
-                        (true, true) => x.wrapping_rem(y),
-                        (false, true) => x.wrapping_div(y),
-                        (true, false) => ((x as u64) % (y as u64)) as i64,
-                        (false, false) => ((x as u64) / (y as u64)) as i64,
-                    }));
-                }
-                out.into()
-            }
-            "min" | "max" => {
-                let is_min = inst.op() == "min";
-                bin(&src(1)?, &src(2)?, &|a, b| {
-                    let (a, b) = (wrap(a, bits, signed), wrap(b, bits, signed));
-                    let lt = if signed { a < b } else { (a as u64) < (b as u64) };
-                    if is_min == lt {
-                        a
-                    } else {
-                        b
-                    }
-                })
-            }
-            "selp" => {
-                let (a, b, p) = (src(1)?, src(2)?, src(3)?);
-                (0..n).map(|t| if p[t] != 0 { a[t] } else { b[t] }).collect()
-            }
-            "setp" => {
-                let cmp = inst.mods().next().unwrap_or("");
-                let unsigned_cmp = !signed || matches!(cmp, "lo" | "ls" | "hi" | "hs");
-                let f: fn(i64, i64, u64, u64, bool) -> bool = match cmp {
-                    "eq" => |a, b, _, _, _| a == b,
-                    "ne" => |a, b, _, _, _| a != b,
-                    "lt" | "lo" => |a, b, ua, ub, u| if u { ua < ub } else { a < b },
-                    "le" | "ls" => |a, b, ua, ub, u| if u { ua <= ub } else { a <= b },
-                    "gt" | "hi" => |a, b, ua, ub, u| if u { ua > ub } else { a > b },
-                    "ge" | "hs" => |a, b, ua, ub, u| if u { ua >= ub } else { a >= b },
-                    _ => return Err(EvalErr::Opaque),
-                };
-                let (a, b) = (src(1)?, src(2)?);
-                // setp.cmp.bool: combine with a third predicate
-                let combine = inst.mods().nth(1).filter(|m| matches!(*m, "and" | "or" | "xor"));
-                let c = match (combine, ops.get(3)) {
-                    (Some(_), Some(o)) => Some(self.operand(i, o, depth)?),
-                    _ => None,
-                };
-                (0..n)
-                    .map(|t| {
-                        let (x, y) = (wrap(a[t], bits, signed), wrap(b[t], bits, signed));
-                        let mut res = f(x, y, x as u64, y as u64, unsigned_cmp);
-                        if let (Some(m), Some(c)) = (combine, &c) {
-                            res = match m {
-                                "and" => res && c[t] != 0,
-                                "or" => res || c[t] != 0,
-                                _ => res ^ (c[t] != 0),
-                            };
-                        }
-                        (if slot == 1 { !res } else { res }) as i64
-                    })
-                    .collect()
-            }
-            _ => return Err(EvalErr::Opaque),
-        };
-        Ok(r)
+            let bits = scalar::apply(inst, slot, &args).ok_or(EvalErr::Opaque)?;
+            out.push(scalar::to_i64(ty, bits));
+        }
+        Ok(out.into())
     }
 }

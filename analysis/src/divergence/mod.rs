@@ -14,6 +14,7 @@ pub mod eval;
 mod transfer;
 pub use transfer::name_key;
 
+use crate::ir::inst::{Opcode, Space, Special};
 use crate::ir::{FunctionIr, User, ValueDef, ValueId};
 use crate::ptx::Operand;
 pub use domain::{AbsVal, Coef};
@@ -39,19 +40,17 @@ impl<'a> Summaries<'a> {
         for f in fns {
             let name = f.func().name;
             for i in f.insts() {
-                if let Some(t) = crate::ir::semantics::call_target(i) {
+                if let Some(t) = i.call_target() {
                     calls.entry(name).or_default().push(t);
                 }
-                if crate::ir::semantics::is_barrier(i) {
+                if i.is_block_barrier() {
                     barrier.insert(name);
                 }
-                let thread_src =
-                    i.operands.iter().any(|o| matches!(o, Operand::Reg(r) if transfer::special(r).is_some_and(|v| v.is_divergent())));
-                if thread_src
-                    || matches!(i.op(), "atom" | "shfl" | "match")
-                    || (i.op() == "ld" && i.has_mod("local"))
-                    || (i.op() == "call" && crate::ir::semantics::call_target(i).is_none())
-                {
+                let thread_src = i
+                    .operands()
+                    .iter()
+                    .any(|o| matches!(o, Operand::Reg(r) if Special::parse(r).is_some_and(|s| transfer::special(s).is_divergent())));
+                if thread_src || i.lane_exchanging() || (i.opcode == Opcode::Ld && i.space == Some(Space::Local)) || i.is_indirect_call() {
                     variant.insert(name);
                 }
             }
@@ -129,7 +128,7 @@ impl Divergence {
         // entry values first
         for (v, def) in f.ssa.values.iter().enumerate() {
             if let ValueDef::Entry(r) = def {
-                d.vals[v] = transfer::special(f.ssa.regs[*r as usize]).unwrap_or(AbsVal::uniform(None));
+                d.vals[v] = f.ssa.special_reg(*r).map_or(AbsVal::uniform(None), transfer::special);
             }
         }
         let mut is_header = vec![false; f.cfg.len()];
@@ -152,7 +151,7 @@ impl Divergence {
         let mut seen_branch = vec![AbsVal::Bottom; f.cfg.len()];
         // blocks whose terminating branch must be (re)examined
         let is_term: Vec<bool> =
-            (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of[i]].end == i + 1 && f.insts[i].guard.is_some()).collect();
+            (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of[i]].end == i + 1 && f.insts[i].ast.guard.is_some()).collect();
         let mut dirty: Vec<usize> = (0..f.cfg.len()).collect();
         let mut is_dirty = vec![true; f.cfg.len()];
         loop {
@@ -306,9 +305,9 @@ impl Divergence {
             return None;
         }
         let i = blk.end - 1;
-        let inst = f.insts[i];
-        let g = inst.guard?;
-        if !matches!(inst.op(), "bra" | "brx" | "ret" | "exit") {
+        let inst = &f.insts[i];
+        let g = inst.ast.guard?;
+        if !matches!(inst.opcode, Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit) {
             return None;
         }
         let v = f.ssa.use_of(i, g.reg)?;

@@ -1,13 +1,17 @@
 //! Transfer functions: the abstract value an instruction computes from the
 //! abstract values of its operands, and the values of special registers.
+//! Constants are folded with the one scalar semantics (`crate::ir::scalar`),
+//! exact at the instruction's width and signedness; affine arithmetic
+//! reads constants as the sign-extended value of the operation's width.
 //!
 //! Owns: the instruction → lattice-operation table. Does not own: the
 //! fixed-point iteration or sync dependence (see the parent module).
 
 use super::domain::AbsVal;
 use super::{Divergence, Summaries};
-use crate::ir::FunctionIr;
-use crate::ptx::{Instruction, Operand};
+use crate::ir::inst::{Flag, Inst, Opcode, Space, Special, Sub, Ty, Variation};
+use crate::ir::{scalar, FunctionIr};
+use crate::ptx::Operand;
 
 /// A stable symbol key for a named uniform thing (a kernel parameter, a
 /// special register); SSA values use their own id (below 2^31).
@@ -27,58 +31,24 @@ pub fn named(v: AbsVal, id: u32) -> AbsVal {
     }
 }
 
-/// Abstract value of a special register, `None` for ordinary registers.
-pub fn special(name: &str) -> Option<AbsVal> {
-    if !name.starts_with('%') {
-        return None;
+/// Abstract value of a special register.
+pub fn special(s: Special) -> AbsVal {
+    match s.variation() {
+        Variation::ThreadCoord(d) => AbsVal::tid(d as usize),
+        Variation::Lane => AbsVal::Top { data: false },
+        Variation::Warp => AbsVal::WarpUniform,
+        Variation::Unpredictable => AbsVal::Top { data: true },
+        Variation::Uniform => AbsVal::uniform(None),
     }
-    let base = name.split('.').next().unwrap_or(name);
-    Some(match name {
-        "%tid.x" => AbsVal::tid(0),
-        "%tid.y" => AbsVal::tid(1),
-        "%tid.z" => AbsVal::tid(2),
-        _ => match base {
-            "%tid" | "%laneid" | "%lanemask_eq" | "%lanemask_le" | "%lanemask_lt" | "%lanemask_ge" | "%lanemask_gt" => {
-                AbsVal::Top { data: false }
-            }
-            "%clock" | "%clock64" | "%clock_hi" | "%globaltimer" | "%globaltimer_lo" | "%globaltimer_hi" => AbsVal::Top { data: true },
-            "%ntid"
-            | "%ctaid"
-            | "%nctaid"
-            | "%warpid"
-            | "%nwarpid"
-            | "%smid"
-            | "%nsmid"
-            | "%gridid"
-            | "%dynamic_smem_size"
-            | "%total_smem_size"
-            | "%aggr_smem_size"
-            | "%is_explicit_cluster"
-            | "%clusterid"
-            | "%nclusterid"
-            | "%cluster_ctaid"
-            | "%cluster_nctaid"
-            | "%cluster_ctarank"
-            | "%cluster_nctarank"
-            | "%current_graph_exec"
-            | "%reserved_smem_offset_begin"
-            | "%reserved_smem_offset_end"
-            | "%reserved_smem_offset_cap" => AbsVal::uniform(None),
-            _ if base.starts_with("%envreg") => AbsVal::uniform(None),
-            _ if base.starts_with("%pm") => AbsVal::Top { data: true },
-            _ => return None,
-        },
-    })
 }
 
 /// Value of operand `k` of instruction `i`.
 #[inline]
 pub fn operand_at(d: &Divergence, f: &FunctionIr<'_>, i: usize, k: usize) -> AbsVal {
-    let inst = f.insts[i];
-    let Some(o) = inst.operands.get(k) else { return AbsVal::Bottom };
+    let Some(o) = f.insts[i].operand(k) else { return AbsVal::Bottom };
     match (o, f.operand_value(i, k)) {
         (Operand::Reg(_) | Operand::Not(_) | Operand::Pair(..), Some(v)) => d.at(f, v, f.cfg.block_of[i]),
-        (Operand::Addr(a), Some(v)) if a.extra.is_empty() => d.at(f, v, f.cfg.block_of[i]).add(AbsVal::konst(a.offset)),
+        (Operand::Addr(a), Some(v)) if a.extra.is_empty() => d.at(f, v, f.cfg.block_of[i]) + AbsVal::konst(a.offset),
         _ => operand(d, f, i, o),
     }
 }
@@ -88,22 +58,22 @@ pub fn operand(d: &Divergence, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) ->
     match o {
         Operand::Reg(r) | Operand::Not(r) => match f.ssa.use_of(i, r) {
             Some(v) => d.at(f, v, f.cfg.block_of[i]),
-            None => special(r).unwrap_or(AbsVal::uniform(None)),
+            None => Special::parse(r).map_or(AbsVal::uniform(None), special),
         },
         Operand::Imm(k) => AbsVal::konst(*k),
         Operand::Float(_) | Operand::Sym(_) | Operand::SymOff(..) | Operand::Sink => AbsVal::uniform(None),
         Operand::Addr(a) => {
             let base = a.base.as_ref().map(|b| operand(d, f, i, b)).unwrap_or(AbsVal::konst(0));
-            let mut v = base.add(AbsVal::konst(a.offset));
+            let mut v = base + AbsVal::konst(a.offset);
             for e in &a.extra {
                 let ev = operand(d, f, i, e);
-                v = AbsVal::uniform_or_top(&[v, ev], |_| None).join(v);
+                v = AbsVal::uniform_or_top(&[v, ev]).join(v);
             }
             v
         }
         Operand::Vector(xs) | Operand::List(xs) => {
             let vs: Vec<AbsVal> = xs.iter().map(|x| operand(d, f, i, x)).collect();
-            AbsVal::uniform_or_top(&vs, |_| None)
+            AbsVal::uniform_or_top(&vs)
         }
         Operand::Pair(p) => operand(d, f, i, &Operand::Reg(crate::ptx::split_pair(p).0)),
     }
@@ -111,9 +81,9 @@ pub fn operand(d: &Divergence, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) ->
 
 /// The value instruction `i` writes to its `slot`-th destination.
 pub fn inst_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, i: usize, slot: usize) -> AbsVal {
-    let inst = f.insts[i];
-    let v = raw_value(d, f, sums, inst, i);
-    match inst.guard {
+    let inst = &f.insts[i];
+    let v = raw_value(d, f, sums, inst, i, slot);
+    match inst.ast.guard {
         None => v,
         Some(g) => {
             let gv = operand(d, f, i, &Operand::Reg(g.reg));
@@ -127,29 +97,59 @@ pub fn inst_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, i: u
     }
 }
 
-fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &Instruction<'_>, i: usize) -> AbsVal {
-    let ops = &inst.operands;
+/// The exact value of an integer instruction whose sources are all known
+/// constants.
+fn fold(inst: &Inst<'_>, slot: usize, srcs: &[AbsVal]) -> Option<i64> {
+    if inst.is_float() || inst.operands().iter().any(|o| matches!(o, Operand::Vector(_) | Operand::List(_))) {
+        return None;
+    }
+    let args: Option<Vec<u64>> = srcs.iter().map(|v| v.const_value().map(|k| k as u64)).collect();
+    let bits = scalar::apply(inst, slot, &args?)?;
+    Some(scalar::to_i64(scalar::dest_ty(inst, slot)?, bits))
+}
+
+/// A constant operand of a narrow integer operation as the affine domain
+/// reads it: the sign-extended value at the operation's width (so that a
+/// folded `0xffffffff` added to a thread index is `tid - 1`).
+fn narrow(v: AbsVal, ty: Option<Ty>) -> AbsVal {
+    match (v.const_value(), ty) {
+        (Some(k), Some(t)) if t.bits() < 64 && !t.is_float() => AbsVal::konst(scalar::sext(k as u64, t.bits())),
+        _ => v,
+    }
+}
+
+fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &Inst<'_>, i: usize, slot: usize) -> AbsVal {
+    let n = inst.operands().len();
     let src = |k: usize| operand_at(d, f, i, k);
-    let all_src = || -> Vec<AbsVal> { (1..ops.len()).map(src).collect() };
-    let float = f.float[i];
-    match inst.op() {
-        "mov" => match ops.get(1) {
-            Some(Operand::Vector(_)) => AbsVal::uniform_or_top(&[src(1)], |_| None),
-            _ if matches!(ops.first(), Some(Operand::Vector(_))) => AbsVal::uniform_or_top(&[src(1)], |_| None),
+    let all_src = || -> Vec<AbsVal> { (1..n).map(src).collect() };
+    let srcs = all_src();
+    if srcs.iter().all(|v| v.const_value().is_some()) {
+        if let Some(k) = fold(inst, slot, &srcs) {
+            return AbsVal::konst(k);
+        }
+    }
+    let float = inst.is_float();
+    let arith = |k: usize| narrow(src(k), inst.ty);
+    match inst.opcode {
+        Opcode::Mov => match (inst.operand(0), inst.operand(1)) {
+            (_, Some(Operand::Vector(_))) | (Some(Operand::Vector(_)), _) => AbsVal::uniform_or_top(&[src(1)]),
             _ => src(1),
         },
-        "cvta" => src(1),
-        "cvt" if !float => src(1),
-        "add" if !float && !inst.has_mod("cc") => src(1).add(src(2)),
-        "sub" if !float && !inst.has_mod("cc") => src(1).sub(src(2)),
-        "neg" if !float => src(1).neg(),
-        "mul" if !float && (inst.has_mod("lo") || inst.has_mod("wide") || inst.mods().count() == 1) => src(1).mul(src(2)),
-        "mad" if !float && (inst.has_mod("lo") || inst.has_mod("wide")) => src(1).mul(src(2)).add(src(3)),
-        "shl" => match src(2).const_value() {
-            Some(k) if (0..63).contains(&k) => src(1).mul(AbsVal::konst(1i64 << k)),
-            _ => AbsVal::uniform_or_top(&all_src(), |_| None),
+        Opcode::Cvta => src(1),
+        Opcode::Cvt if !float => src(1),
+        Opcode::Add if !float && !inst.has(Flag::CC) => arith(1) + arith(2),
+        Opcode::Sub if !float && !inst.has(Flag::CC) => arith(1) - arith(2),
+        Opcode::Neg if !float => -arith(1),
+        Opcode::Mul if !float && !inst.has(Flag::HI) => arith(1) * arith(2),
+        Opcode::Mad if !float && (inst.has(Flag::LO) || inst.has(Flag::WIDE)) => {
+            let c = if inst.has(Flag::WIDE) { narrow(src(3), inst.ty.map(Ty::widened)) } else { arith(3) };
+            arith(1) * arith(2) + c
+        }
+        Opcode::Shl => match src(2).const_value() {
+            Some(k) if (0..63).contains(&k) => arith(1) * AbsVal::konst(1i64 << k),
+            _ => AbsVal::uniform_or_top(&srcs),
         },
-        "selp" => {
+        Opcode::Selp => {
             let p = src(3);
             if p.is_uniform() {
                 src(1).join(src(2))
@@ -157,17 +157,13 @@ fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &In
                 AbsVal::top_of(&[src(1), src(2), p])
             }
         }
-        "ld" | "ldu" => {
-            if inst.has_mod("param") {
+        Opcode::Ld | Opcode::Ldu => {
+            if let Some((p, off)) = inst.param_read() {
                 // reloads of the same parameter are the same symbol
-                match ops.get(1) {
-                    Some(Operand::Addr(a)) => match &a.base {
-                        Some(Operand::Sym(p)) => AbsVal::symbol(name_key(p, a.offset)),
-                        _ => AbsVal::uniform(None),
-                    },
-                    _ => AbsVal::uniform(None),
-                }
-            } else if inst.has_mod("local") || f.spaces.access(f, i) == crate::ir::space::Space::Local {
+                AbsVal::symbol(name_key(p, off))
+            } else if inst.space == Some(Space::Param) {
+                AbsVal::uniform(None)
+            } else if f.spaces.access(f, i) == Space::Local {
                 // thread-private memory (also through generic pointers into the local depot)
                 AbsVal::Top { data: true }
             } else if src(1).is_uniform() {
@@ -180,28 +176,23 @@ fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &In
             }
         }
         // every lane reads the value of the same source lane
-        "shfl" if inst.has_mod("idx") && src(2).is_uniform() => {
+        Opcode::Shfl if matches!(inst.sub, Sub::Shfl(crate::ir::inst::ShflMode::Idx)) && src(2).is_uniform() => {
             if src(1).is_uniform() {
                 AbsVal::uniform(None)
             } else {
                 AbsVal::WarpUniform
             }
         }
-        "atom" | "shfl" | "match" | "tex" | "tld4" | "suld" | "txq" => {
-            if matches!(inst.op(), "tex" | "tld4" | "suld") && all_src().iter().all(|v| v.is_uniform()) {
-                AbsVal::uniform(None)
-            } else {
-                AbsVal::Top { data: true }
-            }
-        }
+        Opcode::Tex | Opcode::Tld4 | Opcode::Suld if srcs.iter().all(|v| v.is_uniform()) => AbsVal::uniform(None),
+        Opcode::Atom | Opcode::Shfl | Opcode::Match | Opcode::Tex | Opcode::Tld4 | Opcode::Suld | Opcode::Txq => AbsVal::Top { data: true },
         // same in every lane of the warp, not across warps
-        "vote" | "activemask" | "redux" => AbsVal::WarpUniform,
-        "bar" | "barrier" => AbsVal::uniform(None), // bar.red: block-wide reduction
-        "call" => {
-            let args: Vec<AbsVal> = ops.iter().skip(1).map(|o| operand(d, f, i, o)).collect();
+        Opcode::Vote | Opcode::Activemask | Opcode::Redux => AbsVal::WarpUniform,
+        // bar.red: a block-wide reduction
+        Opcode::Bar | Opcode::Barrier => AbsVal::uniform(None),
+        Opcode::Call => {
+            let args: Vec<AbsVal> = inst.operands().iter().skip(1).map(|o| operand(d, f, i, o)).collect();
             // external declarations (libdevice, vprintf) are pure functions of their arguments
-            let pure =
-                crate::ir::semantics::call_target(inst).is_some_and(|t| sums.thread_invariant.contains(t) || !sums.defined.contains(t));
+            let pure = inst.call_target().is_some_and(|t| sums.thread_invariant.contains(t) || !sums.defined.contains(t));
             if pure && args.iter().all(|a| a.is_uniform()) {
                 AbsVal::uniform(None)
             } else {
@@ -210,26 +201,10 @@ fn raw_value(d: &Divergence, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &In
         }
         // a comparison of two values whose difference is uniform has the same
         // outcome in every thread (Sampaio et al.'s affine analysis)
-        "setp" | "set" if !float && src(1).sub(src(2)).is_uniform() => {
-            let rest: Vec<AbsVal> = (3..ops.len()).map(src).collect();
-            AbsVal::uniform_or_top(&rest, |_| None).join(AbsVal::uniform(None))
+        Opcode::Setp | Opcode::Set if !float && (src(1) - src(2)).is_uniform() => {
+            let rest: Vec<AbsVal> = (3..n).map(src).collect();
+            AbsVal::uniform_or_top(&rest).join(AbsVal::uniform(None))
         }
-        "and" | "or" | "xor" | "not" | "shr" | "rem" | "div" | "min" | "max" | "abs" | "setp" | "set" | "slct" | "bfe" | "bfi" | "popc"
-        | "clz" | "brev" | "prmt" | "shf" | "cnot" | "sad" => AbsVal::uniform_or_top(&all_src(), |k| const_fold(inst.op(), k)),
-        _ => AbsVal::uniform_or_top(&all_src(), |_| None),
+        _ => AbsVal::uniform_or_top(&srcs),
     }
-}
-
-fn const_fold(op: &str, k: &[i64]) -> Option<i64> {
-    Some(match (op, k) {
-        ("and", [a, b]) => a & b,
-        ("or", [a, b]) => a | b,
-        ("xor", [a, b]) => a ^ b,
-        ("not", [a]) => !a,
-        ("rem", [a, b]) if *b != 0 => a.wrapping_rem(*b),
-        ("div", [a, b]) if *b != 0 => a.wrapping_div(*b),
-        ("min", [a, b]) => *a.min(b),
-        ("max", [a, b]) => *a.max(b),
-        _ => return None,
-    })
 }

@@ -9,8 +9,10 @@
 //! executing anything.
 
 use super::InterpError;
+use crate::ir::inst::{AtomOp, BoolOp, Cmp, Flag, Inst, Opcode, Round, ShflMode, Space, Special, Sub, Ty, VoteMode};
+use crate::ir::scalar::{self, Bin, Un};
 use crate::ir::FunctionIr;
-use crate::ptx::{Instruction, Operand};
+use crate::ptx::Operand;
 use std::collections::HashMap;
 
 /// A value source.
@@ -30,168 +32,6 @@ pub enum Src {
 /// live in the frame's per-thread call scratch, not in the kernel's
 /// parameter buffer.
 pub const CALL_PARAM: u64 = 1 << 62;
-
-/// Scalar type of an operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ty {
-    U(u8),
-    S(u8),
-    B(u8),
-    F(u8),
-    Pred,
-}
-
-impl Ty {
-    pub fn bits(self) -> u32 {
-        match self {
-            Ty::U(b) | Ty::S(b) | Ty::B(b) | Ty::F(b) => b as u32,
-            Ty::Pred => 1,
-        }
-    }
-    pub fn bytes(self) -> u32 {
-        self.bits().div_ceil(8)
-    }
-    pub fn is_float(self) -> bool {
-        matches!(self, Ty::F(_))
-    }
-    pub fn signed(self) -> bool {
-        matches!(self, Ty::S(_))
-    }
-}
-
-fn ty_of(m: &str) -> Option<Ty> {
-    Some(match m {
-        "u8" => Ty::U(8),
-        "u16" => Ty::U(16),
-        "u32" => Ty::U(32),
-        "u64" => Ty::U(64),
-        "s8" => Ty::S(8),
-        "s16" => Ty::S(16),
-        "s32" => Ty::S(32),
-        "s64" => Ty::S(64),
-        "b8" => Ty::B(8),
-        "b16" => Ty::B(16),
-        "b32" => Ty::B(32),
-        "b64" => Ty::B(64),
-        "f32" => Ty::F(32),
-        "f64" => Ty::F(64),
-        "pred" => Ty::Pred,
-        _ => return None,
-    })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Space {
-    Global,
-    Shared,
-    Local,
-    Param,
-    Const,
-    Generic,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Round {
-    Rn,
-    Rz,
-    Rm,
-    Rp,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bin {
-    Add,
-    Sub,
-    MulLo,
-    MulHi,
-    MulWide,
-    Div,
-    Rem,
-    And,
-    Or,
-    Xor,
-    Shl,
-    Shr,
-    Min,
-    Max,
-    /// `copysign`
-    CopySign,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Un {
-    Neg,
-    Not,
-    Cnot,
-    Abs,
-    Popc,
-    Clz,
-    Brev,
-    Bfind,
-    Sqrt,
-    Rsqrt,
-    Rcp,
-    Ex2,
-    Lg2,
-    Sin,
-    Cos,
-    Tanh,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Equ,
-    Neu,
-    Ltu,
-    Leu,
-    Gtu,
-    Geu,
-    Num,
-    Nan,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BoolOp {
-    And,
-    Or,
-    Xor,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtomOp {
-    Add,
-    Min,
-    Max,
-    Exch,
-    Cas,
-    And,
-    Or,
-    Xor,
-    Inc,
-    Dec,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shfl {
-    Up,
-    Down,
-    Bfly,
-    Idx,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vote {
-    All,
-    Any,
-    Uni,
-    Ballot,
-}
 
 /// A memory operand `[base+off]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -221,7 +61,7 @@ pub enum Op {
         c: Src,
         round: Round,
         ftz: bool,
-        float: bool,
+        sat: bool,
     },
     Un {
         op: Un,
@@ -329,7 +169,7 @@ pub enum Op {
         c: Src,
     },
     Shfl {
-        mode: Shfl,
+        mode: ShflMode,
         d: u32,
         p: Option<u32>,
         a: Src,
@@ -337,7 +177,7 @@ pub enum Op {
         c: Src,
     },
     Vote {
-        mode: Vote,
+        mode: VoteMode,
         d: u32,
         a: Src,
     },
@@ -369,60 +209,11 @@ pub enum Op {
     Nop,
 }
 
-/// One decoded instruction.
+/// One instruction in execution form.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Inst {
+pub struct Step {
     pub guard: Option<Src>,
     pub op: Op,
-}
-
-/// Special registers a warp initialises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Special {
-    Tid(usize),
-    Ntid(usize),
-    Ctaid(usize),
-    Nctaid(usize),
-    LaneId,
-    WarpId,
-    NWarpId,
-    LaneMaskEq,
-    LaneMaskLt,
-    LaneMaskLe,
-    LaneMaskGt,
-    LaneMaskGe,
-    Zero,
-}
-
-fn special(name: &str) -> Option<Special> {
-    let dim = |s: &str| match s {
-        "x" => Some(0),
-        "y" => Some(1),
-        "z" => Some(2),
-        _ => None,
-    };
-    if let Some((base, d)) = name.split_once('.') {
-        let d = dim(d)?;
-        return Some(match base {
-            "%tid" => Special::Tid(d),
-            "%ntid" => Special::Ntid(d),
-            "%ctaid" => Special::Ctaid(d),
-            "%nctaid" => Special::Nctaid(d),
-            _ => return None,
-        });
-    }
-    Some(match name {
-        "%laneid" => Special::LaneId,
-        "%warpid" => Special::WarpId,
-        "%nwarpid" => Special::NWarpId,
-        "%lanemask_eq" => Special::LaneMaskEq,
-        "%lanemask_lt" => Special::LaneMaskLt,
-        "%lanemask_le" => Special::LaneMaskLe,
-        "%lanemask_gt" => Special::LaneMaskGt,
-        "%lanemask_ge" => Special::LaneMaskGe,
-        "%clock" | "%clock64" | "%smid" | "%nsmid" | "%gridid" | "%globaltimer" => Special::Zero,
-        _ => return None,
-    })
 }
 
 /// Where named things live, for decoding symbols.
@@ -439,7 +230,7 @@ pub struct Symbols<'s> {
 
 /// A decoded function.
 pub struct Program {
-    pub insts: Vec<Inst>,
+    pub insts: Vec<Step>,
     /// Number of registers (a warp's register file holds 32 × this many values).
     pub nregs: usize,
     pub specials: Vec<(u32, Special)>,
@@ -470,7 +261,7 @@ impl<'a> Dec<'_, 'a, '_> {
         let n = self.regs.len() as u32;
         let idx = *self.regs.entry(name).or_insert(n);
         if idx == n {
-            if let Some(s) = special(name) {
+            if let Some(s) = Special::parse(name) {
                 self.specials.push((idx, s));
             }
         }
@@ -536,53 +327,19 @@ impl<'a> Dec<'_, 'a, '_> {
     }
 
     fn err(&self, i: usize, why: &str) -> InterpError {
-        let inst = self.f.insts[i];
-        InterpError::Unsupported { line: inst.pos.line, opcode: inst.opcode.to_string(), why: why.to_string() }
+        let inst = &self.f.insts[i];
+        InterpError::Unsupported { line: inst.ast.pos.line, opcode: inst.text().to_string(), why: why.to_string() }
     }
 }
 
-fn round_of(inst: &Instruction<'_>) -> Option<Round> {
-    inst.mods().find_map(|m| match m {
-        "rn" | "rni" => Some(Round::Rn),
-        "rz" | "rzi" => Some(Round::Rz),
-        "rm" | "rmi" => Some(Round::Rm),
-        "rp" | "rpi" => Some(Round::Rp),
-        _ => None,
-    })
-}
-
-fn space_of(inst: &Instruction<'_>) -> Space {
-    for m in inst.mods() {
-        match m {
-            "global" => return Space::Global,
-            "shared" | "shared::cta" => return Space::Shared,
-            "local" => return Space::Local,
-            "param" => return Space::Param,
-            "const" => return Space::Const,
-            _ => {}
-        }
+/// The space an access resolves through at run time (generic addresses
+/// by their window; `Unknown` is never decoded).
+fn space_of(inst: &Inst<'_>) -> Result<Space, &'static str> {
+    match inst.space {
+        None | Some(Space::Unknown) => Ok(Space::Generic),
+        Some(Space::SharedCluster) => Err("distributed shared memory (`.shared::cluster`) is not interpreted"),
+        Some(s) => Ok(s),
     }
-    Space::Generic
-}
-
-fn cmp_of(m: &str) -> Option<Cmp> {
-    Some(match m {
-        "eq" => Cmp::Eq,
-        "ne" => Cmp::Ne,
-        "lt" | "lo" => Cmp::Lt,
-        "le" | "ls" => Cmp::Le,
-        "gt" | "hi" => Cmp::Gt,
-        "ge" | "hs" => Cmp::Ge,
-        "equ" => Cmp::Equ,
-        "neu" => Cmp::Neu,
-        "ltu" => Cmp::Ltu,
-        "leu" => Cmp::Leu,
-        "gtu" => Cmp::Gtu,
-        "geu" => Cmp::Geu,
-        "num" => Cmp::Num,
-        "nan" => Cmp::Nan,
-        _ => return None,
-    })
 }
 
 /// Decode one function (the kernel, or a device function it calls).
@@ -591,7 +348,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
     // call scratch: a device function's results and formals, then every `.param` variable of the body
     let mut scratch = 0u64;
     let mut place = |d: &mut Dec<'_, 'a, '_>, name: &'a str, ty: &str, n: u64, align: Option<u32>| -> (u64, u32) {
-        let size = ty_of(ty.trim_start_matches('.')).map(|t| t.bytes() as u64).unwrap_or(8) * n.max(1);
+        let size = crate::ir::inst::decl_bytes(ty) * n.max(1);
         // the same name declared again (one `param0` per call sequence) keeps its slot when it fits
         if let Some(&(off, have)) = d.call_params.get(name) {
             if size <= have as u64 {
@@ -615,6 +372,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
             formals.push(place(&mut d, p.name, p.ty, p.array.unwrap_or(1), p.align));
         }
         if f.func.params.iter().chain(&f.func.returns).any(|p| p.space == ".reg") {
+            // a register parameter (`.func f(.reg .b32 x)`) is passed in no memory we model
             return Err(InterpError::Unsupported {
                 line: f.func.pos.line,
                 opcode: format!(".func {}", f.func.name),
@@ -624,7 +382,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
     }
     for s in f.func.body.iter().flatten() {
         if let crate::ptx::Stmt::Var(v) = s {
-            if v.space == ".param" {
+            if Space::of_decl(v.space) == Some(Space::Param) {
                 let n: u64 = v.dims.iter().map(|x| x.unwrap_or(1)).product::<u64>().max(1);
                 place(&mut d, v.name, v.ty, n, v.align);
             }
@@ -633,9 +391,9 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
     let mut local_bytes = 0u64;
     for s in f.func.body.iter().flatten() {
         if let crate::ptx::Stmt::Var(v) = s {
-            if v.space == ".local" {
+            if Space::of_decl(v.space) == Some(Space::Local) {
                 let n: u64 = v.dims.iter().map(|x| x.unwrap_or(1)).product::<u64>().max(1);
-                let size = ty_of(v.ty.trim_start_matches('.')).map(|t| t.bytes() as u64).unwrap_or(1) * n;
+                let size = Ty::of_decl(v.ty).map_or(1, |t| t.bytes() as u64) * n;
                 let align = v.align.unwrap_or(8) as u64;
                 local_bytes = local_bytes.div_ceil(align) * align;
                 d.locals.insert(v.name, local_bytes);
@@ -645,8 +403,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
     }
     let mut insts = Vec::with_capacity(f.insts.len());
     for i in 0..f.insts.len() {
-        let inst = f.insts[i];
-        let guard = match &inst.guard {
+        let guard = match &f.insts[i].ast.guard {
             Some(g) => {
                 let r = d.reg(g.reg);
                 Some(if g.negated { Src::NotReg(r) } else { Src::Reg(r) })
@@ -654,97 +411,42 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
             None => None,
         };
         let op = decode_one(&mut d, i)?;
-        insts.push(Inst { guard, op });
+        insts.push(Step { guard, op });
     }
     Ok(Program { insts, nregs: d.regs.len(), specials: d.specials, local_bytes, scratch_bytes: scratch, formals, returns })
 }
 
 fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> {
-    let inst: &Instruction<'a> = d.f.insts[i];
-    let ops = &inst.operands[..];
-    let types: Vec<Ty> = inst.mods().filter_map(ty_of).collect();
-    let ty = types.last().copied().unwrap_or(Ty::B(32));
-    let ftz = inst.has_mod("ftz");
-    let sat = inst.has_mod("sat");
-    let op = inst.op();
+    let inst: Inst<'a> = d.f.insts[i];
+    let ops = inst.operands();
+    let ty = inst.ty.unwrap_or(Ty::B(32));
+    let ftz = inst.has(Flag::FTZ);
+    let sat = inst.has(Flag::SAT);
     let need = |n: usize, d: &Dec<'_, 'a, '_>| if ops.len() < n { Err(d.err(i, &format!("expected {n} operands"))) } else { Ok(()) };
-    let bin = |d: &mut Dec<'_, 'a, '_>, b: Bin, round: Round| -> Result<Op, InterpError> {
+    let round = inst.round.unwrap_or(Round::Rn);
+    let space = |d: &Dec<'_, 'a, '_>| space_of(&inst).map_err(|why| d.err(i, why));
+    if inst.has(Flag::CC) || matches!(inst.opcode, Opcode::Addc | Opcode::Subc | Opcode::Madc) {
+        return Err(d.err(i, "extended-precision arithmetic (carry flag) is not interpreted"));
+    }
+    if let Some(b) = scalar::bin_op(&inst) {
         need(3, d)?;
-        Ok(Op::Bin { op: b, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)?, round, ftz, sat })
-    };
-    let round = round_of(inst).unwrap_or(Round::Rn);
-    Ok(match op {
-        "add" => bin(d, Bin::Add, round)?,
-        "sub" => bin(d, Bin::Sub, round)?,
-        "mul" | "mul24" => {
-            let m = if inst.has_mod("hi") {
-                Bin::MulHi
-            } else if inst.has_mod("wide") {
-                Bin::MulWide
-            } else {
-                Bin::MulLo
-            };
-            bin(d, m, round)?
-        }
-        "div" => bin(d, Bin::Div, round)?,
-        "rem" => bin(d, Bin::Rem, round)?,
-        "and" => bin(d, Bin::And, round)?,
-        "or" => bin(d, Bin::Or, round)?,
-        "xor" => bin(d, Bin::Xor, round)?,
-        "shl" => bin(d, Bin::Shl, round)?,
-        "shr" => bin(d, Bin::Shr, round)?,
-        "min" => bin(d, Bin::Min, round)?,
-        "max" => bin(d, Bin::Max, round)?,
-        "copysign" => bin(d, Bin::CopySign, round)?,
-        "mad" | "fma" | "mad24" => {
+        return Ok(Op::Bin { op: b, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)?, round, ftz, sat });
+    }
+    if let Some(u) = scalar::un_op(&inst) {
+        need(2, d)?;
+        return Ok(Op::Un { op: u, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, ftz });
+    }
+    Ok(match inst.opcode {
+        Opcode::Mad | Opcode::Fma | Opcode::Mad24 => {
             need(4, d)?;
-            let float = ty.is_float();
-            let mode = if inst.has_mod("hi") {
-                Bin::MulHi
-            } else if inst.has_mod("wide") {
-                Bin::MulWide
-            } else {
-                Bin::MulLo
-            };
+            let mode = scalar::mul_mode(&inst);
             let (dd, a, b) = (d.dst(&ops[0], i)?, d.src(&ops[1], ty, i)?, d.src(&ops[2], ty, i)?);
-            let cty = if mode == Bin::MulWide {
-                match ty {
-                    Ty::S(b) => Ty::S(b * 2),
-                    Ty::U(b) => Ty::U(b * 2),
-                    t => t,
-                }
-            } else {
-                ty
-            };
-            Op::Mad { ty, mode, d: dd, a, b, c: d.src(&ops[3], cty, i)?, round, ftz, float }
+            let cty = if mode == Bin::MulWide { ty.widened() } else { ty };
+            Op::Mad { ty, mode, d: dd, a, b, c: d.src(&ops[3], cty, i)?, round, ftz, sat }
         }
-        "neg" | "not" | "cnot" | "abs" | "popc" | "clz" | "brev" | "bfind" | "sqrt" | "rsqrt" | "rcp" | "ex2" | "lg2" | "sin" | "cos"
-        | "tanh" => {
-            need(2, d)?;
-            let u = match op {
-                "neg" => Un::Neg,
-                "not" => Un::Not,
-                "cnot" => Un::Cnot,
-                "abs" => Un::Abs,
-                "popc" => Un::Popc,
-                "clz" => Un::Clz,
-                "brev" => Un::Brev,
-                "bfind" => Un::Bfind,
-                "sqrt" => Un::Sqrt,
-                "rsqrt" => Un::Rsqrt,
-                "rcp" => Un::Rcp,
-                "ex2" => Un::Ex2,
-                "lg2" => Un::Lg2,
-                "sin" => Un::Sin,
-                "cos" => Un::Cos,
-                _ => Un::Tanh,
-            };
-            Op::Un { op: u, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, ftz }
-        }
-        "setp" => {
+        Opcode::Setp => {
             need(3, d)?;
-            let cmp = inst.mods().find_map(cmp_of).ok_or_else(|| d.err(i, "comparison operator"))?;
-            let cty = types.first().copied().unwrap_or(ty);
+            let cmp = inst.cmp.ok_or_else(|| d.err(i, "comparison operator"))?;
             let (dd, d2) = match &ops[0] {
                 Operand::Pair(p) => {
                     let (a, b) = crate::ptx::split_pair(p);
@@ -752,29 +454,23 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
                 }
                 o => (d.dst(o, i)?, None),
             };
-            let bop = inst.mods().find_map(|m| match m {
-                "and" => Some(BoolOp::And),
-                "or" => Some(BoolOp::Or),
-                "xor" => Some(BoolOp::Xor),
-                _ => None,
-            });
-            let combine = match (bop, ops.get(3)) {
+            let combine = match (inst.bool_op, ops.get(3)) {
                 (Some(b), Some(o)) => Some((b, d.src(o, Ty::Pred, i)?)),
                 _ => None,
             };
-            Op::Setp { cmp, ty: cty, d: dd, d2, a: d.src(&ops[1], cty, i)?, b: d.src(&ops[2], cty, i)?, combine, ftz }
+            Op::Setp { cmp, ty, d: dd, d2, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)?, combine, ftz }
         }
-        "set" => {
+        Opcode::Set => {
             need(3, d)?;
-            let cmp = inst.mods().find_map(cmp_of).ok_or_else(|| d.err(i, "comparison operator"))?;
-            let (dty, sty) = (types.first().copied().unwrap_or(Ty::U(32)), types.get(1).copied().unwrap_or(ty));
-            Op::Set { cmp, dty, ty: sty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], sty, i)?, b: d.src(&ops[2], sty, i)? }
+            let cmp = inst.cmp.ok_or_else(|| d.err(i, "comparison operator"))?;
+            let dty = inst.dty.unwrap_or(Ty::U(32));
+            Op::Set { cmp, dty, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)? }
         }
-        "selp" => {
+        Opcode::Selp => {
             need(4, d)?;
             Op::Selp { d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)?, p: d.src(&ops[3], Ty::Pred, i)? }
         }
-        "mov" => {
+        Opcode::Mov => {
             need(2, d)?;
             match (&ops[0], &ops[1]) {
                 (Operand::Vector(parts), src) => {
@@ -790,54 +486,46 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
                 (dst, src) => Op::Mov { d: d.dst(dst, i)?, a: d.src(src, ty, i)? },
             }
         }
-        "cvt" => {
+        Opcode::Cvt => {
             need(2, d)?;
-            let dty = types.first().copied().ok_or_else(|| d.err(i, "destination type"))?;
-            let sty = types.get(1).copied().ok_or_else(|| d.err(i, "source type"))?;
-            let int_round = inst.mods().any(|m| matches!(m, "rni" | "rzi" | "rmi" | "rpi"));
-            Op::Cvt { d: d.dst(&ops[0], i)?, dty, sty, a: d.src(&ops[1], sty, i)?, round: round_of(inst), int_round, sat, ftz }
+            let (Some(dty), Some(sty)) = (inst.dty, inst.ty) else { return Err(d.err(i, "destination and source types")) };
+            Op::Cvt {
+                d: d.dst(&ops[0], i)?,
+                dty,
+                sty,
+                a: d.src(&ops[1], sty, i)?,
+                round: inst.round,
+                int_round: inst.has(Flag::INT_ROUND),
+                sat,
+                ftz,
+            }
         }
-        "cvta" => {
+        Opcode::Cvta => {
             need(2, d)?;
-            let to_space = inst.has_mod("to");
-            Op::Cvta { d: d.dst(&ops[0], i)?, a: d.src(&ops[1], Ty::U(64), i)?, space: space_of(inst), to_space }
+            Op::Cvta { d: d.dst(&ops[0], i)?, a: d.src(&ops[1], Ty::U(64), i)?, space: space(d)?, to_space: inst.has(Flag::TO) }
         }
-        "ld" | "ldu" => {
+        Opcode::Ld | Opcode::Ldu => {
             need(2, d)?;
             let ds = match &ops[0] {
                 Operand::Vector(parts) => parts.iter().map(|p| d.opt_dst(p, i)).collect::<Result<Vec<_>, _>>()?,
                 o => vec![Some(d.dst(o, i)?)],
             };
-            Op::Ld { space: space_of(inst), ty, ds, addr: d.addr(&ops[1], i)? }
+            Op::Ld { space: space(d)?, ty, ds, addr: d.addr(&ops[1], i)? }
         }
-        "st" => {
+        Opcode::St => {
             need(2, d)?;
             let srcs = match &ops[1] {
                 Operand::Vector(parts) => parts.iter().map(|p| d.src(p, ty, i)).collect::<Result<Vec<_>, _>>()?,
                 o => vec![d.src(o, ty, i)?],
             };
-            Op::St { space: space_of(inst), ty, srcs, addr: d.addr(&ops[0], i)? }
+            Op::St { space: space(d)?, ty, srcs, addr: d.addr(&ops[0], i)? }
         }
-        "atom" | "red" => {
-            let aop = inst
-                .mods()
-                .find_map(|m| {
-                    Some(match m {
-                        "add" => AtomOp::Add,
-                        "min" => AtomOp::Min,
-                        "max" => AtomOp::Max,
-                        "exch" => AtomOp::Exch,
-                        "cas" => AtomOp::Cas,
-                        "and" => AtomOp::And,
-                        "or" => AtomOp::Or,
-                        "xor" => AtomOp::Xor,
-                        "inc" => AtomOp::Inc,
-                        "dec" => AtomOp::Dec,
-                        _ => return None,
-                    })
-                })
-                .ok_or_else(|| d.err(i, "atomic operation"))?;
-            let (dd, rest) = if op == "atom" {
+        Opcode::Atom | Opcode::Red => {
+            let Sub::Atom(aop) = inst.sub else { return Err(d.err(i, "atomic operation")) };
+            if aop == AtomOp::Popc {
+                return Err(d.err(i, "atomic operation"));
+            }
+            let (dd, rest) = if inst.opcode == Opcode::Atom {
                 need(3, d)?;
                 (Some(d.dst(&ops[0], i)?), &ops[1..])
             } else {
@@ -850,9 +538,9 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
                 Some(o) => d.src(o, ty, i)?,
                 None => Src::Imm(0),
             };
-            Op::Atom { space: space_of(inst), op: aop, ty, d: dd, addr, b, c }
+            Op::Atom { space: space(d)?, op: aop, ty, d: dd, addr, b, c }
         }
-        "bfe" => {
+        Opcode::Bfe => {
             need(4, d)?;
             Op::Bfe {
                 ty,
@@ -862,7 +550,7 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
                 c: d.src(&ops[3], Ty::U(32), i)?,
             }
         }
-        "bfi" => {
+        Opcode::Bfi => {
             need(5, d)?;
             Op::Bfi {
                 ty,
@@ -873,23 +561,18 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
                 l: d.src(&ops[4], Ty::U(32), i)?,
             }
         }
-        "prmt" => {
+        Opcode::Prmt => {
             need(4, d)?;
-            if inst.mods().any(|m| matches!(m, "f4e" | "b4e" | "rc8" | "ecl" | "ecr" | "rc16")) {
+            if inst.has(Flag::PRMT_MODE) {
                 return Err(d.err(i, "prmt modes other than the default"));
             }
             Op::Prmt { d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)?, c: d.src(&ops[3], ty, i)? }
         }
-        "shfl" => {
+        Opcode::Shfl => {
             need(4, d)?;
-            let mode = if inst.has_mod("up") {
-                Shfl::Up
-            } else if inst.has_mod("down") {
-                Shfl::Down
-            } else if inst.has_mod("bfly") {
-                Shfl::Bfly
-            } else {
-                Shfl::Idx
+            let mode = match inst.sub {
+                Sub::Shfl(m) => m,
+                _ => ShflMode::Idx,
             };
             let (dd, p) = match &ops[0] {
                 Operand::Pair(x) => {
@@ -900,30 +583,25 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
             };
             Op::Shfl { mode, d: dd, p, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], Ty::U(32), i)?, c: d.src(&ops[3], Ty::U(32), i)? }
         }
-        "vote" => {
+        Opcode::Vote => {
             need(2, d)?;
-            let mode = if inst.has_mod("all") {
-                Vote::All
-            } else if inst.has_mod("any") {
-                Vote::Any
-            } else if inst.has_mod("uni") {
-                Vote::Uni
-            } else {
-                Vote::Ballot
+            let mode = match inst.sub {
+                Sub::Vote(m) => m,
+                _ => VoteMode::Ballot,
             };
             Op::Vote { mode, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], Ty::Pred, i)? }
         }
-        "activemask" => {
+        Opcode::Activemask => {
             need(1, d)?;
             Op::Activemask { d: d.dst(&ops[0], i)? }
         }
-        "match" if inst.has_mod("any") => {
+        Opcode::Match if inst.sub == (Sub::Match { all: false }) => {
             need(2, d)?;
             Op::MatchAny { d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, bits: ty.bits() }
         }
-        "bar" | "barrier" if inst.has_mod("warp") => Op::Nop,
-        "bar" | "barrier" if !inst.has_mod("red") && !inst.has_mod("arrive") => Op::Bar,
-        "bra" | "brx" => {
+        Opcode::Bar | Opcode::Barrier if inst.has(Flag::WARP) => Op::Nop,
+        Opcode::Bar | Opcode::Barrier if !inst.has(Flag::RED) && !inst.has(Flag::ARRIVE) => Op::Bar,
+        Opcode::Bra | Opcode::Brx => {
             let label = match ops.first() {
                 Some(Operand::Sym(s)) => *s,
                 _ => return Err(d.err(i, "indirect branches")),
@@ -933,11 +611,11 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
             let rpc = d.f.cfg.ipdom(b).map(|p| d.f.cfg.blocks[p].start).unwrap_or(NO_RPC);
             Op::Bra { target, rpc }
         }
-        "ret" => Op::Ret,
-        "exit" => Op::Exit,
-        "trap" => Op::Trap,
-        "membar" | "fence" | "prefetch" | "prefetchu" | "pmevent" | "nanosleep" => Op::Nop,
-        "call" => {
+        Opcode::Ret => Op::Ret,
+        Opcode::Exit => Op::Exit,
+        Opcode::Trap => Op::Trap,
+        Opcode::Membar | Opcode::Fence | Opcode::Prefetch | Opcode::Prefetchu | Opcode::Pmevent | Opcode::Nanosleep => Op::Nop,
+        Opcode::Call => {
             // call[.uni] [(results),] target, [(arguments)]
             let mut lists = Vec::new();
             let mut target = None;

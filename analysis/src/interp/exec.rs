@@ -5,10 +5,11 @@
 //! Owns: scheduling, SIMT masks, memory-space resolution of addresses,
 //! observation counting. Does not own: decoding or scalar arithmetic.
 
-use super::alu::{self, mask, sext};
-use super::decode::{self, Addr, AtomOp, Inst, Op, Program, Shfl, Special, Src, Symbols, Ty, Vote, CALL_PARAM, NO_RPC};
+use super::decode::{self, Addr, Op, Program, Src, Step, Symbols, CALL_PARAM, NO_RPC};
 use super::memory::{self, Fault, Global, Shadow, Touch, LOCAL_WINDOW, SHARED_WINDOW};
 use super::{Arg, InterpError, Launch, Observed};
+use crate::ir::inst::{AtomOp, ShflMode, Space, VoteMode};
+use crate::ir::scalar::{self, mask, sext, ThreadPos};
 use crate::ptx::{Module, Stmt};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -95,15 +96,6 @@ struct Kernel<'p> {
     mem: &'p Global,
 }
 
-fn size_of_ty(ty: &str) -> u64 {
-    match ty.trim_start_matches('.') {
-        "b8" | "u8" | "s8" | "pred" => 1,
-        "b16" | "u16" | "s16" | "f16" | "bf16" => 2,
-        "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" => 4,
-        _ => 8,
-    }
-}
-
 fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
     let n: u64 = v.dims.iter().map(|d| d.unwrap_or(0)).product::<u64>();
     let n = if v.dims.is_empty() { 1 } else { n };
@@ -113,7 +105,7 @@ fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
         Some(".v8") => 8,
         _ => 1,
     };
-    size_of_ty(v.ty) * n * vec
+    crate::ir::inst::decl_bytes(v.ty) * n * vec
 }
 
 pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: &mut Global) -> Result<Observed, InterpError> {
@@ -133,16 +125,16 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
     let mut global: HashMap<String, u64> = HashMap::new();
     let mut shared_bytes = 0u64;
     let mut place_shared = |v: &crate::ptx::VarDecl<'_>, dynamic: u64| {
-        let align = v.align.unwrap_or(size_of_ty(v.ty) as u32).max(1) as u64;
+        let align = v.align.unwrap_or(crate::ir::inst::decl_bytes(v.ty) as u32).max(1) as u64;
         shared_bytes = shared_bytes.div_ceil(align) * align;
         shared.insert(v.name.to_string(), shared_bytes);
         let size = var_bytes(v);
         shared_bytes += if size == 0 { dynamic } else { size };
     };
     for v in &module.globals {
-        match v.space {
-            ".shared" => place_shared(v, launch.dynamic_shared as u64),
-            ".global" | ".const" => {
+        match Space::of_decl(v.space) {
+            Some(Space::Shared) => place_shared(v, launch.dynamic_shared as u64),
+            Some(Space::Global | Space::Const) => {
                 global.insert(v.name.to_string(), mem.alloc(&vec![0u8; var_bytes(v).max(1) as usize]));
             }
             _ => {}
@@ -150,7 +142,7 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
     }
     for s in func.body.iter().flatten() {
         if let Stmt::Var(v) = s {
-            if v.space == ".shared" {
+            if Space::of_decl(v.space) == Some(Space::Shared) {
                 place_shared(v, launch.dynamic_shared as u64);
             }
         }
@@ -162,8 +154,8 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         return Err(InterpError::Launch(format!("kernel `{name}` takes {} parameters, {} given", func.params.len(), args.len())));
     }
     for (p, a) in func.params.iter().zip(args) {
-        let size = size_of_ty(p.ty) * p.array.unwrap_or(1);
-        let align = p.align.map(|x| x as u64).unwrap_or(size_of_ty(p.ty)).max(1);
+        let size = crate::ir::inst::decl_bytes(p.ty) * p.array.unwrap_or(1);
+        let align = p.align.map(|x| x as u64).unwrap_or(crate::ir::inst::decl_bytes(p.ty)).max(1);
         let off = (pbuf.len() as u64).div_ceil(align) * align;
         pbuf.resize(off as usize, 0);
         params.insert(p.name.to_string(), off);
@@ -196,7 +188,7 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
             }
         }
         bases.insert(fi, lines.len());
-        lines.extend(fir_ref.insts.iter().map(|i| i.pos.line));
+        lines.extend(fir_ref.insts.iter().map(|i| i.ast.pos.line));
         progs.insert(fi, prog);
     }
     let mem: &Global = mem;
@@ -263,10 +255,10 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut S
     let mut budget = BLOCK_BUDGET;
     loop {
         let mut progressed = false;
-        for w in 0..warps.len() {
-            if warps[w].state == State::Running {
+        for warp in warps.iter_mut() {
+            if warp.state == State::Running {
                 let mut cx = Cx { k, ctaid, shared: &mut shared, shadow, obs, budget: &mut budget };
-                cx.run_warp(&mut warps[w])?;
+                cx.run_warp(warp)?;
                 progressed = true;
             }
         }
@@ -292,22 +284,17 @@ fn init_specials(k: &Kernel<'_>, prog: &Program, w: &mut Warp, ctaid: [u32; 3], 
     for &(r, s) in &prog.specials {
         for l in 0..32u32 {
             let t = w.first + l;
-            let tid = [t % bx, (t / bx) % by, t / (bx * by)];
-            let v: u64 = match s {
-                Special::Tid(d) => tid[d] as u64,
-                Special::Ntid(d) => k.launch.block[d] as u64,
-                Special::Ctaid(d) => ctaid[d] as u64,
-                Special::Nctaid(d) => k.launch.grid[d] as u64,
-                Special::LaneId => l as u64,
-                Special::WarpId => w.index as u64,
-                Special::NWarpId => nwarps as u64,
-                Special::LaneMaskEq => 1u64 << l,
-                Special::LaneMaskLt => (1u64 << l) - 1,
-                Special::LaneMaskLe => (1u64 << (l + 1)) - 1,
-                Special::LaneMaskGt => !((1u64 << (l + 1)) - 1) & 0xffff_ffff,
-                Special::LaneMaskGe => !((1u64 << l) - 1) & 0xffff_ffff,
-                Special::Zero => 0,
+            let pos = ThreadPos {
+                tid: [t % bx, (t / bx) % by, t / (bx * by)],
+                ntid: k.launch.block,
+                ctaid: Some(ctaid),
+                nctaid: Some(k.launch.grid),
+                lane: l,
+                warp: Some(w.index),
+                nwarps: Some(nwarps),
             };
+            // clocks, the SM and other registers a run cannot know read as 0
+            let v = scalar::special_value(s, &pos).unwrap_or(0);
             w.regs[r as usize * 32 + l as usize] = v;
         }
     }
@@ -367,14 +354,15 @@ impl Cx<'_, '_> {
         }
     }
 
-    fn resolve(space: decode::Space, a: u64) -> Where {
+    fn resolve(space: Space, a: u64) -> Where {
         match space {
-            decode::Space::Global | decode::Space::Const => Where::Global(a),
-            decode::Space::Shared => Where::Shared(a & 0xffff_ffff),
-            decode::Space::Local => Where::Local(a),
-            decode::Space::Param if a >= CALL_PARAM => Where::CallParam(a - CALL_PARAM),
-            decode::Space::Param => Where::Param(a),
-            decode::Space::Generic => {
+            Space::Global | Space::Const => Where::Global(a),
+            Space::Shared => Where::Shared(a & 0xffff_ffff),
+            Space::Local => Where::Local(a),
+            Space::Param if a >= CALL_PARAM => Where::CallParam(a - CALL_PARAM),
+            Space::Param => Where::Param(a),
+            // the decoder turns `Unknown` into `Generic` and rejects `::cluster`
+            Space::Generic | Space::Unknown | Space::SharedCluster => {
                 if a >= LOCAL_WINDOW {
                     Where::Local(a - LOCAL_WINDOW)
                 } else if a >= SHARED_WINDOW {
@@ -485,7 +473,7 @@ impl Cx<'_, '_> {
                 self.leave(w, top.mask, false);
                 continue;
             };
-            let Inst { guard, op } = inst;
+            let Step { guard, op } = inst;
             let mut m = top.mask;
             if let Some(g) = guard {
                 let mut gm = 0u32;
@@ -657,45 +645,30 @@ impl Cx<'_, '_> {
         match op {
             Op::Bin { op, ty, d, a, b, round, ftz, sat } => {
                 for l in lanes(m) {
-                    let v = alu::bin(*op, *ty, w.get(*a, l), w.get(*b, l), *round, *ftz, *sat);
+                    let v = scalar::bin(*op, *ty, w.get(*a, l), w.get(*b, l), *round, *ftz, *sat);
                     w.set(*d, l, v);
                 }
             }
-            Op::Mad { ty, mode, d, a, b, c, round, ftz, float } => {
+            Op::Mad { ty, mode, d, a, b, c, round, ftz, sat } => {
                 for l in lanes(m) {
-                    let (x, y, z) = (w.get(*a, l), w.get(*b, l), w.get(*c, l));
-                    let v = if *float {
-                        if *ty == Ty::F(32) {
-                            let r = (f32::from_bits(x as u32) as f64) * (f32::from_bits(y as u32) as f64) + f32::from_bits(z as u32) as f64;
-                            let r32 = f32::from_bits(x as u32).mul_add(f32::from_bits(y as u32), f32::from_bits(z as u32));
-                            let out = if *round == decode::Round::Rn { r32 } else { alu::round_f32(r, *round) };
-                            let out = if *ftz && out.is_subnormal() { 0.0f32.copysign(out) } else { out };
-                            out.to_bits() as u64
-                        } else {
-                            f64::from_bits(x).mul_add(f64::from_bits(y), f64::from_bits(z)).to_bits()
-                        }
-                    } else {
-                        let p = alu::bin(*mode, *ty, x, y, *round, false, false);
-                        let bits = if *mode == decode::Bin::MulWide { ty.bits() * 2 } else { ty.bits() };
-                        p.wrapping_add(z) & mask(bits)
-                    };
+                    let v = scalar::mad(*ty, *mode, w.get(*a, l), w.get(*b, l), w.get(*c, l), *round, *ftz, *sat);
                     w.set(*d, l, v);
                 }
             }
             Op::Un { op, ty, d, a, ftz } => {
                 for l in lanes(m) {
-                    let v = alu::un(*op, *ty, w.get(*a, l), *ftz);
+                    let v = scalar::un(*op, *ty, w.get(*a, l), *ftz);
                     w.set(*d, l, v);
                 }
             }
             Op::Setp { cmp, ty, d, d2, a, b, combine, ftz } => {
                 for l in lanes(m) {
-                    let mut r = alu::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), *ftz);
+                    let mut r = scalar::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), *ftz);
                     let mut r2 = !r;
                     if let Some((op, c)) = combine {
                         let cv = w.get(*c, l) & 1 != 0;
-                        r = alu::boolop(*op, r, cv);
-                        r2 = alu::boolop(*op, r2, cv);
+                        r = scalar::boolop(*op, r, cv);
+                        r2 = scalar::boolop(*op, r2, cv);
                     }
                     w.set(*d, l, r as u64);
                     if let Some(d2) = d2 {
@@ -705,18 +678,7 @@ impl Cx<'_, '_> {
             }
             Op::Set { cmp, dty, ty, d, a, b } => {
                 for l in lanes(m) {
-                    let r = alu::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), false);
-                    let v = if dty.is_float() {
-                        if r {
-                            1.0f32.to_bits() as u64
-                        } else {
-                            0
-                        }
-                    } else if r {
-                        mask(dty.bits())
-                    } else {
-                        0
-                    };
+                    let v = scalar::set(*dty, scalar::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), false));
                     w.set(*d, l, v);
                 }
             }
@@ -753,7 +715,7 @@ impl Cx<'_, '_> {
             }
             Op::Cvt { d, dty, sty, a, round, int_round, sat, ftz } => {
                 for l in lanes(m) {
-                    let v = alu::cvt(*dty, *sty, w.get(*a, l), *round, *int_round, *sat, *ftz);
+                    let v = scalar::cvt(*dty, *sty, w.get(*a, l), *round, *int_round, *sat, *ftz);
                     w.set(*d, l, v);
                 }
             }
@@ -761,10 +723,10 @@ impl Cx<'_, '_> {
                 for l in lanes(m) {
                     let x = w.get(*a, l);
                     let v = match (space, to_space) {
-                        (decode::Space::Shared, false) => x.wrapping_add(SHARED_WINDOW),
-                        (decode::Space::Shared, true) => x.wrapping_sub(SHARED_WINDOW),
-                        (decode::Space::Local, false) => x.wrapping_add(LOCAL_WINDOW),
-                        (decode::Space::Local, true) => x.wrapping_sub(LOCAL_WINDOW),
+                        (Space::Shared, false) => x.wrapping_add(SHARED_WINDOW),
+                        (Space::Shared, true) => x.wrapping_sub(SHARED_WINDOW),
+                        (Space::Local, false) => x.wrapping_add(LOCAL_WINDOW),
+                        (Space::Local, true) => x.wrapping_sub(LOCAL_WINDOW),
                         _ => x,
                     };
                     w.set(*d, l, v);
@@ -809,7 +771,7 @@ impl Cx<'_, '_> {
                     let a = Self::addr_of(w, addr, l);
                     let wh = Self::resolve(*space, a);
                     let (bv, cv) = (w.get(*b, l), w.get(*c, l));
-                    let f = |old: u64| alu::atom(*op, *ty, old, bv, cv);
+                    let f = |old: u64| scalar::atom(*op, *ty, old, bv, cv);
                     let old = match wh {
                         Where::Global(x) => self.k.mem.rmw(x, len, &f).map_err(|e| self.fault(w, l, pc, e))?,
                         _ => {
@@ -828,57 +790,19 @@ impl Cx<'_, '_> {
             }
             Op::Bfe { ty, d, a, b, c } => {
                 for l in lanes(m) {
-                    let bits = ty.bits();
-                    let x = w.get(*a, l) & mask(bits);
-                    let pos = (w.get(*b, l) & 0xff) as u32;
-                    let len = (w.get(*c, l) & 0xff) as u32;
-                    let v = if len == 0 {
-                        0
-                    } else {
-                        let raw = if pos >= 64 { 0 } else { (x >> pos) & mask(len) };
-                        if ty.signed() {
-                            let sign_pos = (pos + len - 1).min(bits - 1);
-                            let sbit = (x >> sign_pos) & 1;
-                            if sbit == 1 {
-                                (raw | !mask(len)) & mask(bits)
-                            } else {
-                                raw
-                            }
-                        } else {
-                            raw
-                        }
-                    };
+                    let v = scalar::bfe(*ty, w.get(*a, l), w.get(*b, l), w.get(*c, l));
                     w.set(*d, l, v);
                 }
             }
             Op::Bfi { ty, d, f, b, c, l: len } => {
                 for l in lanes(m) {
-                    let bits = ty.bits();
-                    let pos = (w.get(*c, l) & 0xff) as u32;
-                    let n = (w.get(*len, l) & 0xff) as u32;
-                    let base = w.get(*b, l) & mask(bits);
-                    let v = if n == 0 || pos >= bits {
-                        base
-                    } else {
-                        let fm = mask(n.min(bits - pos)) << pos;
-                        (base & !fm) | ((w.get(*f, l) << pos) & fm)
-                    };
-                    w.set(*d, l, v & mask(bits));
+                    let v = scalar::bfi(*ty, w.get(*f, l), w.get(*b, l), w.get(*c, l), w.get(*len, l));
+                    w.set(*d, l, v);
                 }
             }
             Op::Prmt { d, a, b, c } => {
                 for l in lanes(m) {
-                    let bytes = ((w.get(*b, l) & 0xffff_ffff) << 32) | (w.get(*a, l) & 0xffff_ffff);
-                    let sel = w.get(*c, l);
-                    let mut v = 0u64;
-                    for k in 0..4 {
-                        let s = (sel >> (4 * k)) & 0xf;
-                        let mut byte = (bytes >> (8 * (s & 7))) & 0xff;
-                        if s & 8 != 0 {
-                            byte = if byte & 0x80 != 0 { 0xff } else { 0 };
-                        }
-                        v |= byte << (8 * k);
-                    }
+                    let v = scalar::prmt(w.get(*a, l), w.get(*b, l), w.get(*c, l));
                     w.set(*d, l, v);
                 }
             }
@@ -893,10 +817,10 @@ impl Cx<'_, '_> {
                     let max_lane = (lane & seg) | (cval & !seg);
                     let min_lane = lane & seg;
                     let (j, ok) = match mode {
-                        Shfl::Up => (lane - bval, lane - bval >= max_lane),
-                        Shfl::Down => (lane + bval, lane + bval <= max_lane),
-                        Shfl::Bfly => (lane ^ bval, (lane ^ bval) <= max_lane),
-                        Shfl::Idx => (min_lane | (bval & !seg), (min_lane | (bval & !seg)) <= max_lane),
+                        ShflMode::Up => (lane - bval, lane - bval >= max_lane),
+                        ShflMode::Down => (lane + bval, lane + bval <= max_lane),
+                        ShflMode::Bfly => (lane ^ bval, (lane ^ bval) <= max_lane),
+                        ShflMode::Idx => (min_lane | (bval & !seg), (min_lane | (bval & !seg)) <= max_lane),
                     };
                     let j = if ok && (0..32).contains(&j) { j as usize } else { l };
                     w.set(*d, l, src[j]);
@@ -913,10 +837,10 @@ impl Cx<'_, '_> {
                     }
                 }
                 let v = match mode {
-                    Vote::Ballot => ballot as u64,
-                    Vote::All => (ballot == m) as u64,
-                    Vote::Any => (ballot != 0) as u64,
-                    Vote::Uni => (ballot == 0 || ballot == m) as u64,
+                    VoteMode::Ballot => ballot as u64,
+                    VoteMode::All => (ballot == m) as u64,
+                    VoteMode::Any => (ballot != 0) as u64,
+                    VoteMode::Uni => (ballot == 0 || ballot == m) as u64,
                 };
                 for l in lanes(m) {
                     w.set(*d, l, v);

@@ -18,7 +18,6 @@
 //! functions run in frames of their own; indirect calls and `.reg`
 //! parameters stop the run with an error naming the instruction.
 
-pub mod alu;
 pub mod decode;
 mod exec;
 pub mod memory;

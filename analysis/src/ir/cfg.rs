@@ -6,8 +6,7 @@
 //! facts every analysis asks for (`dominates`, `ipdom`, loop membership).
 //! Does not own: registers or values (see `ssa`).
 
-use super::semantics::{flow, Flow};
-use crate::ptx::Instruction;
+use super::inst::{Flow, Inst};
 use petgraph::algo::dominators::{simple_fast, Dominators};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::Reversed;
@@ -59,10 +58,10 @@ impl Cfg {
     /// instruction they precede; `tables` maps `.branchtargets` labels to
     /// their target lists; `noreturn(i)` says a call never returns.
     pub fn build(
-        insts: &[&Instruction<'_>],
+        insts: &[Inst<'_>],
         labels: &rustc_hash::FxHashMap<&str, usize>,
         tables: &HashMap<&str, Vec<&str>>,
-        noreturn: impl Fn(&Instruction<'_>) -> bool,
+        noreturn: impl Fn(&Inst<'_>) -> bool,
     ) -> Cfg {
         let n = insts.len();
         // leaders
@@ -76,15 +75,15 @@ impl Cfg {
             }
         }
         for (i, inst) in insts.iter().enumerate() {
-            if flow(inst) != Flow::Next || noreturn(inst) {
+            if inst.flow() != Flow::Next || noreturn(inst) {
                 leader[i + 1] = true;
             }
         }
         let mut blocks = Vec::new();
         let mut block_of = vec![0; n];
         let mut s = 0;
-        for i in 1..=n {
-            if leader[i] || i == n {
+        for (i, &lead) in leader.iter().enumerate().skip(1) {
+            if lead || i == n {
                 if i > s {
                     blocks.push(Block { start: s, end: i, succs: vec![], preds: vec![] });
                 }
@@ -104,17 +103,17 @@ impl Cfg {
         }
         let target = |l: &str| labels.get(l).and_then(|i| start_block.get(i)).copied();
         let nb = blocks.len();
-        for b in 0..nb {
-            let (st, en) = (blocks[b].start, blocks[b].end);
+        for blk in blocks.iter_mut() {
+            let (st, en) = (blk.start, blk.end);
             let mut succs = Vec::new();
             let fall = if en < n { start_block.get(&en).copied() } else { None };
             if en == st {
-                blocks[b].succs = succs;
+                blk.succs = succs;
                 continue;
             }
-            let last = insts[en - 1];
-            let guarded = last.guard.is_some();
-            match flow(last) {
+            let last = &insts[en - 1];
+            let guarded = last.ast.guard.is_some();
+            match last.flow() {
                 Flow::Next => {
                     if !noreturn(last) {
                         succs.extend(fall);
@@ -151,7 +150,7 @@ impl Cfg {
                     true
                 }
             });
-            blocks[b].succs = succs;
+            blk.succs = succs;
         }
         for b in 0..nb {
             for s in blocks[b].succs.clone() {

@@ -1,18 +1,23 @@
 //! Kernel IR: one `FunctionIr` per PTX function with a body — the flat
-//! instruction list with source locations, the CFG (`cfg`), SSA (`ssa`) and
-//! the call graph facts analyses need.
+//! list of typed instructions (`inst`) with source locations, the CFG
+//! (`cfg`), SSA (`ssa`), address spaces (`space`), and the one scalar
+//! semantics every consumer evaluates with (`scalar`).
 //!
 //! Owns: lowering a parsed `ptx::Function` (flattening nested scopes,
-//! resolving labels and `.branchtargets`, attaching `.loc`s). Does not own:
-//! any abstract interpretation (see `crate::divergence`).
+//! resolving labels and `.branchtargets`, attaching `.loc`s, decoding each
+//! instruction once). Does not own: any abstract interpretation (see
+//! `crate::divergence`).
 
 pub mod cfg;
-pub mod semantics;
+pub mod dataflow;
+pub mod inst;
+pub mod scalar;
 pub mod space;
 pub mod ssa;
 
-use crate::ptx::{Function, Instruction, Loc, Module, Operand, Stmt};
+use crate::ptx::{Function, Loc, Module, Operand, Stmt};
 pub use cfg::Cfg;
+pub use inst::{decode, Inst, Opcode};
 use rustc_hash::FxHashMap;
 pub use ssa::{Ssa, User, ValueDef, ValueId};
 use std::collections::{HashMap, HashSet};
@@ -21,7 +26,8 @@ pub struct FunctionIr<'a> {
     pub func: &'a Function<'a>,
     /// Index of the function in `Module::functions`.
     pub index: usize,
-    pub insts: Vec<&'a Instruction<'a>>,
+    /// The instructions, decoded.
+    pub insts: Vec<Inst<'a>>,
     /// The `.loc` in force at each instruction (line 0 entries skipped).
     pub locs: Vec<Option<Loc>>,
     /// Label name → index of the instruction it precedes.
@@ -35,18 +41,12 @@ pub struct FunctionIr<'a> {
     /// indexed through `opval_start`; `NO_VALUE` for other operands.
     opvals: Vec<ValueId>,
     opval_start: Vec<u32>,
-    /// Whether each instruction operates on floating-point types.
-    pub float: Vec<bool>,
     /// Address space of every pointer value (see `space`).
     pub spaces: space::Spaces,
 }
 
 /// No SSA value behind an operand (immediates, symbols, special registers).
 pub const NO_VALUE: ValueId = ValueId::MAX;
-
-fn is_float(inst: &Instruction<'_>) -> bool {
-    inst.mods().any(|m| matches!(m, "f16" | "f16x2" | "bf16" | "bf16x2" | "f32" | "f64" | "tf32" | "e4m3" | "e5m2"))
-}
 
 /// Lower every function with a body. `noreturn` functions end blocks.
 pub fn lower<'a>(m: &'a Module<'a>) -> Vec<FunctionIr<'a>> {
@@ -72,7 +72,7 @@ pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, noreturn: &HashSet<&'a str
 pub struct Body<'a> {
     pub func: &'a Function<'a>,
     pub index: usize,
-    pub insts: Vec<&'a Instruction<'a>>,
+    pub insts: Vec<Inst<'a>>,
     pub labels: FxHashMap<&'a str, usize>,
 }
 
@@ -88,7 +88,7 @@ pub fn bodies<'a>(m: &'a Module<'a>) -> Vec<Body<'a>> {
                 Stmt::Label(l, _) => {
                     labels.insert(*l, insts.len());
                 }
-                Stmt::Inst(i) => insts.push(i),
+                Stmt::Inst(i) => insts.push(decode(i)),
                 _ => {}
             }
         }
@@ -101,7 +101,7 @@ pub fn bodies<'a>(m: &'a Module<'a>) -> Vec<Body<'a>> {
 pub trait Listing<'a> {
     fn func(&self) -> &'a Function<'a>;
     fn index(&self) -> usize;
-    fn insts(&self) -> &[&'a Instruction<'a>];
+    fn insts(&self) -> &[Inst<'a>];
     fn labels(&self) -> &FxHashMap<&'a str, usize>;
 }
 
@@ -115,7 +115,7 @@ macro_rules! listing {
             fn index(&self) -> usize {
                 self.index
             }
-            fn insts(&self) -> &[&'a Instruction<'a>] {
+            fn insts(&self) -> &[Inst<'a>] {
                 &self.insts
             }
             fn labels(&self) -> &FxHashMap<&'a str, usize> {
@@ -143,7 +143,7 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
                 last_label = Some(l);
             }
             Stmt::Inst(i) => {
-                insts.push(i);
+                insts.push(decode(i));
                 locs.push(cur_loc);
                 last_label = None;
             }
@@ -155,20 +155,20 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
                     tables.insert(l, t.clone());
                 }
             }
-            Stmt::Var(v) if v.space == ".shared" => {
+            Stmt::Var(v) if inst::Space::of_decl(v.space) == Some(inst::Space::Shared) => {
                 local_shared.insert(v.name);
             }
             _ => {}
         }
     }
-    let is_noreturn = |i: &Instruction<'_>| semantics::call_target(i).is_some_and(|t| noreturn.contains(t));
+    let is_noreturn = |i: &Inst<'_>| i.call_target().is_some_and(|t| noreturn.contains(t));
     let cfg = Cfg::build(&insts, &labels, &tables, is_noreturn);
     let ssa = Ssa::build(&insts, &cfg);
     let mut opvals = Vec::with_capacity(insts.len() * 3);
     let mut opval_start = Vec::with_capacity(insts.len() + 1);
     for (i, inst) in insts.iter().enumerate() {
         opval_start.push(opvals.len() as u32);
-        for o in &inst.operands {
+        for o in inst.operands() {
             let reg = match o {
                 Operand::Reg(r) | Operand::Not(r) => Some(*r),
                 Operand::Pair(p) => Some(crate::ptx::split_pair(p).0),
@@ -182,21 +182,7 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
         }
     }
     opval_start.push(opvals.len() as u32);
-    let float = insts.iter().map(|i| is_float(i)).collect();
-    FunctionIr {
-        func: f,
-        index,
-        insts,
-        locs,
-        labels,
-        local_shared,
-        cfg,
-        ssa,
-        opvals,
-        opval_start,
-        float,
-        spaces: space::Spaces { vals: Vec::new() },
-    }
+    FunctionIr { func: f, index, insts, locs, labels, local_shared, cfg, ssa, opvals, opval_start, spaces: space::Spaces::empty() }
 }
 
 impl<'a> FunctionIr<'a> {
@@ -279,7 +265,7 @@ $L_exit:
         assert!(phi_regs.contains(&(1, "%r2")), "{phi_regs:?}");
         assert!(phi_regs.contains(&(4, "%r3")), "{phi_regs:?}");
         // the shl reads the header phi
-        let shl = f.insts.iter().position(|i| i.op() == "shl").unwrap();
+        let shl = f.insts.iter().position(|i| i.opcode == Opcode::Shl).unwrap();
         let v = f.ssa.use_of(shl, "%r2").unwrap();
         assert!(matches!(f.ssa.values[v as usize], ValueDef::Phi(_)));
     }

@@ -7,71 +7,105 @@
 //! `.shared` symbols → shared; `cvta.local`, `__local_depot`, `%SP`/`%SPL`
 //! → local; `.const` symbols → const. Pointer arithmetic keeps the space of
 //! its pointer operand; merging two different spaces gives `Generic`.
+//! Solved over the SSA values with the crate's dataflow engine.
 //!
 //! Owns: the per-SSA-value space and the space of each memory access. Does
 //! not own: address values (the affine domain) or any lint.
 
-use super::{FunctionIr, ValueDef, ValueId};
+use super::dataflow::{self, Problem};
+pub use super::inst::Space;
+use super::inst::{Inst, Opcode, Ty};
+use super::{FunctionIr, User, ValueDef, ValueId};
 use crate::ptx::{Module, Operand};
 use std::collections::HashMap;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Space {
-    /// Not a pointer we know anything about (yet).
-    Unknown,
-    Global,
-    Shared,
-    Local,
-    Const,
-    Param,
-    /// Could be more than one space.
-    Generic,
-}
-
-impl Space {
-    fn join(self, o: Space) -> Space {
-        match (self, o) {
-            (Space::Unknown, x) | (x, Space::Unknown) => x,
-            (a, b) if a == b => a,
-            _ => Space::Generic,
-        }
-    }
-
-    /// The space named by an instruction modifier, if any.
-    pub fn from_mod(m: &str) -> Option<Space> {
-        Some(match m {
-            "global" => Space::Global,
-            "shared" => Space::Shared,
-            "local" => Space::Local,
-            "const" => Space::Const,
-            "param" => Space::Param,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Space::Unknown => "unknown",
-            Space::Global => "global",
-            Space::Shared => "shared",
-            Space::Local => "local",
-            Space::Const => "const",
-            Space::Param => "param",
-            Space::Generic => "generic",
-        }
+/// Least upper bound of two facts: `Unknown` is bottom, two different
+/// spaces make `Generic`.
+pub fn join(a: Space, b: Space) -> Space {
+    match (a, b) {
+        (Space::Unknown, x) | (x, Space::Unknown) => x,
+        (a, b) if a == b => a,
+        _ => Space::Generic,
     }
 }
 
 /// Spaces of the pointer values of one function.
 pub struct Spaces {
-    pub vals: Vec<Space>,
+    vals: Vec<Space>,
+}
+
+/// The inference as a dataflow problem over the function's SSA values.
+struct Inference<'f, 'a> {
+    f: &'f FunctionIr<'a>,
+    symbols: HashMap<&'a str, Space>,
+    pointer_params: Vec<&'a str>,
+}
+
+impl Problem for Inference<'_, '_> {
+    type Value = Space;
+    fn transfer(&mut self, v: usize, vals: &[Space]) -> Space {
+        let f = self.f;
+        match f.ssa.values[v] {
+            ValueDef::Entry(r) if matches!(f.ssa.regs[r as usize], "%SP" | "%SPL") => Space::Local,
+            ValueDef::Entry(_) => Space::Unknown,
+            ValueDef::Phi(p) => f.ssa.phis[p as usize].incoming.iter().fold(Space::Unknown, |acc, (_, iv)| join(acc, vals[*iv as usize])),
+            // the space of the first destination (a pointer is a single register)
+            ValueDef::Inst { inst, slot: 0 } => self.inst_space(inst as usize, vals),
+            ValueDef::Inst { .. } => Space::Unknown,
+        }
+    }
+    fn join(&self, a: &Space, b: &Space) -> Space {
+        join(*a, *b)
+    }
+    fn dependents(&mut self, v: usize, _: &[Space], out: &mut Vec<usize>) {
+        let f = self.f;
+        for u in &f.ssa.users[v] {
+            match *u {
+                User::Inst(i) if f.cfg.reachable(f.cfg.block_of[i as usize]) => {
+                    out.extend(f.ssa.defs(i as usize).iter().map(|&d| d as usize))
+                }
+                User::Phi(p) if f.cfg.reachable(f.ssa.phis[p as usize].block) => out.push(f.ssa.phis[p as usize].value as usize),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Inference<'_, '_> {
+    fn inst_space(&self, i: usize, vals: &[Space]) -> Space {
+        let f = self.f;
+        let inst = &f.insts[i];
+        let of = |k: usize| -> Space {
+            match inst.operand(k) {
+                Some(Operand::Sym(s)) | Some(Operand::SymOff(s, _)) => {
+                    self.symbols.get(s).copied().unwrap_or(if s.starts_with("__local_depot") { Space::Local } else { Space::Unknown })
+                }
+                Some(_) => f.operand_value(i, k).map(|v| vals[v as usize]).unwrap_or(Space::Unknown),
+                None => Space::Unknown,
+            }
+        };
+        match inst.opcode {
+            // cvta.to.global (generic → global window) and cvta.global (global → generic) both keep the space
+            Opcode::Cvta => inst.space.unwrap_or(Space::Unknown),
+            Opcode::Ld if inst.space == Some(Space::Param) => match inst.param_read() {
+                Some((p, _)) if self.pointer_params.contains(&p) && inst.ty.is_some_and(|t| t.bits() == 64 && !t.is_float()) => {
+                    Space::Global
+                }
+                _ => Space::Unknown,
+            },
+            Opcode::Mov | Opcode::Cvt => of(1),
+            Opcode::Add | Opcode::Sub | Opcode::Selp => join(of(1), of(2)),
+            Opcode::Mad => join(join(of(1), of(2)), of(3)),
+            _ => Space::Unknown,
+        }
+    }
 }
 
 impl Spaces {
     pub fn infer(m: &Module<'_>, f: &FunctionIr<'_>) -> Spaces {
         let mut symbols: HashMap<&str, Space> = HashMap::new();
         for g in &m.globals {
-            if let Some(s) = Space::from_mod(g.space.trim_start_matches('.')) {
+            if let Some(s) = Space::of_decl(g.space) {
                 symbols.insert(g.name, s);
             }
         }
@@ -85,60 +119,45 @@ impl Spaces {
             f.func
                 .params
                 .iter()
-                .filter(|p| if marked { p.is_ptr } else { matches!(p.ty, ".u64" | ".b64" | ".s64") && !length_like(f, p.name) })
+                .filter(|p| {
+                    if marked {
+                        p.is_ptr
+                    } else {
+                        Ty::of_decl(p.ty).is_some_and(|t| t.bits() == 64 && !t.is_float()) && !length_like(f, p.name)
+                    }
+                })
                 .map(|p| p.name)
                 .collect()
         } else {
             vec![]
         };
-        let mut vals = vec![Space::Unknown; f.ssa.values.len()];
-        for (v, d) in f.ssa.values.iter().enumerate() {
-            if let ValueDef::Entry(r) = d {
-                let r = f.ssa.regs[*r as usize];
-                if r == "%SP" || r == "%SPL" {
-                    vals[v] = Space::Local;
-                }
+        // every value defined in a reachable block, in reverse post-order
+        let mut order = Vec::with_capacity(f.ssa.values.len());
+        for &b in &f.cfg.rpo {
+            order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p as usize].value as usize));
+            for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
+                order.extend(f.ssa.defs(i).iter().map(|&v| v as usize));
             }
         }
-        // iterate to a fixed point (spaces only grow; a few passes suffice)
-        for _ in 0..8 {
-            let mut changed = false;
-            for &b in &f.cfg.rpo {
-                for &p in &f.ssa.block_phis[b] {
-                    let ph = &f.ssa.phis[p as usize];
-                    let s = ph.incoming.iter().fold(Space::Unknown, |acc, (_, iv)| acc.join(vals[*iv as usize]));
-                    let nv = vals[ph.value as usize].join(s);
-                    if nv != vals[ph.value as usize] {
-                        vals[ph.value as usize] = nv;
-                        changed = true;
-                    }
-                }
-                for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
-                    let Some(&v) = f.ssa.defs(i).first() else { continue };
-                    let s = inst_space(f, i, &vals, &symbols, &pointer_params);
-                    let nv = vals[v as usize].join(s);
-                    if nv != vals[v as usize] {
-                        vals[v as usize] = nv;
-                        changed = true;
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        order.extend(f.ssa.values.iter().enumerate().filter(|(_, d)| matches!(d, ValueDef::Entry(_))).map(|(v, _)| v));
+        let mut problem = Inference { f, symbols, pointer_params };
+        let vals = dataflow::solve(&mut problem, vec![Space::Unknown; f.ssa.values.len()], &order);
         Spaces { vals }
+    }
+
+    /// No inference (before `infer` has run).
+    pub fn empty() -> Spaces {
+        Spaces { vals: Vec::new() }
     }
 
     /// The space a memory instruction accesses: its explicit modifier, else
     /// the inferred space of its address.
     pub fn access(&self, f: &FunctionIr<'_>, i: usize) -> Space {
-        let inst = f.insts[i];
-        if let Some(s) = inst.mods().find_map(Space::from_mod) {
+        let inst = &f.insts[i];
+        if let Some(s) = inst.space {
             return s;
         }
-        let k = inst.operands.iter().position(|o| matches!(o, Operand::Addr(_)));
-        match k.and_then(|k| f.operand_value(i, k)) {
+        match inst.address_operand().and_then(|k| f.operand_value(i, k)) {
             Some(v) => match self.vals[v as usize] {
                 Space::Unknown => Space::Generic,
                 s => s,
@@ -156,16 +175,11 @@ impl Spaces {
 /// converted to a window address (`cvta`) is a length or index, not a
 /// pointer: NVVM and clang pass slices as (pointer, length) pairs of `.u64`.
 fn length_like(f: &FunctionIr<'_>, param: &str) -> bool {
-    let loads_param = |x: &crate::ptx::Instruction<'_>| {
-        x.op() == "ld"
-            && x.has_mod("param")
-            && matches!(x.operands.get(1), Some(Operand::Addr(a)) if matches!(a.base, Some(Operand::Sym(p)) if p == param))
-    };
     let regs: Vec<&str> = f
         .insts
         .iter()
-        .filter(|x| loads_param(x))
-        .filter_map(|x| match x.operands.first() {
+        .filter(|x| x.param_read().is_some_and(|(p, _)| p == param))
+        .filter_map(|x| match x.operand(0) {
             Some(Operand::Reg(r)) => Some(*r),
             _ => None,
         })
@@ -173,8 +187,8 @@ fn length_like(f: &FunctionIr<'_>, param: &str) -> bool {
     if regs.is_empty() {
         return false;
     }
-    let reads = |x: &crate::ptx::Instruction<'_>| {
-        x.operands.iter().skip(1).any(|o| match o {
+    let reads = |x: &Inst<'_>| {
+        x.operands().iter().skip(1).any(|o| match o {
             Operand::Reg(r) => regs.contains(r),
             Operand::Addr(a) => matches!(a.base, Some(Operand::Reg(r)) if regs.contains(&r)),
             _ => false,
@@ -182,54 +196,13 @@ fn length_like(f: &FunctionIr<'_>, param: &str) -> bool {
     };
     let mut compared = false;
     for x in f.insts.iter().filter(|x| reads(x)) {
-        match x.op() {
-            "setp" => compared = true,
-            "cvta" | "ld" | "st" | "atom" | "red" => return false,
-            _ => {}
+        if x.opcode == Opcode::Setp {
+            compared = true;
+        } else if x.opcode == Opcode::Cvta || x.access().is_some() {
+            return false;
         }
     }
     compared
-}
-
-fn inst_space(f: &FunctionIr<'_>, i: usize, vals: &[Space], symbols: &HashMap<&str, Space>, pointer_params: &[&str]) -> Space {
-    let inst = f.insts[i];
-    let ops = &inst.operands;
-    let of = |k: usize| -> Space {
-        match ops.get(k) {
-            Some(Operand::Sym(s)) | Some(Operand::SymOff(s, _)) => {
-                symbols.get(s).copied().unwrap_or(if s.starts_with("__local_depot") { Space::Local } else { Space::Unknown })
-            }
-            Some(_) => f.operand_value(i, k).map(|v| vals[v as usize]).unwrap_or(Space::Unknown),
-            None => Space::Unknown,
-        }
-    };
-    match inst.op() {
-        "cvta" => {
-            // cvta.to.global (generic → global window) and cvta.global (global → generic) both keep the space
-            inst.mods().find_map(Space::from_mod).unwrap_or(Space::Unknown)
-        }
-        "ld" if inst.has_mod("param") => match ops.get(1) {
-            Some(Operand::Addr(a)) => match &a.base {
-                Some(Operand::Sym(p))
-                    if pointer_params.contains(p) && (inst.has_mod("u64") || inst.has_mod("b64") || inst.has_mod("s64")) =>
-                {
-                    Space::Global
-                }
-                _ => Space::Unknown,
-            },
-            _ => Space::Unknown,
-        },
-        "mov" | "cvt" => of(1),
-        "add" | "sub" | "mad" | "selp" => {
-            let a = of(1).join(of(2));
-            if inst.op() == "mad" {
-                a.join(of(3))
-            } else {
-                a
-            }
-        }
-        _ => Space::Unknown,
-    }
 }
 
 #[cfg(test)]
@@ -269,7 +242,14 @@ mod tests {
         let f = &fns[0];
         let sp = Spaces::infer(&m, f);
         let access = |nth: usize| {
-            let i = f.insts.iter().enumerate().filter(|(_, x)| matches!(x.op(), "ld" | "st") && !x.has_mod("param")).nth(nth).unwrap().0;
+            let i = f
+                .insts
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| matches!(x.opcode, Opcode::Ld | Opcode::St) && x.space != Some(Space::Param))
+                .nth(nth)
+                .unwrap()
+                .0;
             sp.access(f, i)
         };
         assert_eq!(access(0), Space::Global);

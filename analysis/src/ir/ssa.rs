@@ -8,8 +8,7 @@
 //! Does not own: what values mean (see `crate::divergence`).
 
 use super::cfg::Cfg;
-use super::semantics;
-use crate::ptx::Instruction;
+use super::inst::{Inst, Special};
 use rustc_hash::FxHashMap;
 
 pub type RegId = u32;
@@ -54,6 +53,8 @@ pub struct Ssa<'a> {
     def_prior: Vec<Option<ValueId>>,
     def_start: Vec<u32>,
     pub users: Vec<Vec<User>>,
+    /// The special register each register is, if any.
+    specials: Vec<Option<Special>>,
 }
 
 /// Live-in sets of the registers that cross blocks, as one bitset per block.
@@ -74,7 +75,7 @@ impl LiveIn {
 /// Backward liveness over blocks (registers read before being written in a
 /// block are used; unguarded writes kill).
 fn live_in_sets(
-    insts: &[&Instruction<'_>],
+    insts: &[Inst<'_>],
     cfg: &Cfg,
     global: &[bool],
     use_regs: &[RegId],
@@ -103,7 +104,7 @@ fn live_in_sets(
                     g[d as usize / 64] |= 1 << (d % 64);
                 }
             }
-            if insts[i].guard.is_none() {
+            if insts[i].ast.guard.is_none() {
                 for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
                     let d = dense[r as usize];
                     if d != u32::MAX {
@@ -138,7 +139,7 @@ fn live_in_sets(
 }
 
 impl<'a> Ssa<'a> {
-    pub fn build(insts: &[&Instruction<'a>], cfg: &Cfg) -> Ssa<'a> {
+    pub fn build(insts: &[Inst<'a>], cfg: &Cfg) -> Ssa<'a> {
         let n = insts.len();
         let nb = cfg.len();
         let mut reg_index: FxHashMap<&'a str, RegId> = FxHashMap::default();
@@ -157,11 +158,11 @@ impl<'a> Ssa<'a> {
         for inst in insts {
             use_start.push(use_regs.len() as u32);
             def_start.push(def_regs.len() as u32);
-            semantics::uses(inst, &mut tmp);
+            inst.uses(&mut tmp);
             for r in &tmp {
                 use_regs.push(intern(r, &mut regs));
             }
-            semantics::defs(inst, &mut tmp);
+            inst.defs(&mut tmp);
             for r in &tmp {
                 def_regs.push(intern(r, &mut regs));
             }
@@ -169,6 +170,7 @@ impl<'a> Ssa<'a> {
         use_start.push(use_regs.len() as u32);
         def_start.push(def_regs.len() as u32);
         let nr = regs.len();
+        let specials: Vec<Option<Special>> = regs.iter().map(|r| Special::parse(r)).collect();
 
         // def blocks and global names
         let mut def_blocks: Vec<Vec<usize>> = vec![Vec::new(); nr];
@@ -183,7 +185,7 @@ impl<'a> Ssa<'a> {
                 }
                 for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
                     // a guarded write does not kill the previous value
-                    if insts[i].guard.is_none() {
+                    if insts[i].ast.guard.is_none() {
                         killed[r as usize] = b;
                     } else {
                         global[r as usize] = true;
@@ -314,7 +316,7 @@ impl<'a> Ssa<'a> {
                 }
                 for k in def_start[i] as usize..def_start[i + 1] as usize {
                     let r = def_regs[k];
-                    if insts[i].guard.is_some() {
+                    if insts[i].ast.guard.is_some() {
                         def_prior[k] = Some(top(r, &stacks, &mut values));
                     }
                     let v = values.len() as ValueId;
@@ -325,8 +327,8 @@ impl<'a> Ssa<'a> {
                 }
             }
             for &s in &blk.succs {
-                for pi in 0..block_phis[s].len() {
-                    let p = block_phis[s][pi] as usize;
+                for &p in &block_phis[s] {
+                    let p = p as usize;
                     let r = phis[p].reg;
                     let v = top(r, &stacks, &mut values);
                     phis[p].incoming.push((b, v));
@@ -346,10 +348,8 @@ impl<'a> Ssa<'a> {
                     u.push(User::Inst(i as u32));
                 }
             }
-            for k in def_start[i] as usize..def_start[i + 1] as usize {
-                if let Some(p) = def_prior[k] {
-                    users[p as usize].push(User::Inst(i as u32));
-                }
+            for p in def_prior[def_start[i] as usize..def_start[i + 1] as usize].iter().flatten() {
+                users[*p as usize].push(User::Inst(i as u32));
             }
         }
         for (pi, p) in phis.iter().enumerate() {
@@ -357,7 +357,7 @@ impl<'a> Ssa<'a> {
                 users[v as usize].push(User::Phi(pi as u32));
             }
         }
-        Ssa { regs, values, phis, block_phis, use_regs, use_vals, use_start, def_vals, def_prior, def_start, users }
+        Ssa { regs, values, phis, block_phis, use_regs, use_vals, use_start, def_vals, def_prior, def_start, users, specials }
     }
 
     /// SSA value read by instruction `inst` for register `reg` (by name).
@@ -381,14 +381,27 @@ impl<'a> Ssa<'a> {
         self.def_prior.get(self.def_start[inst] as usize + slot).copied().flatten()
     }
 
+    /// The special register (`%tid.x`, `%ctaid.y`…) an entry value holds.
+    pub fn special(&self, v: ValueId) -> Option<Special> {
+        match self.values[v as usize] {
+            ValueDef::Entry(r) => self.specials[r as usize],
+            _ => None,
+        }
+    }
+
+    /// The special register a register name denotes, if it is one read by this function.
+    pub fn special_reg(&self, r: RegId) -> Option<Special> {
+        self.specials[r as usize]
+    }
+
     /// Register of an SSA value.
-    pub fn reg_of(&self, v: ValueId, insts: &[&Instruction<'a>]) -> &'a str {
+    pub fn reg_of(&self, v: ValueId, insts: &[Inst<'a>]) -> &'a str {
         match self.values[v as usize] {
             ValueDef::Entry(r) => self.regs[r as usize],
             ValueDef::Phi(p) => self.regs[self.phis[p as usize].reg as usize],
             ValueDef::Inst { inst, slot } => {
                 let mut tmp = Vec::new();
-                semantics::defs(insts[inst as usize], &mut tmp);
+                insts[inst as usize].defs(&mut tmp);
                 tmp.get(slot as usize).copied().unwrap_or("?")
             }
         }

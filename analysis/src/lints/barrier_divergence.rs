@@ -9,18 +9,17 @@
 use super::warps::{sources, Split};
 use super::{registry::BARRIER_DIVERGENCE, Ctx, Finding, Metric};
 use crate::divergence::DivBranch;
-use crate::ir::semantics::{call_target, is_barrier};
 use crate::ptx::Operand;
 
 pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
     let f = ctx.f;
-    let has_barrier = f.insts.iter().any(|i| is_barrier(i) || call_target(i).is_some_and(|t| ctx.sums.has_barrier.contains(t)));
+    let has_barrier = f.insts.iter().any(|i| i.is_block_barrier() || i.call_target().is_some_and(|t| ctx.sums.has_barrier.contains(t)));
     if !has_barrier {
         return;
     }
     let controlled = ctx.controlled();
     for (i, inst) in f.insts.iter().enumerate() {
-        let barrier = is_barrier(inst) || call_target(inst).is_some_and(|t| ctx.sums.has_barrier.contains(t));
+        let barrier = inst.is_block_barrier() || inst.call_target().is_some_and(|t| ctx.sums.has_barrier.contains(t));
         if !barrier {
             continue;
         }
@@ -28,10 +27,10 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         if !f.cfg.reachable(b) {
             continue;
         }
-        let via_call = !is_barrier(inst);
+        let via_call = !inst.is_block_barrier();
         let what = if via_call { "call to a function that executes a barrier" } else { "barrier" };
         // a predicated barrier
-        if let Some(g) = inst.guard {
+        if let Some(g) = inst.ast.guard {
             let gv = ctx.d.operand(f, i, &Operand::Reg(g.reg));
             if gv.is_divergent() {
                 let mut fd =
@@ -50,10 +49,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         // control that is uniform within each warp is fine
         // `barrier.sync` without `.aligned`: warps may arrive from different
         // code locations (warp specialization), also fine under warp-uniform control
-        let counted = !via_call
-            && !inst.has_mod("red")
-            && ((matches!(inst.op(), "bar" | "barrier") && inst.operands.len() >= 2)
-                || (inst.op() == "barrier" && !inst.has_mod("aligned")));
+        let counted = !via_call && inst.is_warp_granular_barrier();
         let splits_warps = |br: &DivBranch| {
             !ctx.d.at(f, br.cond, br.block).is_warp_uniform()
                 && !matches!(ctx.classify(br), Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
@@ -84,7 +80,7 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
     let at = cause_pos
         .as_ref()
         .map(|p| format!("the branch at {p}"))
-        .unwrap_or_else(|| format!("the branch at PTX line {}", f.insts[br.inst].pos.line));
+        .unwrap_or_else(|| format!("the branch at PTX line {}", f.insts[br.inst].ast.pos.line));
     let in_loop_exit =
         cfg.loop_of[br.block].filter(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
     let split = ctx.classify(br);
@@ -127,14 +123,8 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
 
 /// Block a `bra` jumps to.
 pub(super) fn branch_target(ctx: &Ctx<'_, '_>, i: usize) -> Option<usize> {
-    let inst = ctx.f.insts[i];
-    if inst.op() != "bra" {
-        return None;
-    }
-    match inst.operands.last() {
-        Some(Operand::Sym(l)) => ctx.f.labels.get(l).filter(|&&x| x < ctx.f.insts.len()).map(|&x| ctx.f.cfg.block_of[x]),
-        _ => None,
-    }
+    let l = ctx.f.insts[i].branch_label()?;
+    ctx.f.labels.get(l).filter(|&&x| x < ctx.f.insts.len()).map(|&x| ctx.f.cfg.block_of[x])
 }
 
 /// Can block `from` reach block `to` without passing `stop`?

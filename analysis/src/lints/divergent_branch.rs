@@ -13,8 +13,7 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
     let f = ctx.f;
     let warps = ctx.shape.warps();
     for br in &ctx.d.branches {
-        let inst = f.insts[br.inst];
-        if !matches!(inst.op(), "bra" | "brx") {
+        if !f.insts[br.inst].is_jump() {
             continue;
         }
         // the same in every lane of a warp: no warp is split

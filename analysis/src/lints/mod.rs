@@ -231,7 +231,7 @@ impl<'c, 'a> Ctx<'c, 'a> {
                 return vec![];
             }
             let accs: Vec<crate::memory::Access> = self.memory().iter().map(|(a, _)| a.clone()).collect();
-            let calls = |i: usize| crate::ir::semantics::call_target(f.insts[i]).is_some_and(|t| self.sums.has_barrier.contains(t));
+            let calls = |i: usize| f.insts[i].call_target().is_some_and(|t| self.sums.has_barrier.contains(t));
             let intervals = crate::races::intervals(f, &accs, &calls);
             let roots: Vec<Option<crate::ir::ValueId>> = accs.iter().map(|a| a.addr_value.map(|v| crate::memory::root(f, v))).collect();
             let mut pairs = Vec::new();
@@ -339,7 +339,7 @@ impl Ctx<'_, '_> {
     /// A finding at instruction `i` with the position notes filled in.
     pub fn finding(&self, lint: &'static Lint, i: usize, message: String, label: String) -> Finding {
         let r = self.resolve(i);
-        let inst = self.f.insts[i];
+        let inst = self.f.insts[i].ast;
         let mut fd = Finding {
             lint,
             kernel: crate::demangle(self.f.func.name),

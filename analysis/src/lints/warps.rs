@@ -13,7 +13,8 @@
 
 use crate::divergence::eval::{EvalErr, Evaluator, Lane};
 use crate::divergence::{AbsVal, Coef, DivBranch, Divergence};
-use crate::ir::{FunctionIr, ValueDef, ValueId};
+use crate::ir::inst::{Cmp, Opcode, Special};
+use crate::ir::{scalar, FunctionIr, ValueDef, ValueId};
 use crate::ptx::Operand;
 
 pub const WARP: usize = 32;
@@ -74,23 +75,20 @@ impl Split {
 }
 
 /// The `setp` that defines a predicate, with the comparison and operands.
-fn setp_of<'a>(f: &FunctionIr<'a>, v: ValueId) -> Option<(usize, &'a str)> {
+fn setp_of(f: &FunctionIr<'_>, v: ValueId) -> Option<(usize, Cmp)> {
     let i = f.def_inst(v)?;
-    let inst = f.insts[i];
-    if inst.op() != "setp" || inst.guard.is_some() || inst.operands.len() != 3 {
+    let inst = &f.insts[i];
+    if inst.opcode != Opcode::Setp || inst.ast.guard.is_some() || inst.operands().len() != 3 {
         return None;
     }
-    let cmp = inst.mods().next()?;
-    Some((i, cmp))
+    Some((i, inst.cmp?))
 }
 
 pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Split {
     let setp = setp_of(f, br.cond);
     let diff = setp.map(|(i, _)| {
-        let inst = f.insts[i];
-        let a = d.operand(f, i, &inst.operands[1]);
-        let b = d.operand(f, i, &inst.operands[2]);
-        a.sub(b)
+        let ops = f.insts[i].operands();
+        d.operand(f, i, &ops[1]) - d.operand(f, i, &ops[2])
     });
     // loop exits: does the iteration count vary within a warp?
     let cfg = &f.cfg;
@@ -161,8 +159,7 @@ fn const_coefs(c: [Coef; 3]) -> Option<[i64; 3]> {
 /// copies and additions of uniform values).
 fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<AbsVal> {
     let header = f.cfg.loops[l].header;
-    let inst = f.insts[i];
-    for o in &inst.operands[1..] {
+    for o in &f.insts[i].operands()[1..] {
         let Operand::Reg(r) = o else { continue };
         let Some(mut v) = f.ssa.use_of(i, r) else { continue };
         for _ in 0..8 {
@@ -171,24 +168,25 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
                     let ph = &f.ssa.phis[p as usize];
                     let &(_, latch) = ph.incoming.iter().find(|(pred, _)| f.cfg.in_loop(*pred, l))?;
                     let li = f.def_inst(through_copies(f, latch))?;
-                    let linst = f.insts[li];
-                    if !matches!(linst.op(), "add" | "sub") || linst.operands.len() != 3 {
+                    let linst = &f.insts[li];
+                    if !matches!(linst.opcode, Opcode::Add | Opcode::Sub) || linst.operands().len() != 3 {
                         return None;
                     }
-                    let other = linst.operands.iter().skip(1).find(|o| !matches!(o, Operand::Reg(r) if f.ssa.use_of(li, r) == Some(v)))?;
+                    let other =
+                        linst.operands().iter().skip(1).find(|o| !matches!(o, Operand::Reg(r) if f.ssa.use_of(li, r) == Some(v)))?;
                     let step = d.operand(f, li, other);
                     if !step.is_uniform() {
                         return None;
                     }
-                    return Some(if linst.op() == "sub" { step.neg() } else { step });
+                    return Some(if linst.opcode == Opcode::Sub { -step } else { step });
                 }
                 ValueDef::Inst { inst: di, .. } => {
-                    let dinst = f.insts[di as usize];
-                    if !matches!(dinst.op(), "mov" | "cvt" | "add" | "sub") {
+                    let dinst = &f.insts[di as usize];
+                    if !matches!(dinst.opcode, Opcode::Mov | Opcode::Cvt | Opcode::Add | Opcode::Sub) {
                         break;
                     }
                     // follow the thread-dependent (or phi) operand
-                    let Some(next) = dinst.operands.iter().skip(1).find_map(|o| match o {
+                    let Some(next) = dinst.operands().iter().skip(1).find_map(|o| match o {
                         Operand::Reg(r) => f
                             .ssa
                             .use_of(di as usize, r)
@@ -210,8 +208,8 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
 pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
     for _ in 0..8 {
         let Some(i) = f.def_inst(v) else { return v };
-        let inst = f.insts[i];
-        if !matches!(inst.op(), "mov" | "cvt") || inst.guard.is_some() || f.float[i] {
+        let inst = &f.insts[i];
+        if !matches!(inst.opcode, Opcode::Mov | Opcode::Cvt) || inst.ast.guard.is_some() || inst.is_float() {
             return v;
         }
         match f.operand_value(i, 1) {
@@ -226,9 +224,8 @@ pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
 /// counter `phi(init, phi op k)`, or a few block indices.
 pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
     match f.ssa.values[v as usize] {
-        ValueDef::Entry(r) => {
-            let name = f.ssa.regs[r as usize];
-            if name.starts_with("%ctaid") {
+        ValueDef::Entry(_) => {
+            if matches!(f.ssa.special(v), Some(Special::Ctaid(_))) {
                 vec![0, 1, 3]
             } else {
                 vec![]
@@ -246,34 +243,34 @@ pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i6
                     let Some(li) = f.def_inst(through_copies(f, iv)) else {
                         return vec![];
                     };
-                    let linst = f.insts[li];
-                    let k = linst.operands.get(2).and_then(|o| match o {
+                    let linst = &f.insts[li];
+                    let k = linst.operand(2).and_then(|o| match o {
                         Operand::Imm(k) => Some(*k),
                         _ => None,
                     });
-                    let uses_phi = matches!(linst.operands.get(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
-                    if !uses_phi {
+                    let uses_phi = matches!(linst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
+                    if !uses_phi
+                        || !matches!(linst.opcode, Opcode::Add | Opcode::Sub | Opcode::Shl | Opcode::Shr | Opcode::Mul | Opcode::Div)
+                    {
                         return vec![];
                     }
-                    step = k.map(|k| (linst.op(), k));
+                    step = k.map(|k| (li, k));
                 } else {
                     init = ev.values(iv).ok().and_then(|x| x.first().copied());
                 }
             }
-            let (Some(mut x), Some((op, k))) = (init, step) else {
+            let (Some(mut x), Some((li, k))) = (init, step) else {
                 return vec![];
             };
+            // the counter's next values, by the update instruction's own semantics
+            let linst = &f.insts[li];
+            let Some(ty) = scalar::dest_ty(linst, 0) else { return vec![] };
             let mut out = vec![];
             for _ in 0..6 {
                 out.push(x);
-                x = match op {
-                    "add" => x.wrapping_add(k),
-                    "sub" => x.wrapping_sub(k),
-                    "shl" if (0..32).contains(&k) => x << k,
-                    "shr" if (0..32).contains(&k) => x >> k,
-                    "mul" => x.wrapping_mul(k),
-                    "div" if k != 0 => x / k,
-                    _ => break,
+                x = match scalar::apply(linst, 0, &[x as u64, k as u64]) {
+                    Some(bits) => scalar::to_i64(ty, bits),
+                    None => break,
                 };
                 if x == 0 || out.contains(&x) {
                     break;
@@ -355,7 +352,7 @@ pub fn count(taken: &[bool]) -> (usize, bool) {
 }
 
 /// Worst case over an unknown threshold θ of `f(tid) CMP θ`, f affine.
-fn bounded(c: [Coef; 3], cmp: &str, shape: &Shape) -> Option<Split> {
+fn bounded(c: [Coef; 3], cmp: Cmp, shape: &Shape) -> Option<Split> {
     let dims_used = (0..3).filter(|&k| !c[k].is_zero()).count();
     let mut cc = [0i64; 3];
     for k in 0..3 {
@@ -368,7 +365,7 @@ fn bounded(c: [Coef; 3], cmp: &str, shape: &Shape) -> Option<Split> {
     }
     let vals: Vec<i64> = shape.lanes().iter().map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2]).collect();
     match cmp {
-        "eq" | "ne" => {
+        _ if cmp.is_equality() => {
             let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
             let mut single = true;
             for w in vals.chunks(WARP) {
@@ -436,12 +433,8 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
             }
         };
         match f.ssa.values[x as usize] {
-            ValueDef::Entry(r) => match f.ssa.regs[r as usize] {
-                "%tid.x" => add("threadIdx.x", &mut out),
-                "%tid.y" => add("threadIdx.y", &mut out),
-                "%tid.z" => add("threadIdx.z", &mut out),
-                "%laneid" => add("the lane id", &mut out),
-                r if r.starts_with("%clock") || r.starts_with("%globaltimer") => add("the clock", &mut out),
+            ValueDef::Entry(_) => match f.ssa.special(x) {
+                Some(s @ (Special::Tid(_) | Special::LaneId | Special::Clock)) => add(s.cuda_name(), &mut out),
                 _ => add("a thread-dependent register", &mut out),
             },
             ValueDef::Phi(p) => {
@@ -452,15 +445,15 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
                 stack.extend(ph.incoming.iter().map(|x| x.1));
             }
             ValueDef::Inst { inst, .. } => {
-                let i = f.insts[inst as usize];
-                match i.op() {
-                    "ld" | "ldu" | "tex" | "suld" => add("loaded data", &mut out),
-                    "atom" => add("an atomic's result", &mut out),
-                    "shfl" | "match" => add("a warp shuffle", &mut out),
-                    "call" => add("a call's result", &mut out),
+                let i = &f.insts[inst as usize];
+                match i.opcode {
+                    Opcode::Ld | Opcode::Ldu | Opcode::Tex | Opcode::Suld => add("loaded data", &mut out),
+                    Opcode::Atom => add("an atomic's result", &mut out),
+                    Opcode::Shfl | Opcode::Match => add("a warp shuffle", &mut out),
+                    Opcode::Call => add("a call's result", &mut out),
                     _ => {}
                 }
-                if !matches!(i.op(), "ld" | "ldu" | "atom") {
+                if !matches!(i.opcode, Opcode::Ld | Opcode::Ldu | Opcode::Atom) {
                     stack.extend_from_slice(f.ssa.uses(inst as usize));
                 }
             }

@@ -17,7 +17,7 @@
 
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::divergence::{AbsVal, Coef, Divergence};
-use crate::ir::space::Space;
+use crate::ir::inst::{Opcode, Space, Special};
 use crate::ir::{FunctionIr, ValueDef, ValueId};
 use crate::lints::warps::{Shape, WARP};
 use crate::ptx::Operand;
@@ -27,22 +27,7 @@ pub const SECTOR: i64 = 32;
 /// Stride assumed for a coefficient in an unknown symbol (e.g. a row pitch `n`).
 pub const SYMBOLIC_STRIDE: i64 = 4096;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AccessKind {
-    Load,
-    Store,
-    Atomic,
-}
-
-impl AccessKind {
-    pub fn verb(self) -> &'static str {
-        match self {
-            AccessKind::Load => "reads",
-            AccessKind::Store => "writes",
-            AccessKind::Atomic => "updates",
-        }
-    }
-}
+pub use crate::ir::inst::AccessKind;
 
 /// One memory access site.
 #[derive(Clone, Debug)]
@@ -90,50 +75,19 @@ pub struct Prediction {
     pub offsets: Vec<Option<i64>>,
 }
 
-fn width_of(inst: &crate::ptx::Instruction<'_>) -> u32 {
-    let mut size = 0;
-    let mut vec = 1;
-    for m in inst.mods() {
-        match m {
-            "v2" => vec = 2,
-            "v4" => vec = 4,
-            "v8" => vec = 8,
-            _ => {
-                let s = match m {
-                    "b8" | "u8" | "s8" | "e4m3" | "e5m2" => 1,
-                    "b16" | "u16" | "s16" | "f16" | "bf16" => 2,
-                    "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" | "tf32" => 4,
-                    "b64" | "u64" | "s64" | "f64" => 8,
-                    "b128" => 16,
-                    _ => 0,
-                };
-                if s > 0 {
-                    size = s;
-                }
-            }
-        }
-    }
-    (size * vec).max(1)
-}
-
 /// The global and shared memory accesses of a function.
 pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
     let mut out = Vec::new();
     for (i, inst) in f.insts.iter().enumerate() {
-        let kind = match inst.op() {
-            "ld" | "ldu" => AccessKind::Load,
-            "st" => AccessKind::Store,
-            "atom" | "red" => AccessKind::Atomic,
-            _ => continue,
-        };
+        let Some(kind) = inst.access() else { continue };
         let space = f.spaces.access(f, i);
         if !matches!(space, Space::Global | Space::Shared) {
             continue;
         }
-        let Some(k) = inst.operands.iter().position(|o| matches!(o, Operand::Addr(_))) else { continue };
-        let Operand::Addr(a) = &inst.operands[k] else { continue };
-        let addr = d.operand(f, i, &inst.operands[k]);
-        out.push(Access { inst: i, kind, space, width: width_of(inst), addr, addr_value: f.operand_value(i, k), offset: a.offset });
+        let Some(k) = inst.address_operand() else { continue };
+        let Some(Operand::Addr(a)) = inst.operand(k) else { continue };
+        let addr = d.operand(f, i, &inst.operands()[k]);
+        out.push(Access { inst: i, kind, space, width: inst.access_width(), addr, addr_value: f.operand_value(i, k), offset: a.offset });
     }
     out
 }
@@ -189,7 +143,7 @@ pub fn evaluate_with(
                         let samples = crate::lints::warps::samples(f, ev, x);
                         samples.get(iteration).or(samples.first()).copied().or(scalar)?
                     }
-                    ValueDef::Entry(r) if f.ssa.regs[r as usize].starts_with("%ctaid") => ctaid,
+                    ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => ctaid,
                     // a pointer is an offset from its own base; a generic value (an
                     // untyped 64-bit parameter: pointer or length) is not known
                     _ if matches!(f.spaces.of(x), Space::Global | Space::Shared) => 0,
@@ -221,10 +175,10 @@ pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
     for _ in 0..32 {
         let ValueDef::Inst { inst, .. } = f.ssa.values[v as usize] else { return v };
         let i = inst as usize;
-        if !matches!(f.insts[i].op(), "add" | "sub" | "mad" | "cvta" | "mov" | "cvt") {
+        if !matches!(f.insts[i].opcode, Opcode::Add | Opcode::Sub | Opcode::Mad | Opcode::Cvta | Opcode::Mov | Opcode::Cvt) {
             return v;
         }
-        let next = (1..f.insts[i].operands.len())
+        let next = (1..f.insts[i].operands().len())
             .filter_map(|k| f.operand_value(i, k))
             .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic));
         match next {
@@ -235,9 +189,6 @@ pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
     v
 }
 
-/// Value of a uniform symbol for the prediction: `%ntid` from the shape, or
-/// a value computed from loop counters (first iteration), `%ntid` and
-/// constants; else `None` (an unknown, taken as a large stride).
 /// The declared variable (`.shared` array, `.global`) an access is based
 /// on, when its address is that symbol plus offsets.
 pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
@@ -245,8 +196,7 @@ pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
         crate::ptx::Operand::Sym(s) | crate::ptx::Operand::SymOff(s, _) => Some(*s),
         _ => None,
     };
-    let inst = f.insts[a.inst];
-    for o in inst.operands.iter() {
+    for o in f.insts[a.inst].operands() {
         if let crate::ptx::Operand::Addr(ad) = o {
             if let Some(s) = ad.base.as_ref().and_then(sym_of) {
                 return Some(s);
@@ -254,15 +204,13 @@ pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
         }
     }
     let ValueDef::Inst { inst, .. } = f.ssa.values[root(f, a.addr_value?) as usize] else { return None };
-    f.insts[inst as usize].operands.iter().skip(1).find_map(sym_of)
+    f.insts[inst as usize].operands().iter().skip(1).find_map(sym_of)
 }
 
+/// Value of a uniform symbol for the prediction: computed from `%ntid`
+/// (the shape), loop counters (first iteration) and constants; `None` for
+/// anything else (a parameter: an unknown, taken as a large stride).
 pub fn symbol_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, sym: u32) -> Option<i64> {
-    for (dim, name) in ["%ntid.x", "%ntid.y", "%ntid.z"].iter().enumerate() {
-        if crate::divergence::name_key(name, 0) == sym {
-            return Some(shape.block[dim] as i64);
-        }
-    }
     if (sym as usize) >= f.ssa.values.len() {
         return None;
     }

@@ -2,8 +2,9 @@
 //!
 //! Owns: the shape of a parsed module (directives, functions, statements,
 //! instructions, operands) and small accessors on it. Does not own: semantics
-//! of instructions (which operands are defined, address spaces…); that is the
-//! `ir` module's job. Unknown instructions are kept as generic `Instruction`s.
+//! of instructions (opcodes, types, which operands are defined, address
+//! spaces…); that is `crate::ir::inst`'s job. Every instruction is kept with
+//! its opcode text and operands, known or not.
 
 pub use super::lexer::Pos;
 
@@ -132,7 +133,9 @@ pub enum Stmt<'a> {
 pub struct Operands<'a> {
     len: u8,
     inline: [Operand<'a>; 3],
-    /// All operands, once there are more than three.
+    /// All operands, once there are more than three (boxed: one pointer
+    /// keeps `Operands` small for the common case).
+    #[allow(clippy::box_collection)]
     spill: Option<Box<Vec<Operand<'a>>>>,
 }
 
@@ -202,25 +205,12 @@ pub struct Guard<'a> {
 #[derive(Debug, Clone)]
 pub struct Instruction<'a> {
     pub guard: Option<Guard<'a>>,
-    /// Full dotted opcode, e.g. `ld.global.nc.v2.f32`.
+    /// Full dotted opcode, e.g. `ld.global.nc.v2.f32` (its meaning is
+    /// decoded once, by `crate::ir::inst::decode`).
     pub opcode: &'a str,
     /// Operands (most instructions have at most three: stored inline).
     pub operands: Operands<'a>,
     pub pos: Pos,
-}
-
-impl<'a> Instruction<'a> {
-    /// The base opcode without modifiers (`ld` for `ld.global.f32`).
-    pub fn op(&self) -> &'a str {
-        self.opcode.split('.').next().unwrap_or(self.opcode)
-    }
-    /// Modifiers after the base opcode (`global`, `f32` for `ld.global.f32`).
-    pub fn mods(&self) -> impl Iterator<Item = &'a str> + 'a {
-        self.opcode.split('.').skip(1)
-    }
-    pub fn has_mod(&self, m: &str) -> bool {
-        self.mods().any(|x| x == m)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,6 @@
 //! Owns: intervals and the conflict check. Does not own: address values
 //! and guards (`crate::memory`, `crate::lints::Ctx`) or messages (lints).
 
-use crate::ir::semantics::is_barrier;
 use crate::ir::space::Space;
 use crate::ir::FunctionIr;
 use crate::memory::{Access, AccessKind};
@@ -28,7 +27,7 @@ pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn
     for (k, a) in accesses.iter().enumerate() {
         at.entry(a.inst).or_default().push(k);
     }
-    let is_bar = |i: usize| is_barrier(f.insts[i]) || barrier_calls(i);
+    let is_bar = |i: usize| f.insts[i].is_block_barrier() || barrier_calls(i);
     // interval starts: the entry and the instruction after each barrier
     let mut starts: Vec<usize> = vec![0];
     for i in 0..n {

@@ -31,6 +31,12 @@ mod device {
     use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
     use cudarc::nvrtc::Ptx;
     use gpucheck_analysis::interp::Arg;
+    use gpucheck_analysis::ir::inst::Ty;
+
+    /// A 64-bit integer parameter: a pointer, or a scalar of that size.
+    fn pointer_sized(ty: &str) -> bool {
+        Ty::of_decl(ty).is_some_and(|t| t.bits() == 64 && !t.is_float())
+    }
 
     /// Whether the CUDA driver library can be loaded here.
     pub fn driver_present() -> bool {
@@ -82,7 +88,7 @@ mod device {
             let mut which: Vec<Option<usize>> = Vec::new();
             for (param, arg) in f.params.iter().zip(&p.args) {
                 let buffer = match arg {
-                    Arg::Bits(bits) => p.buffers.iter().position(|b| b.addr == *bits && matches!(param.ty, ".u64" | ".b64" | ".s64")),
+                    Arg::Bits(bits) => p.buffers.iter().position(|b| b.addr == *bits && pointer_sized(param.ty)),
                     Arg::Bytes(_) => bail!("aggregate parameters are not supported by the CUDA engine"),
                 };
                 which.push(buffer);
@@ -90,11 +96,11 @@ mod device {
                     Arg::Bits(b) => *b,
                     Arg::Bytes(_) => 0,
                 };
-                scalars.push(match (buffer, param.ty) {
+                scalars.push(match (buffer, Ty::of_decl(param.ty).map(Ty::bytes)) {
                     (Some(_), _) => None,
-                    (None, ".u8" | ".s8" | ".b8") => Some(Scalar::B8(bits as u8)),
-                    (None, ".u16" | ".s16" | ".b16") => Some(Scalar::B16(bits as u16)),
-                    (None, ".u32" | ".s32" | ".b32" | ".f32") => Some(Scalar::B32(bits as u32)),
+                    (None, Some(1)) => Some(Scalar::B8(bits as u8)),
+                    (None, Some(2)) => Some(Scalar::B16(bits as u16)),
+                    (None, Some(4)) => Some(Scalar::B32(bits as u32)),
                     (None, _) => Some(Scalar::B64(bits)),
                 });
             }

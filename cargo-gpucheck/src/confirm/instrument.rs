@@ -124,52 +124,41 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
         }
         let fir = ir::lower_one(&module, index, &noreturn);
         for (i, inst) in fir.insts.iter().enumerate() {
-            if !matches!(inst.op(), "ld" | "st" | "atom" | "red") || inst.has_mod("param") || inst.has_mod("local") || inst.has_mod("const")
-            {
+            if inst.access().is_none() || matches!(inst.space, Some(Space::Param | Space::Local | Space::Const)) {
                 continue;
             }
             let space = fir.spaces.access(&fir, i);
-            let line = inst.pos.line;
+            let line = inst.ast.pos.line;
+            let opcode = inst.text();
             let space = match space {
                 Space::Global => "global",
                 Space::Shared => "shared",
                 _ => {
-                    skipped.push((line, format!("`{}`: address space not known statically", inst.opcode)));
+                    skipped.push((line, format!("`{opcode}`: address space not known statically")));
                     continue;
                 }
             };
-            let width: u32 = {
-                let ty = inst.mods().find_map(|m| match m {
-                    "b8" | "u8" | "s8" => Some(1),
-                    "b16" | "u16" | "s16" | "f16" => Some(2),
-                    "b32" | "u32" | "s32" | "f32" => Some(4),
-                    "b64" | "u64" | "s64" | "f64" => Some(8),
-                    "b128" => Some(16),
-                    _ => None,
-                });
-                let vec = inst.mods().find_map(|m| m.strip_prefix('v').and_then(|n| n.parse::<u32>().ok())).unwrap_or(1);
-                ty.unwrap_or(4) * vec
-            };
+            let width = inst.access_width();
             if space == "shared" && width > 4 {
-                skipped.push((line, format!("`{}`: shared accesses wider than 4 bytes are not instrumented", inst.opcode)));
+                skipped.push((line, format!("`{opcode}`: shared accesses wider than 4 bytes are not instrumented")));
                 continue;
             }
             let text = lines.get(line as usize - 1).map(|l| l.trim_start()).unwrap_or("");
-            if !(text.starts_with(inst.opcode) || text.starts_with('@')) || inserts.iter().any(|(l, _)| *l == line) {
-                skipped.push((line, format!("`{}` does not start its line", inst.opcode)));
+            if !(text.starts_with(opcode) || text.starts_with('@')) || inserts.iter().any(|(l, _)| *l == line) {
+                skipped.push((line, format!("`{opcode}` does not start its line")));
                 continue;
             }
-            let addr = inst.operands.iter().find_map(|o| match o {
+            let addr = inst.operands().iter().find_map(|o| match o {
                 Operand::Addr(a) => Some(a),
                 _ => None,
             });
             let Some(addr) = addr else { continue };
             let mut code = String::new();
             let site = sites.len();
-            let _ = writeln!(code, "\t{{ // gpucheck site {site}: {space} {}", inst.opcode);
+            let _ = writeln!(code, "\t{{ // gpucheck site {site}: {space} {opcode}");
             code.push_str("\t.reg .pred %gck_p<4>;\n\t.reg .b32 %gck_r<10>;\n\t.reg .b64 %gck_d<6>;\n");
             code.push_str("\tactivemask.b32 %gck_r0;\n");
-            match &inst.guard {
+            match &inst.ast.guard {
                 None => code.push_str("\tsetp.eq.b32 %gck_p0, %gck_r0, %gck_r0;\n"),
                 Some(g) if g.negated => {
                     let _ = writeln!(code, "\tnot.pred %gck_p0, {};", g.reg);
@@ -193,7 +182,7 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
                     let _ = writeln!(code, "\tmov.u64 %gck_d0, {v};");
                 }
                 _ => {
-                    skipped.push((line, format!("`{}`: address form not instrumented", inst.opcode)));
+                    skipped.push((line, format!("`{opcode}`: address form not instrumented")));
                     continue;
                 }
             }

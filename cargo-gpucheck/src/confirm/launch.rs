@@ -10,6 +10,7 @@
 //! error that lists what is missing. Does not own: running anything.
 
 use gpucheck_analysis::interp::{Arg, Global};
+use gpucheck_analysis::ir::inst::Ty;
 use gpucheck_analysis::ptx;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -300,10 +301,11 @@ pub fn fill(elem: Elem, len: usize, fill: Fill, seed: u64) -> Vec<u8> {
 }
 
 fn scalar_bits(text: &str, ptx_ty: &str, rust_ty: Option<&str>) -> Result<u64, String> {
-    let float = matches!(ptx_ty, ".f32" | ".f64") || rust_ty.is_some_and(|t| t == "f32" || t == "f64");
+    let ty = Ty::of_decl(ptx_ty);
+    let float = ty.is_some_and(Ty::is_float) || rust_ty.is_some_and(|t| t == "f32" || t == "f64");
     if float {
         let v: f64 = text.parse().map_err(|_| format!("`{text}` is not a number"))?;
-        return Ok(if ptx_ty == ".f64" || rust_ty == Some("f64") { v.to_bits() } else { (v as f32).to_bits() as u64 });
+        return Ok(if ty == Some(Ty::F(64)) || rust_ty == Some("f64") { v.to_bits() } else { (v as f32).to_bits() as u64 });
     }
     let (neg, digits) = match text.strip_prefix('-') {
         Some(d) => (true, d),
@@ -353,12 +355,12 @@ pub fn prepare(
         }
         let Some((key, text)) = found else {
             let pointee = rty.and_then(|t| t.strip_prefix("*const ").or_else(|| t.strip_prefix("*mut "))).map(str::trim);
-            let hint = match (pointee, p.ty) {
+            let hint = match (pointee, Ty::of_decl(p.ty)) {
                 (Some(t), _) => format!("--arg {display}={}[N] (a buffer of N elements)", Elem::parse(t).map(|_| t).unwrap_or("u8")),
-                (None, ".u64" | ".b64" | ".s64") if rty.is_none() => {
+                (None, Some(t)) if t.is_float() => format!("--arg {display}=1.5"),
+                (None, Some(t)) if t.bits() == 64 && rty.is_none() => {
                     format!("--arg {display}=VALUE or --arg {display}=f32[N] (64-bit: a scalar or a pointer)")
                 }
-                (None, ".f32" | ".f64") => format!("--arg {display}=1.5"),
                 _ => format!("--arg {display}=VALUE"),
             };
             missing.push(format!(

@@ -1,14 +1,115 @@
-//! Scalar semantics of PTX arithmetic on register bits (one lane): integer
-//! operations at their width with wrap-around, IEEE floating point with the
-//! rounding modes PTX names (`.rn` exact; `.rz/.rm/.rp`: f32 add/sub/mul
-//! computed exactly in f64 and rounded in the asked direction, f64 and
-//! division from the sign of the rounding error), comparisons, conversions.
-//! Registers hold values zero-extended to 64 bits.
+//! The one scalar semantics of PTX operations on register bits (one lane):
+//! integer operations at their width with wrap-around and exact signedness,
+//! IEEE floating point with the rounding modes PTX names (`.rn` exact;
+//! `.rz/.rm/.rp`: f32 add/sub/mul computed exactly in f64 and rounded in the
+//! asked direction, f64 and division from the sign of the rounding error),
+//! comparisons, conversions, bit-field and byte-permute operations, atomics'
+//! combining functions. Registers hold values zero-extended to 64 bits.
+//!
+//! Every consumer calls these functions: the interpreter for each lane,
+//! constant folding in the divergence analysis, and the per-lane evaluator
+//! of thread-only expressions ([`apply`] with `i64` conversions).
 //!
 //! Owns: bit-level meaning of one operation. Does not own: lanes, memory,
-//! control flow.
+//! control flow, or which instruction is which (see `inst`).
 
-use super::decode::{Bin, BoolOp, Cmp, Round, Ty, Un};
+use super::inst::{AtomOp, BoolOp, Cmp, Flag, Inst, Opcode, Round, Ty};
+
+/// Binary operations (the operation of `add`, `mul.hi`, `shl`…).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bin {
+    Add,
+    Sub,
+    MulLo,
+    MulHi,
+    MulWide,
+    Div,
+    Rem,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Min,
+    Max,
+    /// `copysign`
+    CopySign,
+}
+
+/// Unary operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Un {
+    Neg,
+    Not,
+    Cnot,
+    Abs,
+    Popc,
+    Clz,
+    Brev,
+    Bfind,
+    Sqrt,
+    Rsqrt,
+    Rcp,
+    Ex2,
+    Lg2,
+    Sin,
+    Cos,
+    Tanh,
+}
+
+/// The multiplication half of `mul`/`mad` (`.lo` when none is named).
+pub fn mul_mode(i: &Inst<'_>) -> Bin {
+    if i.has(Flag::HI) {
+        Bin::MulHi
+    } else if i.has(Flag::WIDE) {
+        Bin::MulWide
+    } else {
+        Bin::MulLo
+    }
+}
+
+/// The binary operation of an instruction, if it is one.
+pub fn bin_op(i: &Inst<'_>) -> Option<Bin> {
+    Some(match i.opcode {
+        Opcode::Add => Bin::Add,
+        Opcode::Sub => Bin::Sub,
+        Opcode::Mul | Opcode::Mul24 => mul_mode(i),
+        Opcode::Div => Bin::Div,
+        Opcode::Rem => Bin::Rem,
+        Opcode::And => Bin::And,
+        Opcode::Or => Bin::Or,
+        Opcode::Xor => Bin::Xor,
+        Opcode::Shl => Bin::Shl,
+        Opcode::Shr => Bin::Shr,
+        Opcode::Min => Bin::Min,
+        Opcode::Max => Bin::Max,
+        Opcode::Copysign => Bin::CopySign,
+        _ => return None,
+    })
+}
+
+/// The unary operation of an instruction, if it is one.
+pub fn un_op(i: &Inst<'_>) -> Option<Un> {
+    Some(match i.opcode {
+        Opcode::Neg => Un::Neg,
+        Opcode::Not => Un::Not,
+        Opcode::Cnot => Un::Cnot,
+        Opcode::Abs => Un::Abs,
+        Opcode::Popc => Un::Popc,
+        Opcode::Clz => Un::Clz,
+        Opcode::Brev => Un::Brev,
+        Opcode::Bfind => Un::Bfind,
+        Opcode::Sqrt => Un::Sqrt,
+        Opcode::Rsqrt => Un::Rsqrt,
+        Opcode::Rcp => Un::Rcp,
+        Opcode::Ex2 => Un::Ex2,
+        Opcode::Lg2 => Un::Lg2,
+        Opcode::Sin => Un::Sin,
+        Opcode::Cos => Un::Cos,
+        Opcode::Tanh => Un::Tanh,
+        _ => return None,
+    })
+}
 
 #[inline]
 pub fn mask(bits: u32) -> u64 {
@@ -167,7 +268,8 @@ fn fval(ty: Ty, x: u64, ftz: bool) -> f64 {
     }
 }
 
-/// Binary operation; `None` for an undefined case the interpreter reports.
+/// Binary operation on register bits (every input has a result: integer
+/// division by zero gives all ones, remainder by zero the dividend).
 pub fn bin(op: Bin, ty: Ty, a: u64, b: u64, r: Round, ftz: bool, sat: bool) -> u64 {
     let bits = ty.bits();
     if ty.is_float() {
@@ -467,8 +569,8 @@ pub fn cvt(dty: Ty, sty: Ty, a: u64, round: Option<Round>, int_round: bool, sat:
 }
 
 /// `atom`/`red` combining function.
-pub fn atom(op: super::decode::AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
-    use super::decode::AtomOp::*;
+pub fn atom(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
+    use AtomOp::*;
     let bits = ty.bits();
     let m = mask(bits);
     match op {
@@ -499,6 +601,7 @@ pub fn atom(op: super::decode::AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 
                 (old + 1) & m
             }
         }
+        Popc => old.wrapping_add((b & 1 != 0) as u64) & m,
         Dec => {
             if (old & m) == 0 || (old & m) > (b & m) {
                 b & m
@@ -509,9 +612,235 @@ pub fn atom(op: super::decode::AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 
     }
 }
 
+/// `mad`/`fma`: `a·b + c` (the product's half per `mode`; floats fused,
+/// rounded once per `r`).
+#[allow(clippy::too_many_arguments)]
+pub fn mad(ty: Ty, mode: Bin, a: u64, b: u64, c: u64, r: Round, ftz: bool, sat: bool) -> u64 {
+    if ty.is_float() {
+        if ty == Ty::F(32) {
+            let (x, y, z) = (f32v(a), f32v(b), f32v(c));
+            let (x, y, z) = if ftz { (ftz32(x), ftz32(y), ftz32(z)) } else { (x, y, z) };
+            let out = if r == Round::Rn { x.mul_add(y, z) } else { round_f32(x as f64 * y as f64 + z as f64, r) };
+            let out = if sat { out.clamp(0.0, 1.0) } else { out };
+            return (if ftz { ftz32(out) } else { out }).to_bits() as u64;
+        }
+        let out = f64v(a).mul_add(f64v(b), f64v(c));
+        return (if sat { out.clamp(0.0, 1.0) } else { out }).to_bits();
+    }
+    let p = bin(mode, ty, a, b, Round::Rn, false, false);
+    let bits = if mode == Bin::MulWide { ty.bits() * 2 } else { ty.bits() };
+    if sat && ty.signed() && mode == Bin::MulHi {
+        let v = sext(p, bits) as i128 + sext(c, bits) as i128;
+        return (v.clamp(i32::MIN as i128, i32::MAX as i128) as u64) & mask(bits);
+    }
+    p.wrapping_add(c) & mask(bits)
+}
+
+/// `bfe`: extract `len` bits at `pos` (sign-extended for signed types).
+pub fn bfe(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
+    let bits = ty.bits();
+    let x = a & mask(bits);
+    let (pos, len) = ((pos & 0xff) as u32, (len & 0xff) as u32);
+    if len == 0 {
+        return 0;
+    }
+    let raw = if pos >= 64 { 0 } else { (x >> pos) & mask(len) };
+    if ty.signed() {
+        let sign_pos = (pos + len - 1).min(bits - 1);
+        if (x >> sign_pos) & 1 == 1 {
+            return (raw | !mask(len)) & mask(bits);
+        }
+    }
+    raw
+}
+
+/// `bfi`: insert the low `len` bits of `f` into `b` at `pos`.
+pub fn bfi(ty: Ty, f: u64, b: u64, pos: u64, len: u64) -> u64 {
+    let bits = ty.bits();
+    let (pos, n) = ((pos & 0xff) as u32, (len & 0xff) as u32);
+    let base = b & mask(bits);
+    let v = if n == 0 || pos >= bits {
+        base
+    } else {
+        let fm = mask(n.min(bits - pos)) << pos;
+        (base & !fm) | ((f << pos) & fm)
+    };
+    v & mask(bits)
+}
+
+/// `prmt` (default mode): pick four bytes of `b:a` by the selector `c`.
+pub fn prmt(a: u64, b: u64, c: u64) -> u64 {
+    let bytes = ((b & 0xffff_ffff) << 32) | (a & 0xffff_ffff);
+    let mut v = 0u64;
+    for k in 0..4 {
+        let s = (c >> (4 * k)) & 0xf;
+        let mut byte = (bytes >> (8 * (s & 7))) & 0xff;
+        if s & 8 != 0 {
+            byte = if byte & 0x80 != 0 { 0xff } else { 0 };
+        }
+        v |= byte << (8 * k);
+    }
+    v
+}
+
+/// `set`: the comparison as all ones / zero (integers) or 1.0 / 0.0 (f32).
+pub fn set(dty: Ty, r: bool) -> u64 {
+    match (dty.is_float(), r) {
+        (true, true) => 1.0f32.to_bits() as u64,
+        (false, true) => mask(dty.bits()),
+        (_, false) => 0,
+    }
+}
+
+/// The value an instruction writes to destination `slot`, from the bits
+/// of its source operands in order (predicates as 0/1), for the
+/// operations that compute from their operands alone: arithmetic, logic,
+/// comparisons, selects, conversions, moves. `cvta` keeps an address in
+/// the numbering of its state space (generic windows are the
+/// interpreter's). `None` for everything else, and where PTX leaves the
+/// result undefined (integer division by zero).
+pub fn apply(i: &Inst<'_>, slot: usize, args: &[u64]) -> Option<u64> {
+    let ty = i.ty?;
+    let arg = |k: usize| args.get(k).copied();
+    let round = i.round.unwrap_or(Round::Rn);
+    let (ftz, sat) = (i.has(Flag::FTZ), i.has(Flag::SAT));
+    if slot > 0 && !(i.opcode == Opcode::Setp && slot == 1) {
+        return None;
+    }
+    if let Some(op) = bin_op(i) {
+        if matches!(op, Bin::Div | Bin::Rem) && !ty.is_float() && arg(1)? & mask(ty.bits()) == 0 {
+            return None;
+        }
+        if i.has(Flag::CC) {
+            return None;
+        }
+        return Some(bin(op, ty, arg(0)?, arg(1)?, round, ftz, sat));
+    }
+    if let Some(op) = un_op(i) {
+        return Some(un(op, ty, arg(0)?, ftz));
+    }
+    Some(match i.opcode {
+        Opcode::Mov | Opcode::Cvta if args.len() == 1 => arg(0)?,
+        Opcode::Mad | Opcode::Fma | Opcode::Mad24 if !i.has(Flag::CC) => mad(ty, mul_mode(i), arg(0)?, arg(1)?, arg(2)?, round, ftz, sat),
+        Opcode::Cvt => cvt(i.dty?, ty, arg(0)?, i.round, i.has(Flag::INT_ROUND), sat, ftz),
+        Opcode::Selp => {
+            if arg(2)? & 1 != 0 {
+                arg(0)?
+            } else {
+                arg(1)?
+            }
+        }
+        Opcode::Setp => {
+            let mut r = cmp(i.cmp?, ty, arg(0)?, arg(1)?, ftz);
+            if slot == 1 {
+                r = !r;
+            }
+            if let Some(b) = i.bool_op {
+                r = boolop(b, r, arg(2)? & 1 != 0);
+            }
+            r as u64
+        }
+        Opcode::Set => {
+            let mut r = cmp(i.cmp?, ty, arg(0)?, arg(1)?, ftz);
+            if let Some(b) = i.bool_op {
+                r = boolop(b, r, arg(2)? & 1 != 0);
+            }
+            set(i.dty?, r)
+        }
+        Opcode::Bfe => bfe(ty, arg(0)?, arg(1)?, arg(2)?),
+        Opcode::Bfi => bfi(ty, arg(0)?, arg(1)?, arg(2)?, arg(3)?),
+        Opcode::Prmt if !i.has(Flag::PRMT_MODE) => prmt(arg(0)?, arg(1)?, arg(2)?),
+        _ => return None,
+    })
+}
+
+/// Whether [`apply`] computes the instruction (from its operands alone).
+pub fn evaluates(i: &Inst<'_>) -> bool {
+    !i.has(Flag::CC)
+        && (bin_op(i).is_some()
+            || un_op(i).is_some()
+            || matches!(
+                i.opcode,
+                Opcode::Mov
+                    | Opcode::Cvta
+                    | Opcode::Mad
+                    | Opcode::Fma
+                    | Opcode::Mad24
+                    | Opcode::Cvt
+                    | Opcode::Selp
+                    | Opcode::Setp
+                    | Opcode::Set
+                    | Opcode::Bfe
+                    | Opcode::Bfi
+            )
+            || (i.opcode == Opcode::Prmt && !i.has(Flag::PRMT_MODE)))
+}
+
+/// The type of the value written to destination `slot` (predicates for
+/// `setp`, the destination type of `cvt`/`set`, twice the width for
+/// `.wide`).
+pub fn dest_ty(i: &Inst<'_>, slot: usize) -> Option<Ty> {
+    match i.opcode {
+        Opcode::Setp => Some(Ty::Pred),
+        _ if slot > 0 => None,
+        Opcode::Cvt | Opcode::Set => i.dty,
+        _ if i.has(Flag::WIDE) => i.ty.map(Ty::widened),
+        _ => i.ty,
+    }
+}
+
+/// Register bits of type `ty` as the integer they denote: sign-extended
+/// for signed types, zero-extended otherwise.
+pub fn to_i64(ty: Ty, bits: u64) -> i64 {
+    if ty.signed() {
+        sext(bits, ty.bits())
+    } else {
+        (bits & mask(ty.bits())) as i64
+    }
+}
+
+/// Where a thread is, for the values of special registers. Fields a
+/// caller does not know are `None` (the static evaluator knows neither the
+/// block index nor the grid).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadPos {
+    pub tid: [u32; 3],
+    pub ntid: [u32; 3],
+    pub ctaid: Option<[u32; 3]>,
+    pub nctaid: Option<[u32; 3]>,
+    /// Lane in the warp, warp in the block, warps per block.
+    pub lane: u32,
+    pub warp: Option<u32>,
+    pub nwarps: Option<u32>,
+}
+
+/// The value of special register `s` in the thread at `t`; `None` when it
+/// depends on something `t` does not know (clocks, the SM, the block index
+/// when not given).
+pub fn special_value(s: super::inst::Special, t: &ThreadPos) -> Option<u64> {
+    use super::inst::{LaneMask, Special};
+    let l = t.lane as u64;
+    Some(match s {
+        Special::Tid(d) => t.tid[d as usize] as u64,
+        Special::Ntid(d) => t.ntid[d as usize] as u64,
+        Special::Ctaid(d) => t.ctaid?[d as usize] as u64,
+        Special::Nctaid(d) => t.nctaid?[d as usize] as u64,
+        Special::LaneId => l,
+        Special::WarpId => t.warp? as u64,
+        Special::NWarpId => t.nwarps? as u64,
+        Special::LaneMask(LaneMask::Eq) => 1u64 << l,
+        Special::LaneMask(LaneMask::Lt) => (1u64 << l) - 1,
+        Special::LaneMask(LaneMask::Le) => (1u64 << (l + 1)) - 1,
+        Special::LaneMask(LaneMask::Gt) => !((1u64 << (l + 1)) - 1) & 0xffff_ffff,
+        Special::LaneMask(LaneMask::Ge) => !((1u64 << l) - 1) & 0xffff_ffff,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::inst::{Cmp, Ty};
 
     #[test]
     fn integers() {

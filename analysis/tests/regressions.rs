@@ -1,0 +1,119 @@
+//! Regression tests for bugs found in review, each a few lines of PTX: a
+//! constant folded without the instruction's width and signedness, an
+//! address space written with a `::cta` qualifier, and two arithmetic
+//! overflows (a huge `.reqntid`, a DWARF range at the top of the address
+//! space) that panicked with overflow checks on.
+
+use gpucheck_analysis::{check, Finding, Options};
+
+fn findings(src: &str) -> Vec<Finding> {
+    check(src, &Options::default(), &|_| true).expect("parses").findings
+}
+
+fn metric(f: &Finding, name: &str) -> Option<i64> {
+    f.metrics.iter().find(|(k, _)| *k == name).and_then(|(_, v)| match v {
+        gpucheck_analysis::Metric::Int(x) => Some(*x),
+        _ => None,
+    })
+}
+
+/// `min.u32(not.b32 0, 1)` is 1 (0xffffffff is the larger unsigned value),
+/// so the branch is on `tid & 1`: odd and even lanes split every warp.
+#[test]
+fn constant_folding_is_width_and_sign_exact() {
+    let src = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 k_param_0) .reqntid 256, 1, 1 {
+    .reg .pred %p<2>; .reg .b32 %r<6>; .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    not.b32 %r3, 0;
+    min.u32 %r4, %r3, 1;
+    and.b32 %r5, %r1, %r4;
+    setp.eq.u32 %p1, %r5, 0;
+    @%p1 bra $L_even;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    st.global.u32 [%rd2], %r1;
+$L_even:
+    ret;
+}"#;
+    let fs = findings(src);
+    let br: Vec<&Finding> = fs.iter().filter(|f| f.lint.name == "divergent_branch").collect();
+    assert_eq!(br.len(), 1, "{fs:#?}");
+    assert_eq!(metric(br[0], "diverging_warps"), Some(8));
+    assert_eq!(metric(br[0], "warps_per_block"), Some(8));
+}
+
+/// `ld.shared::cta` is a shared-memory load like `ld.shared`: a column of
+/// a 32-word-wide tile is a 32-way bank conflict.
+#[test]
+fn shared_cta_qualifier_is_shared_memory() {
+    for space in ["shared", "shared::cta"] {
+        let src = format!(
+            r#"
+.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry k() .reqntid 32, 1, 1 {{
+    .reg .b32 %r<4>;
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 7;
+    ld.{space}.u32 %r3, [%r2];
+    st.{space}.u32 [%r2+4], %r3;
+    ret;
+}}"#
+        );
+        let fs = findings(&src);
+        let bank: Vec<&Finding> = fs.iter().filter(|f| f.lint.name == "shared_bank_conflict").collect();
+        assert_eq!(bank.len(), 2, "ld/st.{space}: {fs:#?}");
+        assert!(bank.iter().all(|f| metric(f, "conflict_degree") == Some(32)), "ld/st.{space}: {fs:#?}");
+    }
+}
+
+/// The product of three `.reqntid` dimensions overflows 64 bits.
+#[test]
+fn huge_reqntid_is_not_a_launch_shape() {
+    let src = ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() .reqntid 4294967295, 4294967295, 4294967295 { ret; }";
+    let r = check(src, &Options::default(), &|_| true).unwrap();
+    assert_eq!(r.kernels, 1);
+    assert!(r.findings.is_empty());
+}
+
+/// A `DW_TAG_inlined_subroutine` whose `low_pc` is the last address and
+/// whose `high_pc` is a length (`DW_FORM_data8`) of 2^64 - 1.
+#[test]
+fn dwarf_range_at_the_end_of_the_address_space() {
+    let src = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.file 1 "/src/lib.rs"
+.visible .entry k() {
+    .loc 1 3 5
+    ret;
+}
+.section .debug_abbrev {
+.b8 1,17,1,17,1,0,0
+.b8 2,29,0,17,1,18,7,88,11,89,11,0,0
+.b8 0
+}
+.section .debug_info {
+.b32 36
+.b8 4,0
+.b32 .debug_abbrev
+.b8 8
+.b8 1
+.b64 0
+.b8 2
+.b64 -1
+.b64 -1
+.b8 1,5
+.b8 0
+}
+"#;
+    let r = check(src, &Options::default(), &|_| true).unwrap();
+    assert!(r.has_dwarf);
+    assert_eq!(r.kernels, 1);
+}
