@@ -38,7 +38,7 @@ pub enum EvalErr {
     Opaque,
 }
 
-type Vals = Rc<[i64]>;
+type Vals = Rc<Vec<i64>>;
 
 pub struct Evaluator<'f, 'a> {
     pub f: &'f FunctionIr<'a>,
@@ -76,13 +76,25 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.cache.borrow_mut().clear();
     }
 
+    /// Give one more leaf a value. Values already computed stay: they did
+    /// not need it (only the failures that asked for a leaf are dropped).
+    pub fn add_leaf(&mut self, v: ValueId, value: i64) {
+        self.leaves.insert(v, value);
+        self.cache.borrow_mut().retain(|_, r| r.is_ok());
+    }
+
+    /// The value given to a leaf, if any.
+    pub fn leaf(&self, v: ValueId) -> Option<i64> {
+        self.leaves.get(&v).copied()
+    }
+
     /// Values of `v` for every thread.
     pub fn values(&self, v: ValueId) -> Result<Vals, EvalErr> {
         self.value_d(v, 0)
     }
 
     fn splat(&self, k: i64) -> Vals {
-        vec![k; self.lanes.len()].into()
+        Rc::new(vec![k; self.lanes.len()])
     }
 
     fn value_d(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
@@ -163,7 +175,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 let pos = ThreadPos { tid: l.tid.map(|x| x as u32), ntid, lane: l.lane as u32, ..ThreadPos::default() };
                 scalar::special_value(s, &pos).map(|x| x as i64)
             })
-            .collect()
+            .collect::<Option<Vec<i64>>>()
+            .map(Rc::new)
     }
 
     /// A register value read by instruction `i`.
@@ -184,7 +197,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             },
             Operand::Not(r) => {
                 let x = self.operand(i, &Operand::Reg(r), depth)?;
-                Ok(x.iter().map(|v| (*v == 0) as i64).collect())
+                Ok(Rc::new(x.iter().map(|v| (*v == 0) as i64).collect()))
             }
             Operand::Imm(k) => Ok(self.splat(*k)),
             _ => Err(EvalErr::Opaque),
@@ -193,22 +206,22 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     fn inst(&self, i: usize, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
         let inst = &self.f.insts[i];
-        if inst.is_float() || !scalar::evaluates(inst) {
+        let Some(op) = scalar::prepare(inst, slot).filter(|_| !inst.is_float()) else {
             return Err(EvalErr::Opaque);
-        }
-        let value = self.unguarded(i, slot, depth)?;
+        };
+        let value = self.unguarded(i, slot, op, depth)?;
         let Some(g) = inst.ast.guard else { return Ok(value) };
         let gv = self.operand(i, &Operand::Reg(g.reg), depth)?;
         let prior = match self.f.ssa.prior(i, slot) {
             Some(p) => self.value_d(p, depth)?,
             None => return Err(EvalErr::Opaque),
         };
-        Ok((0..self.lanes.len()).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect())
+        Ok(Rc::new((0..self.lanes.len()).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect()))
     }
 
     /// The instruction's value in every lane, from its sources' values, by
     /// the scalar semantics.
-    fn unguarded(&self, i: usize, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
+    fn unguarded(&self, i: usize, slot: usize, op: scalar::Prepared, depth: u32) -> Result<Vals, EvalErr> {
         let inst = &self.f.insts[i];
         let ty = scalar::dest_ty(inst, slot).ok_or(EvalErr::Opaque)?;
         let mut srcs: Vec<Vals> = Vec::with_capacity(inst.operands().len());
@@ -218,15 +231,12 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 (o, _) => self.operand(i, o, depth)?,
             });
         }
-        let mut args = vec![0u64; srcs.len()];
-        let mut out = Vec::with_capacity(self.lanes.len());
-        for t in 0..self.lanes.len() {
-            for (a, s) in args.iter_mut().zip(&srcs) {
-                *a = s[t] as u64;
-            }
-            let bits = scalar::apply(inst, slot, &args).ok_or(EvalErr::Opaque)?;
-            out.push(scalar::to_i64(ty, bits));
+        let mut refs: [&[i64]; 5] = [&[]; 5];
+        for (r, s) in refs.iter_mut().zip(&srcs) {
+            *r = s;
         }
-        Ok(out.into())
+        let mut out = Vec::with_capacity(self.lanes.len());
+        op.apply_lanes(&refs[..srcs.len().min(5)], ty, &mut out).ok_or(EvalErr::Opaque)?;
+        Ok(Rc::new(out))
     }
 }

@@ -14,11 +14,12 @@ pub mod eval;
 mod transfer;
 pub use transfer::name_key;
 
+use crate::ir::dataflow::{self, Problem};
 use crate::ir::inst::{Opcode, Space, Special};
 use crate::ir::{FunctionIr, User, ValueDef, ValueId};
 use crate::ptx::Operand;
 pub use domain::{AbsVal, Coef};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
 /// Facts about callees that call sites need.
 #[derive(Debug, Default, Clone)]
@@ -32,49 +33,58 @@ pub struct Summaries<'a> {
     pub defined: HashSet<&'a str>,
 }
 
+/// A function's own facts, and those it inherits from its callees: a
+/// dataflow problem over the call graph.
+struct CallFacts {
+    /// (thread-variant, executes a barrier) from the function's own code.
+    local: Vec<(bool, bool)>,
+    callees: Vec<Vec<usize>>,
+    callers: Vec<Vec<usize>>,
+}
+
+impl Problem for CallFacts {
+    type Value = (bool, bool);
+    fn transfer(&mut self, f: usize, state: &[(bool, bool)]) -> (bool, bool) {
+        self.callees[f].iter().fold(self.local[f], |(v, b), &c| (v || state[c].0, b || state[c].1))
+    }
+    fn join(&self, a: &(bool, bool), b: &(bool, bool)) -> (bool, bool) {
+        (a.0 || b.0, a.1 || b.1)
+    }
+    fn dependents(&mut self, f: usize, _: &[(bool, bool)], out: &mut Vec<usize>) {
+        out.extend(&self.callers[f]);
+    }
+}
+
 impl<'a> Summaries<'a> {
     pub fn compute<L: crate::ir::Listing<'a>>(fns: &[L]) -> Summaries<'a> {
-        let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
-        let mut variant: HashSet<&str> = HashSet::new();
-        let mut barrier: HashSet<&str> = HashSet::new();
-        for f in fns {
-            let name = f.func().name;
+        let index: HashMap<&str, usize> = fns.iter().enumerate().map(|(k, f)| (f.func().name, k)).collect();
+        let mut facts = CallFacts { local: Vec::new(), callees: vec![Vec::new(); fns.len()], callers: vec![Vec::new(); fns.len()] };
+        for (k, f) in fns.iter().enumerate() {
+            let (mut variant, mut barrier) = (false, false);
             for i in f.insts() {
-                if let Some(t) = i.call_target() {
-                    calls.entry(name).or_default().push(t);
+                if let Some(&c) = i.call_target().and_then(|t| index.get(t)) {
+                    facts.callees[k].push(c);
+                    facts.callers[c].push(k);
                 }
-                if i.is_block_barrier() {
-                    barrier.insert(name);
-                }
+                barrier |= i.is_block_barrier();
                 let thread_src = i
                     .operands()
                     .iter()
                     .any(|o| matches!(o, Operand::Reg(r) if Special::parse(r).is_some_and(|s| transfer::special(s).is_divergent())));
-                if thread_src || i.lane_exchanging() || (i.opcode == Opcode::Ld && i.space == Some(Space::Local)) || i.is_indirect_call() {
-                    variant.insert(name);
-                }
+                variant |=
+                    thread_src || i.lane_exchanging() || (i.opcode == Opcode::Ld && i.space == Some(Space::Local)) || i.is_indirect_call();
             }
+            facts.local.push((variant, barrier));
         }
-        // propagate through the call graph to a fixed point
-        loop {
-            let mut changed = false;
-            for (caller, callees) in &calls {
-                for c in callees {
-                    if variant.contains(c) && variant.insert(caller) {
-                        changed = true;
-                    }
-                    if barrier.contains(c) && barrier.insert(caller) {
-                        changed = true;
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
+        let init = facts.local.clone();
+        let order: Vec<usize> = (0..fns.len()).collect();
+        let state = dataflow::solve(&mut facts, init, &order);
+        let names = || fns.iter().map(|f| f.func().name);
+        Summaries {
+            thread_invariant: names().zip(&state).filter(|(_, s)| !s.0).map(|(n, _)| n).collect(),
+            has_barrier: names().zip(&state).filter(|(_, s)| s.1).map(|(n, _)| n).collect(),
+            defined: names().collect(),
         }
-        let thread_invariant = fns.iter().map(|f| f.func().name).filter(|n| !variant.contains(n)).collect();
-        let defined = fns.iter().map(|f| f.func().name).collect();
-        Summaries { thread_invariant, has_barrier: barrier, defined }
     }
 }
 
@@ -91,7 +101,7 @@ pub struct DivBranch {
 
 pub struct Divergence {
     pub vals: Vec<AbsVal>,
-    /// Divergent branches, in the order found.
+    /// Divergent branches, in reverse post-order of their blocks.
     pub branches: Vec<DivBranch>,
     /// Loops with a thread-dependent exit: ⊤, or `WarpUniform` when whole
     /// warps leave at different iterations; `Bottom` when uniform.
@@ -104,10 +114,229 @@ pub struct Divergence {
 
 const NO_BLOCK: u32 = u32::MAX;
 
+/// Read access to abstract values, during the fixed point (the solver's
+/// state) and after it (a [`Divergence`]): what transfer functions see.
+pub trait Values {
+    fn val(&self, v: ValueId) -> AbsVal;
+    /// What leaving loop `l` adds to the values defined in it (`Bottom`
+    /// unless its exit is thread-dependent).
+    fn loop_exit(&self, l: usize) -> AbsVal;
+    fn def_block(&self, v: ValueId) -> u32;
+
+    /// The value of `v` as seen by a use in block `use_block`: divergent when
+    /// it leaves a loop with a thread-dependent exit (temporal divergence).
+    fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: usize) -> AbsVal {
+        let val = self.val(v);
+        let db = self.def_block(v);
+        if db == NO_BLOCK || matches!(val, AbsVal::Top { .. }) {
+            return val;
+        }
+        let mut l = f.cfg.loop_of[db as usize];
+        while let Some(x) = l {
+            if f.cfg.in_loop(use_block, x) {
+                break;
+            }
+            let k = self.loop_exit(x);
+            if k != AbsVal::Bottom {
+                return val.join(k);
+            }
+            l = f.cfg.loops[x].parent;
+        }
+        val
+    }
+}
+
+impl Values for Divergence {
+    fn val(&self, v: ValueId) -> AbsVal {
+        self.vals[v as usize]
+    }
+    fn loop_exit(&self, l: usize) -> AbsVal {
+        self.divergent_loop[l]
+    }
+    fn def_block(&self, v: ValueId) -> u32 {
+        self.def_block[v as usize]
+    }
+}
+
+/// The solver's state seen as values: nodes are the SSA values, then one
+/// node per block (its terminating branch: `Bottom`, or what its
+/// divergence adds), then one per loop (its exit's divergence).
+struct Nodes<'s> {
+    state: &'s [AbsVal],
+    nv: usize,
+    nb: usize,
+    def_block: &'s [u32],
+}
+
+impl Values for Nodes<'_> {
+    fn val(&self, v: ValueId) -> AbsVal {
+        self.state[v as usize]
+    }
+    fn loop_exit(&self, l: usize) -> AbsVal {
+        self.state[self.nv + self.nb + l]
+    }
+    fn def_block(&self, v: ValueId) -> u32 {
+        self.def_block[v as usize]
+    }
+}
+
+/// Sampaio et al.'s analysis as one dataflow problem (see [`Nodes`]).
+struct Problem_<'f, 'a, 's> {
+    f: &'f FunctionIr<'a>,
+    sums: &'s Summaries<'a>,
+    def_block: Vec<u32>,
+    is_header: Vec<bool>,
+    /// Blocks of each loop whose branch may leave it.
+    exit_blocks: Vec<Vec<usize>>,
+    /// Non-trivial phis at the joins of each branch (computed when the branch first diverges).
+    joins: HashMap<usize, Vec<u32>>,
+    /// The divergent branches whose joins hold each phi.
+    sync_sources: Vec<Vec<usize>>,
+    /// Whether each instruction is the guarded terminator of its block.
+    is_term: Vec<bool>,
+}
+
+impl Problem_<'_, '_, '_> {
+    fn nodes<'s>(&'s self, state: &'s [AbsVal]) -> Nodes<'s> {
+        Nodes { state, nv: self.f.ssa.values.len(), nb: self.f.cfg.len(), def_block: &self.def_block }
+    }
+    fn branch_node(&self, b: usize) -> usize {
+        self.f.ssa.values.len() + b
+    }
+    /// The nodes that read what instruction `i` writes or decides.
+    fn inst_dependents(&self, i: usize, out: &mut Vec<usize>) {
+        out.extend(self.f.ssa.defs(i).iter().map(|&v| v as usize));
+        if self.is_term[i] {
+            out.push(self.branch_node(self.f.cfg.block_of[i]));
+        }
+    }
+    fn user_dependents(&self, u: User, out: &mut Vec<usize>) {
+        match u {
+            User::Inst(i) => self.inst_dependents(i as usize, out),
+            User::Phi(p) => out.push(self.f.ssa.phis[p as usize].value as usize),
+        }
+    }
+}
+
+impl Problem for Problem_<'_, '_, '_> {
+    type Value = AbsVal;
+
+    fn transfer(&mut self, node: usize, state: &[AbsVal]) -> AbsVal {
+        let f = self.f;
+        let (nv, nb) = (f.ssa.values.len(), f.cfg.len());
+        let view = self.nodes(state);
+        if node < nv {
+            return match f.ssa.values[node] {
+                ValueDef::Entry(_) => state[node],
+                ValueDef::Inst { inst, slot } => transfer::inst_value(&view, f, self.sums, inst as usize, slot as usize),
+                ValueDef::Phi(p) => {
+                    let ph = &f.ssa.phis[p as usize];
+                    let mut nv = AbsVal::Bottom;
+                    for &(pred, iv) in &ph.incoming {
+                        if f.cfg.reachable(pred) {
+                            nv = nv.join(view.at(f, iv, pred));
+                        }
+                    }
+                    // sync dependence: merging the paths of a divergent branch
+                    for &b in &self.sync_sources[p as usize] {
+                        nv = nv.join(state[self.branch_node(b)]);
+                    }
+                    nv
+                }
+            };
+        }
+        if node < nv + nb {
+            let b = node - nv;
+            // what merging the paths of this branch adds: ⊤, or warp-uniform
+            return match branch_of(&view, f, b) {
+                Some(br) if view.at(f, br.cond, b) == AbsVal::WarpUniform => AbsVal::WarpUniform,
+                Some(_) => AbsVal::Top { data: false },
+                None => AbsVal::Bottom,
+            };
+        }
+        let l = node - nv - nb;
+        self.exit_blocks[l].iter().fold(AbsVal::Bottom, |acc, &b| acc.join(state[self.branch_node(b)]))
+    }
+
+    fn join(&self, a: &AbsVal, b: &AbsVal) -> AbsVal {
+        a.join(*b)
+    }
+
+    fn widen(&self, node: usize, _old: &AbsVal, joined: AbsVal) -> AbsVal {
+        let f = self.f;
+        if node >= f.ssa.values.len() {
+            return joined;
+        }
+        // widening at loop headers: a uniform counter is named at once,
+        // before its back-edge value is known (keeps `2·s·tid` affine in s)
+        if let ValueDef::Phi(p) = f.ssa.values[node] {
+            if self.is_header[f.ssa.phis[p as usize].block] && joined.is_uniform() && joined != AbsVal::Bottom {
+                return AbsVal::symbol(node as ValueId);
+            }
+        }
+        // a uniform value of unknown content is named after itself
+        transfer::named(joined, node as ValueId)
+    }
+
+    fn dependents(&mut self, node: usize, _: &[AbsVal], out: &mut Vec<usize>) {
+        let f = self.f;
+        let (nv, nb) = (f.ssa.values.len(), f.cfg.len());
+        if node < nv {
+            for &u in &f.ssa.users[node] {
+                self.user_dependents(u, out);
+            }
+        } else if node < nv + nb {
+            let b = node - nv;
+            // the phis at its joins (sync dependence)
+            if !self.joins.contains_key(&b) {
+                let mut phis = Vec::new();
+                for j in join_blocks(f, b) {
+                    for &p in &f.ssa.block_phis[j] {
+                        let ph = &f.ssa.phis[p as usize];
+                        let first = ph.incoming.first().map(|x| x.1);
+                        if !ph.incoming.iter().all(|x| Some(x.1) == first) {
+                            phis.push(p);
+                            self.sync_sources[p as usize].push(b);
+                        }
+                    }
+                }
+                self.joins.insert(b, phis);
+            }
+            out.extend(self.joins[&b].iter().map(|&p| f.ssa.phis[p as usize].value as usize));
+            // the loops it may leave
+            for l in f.cfg.loops_containing(b) {
+                if self.exit_blocks[l].contains(&b) {
+                    out.push(nv + nb + l);
+                }
+            }
+        } else {
+            // values leaving the loop now look different to uses outside it
+            let l = node - nv - nb;
+            let lp = &f.cfg.loops[l];
+            for &lb in &lp.blocks {
+                let blk = &f.cfg.blocks[lb];
+                let phis = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p as usize].value);
+                let insts = (blk.start..blk.end).flat_map(|i| f.ssa.defs(i).iter().copied());
+                for v in phis.chain(insts) {
+                    for &u in &f.ssa.users[v as usize] {
+                        let ub = match u {
+                            User::Inst(i) => f.cfg.block_of[i as usize],
+                            User::Phi(p) => f.ssa.phis[p as usize].block,
+                        };
+                        if !f.cfg.in_loop(ub, l) || matches!(u, User::Phi(_)) {
+                            self.user_dependents(u, out);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Divergence {
     /// Run the analysis on one function.
     pub fn analyze(f: &FunctionIr<'_>, sums: &Summaries<'_>) -> Divergence {
-        let nv = f.ssa.values.len();
+        let (nv, nb, nl) = (f.ssa.values.len(), f.cfg.len(), f.cfg.loops.len());
         let def_block: Vec<u32> = f
             .ssa
             .values
@@ -118,218 +347,94 @@ impl Divergence {
                 ValueDef::Entry(_) => NO_BLOCK,
             })
             .collect();
-        let mut d = Divergence {
-            vals: vec![AbsVal::Bottom; nv],
-            branches: vec![],
-            divergent_loop: vec![AbsVal::Bottom; f.cfg.loops.len()],
-            sync_phi: vec![AbsVal::Bottom; f.ssa.phis.len()],
-            def_block,
-        };
-        // entry values first
-        for (v, def) in f.ssa.values.iter().enumerate() {
-            if let ValueDef::Entry(r) = def {
-                d.vals[v] = f.ssa.special_reg(*r).map_or(AbsVal::uniform(None), transfer::special);
-            }
-        }
-        let mut is_header = vec![false; f.cfg.len()];
+        let mut is_header = vec![false; nb];
         for l in &f.cfg.loops {
             is_header[l.header] = true;
         }
-        let mut work: VecDeque<User> = VecDeque::new();
-        let mut queued_inst = vec![false; f.insts.len()];
-        let mut queued_phi = vec![false; f.ssa.phis.len()];
+        let exit_blocks: Vec<Vec<usize>> = (0..nl)
+            .map(|l| {
+                f.cfg.loops[l]
+                    .blocks
+                    .iter()
+                    .copied()
+                    .filter(|&b| {
+                        let succs = &f.cfg.blocks[b].succs;
+                        succs.iter().any(|&s| !f.cfg.in_loop(s, l)) || succs.len() < 2
+                    })
+                    .collect()
+            })
+            .collect();
+        let is_term = (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of[i]].end == i + 1 && f.insts[i].ast.guard.is_some()).collect();
+        // entry values: special registers, or uniform unknowns; everything else starts at ⊥
+        let mut init = vec![AbsVal::Bottom; nv + nb + nl];
+        for (v, def) in f.ssa.values.iter().enumerate() {
+            if let ValueDef::Entry(r) = def {
+                init[v] = f.ssa.special_reg(*r).map_or(AbsVal::uniform(None), transfer::special);
+            }
+        }
+        // reverse post-order: each block's phis, its values, its branch
+        let mut order = Vec::with_capacity(nv + nb);
         for &b in &f.cfg.rpo {
-            for &p in &f.ssa.block_phis[b] {
-                work.push_back(User::Phi(p));
-                queued_phi[p as usize] = true;
-            }
+            order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p as usize].value as usize));
             for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
-                work.push_back(User::Inst(i as u32));
-                queued_inst[i] = true;
+                order.extend(f.ssa.defs(i).iter().map(|&v| v as usize));
             }
+            order.push(nv + b);
         }
-        let mut seen_branch = vec![AbsVal::Bottom; f.cfg.len()];
-        // blocks whose terminating branch must be (re)examined
-        let is_term: Vec<bool> =
-            (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of[i]].end == i + 1 && f.insts[i].ast.guard.is_some()).collect();
-        let mut dirty: Vec<usize> = (0..f.cfg.len()).collect();
-        let mut is_dirty = vec![true; f.cfg.len()];
-        loop {
-            while let Some(u) = work.pop_front() {
-                if let User::Inst(i) = u {
-                    let b = f.cfg.block_of[i as usize];
-                    if is_term[i as usize] && !is_dirty[b] {
-                        is_dirty[b] = true;
-                        dirty.push(b);
-                    }
-                }
-                match u {
-                    User::Inst(i) => {
-                        queued_inst[i as usize] = false;
-                        for (slot, &v) in f.ssa.defs(i as usize).iter().enumerate() {
-                            // a uniform value of unknown content is named after itself
-                            let nv = transfer::named(d.vals[v as usize].join(transfer::inst_value(&d, f, sums, i as usize, slot)), v);
-                            if nv != d.vals[v as usize] {
-                                d.vals[v as usize] = nv;
-                                for &uu in &f.ssa.users[v as usize] {
-                                    push(&mut work, &mut queued_inst, &mut queued_phi, uu);
-                                }
-                            }
-                        }
-                    }
-                    User::Phi(p) => {
-                        queued_phi[p as usize] = false;
-                        let ph = &f.ssa.phis[p as usize];
-                        let v = ph.value;
-                        let mut nv = AbsVal::Bottom;
-                        for &(pred, iv) in &ph.incoming {
-                            if f.cfg.reachable(pred) {
-                                nv = nv.join(d.at(f, iv, pred));
-                            }
-                        }
-                        nv = nv.join(d.sync_phi[p as usize]);
-                        // widening at loop headers: a uniform counter is named at once,
-                        // before its back-edge value is known (keeps `2·s·tid` affine in s)
-                        let nv = if is_header[ph.block] && nv.is_uniform() && nv != AbsVal::Bottom { AbsVal::symbol(v) } else { nv };
-                        let nv = transfer::named(d.vals[v as usize].join(nv), v);
-                        if nv != d.vals[v as usize] {
-                            d.vals[v as usize] = nv;
-                            for &uu in &f.ssa.users[v as usize] {
-                                push(&mut work, &mut queued_inst, &mut queued_phi, uu);
-                            }
-                        }
-                    }
-                }
-            }
-            // newly divergent branches → sync dependence and loop exits
-            let mut progress = false;
-            let mut scan = std::mem::take(&mut dirty);
-            scan.sort_unstable();
-            for &b in &scan {
-                is_dirty[b] = false;
-            }
-            for b in scan {
-                if !f.cfg.reachable(b) {
-                    continue;
-                }
-                let Some(br) = d.branch_of(f, b) else { continue };
-                // what merging the paths of this branch adds: ⊤, or warp-uniform
-                let kind = match d.at(f, br.cond, b) {
-                    AbsVal::WarpUniform => AbsVal::WarpUniform,
-                    _ => AbsVal::Top { data: false },
-                };
-                if seen_branch[b].join(kind) == seen_branch[b] {
-                    continue;
-                }
-                if seen_branch[b] == AbsVal::Bottom {
-                    d.branches.push(br);
-                }
-                seen_branch[b] = seen_branch[b].join(kind);
-                progress = true;
-                for j in join_blocks(f, b) {
-                    for &p in &f.ssa.block_phis[j] {
-                        let ph = &f.ssa.phis[p as usize];
-                        let first = ph.incoming.first().map(|x| x.1);
-                        let trivial = ph.incoming.iter().all(|x| Some(x.1) == first);
-                        let nk = d.sync_phi[p as usize].join(kind);
-                        if !trivial && nk != d.sync_phi[p as usize] {
-                            d.sync_phi[p as usize] = nk;
-                            push(&mut work, &mut queued_inst, &mut queued_phi, User::Phi(p));
-                        }
-                    }
-                }
-                for &l in &f.cfg.loops_containing(b) {
-                    let exits_loop = f.cfg.blocks[b].succs.iter().any(|&s| !f.cfg.in_loop(s, l)) || f.cfg.blocks[b].succs.len() < 2;
-                    let nk = d.divergent_loop[l].join(kind);
-                    if exits_loop && nk != d.divergent_loop[l] {
-                        d.divergent_loop[l] = nk;
-                        // uses outside the loop now see other values (a branch
-                        // using one is re-examined when its terminator is processed)
-                        let lp = &f.cfg.loops[l];
-                        for &lb in &lp.blocks {
-                            let blk = &f.cfg.blocks[lb];
-                            let phis = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p as usize].value);
-                            let insts = (blk.start..blk.end).flat_map(|i| f.ssa.defs(i).iter().copied());
-                            for v in phis.chain(insts) {
-                                for &uu in &f.ssa.users[v as usize] {
-                                    let ub = match uu {
-                                        User::Inst(i) => f.cfg.block_of[i as usize],
-                                        User::Phi(p) => f.ssa.phis[p as usize].block,
-                                    };
-                                    if !f.cfg.in_loop(ub, l) || matches!(uu, User::Phi(_)) {
-                                        push(&mut work, &mut queued_inst, &mut queued_phi, uu);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            if !progress && work.is_empty() && dirty.is_empty() {
-                break;
-            }
+        let mut problem = Problem_ {
+            f,
+            sums,
+            def_block,
+            is_header,
+            exit_blocks,
+            joins: HashMap::new(),
+            sync_sources: vec![Vec::new(); f.ssa.phis.len()],
+            is_term,
+        };
+        let state = dataflow::solve(&mut problem, init, &order);
+        let view = problem.nodes(&state);
+        let branches = f.cfg.rpo.iter().filter(|&&b| state[nv + b] != AbsVal::Bottom).filter_map(|&b| branch_of(&view, f, b)).collect();
+        let sync_phi = problem.sync_sources.iter().map(|bs| bs.iter().fold(AbsVal::Bottom, |acc, &b| acc.join(state[nv + b]))).collect();
+        Divergence {
+            vals: state[..nv].to_vec(),
+            branches,
+            divergent_loop: state[nv + nb..].to_vec(),
+            sync_phi,
+            def_block: problem.def_block,
         }
-        d
     }
 
-    /// The value of `v` as seen by a use in block `use_block`: divergent when
-    /// it leaves a loop with a thread-dependent exit (temporal divergence).
+    /// The value of `v` as seen by a use in block `use_block` (see [`Values::at`]).
     pub fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: usize) -> AbsVal {
-        let val = self.vals[v as usize];
-        let db = self.def_block[v as usize];
-        if db == NO_BLOCK || matches!(val, AbsVal::Top { .. }) {
-            return val;
-        }
-        let mut l = f.cfg.loop_of[db as usize];
-        while let Some(x) = l {
-            if f.cfg.in_loop(use_block, x) {
-                break;
-            }
-            if self.divergent_loop[x] != AbsVal::Bottom {
-                return val.join(self.divergent_loop[x]);
-            }
-            l = f.cfg.loops[x].parent;
-        }
-        val
+        Values::at(self, f, v, use_block)
     }
 
     /// Value of a register operand read by instruction `i`.
     pub fn operand(&self, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) -> AbsVal {
         transfer::operand(self, f, i, o)
     }
-
-    /// If block `b` ends in a thread-dependent branch, describe it.
-    fn branch_of(&self, f: &FunctionIr<'_>, b: usize) -> Option<DivBranch> {
-        let blk = &f.cfg.blocks[b];
-        if blk.end == blk.start {
-            return None;
-        }
-        let i = blk.end - 1;
-        let inst = &f.insts[i];
-        let g = inst.ast.guard?;
-        if !matches!(inst.opcode, Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit) {
-            return None;
-        }
-        let v = f.ssa.use_of(i, g.reg)?;
-        if self.at(f, v, b).is_divergent() {
-            Some(DivBranch { block: b, inst: i, cond: v, negated: g.negated })
-        } else {
-            None
-        }
-    }
 }
 
-fn push(work: &mut VecDeque<User>, qi: &mut [bool], qp: &mut [bool], u: User) {
-    match u {
-        User::Inst(i) if !qi[i as usize] => {
-            qi[i as usize] = true;
-            work.push_back(u);
-        }
-        User::Phi(p) if !qp[p as usize] => {
-            qp[p as usize] = true;
-            work.push_back(u);
-        }
-        _ => {}
+/// If block `b` ends in a thread-dependent branch (or guarded `ret`/`exit`), describe it.
+fn branch_of<V: Values>(d: &V, f: &FunctionIr<'_>, b: usize) -> Option<DivBranch> {
+    if !f.cfg.reachable(b) {
+        return None;
+    }
+    let blk = &f.cfg.blocks[b];
+    if blk.end == blk.start {
+        return None;
+    }
+    let i = blk.end - 1;
+    let inst = &f.insts[i];
+    let g = inst.ast.guard?;
+    if !matches!(inst.opcode, Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit) {
+        return None;
+    }
+    let v = f.ssa.use_of(i, g.reg)?;
+    if d.at(f, v, b).is_divergent() {
+        Some(DivBranch { block: b, inst: i, cond: v, negated: g.negated })
+    } else {
+        None
     }
 }
 

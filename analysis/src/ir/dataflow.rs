@@ -93,6 +93,9 @@ impl BitSet {
     pub fn new(bits: usize) -> BitSet {
         BitSet { words: vec![0; bits.div_ceil(64).max(1)] }
     }
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
     pub fn insert(&mut self, i: usize) {
         self.words[i / 64] |= 1 << (i % 64);
     }

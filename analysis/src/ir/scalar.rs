@@ -271,61 +271,73 @@ fn fval(ty: Ty, x: u64, ftz: bool) -> f64 {
 /// Binary operation on register bits (every input has a result: integer
 /// division by zero gives all ones, remainder by zero the dividend).
 pub fn bin(op: Bin, ty: Ty, a: u64, b: u64, r: Round, ftz: bool, sat: bool) -> u64 {
-    let bits = ty.bits();
     if ty.is_float() {
-        let (x, y) = (fval(ty, a, ftz), fval(ty, b, ftz));
-        let v = match op {
-            Bin::Add => x + y,
-            Bin::Sub => x - y,
-            Bin::MulLo | Bin::MulWide | Bin::MulHi => x * y,
-            Bin::Div => x / y,
-            Bin::Min => {
-                if x.is_nan() {
-                    y
-                } else if y.is_nan() {
-                    x
-                } else {
-                    x.min(y)
-                }
-            }
-            Bin::Max => {
-                if x.is_nan() {
-                    y
-                } else if y.is_nan() {
-                    x
-                } else {
-                    x.max(y)
-                }
-            }
-            Bin::CopySign => y.copysign(x),
-            Bin::Rem => x % y,
-            _ => f64::from_bits(a & b),
-        };
-        // directed rounding of f64 results, and of f32 division, from the sign of the
-        // rounding error (error-free transformations); f32 add/sub/mul are exact in f64
-        let directed = r != Round::Rn && v.is_finite() && !sat;
-        if directed && ty == Ty::F(64) && matches!(op, Bin::Add | Bin::Sub | Bin::MulLo | Bin::MulWide | Bin::MulHi | Bin::Div) {
-            let y = if op == Bin::Sub { -y } else { y };
-            let e = match op {
-                Bin::Add | Bin::Sub => two_sum_err(x, y, v),
-                Bin::Div => (-v).mul_add(y, x) * y.signum(),
-                _ => x.mul_add(y, -v),
-            };
-            return adjust64(v, e, r).to_bits();
-        }
-        if ty == Ty::F(32) && op == Bin::Div {
-            let q = f32v(a) / f32v(b);
-            let q = if directed {
-                let (x, y) = (f32v(a) as f64, f32v(b) as f64);
-                adjust32(q, (-(q as f64)).mul_add(y, x) * y.signum(), r)
-            } else {
-                q
-            };
-            return (if ftz { ftz32(q) } else { q }).to_bits() as u64;
-        }
-        let v = if sat { v.clamp(0.0, 1.0) } else { v };
-        return fbits(ty, v, r, ftz);
+        bin_float(op, ty, a, b, r, ftz, sat)
+    } else {
+        bin_int(op, ty, a, b, sat)
     }
+}
+
+fn bin_float(op: Bin, ty: Ty, a: u64, b: u64, r: Round, ftz: bool, sat: bool) -> u64 {
+    let (x, y) = (fval(ty, a, ftz), fval(ty, b, ftz));
+    let v = match op {
+        Bin::Add => x + y,
+        Bin::Sub => x - y,
+        Bin::MulLo | Bin::MulWide | Bin::MulHi => x * y,
+        Bin::Div => x / y,
+        Bin::Min => {
+            if x.is_nan() {
+                y
+            } else if y.is_nan() {
+                x
+            } else {
+                x.min(y)
+            }
+        }
+        Bin::Max => {
+            if x.is_nan() {
+                y
+            } else if y.is_nan() {
+                x
+            } else {
+                x.max(y)
+            }
+        }
+        Bin::CopySign => y.copysign(x),
+        Bin::Rem => x % y,
+        _ => f64::from_bits(a & b),
+    };
+    // directed rounding of f64 results, and of f32 division, from the sign of the
+    // rounding error (error-free transformations); f32 add/sub/mul are exact in f64
+    let directed = r != Round::Rn && v.is_finite() && !sat;
+    if directed && ty == Ty::F(64) && matches!(op, Bin::Add | Bin::Sub | Bin::MulLo | Bin::MulWide | Bin::MulHi | Bin::Div) {
+        let y = if op == Bin::Sub { -y } else { y };
+        let e = match op {
+            Bin::Add | Bin::Sub => two_sum_err(x, y, v),
+            Bin::Div => (-v).mul_add(y, x) * y.signum(),
+            _ => x.mul_add(y, -v),
+        };
+        return adjust64(v, e, r).to_bits();
+    }
+    if ty == Ty::F(32) && op == Bin::Div {
+        let q = f32v(a) / f32v(b);
+        let q = if directed {
+            let (x, y) = (f32v(a) as f64, f32v(b) as f64);
+            adjust32(q, (-(q as f64)).mul_add(y, x) * y.signum(), r)
+        } else {
+            q
+        };
+        return (if ftz { ftz32(q) } else { q }).to_bits() as u64;
+    }
+    let v = if sat { v.clamp(0.0, 1.0) } else { v };
+    fbits(ty, v, r, ftz)
+}
+
+/// Integer binary operation at the type's width (inlined so that lane
+/// loops over a known operation specialise).
+#[inline(always)]
+fn bin_int(op: Bin, ty: Ty, a: u64, b: u64, sat: bool) -> u64 {
+    let bits = ty.bits();
     let m = mask(bits);
     let signed = ty.signed();
     let (sa, sb) = (sext(a, bits), sext(b, bits));
@@ -491,7 +503,12 @@ pub fn cmp(c: Cmp, ty: Ty, a: u64, b: u64, ftz: bool) -> bool {
             Cmp::Nan => un,
         };
     }
-    // both integer kinds compared as i128: sign-extended or zero-extended
+    cmp_int(c, ty, a, b)
+}
+
+/// Integer comparison: both sides sign-extended or zero-extended by `ty`.
+#[inline(always)]
+fn cmp_int(c: Cmp, ty: Ty, a: u64, b: u64) -> bool {
     let bits = ty.bits();
     let widen = |v: u64| if ty.signed() { sext(v, bits) as i128 } else { (v & mask(bits)) as i128 };
     let (x, y) = (widen(a), widen(b));
@@ -528,16 +545,7 @@ fn round_int(x: f64, r: Round) -> f64 {
 pub fn cvt(dty: Ty, sty: Ty, a: u64, round: Option<Round>, int_round: bool, sat: bool, ftz: bool) -> u64 {
     let dbits = dty.bits();
     match (dty.is_float(), sty.is_float()) {
-        (false, false) => {
-            let v = if sty.signed() { sext(a, sty.bits()) as u64 } else { a & mask(sty.bits()) };
-            if sat {
-                let (lo, hi): (i128, i128) =
-                    if dty.signed() { (-(1i128 << (dbits - 1)), (1i128 << (dbits - 1)) - 1) } else { (0, (1i128 << dbits) - 1) };
-                let x = if sty.signed() { v as i64 as i128 } else { v as i128 };
-                return (x.clamp(lo, hi) as u64) & mask(dbits);
-            }
-            v & mask(dbits)
-        }
+        (false, false) => cvt_int(dty, sty, a, sat),
         (true, false) => {
             let x = if sty.signed() { sext(a, sty.bits()) as f64 } else { (a & mask(sty.bits())) as f64 };
             // 64-bit integers to float: through i128 for exactness is overkill; f64 rounding is the common case
@@ -566,6 +574,20 @@ pub fn cvt(dty: Ty, sty: Ty, a: u64, round: Option<Round>, int_round: bool, sat:
             fbits(dty, x, round.filter(|_| !int_round).unwrap_or(Round::Rn), ftz)
         }
     }
+}
+
+/// Integer-to-integer `cvt`: extend by the source type, saturate or wrap to the destination.
+#[inline(always)]
+fn cvt_int(dty: Ty, sty: Ty, a: u64, sat: bool) -> u64 {
+    let dbits = dty.bits();
+    let v = if sty.signed() { sext(a, sty.bits()) as u64 } else { a & mask(sty.bits()) };
+    if sat {
+        let (lo, hi): (i128, i128) =
+            if dty.signed() { (-(1i128 << (dbits - 1)), (1i128 << (dbits - 1)) - 1) } else { (0, (1i128 << dbits) - 1) };
+        let x = if sty.signed() { v as i64 as i128 } else { v as i128 };
+        return (x.clamp(lo, hi) as u64) & mask(dbits);
+    }
+    v & mask(dbits)
 }
 
 /// `atom`/`red` combining function.
@@ -627,7 +649,13 @@ pub fn mad(ty: Ty, mode: Bin, a: u64, b: u64, c: u64, r: Round, ftz: bool, sat: 
         let out = f64v(a).mul_add(f64v(b), f64v(c));
         return (if sat { out.clamp(0.0, 1.0) } else { out }).to_bits();
     }
-    let p = bin(mode, ty, a, b, Round::Rn, false, false);
+    mad_int(ty, mode, a, b, c, sat)
+}
+
+/// Integer `mad`: the product's half per `mode`, plus `c`, at the result width.
+#[inline(always)]
+fn mad_int(ty: Ty, mode: Bin, a: u64, b: u64, c: u64, sat: bool) -> u64 {
+    let p = bin_int(mode, ty, a, b, false);
     let bits = if mode == Bin::MulWide { ty.bits() * 2 } else { ty.bits() };
     if sat && ty.signed() && mode == Bin::MulHi {
         let v = sext(p, bits) as i128 + sext(c, bits) as i128;
@@ -692,88 +720,187 @@ pub fn set(dty: Ty, r: bool) -> u64 {
     }
 }
 
-/// The value an instruction writes to destination `slot`, from the bits
-/// of its source operands in order (predicates as 0/1), for the
-/// operations that compute from their operands alone: arithmetic, logic,
-/// comparisons, selects, conversions, moves. `cvta` keeps an address in
-/// the numbering of its state space (generic windows are the
-/// interpreter's). `None` for everything else, and where PTX leaves the
-/// result undefined (integer division by zero).
-pub fn apply(i: &Inst<'_>, slot: usize, args: &[u64]) -> Option<u64> {
+/// An instruction's operation resolved once (operation, types, modes),
+/// to be applied to the operand bits of many lanes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Prepared {
+    Bin {
+        op: Bin,
+        ty: Ty,
+        round: Round,
+        ftz: bool,
+        sat: bool,
+    },
+    Un {
+        op: Un,
+        ty: Ty,
+        ftz: bool,
+    },
+    Copy,
+    Mad {
+        ty: Ty,
+        mode: Bin,
+        round: Round,
+        ftz: bool,
+        sat: bool,
+    },
+    Cvt {
+        dty: Ty,
+        sty: Ty,
+        round: Option<Round>,
+        int_round: bool,
+        sat: bool,
+        ftz: bool,
+    },
+    Selp,
+    /// `setp` (`negate`: its second destination) and `set` (`dty`: its result type).
+    Cmp {
+        cmp: Cmp,
+        ty: Ty,
+        ftz: bool,
+        negate: bool,
+        combine: Option<BoolOp>,
+        set: Option<Ty>,
+    },
+    Bfe {
+        ty: Ty,
+    },
+    Bfi {
+        ty: Ty,
+    },
+    Prmt,
+}
+
+/// The operation instruction `i` performs for destination `slot`, for the
+/// instructions that compute from their operands alone: arithmetic, logic,
+/// comparisons, selects, conversions, moves (`cvta` keeps an address in the
+/// numbering of its state space; generic windows are the interpreter's).
+pub fn prepare(i: &Inst<'_>, slot: usize) -> Option<Prepared> {
     let ty = i.ty?;
-    let arg = |k: usize| args.get(k).copied();
-    let round = i.round.unwrap_or(Round::Rn);
-    let (ftz, sat) = (i.has(Flag::FTZ), i.has(Flag::SAT));
-    if slot > 0 && !(i.opcode == Opcode::Setp && slot == 1) {
+    if i.has(Flag::CC) || (slot > 0 && !(i.opcode == Opcode::Setp && slot == 1)) {
         return None;
     }
+    let round = i.round.unwrap_or(Round::Rn);
+    let (ftz, sat) = (i.has(Flag::FTZ), i.has(Flag::SAT));
     if let Some(op) = bin_op(i) {
-        if matches!(op, Bin::Div | Bin::Rem) && !ty.is_float() && arg(1)? & mask(ty.bits()) == 0 {
-            return None;
-        }
-        if i.has(Flag::CC) {
-            return None;
-        }
-        return Some(bin(op, ty, arg(0)?, arg(1)?, round, ftz, sat));
+        return Some(Prepared::Bin { op, ty, round, ftz, sat });
     }
     if let Some(op) = un_op(i) {
-        return Some(un(op, ty, arg(0)?, ftz));
+        return Some(Prepared::Un { op, ty, ftz });
     }
     Some(match i.opcode {
-        Opcode::Mov | Opcode::Cvta if args.len() == 1 => arg(0)?,
-        Opcode::Mad | Opcode::Fma | Opcode::Mad24 if !i.has(Flag::CC) => mad(ty, mul_mode(i), arg(0)?, arg(1)?, arg(2)?, round, ftz, sat),
-        Opcode::Cvt => cvt(i.dty?, ty, arg(0)?, i.round, i.has(Flag::INT_ROUND), sat, ftz),
-        Opcode::Selp => {
-            if arg(2)? & 1 != 0 {
-                arg(0)?
-            } else {
-                arg(1)?
-            }
-        }
-        Opcode::Setp => {
-            let mut r = cmp(i.cmp?, ty, arg(0)?, arg(1)?, ftz);
-            if slot == 1 {
-                r = !r;
-            }
-            if let Some(b) = i.bool_op {
-                r = boolop(b, r, arg(2)? & 1 != 0);
-            }
-            r as u64
-        }
-        Opcode::Set => {
-            let mut r = cmp(i.cmp?, ty, arg(0)?, arg(1)?, ftz);
-            if let Some(b) = i.bool_op {
-                r = boolop(b, r, arg(2)? & 1 != 0);
-            }
-            set(i.dty?, r)
-        }
-        Opcode::Bfe => bfe(ty, arg(0)?, arg(1)?, arg(2)?),
-        Opcode::Bfi => bfi(ty, arg(0)?, arg(1)?, arg(2)?, arg(3)?),
-        Opcode::Prmt if !i.has(Flag::PRMT_MODE) => prmt(arg(0)?, arg(1)?, arg(2)?),
+        Opcode::Mov | Opcode::Cvta => Prepared::Copy,
+        Opcode::Mad | Opcode::Fma | Opcode::Mad24 => Prepared::Mad { ty, mode: mul_mode(i), round, ftz, sat },
+        Opcode::Cvt => Prepared::Cvt { dty: i.dty?, sty: ty, round: i.round, int_round: i.has(Flag::INT_ROUND), sat, ftz },
+        Opcode::Selp => Prepared::Selp,
+        Opcode::Setp => Prepared::Cmp { cmp: i.cmp?, ty, ftz, negate: slot == 1, combine: i.bool_op, set: None },
+        Opcode::Set => Prepared::Cmp { cmp: i.cmp?, ty, ftz, negate: false, combine: i.bool_op, set: Some(i.dty?) },
+        Opcode::Bfe => Prepared::Bfe { ty },
+        Opcode::Bfi => Prepared::Bfi { ty },
+        Opcode::Prmt if !i.has(Flag::PRMT_MODE) => Prepared::Prmt,
         _ => return None,
     })
 }
 
-/// Whether [`apply`] computes the instruction (from its operands alone).
-pub fn evaluates(i: &Inst<'_>) -> bool {
-    !i.has(Flag::CC)
-        && (bin_op(i).is_some()
-            || un_op(i).is_some()
-            || matches!(
-                i.opcode,
-                Opcode::Mov
-                    | Opcode::Cvta
-                    | Opcode::Mad
-                    | Opcode::Fma
-                    | Opcode::Mad24
-                    | Opcode::Cvt
-                    | Opcode::Selp
-                    | Opcode::Setp
-                    | Opcode::Set
-                    | Opcode::Bfe
-                    | Opcode::Bfi
-            )
-            || (i.opcode == Opcode::Prmt && !i.has(Flag::PRMT_MODE)))
+impl Prepared {
+    /// The result from the bits of the source operands in order
+    /// (predicates as 0/1); `None` where PTX leaves it undefined (integer
+    /// division by zero) or an operand is missing.
+    #[inline]
+    pub fn apply(&self, args: &[u64]) -> Option<u64> {
+        let arg = |k: usize| args.get(k).copied();
+        Some(match *self {
+            Prepared::Bin { op, ty, round, ftz, sat } => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                if matches!(op, Bin::Div | Bin::Rem) && !ty.is_float() && b & mask(ty.bits()) == 0 {
+                    return None;
+                }
+                bin(op, ty, a, b, round, ftz, sat)
+            }
+            Prepared::Un { op, ty, ftz } => un(op, ty, arg(0)?, ftz),
+            Prepared::Copy if args.len() == 1 => arg(0)?,
+            Prepared::Copy => return None,
+            Prepared::Mad { ty, mode, round, ftz, sat } => mad(ty, mode, arg(0)?, arg(1)?, arg(2)?, round, ftz, sat),
+            Prepared::Cvt { dty, sty, round, int_round, sat, ftz } => cvt(dty, sty, arg(0)?, round, int_round, sat, ftz),
+            Prepared::Selp => {
+                if arg(2)? & 1 != 0 {
+                    arg(0)?
+                } else {
+                    arg(1)?
+                }
+            }
+            Prepared::Cmp { cmp: c, ty, ftz, negate, combine, set: dty } => {
+                let mut r = cmp(c, ty, arg(0)?, arg(1)?, ftz) != negate;
+                if let Some(b) = combine {
+                    r = boolop(b, r, arg(2)? & 1 != 0);
+                }
+                match dty {
+                    Some(d) => set(d, r),
+                    None => r as u64,
+                }
+            }
+            Prepared::Bfe { ty } => bfe(ty, arg(0)?, arg(1)?, arg(2)?),
+            Prepared::Bfi { ty } => bfi(ty, arg(0)?, arg(1)?, arg(2)?, arg(3)?),
+            Prepared::Prmt => prmt(arg(0)?, arg(1)?, arg(2)?),
+        })
+    }
+}
+
+impl Prepared {
+    /// [`Prepared::apply`] over many lanes: `srcs[k][t]` is source `k` of
+    /// lane `t` (as the integers the evaluator keeps); each result is
+    /// pushed as [`to_i64`] of `ty`. `None` if some lane is undefined.
+    /// Integer binary operations run in a loop specialised to the
+    /// operation (the same [`bin`] semantics, inlined).
+    pub fn apply_lanes(&self, srcs: &[&[i64]], ty: Ty, out: &mut Vec<i64>) -> Option<()> {
+        let n = srcs.first().map_or(0, |x| x.len());
+        if let (Prepared::Bin { op, ty: oty, sat, .. }, [a, b]) = (*self, srcs) {
+            if !oty.is_float() {
+                if matches!(op, Bin::Div | Bin::Rem) && b.iter().any(|&x| x as u64 & mask(oty.bits()) == 0) {
+                    return None;
+                }
+                macro_rules! lanes {
+                    ($($op:ident),*) => {
+                        match op {
+                            $(Bin::$op => out.extend((0..n).map(|t| to_i64(ty, bin_int(Bin::$op, oty, a[t] as u64, b[t] as u64, sat)))),)*
+                        }
+                    };
+                }
+                lanes!(Add, Sub, MulLo, MulHi, MulWide, Div, Rem, And, Or, Xor, Shl, Shr, Min, Max, CopySign);
+                return Some(());
+            }
+        }
+        let out_of = |bits: u64| to_i64(ty, bits);
+        match (*self, srcs) {
+            (Prepared::Copy, [a]) => out.extend(a.iter().map(|&x| out_of(x as u64))),
+            (Prepared::Cvt { dty, sty, sat, .. }, [a]) if !dty.is_float() && !sty.is_float() => {
+                out.extend(a.iter().map(|&x| out_of(cvt_int(dty, sty, x as u64, sat))))
+            }
+            (Prepared::Mad { ty: mty, mode, sat, .. }, [a, b, c]) if !mty.is_float() => {
+                out.extend((0..n).map(|t| out_of(mad_int(mty, mode, a[t] as u64, b[t] as u64, c[t] as u64, sat))))
+            }
+            (Prepared::Cmp { cmp: c, ty: cty, negate, combine: None, set: None, .. }, [a, b]) if !cty.is_float() => {
+                out.extend((0..n).map(|t| (cmp_int(c, cty, a[t] as u64, b[t] as u64) != negate) as i64))
+            }
+            _ => {
+                let mut args = [0u64; 5];
+                let k = srcs.len().min(args.len());
+                for t in 0..n {
+                    for (x, s) in args.iter_mut().zip(srcs) {
+                        *x = s[t] as u64;
+                    }
+                    out.push(out_of(self.apply(&args[..k])?));
+                }
+            }
+        }
+        Some(())
+    }
+}
+
+/// The value instruction `i` writes to destination `slot`, from the bits
+/// of its source operands in order ([`prepare`] then [`Prepared::apply`]).
+pub fn apply(i: &Inst<'_>, slot: usize, args: &[u64]) -> Option<u64> {
+    prepare(i, slot)?.apply(args)
 }
 
 /// The type of the value written to destination `slot` (predicates for

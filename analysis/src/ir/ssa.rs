@@ -8,6 +8,7 @@
 //! Does not own: what values mean (see `crate::divergence`).
 
 use super::cfg::Cfg;
+use super::dataflow::{self, BitSet, Problem};
 use super::inst::{Inst, Special};
 use rustc_hash::FxHashMap;
 
@@ -61,14 +62,43 @@ pub struct Ssa<'a> {
 struct LiveIn {
     /// Dense index of each global register (`u32::MAX` for block-local ones).
     dense: Vec<u32>,
-    words: usize,
-    bits: Vec<u64>,
+    sets: Vec<BitSet>,
 }
 
 impl LiveIn {
     fn contains(&self, block: usize, reg: usize) -> bool {
         let d = self.dense[reg];
-        d != u32::MAX && self.bits[block * self.words + d as usize / 64] >> (d % 64) & 1 == 1
+        d != u32::MAX && self.sets[block].contains(d as usize)
+    }
+}
+
+/// Backward liveness as a dataflow problem over blocks: live-in =
+/// used before written ∪ (live-out − written).
+struct Liveness<'c> {
+    cfg: &'c Cfg,
+    gen: Vec<BitSet>,
+    kill: Vec<BitSet>,
+}
+
+impl Problem for Liveness<'_> {
+    type Value = BitSet;
+    fn transfer(&mut self, b: usize, live_in: &[BitSet]) -> BitSet {
+        let mut out = self.gen[b].clone();
+        out.clear();
+        for &s in &self.cfg.blocks[b].succs {
+            out.union_with(&live_in[s]);
+        }
+        out.subtract(&self.kill[b]);
+        out.union_with(&self.gen[b]);
+        out
+    }
+    fn join(&self, a: &BitSet, b: &BitSet) -> BitSet {
+        let mut x = a.clone();
+        x.union_with(b);
+        x
+    }
+    fn dependents(&mut self, b: usize, _: &[BitSet], out: &mut Vec<usize>) {
+        out.extend(&self.cfg.blocks[b].preds);
     }
 }
 
@@ -84,58 +114,39 @@ fn live_in_sets(
     def_start: &[u32],
 ) -> LiveIn {
     let mut dense = vec![u32::MAX; global.len()];
-    let mut ng = 0u32;
+    let mut ng = 0usize;
     for (r, g) in global.iter().enumerate() {
         if *g {
-            dense[r] = ng;
+            dense[r] = ng as u32;
             ng += 1;
         }
     }
-    let words = (ng as usize).div_ceil(64).max(1);
     let nb = cfg.len();
-    let mut gen = vec![0u64; nb * words];
-    let mut kill = vec![0u64; nb * words];
+    let mut gen = vec![BitSet::new(ng); nb];
+    let mut kill = vec![BitSet::new(ng); nb];
     for (b, blk) in cfg.blocks.iter().enumerate() {
-        let (g, k) = (&mut gen[b * words..(b + 1) * words], &mut kill[b * words..(b + 1) * words]);
         for i in blk.start..blk.end {
             for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
                 let d = dense[r as usize];
-                if d != u32::MAX && k[d as usize / 64] >> (d % 64) & 1 == 0 {
-                    g[d as usize / 64] |= 1 << (d % 64);
+                if d != u32::MAX && !kill[b].contains(d as usize) {
+                    gen[b].insert(d as usize);
                 }
             }
             if insts[i].ast.guard.is_none() {
                 for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
                     let d = dense[r as usize];
                     if d != u32::MAX {
-                        k[d as usize / 64] |= 1 << (d % 64);
+                        kill[b].insert(d as usize);
                     }
                 }
             }
         }
     }
-    let mut bits = gen.clone();
-    let mut out = vec![0u64; words];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in cfg.rpo.iter().rev() {
-            out.iter_mut().for_each(|w| *w = 0);
-            for &s in &cfg.blocks[b].succs {
-                for w in 0..words {
-                    out[w] |= bits[s * words + w];
-                }
-            }
-            for w in 0..words {
-                let v = gen[b * words + w] | (out[w] & !kill[b * words + w]);
-                if v != bits[b * words + w] {
-                    bits[b * words + w] = v;
-                    changed = true;
-                }
-            }
-        }
-    }
-    LiveIn { dense, words, bits }
+    let init = gen.clone();
+    // post-order: successors before predecessors
+    let order: Vec<usize> = cfg.rpo.iter().rev().copied().collect();
+    let sets = dataflow::solve(&mut Liveness { cfg, gen, kill }, init, &order);
+    LiveIn { dense, sets }
 }
 
 impl<'a> Ssa<'a> {

@@ -273,11 +273,11 @@ impl<'c, 'a> Ctx<'c, 'a> {
         let lanes = shape.lanes();
         let needed: std::collections::BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
         // one evaluator per iteration, shared by every access of the function
-        let mut evs: Vec<(crate::divergence::eval::Evaluator, std::collections::HashMap<crate::ir::ValueId, i64>)> = (0..2)
+        let mut evs: Vec<crate::divergence::eval::Evaluator> = (0..2)
             .map(|it| {
                 let mut ev = crate::divergence::eval::Evaluator::new(f, self.d, shape.block, lanes.to_vec());
                 ev.first_iteration = it == 0;
-                (ev, std::collections::HashMap::new())
+                ev
             })
             .collect();
         let addrs: Vec<Option<crate::races::Addresses>> = accs
@@ -291,8 +291,7 @@ impl<'c, 'a> Ctx<'c, 'a> {
                 let b = f.cfg.block_of[a.inst];
                 let per_iteration: crate::races::Addresses = (0..2)
                     .map(|it| {
-                        let (ev, leaves) = &mut evs[it];
-                        let vals = crate::memory::evaluate_with(ev, leaves, v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
+                        let vals = crate::memory::evaluate_with(&mut evs[it], v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
                         let active = if std::ptr::eq(shape, self.shape) { self.active_lanes_at(b, it) } else { vec![true; lanes.len()] };
                         let per_thread: Vec<Option<i64>> = vals.iter().zip(active).map(|(x, on)| on.then_some(x + a.offset)).collect();
                         Some(crate::races::sorted(&per_thread))

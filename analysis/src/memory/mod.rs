@@ -114,28 +114,20 @@ pub fn evaluate_at(
 ) -> Option<Vec<i64>> {
     let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
     ev.first_iteration = iteration == 0;
-    let mut leaves = HashMap::new();
-    evaluate_with(&mut ev, &mut leaves, v, ctaid, scalar, iteration)
+    evaluate_with(&mut ev, v, ctaid, scalar, iteration)
 }
 
-/// [`evaluate_at`] with an evaluator and leaf values kept across calls, so
-/// that the values several addresses share are computed once. The
-/// evaluator must have been made for the same lanes and `first_iteration ==
-/// (iteration == 0)`.
-pub fn evaluate_with(
-    ev: &mut Evaluator<'_, '_>,
-    leaves: &mut HashMap<ValueId, i64>,
-    v: ValueId,
-    ctaid: i64,
-    scalar: Option<i64>,
-    iteration: usize,
-) -> Option<Vec<i64>> {
+/// [`evaluate_at`] with an evaluator (and the leaf values it was given)
+/// kept across calls, so that the values several addresses share are
+/// computed once. The evaluator must have been made for the same lanes and
+/// `first_iteration == (iteration == 0)`.
+pub fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, ctaid: i64, scalar: Option<i64>, iteration: usize) -> Option<Vec<i64>> {
     let f = ev.f;
     for _ in 0..16 {
         match ev.values(v) {
             Ok(x) => return Some(x.to_vec()),
             Err(EvalErr::Leaf(x)) => {
-                if leaves.contains_key(&x) {
+                if ev.leaf(x).is_some() {
                     return None;
                 }
                 let val = match f.ssa.values[x as usize] {
@@ -149,8 +141,7 @@ pub fn evaluate_with(
                     _ if matches!(f.spaces.of(x), Space::Global | Space::Shared) => 0,
                     _ => scalar?,
                 };
-                leaves.insert(x, val);
-                ev.set_leaves(leaves.clone());
+                ev.add_leaf(x, val);
             }
             Err(EvalErr::Opaque) => return None,
         }
