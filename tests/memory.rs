@@ -4,12 +4,12 @@
 //! (its own counting code, no affine shortcut); plus the JSON metrics and
 //! `--all-accesses` records a user sees.
 
+use gpucheck_analysis::divergence::eval::samples;
 use gpucheck_analysis::divergence::eval::{EvalErr, Evaluator};
 use gpucheck_analysis::divergence::{Divergence, Summaries};
 use gpucheck_analysis::ir::space::Space;
 use gpucheck_analysis::ir::{self, ValueDef, ValueId};
-use gpucheck_analysis::lints::{warps, Ctx};
-use gpucheck_analysis::{ptx, shape_for, srcmap, Options};
+use gpucheck_analysis::{ptx, shape_for, Options, Shape};
 use gpucheck_tests::*;
 use std::collections::HashMap;
 
@@ -47,7 +47,7 @@ fn options() -> Options {
 /// Per-thread address of an access, evaluated from the PTX: pointer
 /// parameters at 0 (256-aligned), other parameters 1024, block index 0,
 /// loop counters at their first value.
-fn lane_addresses(f: &ir::FunctionIr<'_>, d: &Divergence, shape: &warps::Shape, v: ValueId) -> Option<Vec<i64>> {
+fn lane_addresses(f: &ir::FunctionIr<'_>, d: &Divergence, shape: &Shape, v: ValueId) -> Option<Vec<i64>> {
     let mut ev = Evaluator::new(f, d, shape.block, shape.lanes().to_vec());
     ev.first_iteration = true;
     let mut leaves: HashMap<ValueId, i64> = HashMap::new();
@@ -57,7 +57,7 @@ fn lane_addresses(f: &ir::FunctionIr<'_>, d: &Divergence, shape: &warps::Shape, 
             Ok(x) => return Some(x.to_vec()),
             Err(EvalErr::Leaf(x)) => {
                 let val = match f.ssa.values[x as usize] {
-                    ValueDef::Phi(_) => warps::samples(f, &ev, x).first().copied().unwrap_or(1024),
+                    ValueDef::Phi(_) => samples(f, &ev, x).first().copied().unwrap_or(1024),
                     ValueDef::Entry(_) => 0,
                     // allocations (pointers, by the space inference) are 256-aligned
                     _ if matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic) => 0,
@@ -110,14 +110,12 @@ fn every_prediction_matches_a_brute_force_reference() {
     let m = ptx::parse(&src).unwrap();
     let fns = ir::lower(&m);
     let sums = Summaries::compute(&fns);
-    let sm = srcmap::SourceMap::new(&m, &fns);
     let opts = options();
     let mut checked = 0;
     let mut unpredictable = 0;
     for f in &fns {
         let d = Divergence::analyze(f, &sums);
         let shape = shape_for(f.func, &opts);
-        let ctx = Ctx::new(f, &d, &sums, &shape, &sm, &|_| true);
         for a in gpucheck_analysis::memory::accesses(f, &d) {
             let all = vec![true; shape.threads()];
             let predicted = gpucheck_analysis::memory::predict(f, &d, &a, &shape, &all);
@@ -144,7 +142,6 @@ fn every_prediction_matches_a_brute_force_reference() {
             }
             checked += 1;
         }
-        let _ = ctx;
     }
     assert!(checked >= 60, "only {checked} accesses checked");
     // gathers and phi-merged addresses only

@@ -4,7 +4,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gpucheck_analysis::divergence::{Divergence, Summaries};
-use gpucheck_analysis::{check_module, ir, lints, ptx, shape_for, srcmap, synth, Options};
+use gpucheck_analysis::facts::KernelFacts;
+use gpucheck_analysis::{check_module, ir, ptx, shape_for, synth, Options};
 use std::time::Duration;
 
 fn corpus_largest() -> (String, String) {
@@ -47,27 +48,27 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-/// Memory access analysis alone (access sites, active lanes, predictions),
-/// per kernel of the largest corpus file; IR and divergence are set up once.
-fn memory(c: &mut Criterion) {
+/// The per-kernel facts alone (branch splits, access sites, active lanes,
+/// predictions, races), per kernel of the largest corpus file; IR and
+/// divergence are set up once.
+fn facts(c: &mut Criterion) {
     let (name, corpus) = corpus_largest();
     let m = ptx::parse(&corpus).unwrap();
     let fns = ir::lower(&m);
     let sums = Summaries::compute(&fns);
-    let sm = srcmap::SourceMap::new(&m, &fns);
     let divs: Vec<Divergence> = fns.iter().map(|f| Divergence::analyze(f, &sums)).collect();
     let shapes: Vec<_> = fns.iter().map(|f| shape_for(f.func, &Options::default())).collect();
     let insts: usize = fns.iter().map(|f| f.insts.len()).sum();
     eprintln!("{name}: {} functions, {insts} instructions", fns.len());
-    let mut g = c.benchmark_group("memory");
+    let mut g = c.benchmark_group("facts");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
     g.throughput(Throughput::Elements(insts as u64));
     g.bench_function(BenchmarkId::from_parameter(&name), |b| {
         b.iter(|| {
             let mut n = 0;
             for (k, f) in fns.iter().enumerate() {
-                let ctx = lints::Ctx::new(f, &divs[k], &sums, &shapes[k], &sm, &|_| true);
-                n += ctx.memory().len();
+                let facts = KernelFacts::compute(f, &divs[k], &sums, &shapes[k]);
+                n += facts.accesses.len() + facts.races.len();
             }
             n
         })
@@ -119,5 +120,5 @@ fn scaling(c: &mut Criterion) {
     }
 }
 
-criterion_group!(analysis, benches, memory, scaling);
+criterion_group!(analysis, benches, facts, scaling);
 criterion_main!(analysis);

@@ -7,7 +7,6 @@ fn main() {
     let m = ptx::parse(&src).unwrap();
     let fns = ir::lower(&m);
     let sums = divergence::Summaries::compute(&fns);
-    let sm = srcmap::SourceMap::new(&m, &fns);
     for f in &fns {
         if want.as_deref().is_some_and(|w| w != f.func.name) {
             continue;
@@ -17,8 +16,9 @@ fn main() {
         if std::env::var_os("VALUES").is_some() {
             values_of(f, &d);
         }
-        let ctx = lints::Ctx::new(f, &d, &sums, &shape, &sm, &|_| true);
-        for (a, p) in ctx.memory() {
+        let facts = facts::KernelFacts::compute(f, &d, &sums, &shape);
+        for x in &facts.accesses {
+            let (a, p) = (&x.access, &x.prediction);
             println!("{} ptx {} {:?} {:?} w{} addr {:?}", f.func.name, f.insts[a.inst].ast.pos.line, a.kind, a.space, a.width, a.addr);
             if let Some(divergence::AbsVal::Affine { c, .. }) = Some(a.addr) {
                 for x in c {
@@ -27,7 +27,7 @@ fn main() {
                         let ev = divergence::eval::Evaluator::new(f, &d, shape.block, shape.lanes()[..1].to_vec());
                         println!("   eval: {:?}", ev.values(sym));
                         if let Err(divergence::eval::EvalErr::Leaf(x)) = ev.values(sym) {
-                            println!("   samples({x}) = {:?}; def {:?}", lints::warps::samples(f, &ev, x), f.ssa.values[x as usize]);
+                            println!("   samples({x}) = {:?}; def {:?}", divergence::eval::samples(f, &ev, x), f.ssa.values[x as usize]);
                             if let ir::ValueDef::Phi(p) = f.ssa.values[x as usize] {
                                 let ph = &f.ssa.phis[p as usize];
                                 println!(
@@ -42,8 +42,9 @@ fn main() {
                 }
             }
             println!("   {:?}", p.as_ref().map(|p| (p.sectors, p.ideal, p.conflict, p.strides)));
-            let act = ctx.active_lanes(f.block_of(a.inst));
-            println!("   active lanes {} of {}", act.iter().filter(|x| **x).count(), act.len());
+            if let Some(p) = p {
+                println!("   active lanes {} of {}", p.offsets.iter().filter(|x| x.is_some()).count(), p.offsets.len());
+            }
         }
     }
 }

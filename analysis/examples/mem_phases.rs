@@ -1,6 +1,6 @@
 //! Peak heap by phase on one module (generated with N kernels, or a file):
-//! parse, lower, then for the largest function divergence, memory
-//! predictions, races and lints (development aid).
+//! parse, lower, then for the largest function divergence, the kernel's
+//! facts (predictions, races) and lints (development aid).
 use gpucheck_analysis::meter::{self, PeakAlloc};
 use gpucheck_analysis::*;
 
@@ -36,15 +36,12 @@ fn main() {
     let d = divergence::Divergence::analyze(f, &sums);
     show("divergence");
     let shape = shape_for(f.func, &Options::default());
-    let ctx = lints::Ctx::new(f, &d, &sums, &shape, &sm, &|_| true);
     meter::reset();
-    let _ = ctx.memory();
-    show("memory");
+    let facts = facts::KernelFacts::compute(f, &d, &sums, &shape);
+    show("facts");
     meter::reset();
-    let _ = ctx.races();
-    show("races");
-    meter::reset();
-    let r = lints::run(&ctx);
+    let cx = lints::LintCx { facts: &facts, srcmap: &sm, is_local: &|_| true, coalescing_threshold: 2.0 };
+    let r = lints::run(&cx);
     show("lints");
     println!("{} findings", r.len());
 }

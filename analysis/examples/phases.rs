@@ -30,9 +30,10 @@ fn main() {
         }
         let t = Instant::now();
         let shape = shape_for(f.func, &Options::default());
-        let ctx = lints::Ctx::new(f, &d, &sums, &shape, &sm, &|_| true);
-        let _ = lints::run(&ctx);
+        let facts = facts::KernelFacts::compute(f, &d, &sums, &shape);
+        let cx = lints::LintCx { facts: &facts, srcmap: &sm, is_local: &|_| true, coalescing_threshold: 2.0 };
+        let _ = lints::run(&cx);
         tl += t.elapsed().as_secs_f64();
     }
-    eprintln!("divergence {:.1} ms, lints {:.1} ms; slowest {:?}", ta * 1e3, tl * 1e3, worst);
+    eprintln!("divergence {:.1} ms, facts and lints {:.1} ms; slowest {:?}", ta * 1e3, tl * 1e3, worst);
 }

@@ -33,7 +33,7 @@ fn main() {
                     s += &format!("\n    secondary {p}: {l}");
                 }
                 for n in &f.notes {
-                    s += &format!("\n    {:?}: {}", n.kind, n.text);
+                    s += &format!("\n    {:?}: {}", n.kind, render(&n.text));
                 }
                 for (k, v) in &f.metrics {
                     s += &format!("\n    {k} = {v:?}");
@@ -59,5 +59,26 @@ fn main() {
         for a in acc {
             println!("{a}");
         }
+    }
+}
+
+/// Notes rendered the way the binary renders them for a Cargo package
+/// (absolute paths kept).
+fn render(t: &gpucheck_analysis::Text) -> String {
+    use gpucheck_analysis::{Place, ShapeSource, Text};
+    match t {
+        Text::Plain(t) => t.clone(),
+        Text::At { before, at: Place::Source(p), after } => format!("{before}{p}{after}"),
+        Text::At { before, at: Place::PtxLine(l), after } => format!("{before}PTX line {l}{after}"),
+        Text::Shape { kernel, block: [x, y, z], source } => match source {
+            ShapeSource::Assumed => format!("no block shape given for `{kernel}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`"),
+            ShapeSource::Cli => format!("block shape {x}×{y}×{z} from --block"),
+            ShapeSource::Kernel(n) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{n}]"),
+            ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
+            ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
+        },
+        Text::InlinedInto(p) => format!("inlined into {p}"),
+        Text::InlinedFrom(p) => format!("the instruction comes from {p}, inlined here"),
+        Text::NearestLine => "no inline information in the PTX: this is the nearest line of the package before the instruction".into(),
     }
 }

@@ -1,27 +1,33 @@
 //! gpucheck-analysis: from PTX text to findings.
 //!
-//! Pipeline: [`ptx::parse`] → [`ir::lower`] (CFG, dominators, loops, SSA) →
-//! [`divergence`] (affine thread-dependence of every value) → [`memory`]
-//! (sectors per request, bank conflicts) → [`lints`] →
+//! Pipeline: [`ptx::parse`] → [`ir::lower`] (typed instructions, CFG,
+//! dominators, loops, SSA, address spaces) → [`divergence`] (affine
+//! thread-dependence of every value) → [`memory`] (sectors per request,
+//! bank conflicts) and [`races`] → [`facts`] (per kernel) → [`lints`] →
 //! [`Finding`]s with PTX positions and Rust source spans ([`srcmap`]).
+//! [`model`] (block shape, warps, sectors, banks) sits below all of them;
+//! [`interp`] runs kernels for confirmation.
 //!
 //! This crate is usable alone: given PTX text and a launch configuration it
 //! returns findings. It spawns no process, touches no file and prints nothing;
 //! Cargo, files and rendering belong to the `cargo-gpucheck` binary.
 
 pub mod divergence;
+pub mod facts;
 pub mod interp;
 pub mod ir;
 pub mod lints;
 pub mod memory;
 pub mod meter;
+pub mod model;
 pub mod producer;
 pub mod ptx;
 pub mod races;
 pub mod srcmap;
 pub mod synth;
 
-pub use lints::{Finding, Level, Lint, Metric, Note, NoteKind, Shape, LINTS};
+pub use lints::{Finding, Level, Lint, Metric, Note, NoteKind, Place, Text, LINTS};
+pub use model::{Shape, ShapeSource};
 pub use producer::producer;
 pub use ptx::ParseError;
 pub use srcmap::SrcPos;
@@ -77,18 +83,20 @@ pub struct Report {
 /// metadata, `.reqntid`, the package's metadata, else an assumed shape.
 pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     if let Some(b) = opts.block {
-        return Shape::new(b, "--block");
+        return Shape::new(b, ShapeSource::Cli);
     }
     let demangled = demangle(f.name);
     if let Some((name, b)) = [f.name, demangled.as_str()].iter().find_map(|n| opts.kernel_blocks.get_key_value(*n)) {
-        return Shape::new(*b, format!("[package.metadata.gpucheck.kernels.{name}]"));
+        return Shape::new(*b, ShapeSource::Kernel(name.clone()));
     }
     // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
-    if let Some(b) = f.perf.reqntid.filter(|b| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= 1024)) {
-        return Shape::new(b, ".reqntid in the PTX");
+    let launchable =
+        |b: &[u32; 3]| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= model::MAX_BLOCK_THREADS);
+    if let Some(b) = f.perf.reqntid.filter(launchable) {
+        return Shape::new(b, ShapeSource::Reqntid);
     }
     if let Some(b) = opts.package_block {
-        return Shape::new(b, "[package.metadata.gpucheck]");
+        return Shape::new(b, ShapeSource::Package);
     }
     let uses = |dim: u8| {
         f.body.iter().flatten().any(|s| {
@@ -102,7 +110,7 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     } else {
         [256, 1, 1]
     };
-    Shape::new(block, "assumed")
+    Shape::new(block, ShapeSource::Assumed)
 }
 
 /// Parse and check one PTX module. `is_local` says whether a source file
@@ -150,25 +158,29 @@ fn check_function(
 ) -> (Vec<Finding>, Vec<AccessReport>) {
     let d = divergence::Divergence::analyze(f, sums);
     let shape = shape_for(f.func, opts);
-    let mut ctx = lints::Ctx::new(f, &d, sums, &shape, srcmap, is_local);
-    ctx.coalescing_threshold = opts.coalescing_threshold.unwrap_or(2.0);
-    let findings = lints::run(&ctx);
-    let mut accesses = Vec::new();
-    for (a, p) in ctx.memory() {
-        let global = a.space == ir::space::Space::Global;
-        accesses.push(AccessReport {
-            kernel: demangle(f.func.name),
-            ptx_line: f.insts[a.inst].ast.pos.line,
-            span: ctx.resolve(a.inst).primary,
-            space: a.space.name(),
-            kind: a.kind.name(),
-            width: a.width,
-            sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
-            conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
-            requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
-            unpredictable: p.is_none(),
-        });
-    }
+    let facts = facts::KernelFacts::compute(f, &d, sums, &shape);
+    let cx = lints::LintCx { facts: &facts, srcmap, is_local, coalescing_threshold: opts.coalescing_threshold.unwrap_or(2.0) };
+    let findings = lints::run(&cx);
+    let accesses = facts
+        .accesses
+        .iter()
+        .map(|x| {
+            let (a, p) = (&x.access, &x.prediction);
+            let global = a.space == ir::inst::Space::Global;
+            AccessReport {
+                kernel: demangle(f.func.name),
+                ptx_line: f.insts[a.inst].ast.pos.line,
+                span: cx.resolve(a.inst).primary,
+                space: a.space.name(),
+                kind: a.kind.name(),
+                width: a.width,
+                sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
+                conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
+                requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
+                unpredictable: p.is_none(),
+            }
+        })
+        .collect();
     (findings, accesses)
 }
 

@@ -40,7 +40,7 @@ fn nvvm_idioms() {
 
     // the mangled shared array is named as Rust writes it
     let race = r.findings.iter().find(|f| f.lint.name == "shared_memory_race").unwrap();
-    let notes: Vec<String> = race.notes.iter().map(|n| n.text.clone()).collect();
+    let notes: Vec<&str> = race.notes.iter().filter_map(|n| n.plain()).collect();
     assert!(notes.iter().any(|n| n.contains("element 1 of `kernels::block_sum::SHARED`, in 4-byte elements")), "{notes:#?}");
     assert!(race.message.contains("thread 0 reads element 1 while thread 1 writes it"), "{}", race.message);
 }

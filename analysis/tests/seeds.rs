@@ -4,7 +4,7 @@
 //! assertions are on the abstract values and branch verdicts themselves.
 
 use gpucheck_analysis::divergence::{AbsVal, Divergence, Summaries};
-use gpucheck_analysis::{check, ir, ptx, Options};
+use gpucheck_analysis::{check, ir, ptx, Options, ShapeSource, Text};
 
 /// `if (tid < c) { d = 0; sum = 0; N = tid + c*c; for (i = tid; i < N; i += c) { sum += m[i]; d += 1; } v[tid] = sum / d; }`
 const AVG_SQUARE: &str = r#"
@@ -199,9 +199,9 @@ fn gpuverify_scan_1a_is_clean_and_1b_diverges_at_both_barriers() {
     let lines: Vec<u32> = r.findings.iter().filter(|f| f.lint.name == "barrier_divergence").map(|f| f.ptx_line).collect();
     let bars: Vec<u32> = b.lines().enumerate().filter(|(_, l)| l.contains("bar.sync")).map(|(i, _)| i as u32 + 1).collect();
     assert_eq!(lines, bars);
-    assert!(r.findings[0].notes.iter().any(|n| n.text.contains("thread-dependent number of iterations")));
+    assert!(words(&r.findings[0]).contains("thread-dependent number of iterations"));
     // the block shape comes from .reqntid
-    assert!(r.findings[0].notes.iter().any(|n| n.text.contains("256×1×1 from .reqntid")));
+    assert!(r.findings[0].notes.iter().any(|n| matches!(&n.text, Text::Shape { block: [256, 1, 1], source: ShapeSource::Reqntid, .. })));
 }
 
 #[test]
@@ -210,11 +210,7 @@ fn barrier_skip_ranges_are_exact() {
     let src = ".version 7.0\n.target sm_70\n.entry k() .reqntid 256 {\n .reg .pred %p<2>; .reg .b32 %r<2>;\n mov.u32 %r1, %tid.x;\n setp.ge.u32 %p1, %r1, 128;\n @%p1 bra $L;\n bar.sync 0;\n$L:\n ret;\n}\n";
     let r = check(src, &Options::default(), &|_| true).unwrap();
     assert_eq!(r.findings.len(), 1);
-    assert!(
-        r.findings[0].notes.iter().any(|n| n.text.contains("threads 128..255 of each block skip this barrier")),
-        "{:?}",
-        r.findings[0].notes
-    );
+    assert!(words(&r.findings[0]).contains("threads 128..255 of each block skip this barrier"), "{:?}", r.findings[0].notes);
     // a warp-uniform condition on a counted barrier is fine; on a block-wide one it is not
     let warp = |bar: &str| {
         format!(".version 7.0\n.target sm_70\n.entry k() .reqntid 256 {{\n .reg .pred %p<2>; .reg .b32 %r<3>;\n mov.u32 %r1, %tid.x;\n shr.u32 %r2, %r1, 5;\n setp.ge.u32 %p1, %r2, 4;\n @%p1 bra $L;\n {bar};\n$L:\n ret;\n}}\n")
@@ -222,7 +218,7 @@ fn barrier_skip_ranges_are_exact() {
     assert!(check(&warp("bar.sync 1, 128"), &Options::default(), &|_| true).unwrap().findings.is_empty());
     let r = check(&warp("bar.sync 0"), &Options::default(), &|_| true).unwrap();
     assert_eq!(r.findings.len(), 1);
-    assert!(r.findings[0].notes.iter().any(|n| n.text.contains("threads 128..255")));
+    assert!(words(&r.findings[0]).contains("threads 128..255"));
 }
 
 #[test]
@@ -249,4 +245,18 @@ fn divergent_branch_counts_warps() {
     assert_eq!(count(k("setp.eq.u32 %p1, %r1, 0;", "256")), None);
     // tid % 16 < 8 in a 64-thread block: both warps
     assert_eq!(count(k("and.b32 %r2, %r1, 15;\n setp.lt.u32 %p1, %r2, 8;", "64")), Some(2));
+}
+
+/// The words of a finding's notes (positions left out).
+fn words(f: &gpucheck_analysis::Finding) -> String {
+    let mut out = String::new();
+    for n in &f.notes {
+        match &n.text {
+            Text::Plain(t) => out += t,
+            Text::At { before, after, .. } => out += &format!("{before}…{after}"),
+            _ => {}
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -52,7 +52,11 @@ pub enum Command {
         output: Option<PathBuf>,
     },
     /// List the lints: name, group, default level, summary.
-    Lints,
+    Lints {
+        /// Print the list as the markdown table of the README.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Explain a lint: what it finds, why it matters, a bad and a good kernel.
     Explain {
         /// Lint name, with or without `gpucheck::`.

@@ -7,8 +7,8 @@
 //! own: analysis (the `gpucheck-analysis` crate) or rendering (`report`).
 
 use crate::levels::Levels;
-use gpucheck_analysis::lints::registry::UNUSED_GPUCHECK_ALLOW;
-use gpucheck_analysis::{Finding, Level, Metric, NoteKind};
+use gpucheck_analysis::lints::UNUSED_GPUCHECK_ALLOW;
+use gpucheck_analysis::{Finding, Level, Metric, Note, NoteKind, Place, ShapeSource, Text};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,9 @@ pub struct Diagnostic {
     /// The PTX file and position, for `--> ` when there is no Rust span.
     pub ptx_file: String,
     pub duplicates: usize,
+    /// The finding's notes, rendered (paths relative, configuration named),
+    /// and any the binary adds.
+    pub notes: Vec<(NoteKind, String)>,
     /// Secondary spans: (display file, abs file, line, col, col_end, label).
     pub secondary: Vec<(String, PathBuf, u32, u32, u32, String)>,
 }
@@ -49,17 +52,6 @@ impl PathStyle {
             return format!("$RUST/{}", &p[i + "/lib/rustlib/src/rust/".len()..]);
         }
         p.to_string()
-    }
-
-    /// Rewrite every absolute path in a text.
-    pub fn text(&self, t: &str) -> String {
-        let root = format!("{}/", self.root.to_string_lossy());
-        let mut s = t.replace(&root, "");
-        while let Some(i) = s.find("/lib/rustlib/src/rust/") {
-            let start = s[..i].rfind(|c: char| c.is_whitespace() || c == '`' || c == '(').map(|x| x + 1).unwrap_or(0);
-            s.replace_range(start..i + "/lib/rustlib/src/rust/".len(), "$RUST/");
-        }
-        s
     }
 
     pub fn absolute(&self, p: &str) -> PathBuf {
@@ -127,8 +119,49 @@ pub fn span_end(line: &str, col: u32) -> u32 {
     (end.max(start + 1) + 1) as u32
 }
 
+/// Where the launch shape can be set, for the note on an assumed one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShapeHint {
+    /// A Cargo workspace: `[package.metadata.gpucheck]` or `--block`.
+    Cargo,
+    /// PTX files: `--block` only.
+    Cli,
+}
+
+/// A note as text: positions relative to the workspace, shape sources as
+/// the flag or Cargo table that set them.
+pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
+    let pos = |p: &gpucheck_analysis::SrcPos| format!("{}:{}:{}", paths.display(&p.file), p.line, p.col);
+    match &n.text {
+        Text::Plain(t) => t.clone(),
+        Text::At { before, at, after } => {
+            let at = match at {
+                Place::Source(p) => pos(p),
+                Place::PtxLine(l) => format!("PTX line {l}"),
+            };
+            format!("{before}{at}{after}")
+        }
+        Text::Shape { kernel, block: [x, y, z], source } => match source {
+            ShapeSource::Assumed => {
+                let how = match hint {
+                    ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
+                    ShapeHint::Cli => "pass `--block X,Y,Z`",
+                };
+                format!("no block shape given for `{kernel}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); {how}")
+            }
+            ShapeSource::Cli => format!("block shape {x}×{y}×{z} from --block"),
+            ShapeSource::Kernel(name) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{name}]"),
+            ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
+            ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
+        },
+        Text::InlinedInto(p) => format!("inlined into {}", pos(p)),
+        Text::InlinedFrom(p) => format!("the instruction comes from {}, inlined here", pos(p)),
+        Text::NearestLine => "no inline information in the PTX: this is the nearest line of the package before the instruction".into(),
+    }
+}
+
 /// Convert (dropping allowed lints), fold duplicates and sort.
-pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels: &Levels) -> Vec<Diagnostic> {
+pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels: &Levels, hint: ShapeHint) -> Vec<Diagnostic> {
     let mut sources: HashMap<PathBuf, Option<Vec<String>>> = HashMap::new();
     let mut line_text = |abs: &Path, line: u32| -> Option<String> {
         let lines = sources
@@ -138,14 +171,9 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
     };
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut index: HashMap<(String, Option<String>, u32, u32, String), usize> = HashMap::new();
-    for mut f in findings {
+    for f in findings {
         if levels.level(f.lint) == Level::Allow {
             continue;
-        }
-        f.message = paths.text(&f.message);
-        f.label = paths.text(&f.label);
-        for n in &mut f.notes {
-            n.text = paths.text(&n.text);
         }
         let (file, abs_file, line, col, col_end) = match &f.span {
             Some(s) => {
@@ -173,6 +201,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             .collect();
         index.insert(key, out.len());
         let level = levels.level(f.lint);
+        let notes = f.notes.iter().map(|n| (n.kind.clone(), render_note(n, paths, hint))).collect();
         out.push(Diagnostic {
             level_note: levels.note(f.lint),
             finding: f,
@@ -184,16 +213,17 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             col_end,
             ptx_file: ptx_file.to_string(),
             duplicates: 0,
+            notes,
             secondary,
         });
     }
     for d in &mut out {
         if d.duplicates > 0 {
             let n = d.duplicates;
-            d.finding.notes.push(gpucheck_analysis::Note {
-                kind: NoteKind::Note,
-                text: format!("also at {n} other place{} in the PTX (code the compiler duplicated)", if n == 1 { "" } else { "s" }),
-            });
+            d.notes.push((
+                NoteKind::Note,
+                format!("also at {n} other place{} in the PTX (code the compiler duplicated)", if n == 1 { "" } else { "s" }),
+            ));
         }
     }
     sort(&mut out);
@@ -231,9 +261,5 @@ mod tests {
         let p = PathStyle { root: PathBuf::from("/w/ek") };
         assert_eq!(p.display("/w/ek/src/lib.rs"), "src/lib.rs");
         assert_eq!(p.display("/r/.rustup/toolchains/n/lib/rustlib/src/rust/library/core/src/x.rs"), "$RUST/library/core/src/x.rs");
-        assert_eq!(
-            p.text("at /w/ek/src/a.rs:1:2 from /r/t/lib/rustlib/src/rust/library/x.rs:3"),
-            "at src/a.rs:1:2 from $RUST/library/x.rs:3"
-        );
     }
 }

@@ -158,7 +158,7 @@ pub fn flags_from_args(args: &[String]) -> Vec<(char, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpucheck_analysis::lints::registry::{BARRIER_DIVERGENCE, DIVERGENT_BRANCH};
+    use gpucheck_analysis::lints::{BARRIER_DIVERGENCE, DIVERGENT_BRANCH};
     use serde_json::json;
 
     #[test]

@@ -58,8 +58,12 @@ fn run() -> Result<i32> {
     };
     let flags = levels::flags_from_args(&raw);
     match a.command {
-        Some(Command::Lints) => {
-            print_lints();
+        Some(Command::Lints { markdown }) => {
+            if markdown {
+                print!("{}", registry::markdown_table());
+            } else {
+                print_lints();
+            }
             Ok(0)
         }
         Some(Command::Explain { name }) => explain(&name),
@@ -90,22 +94,22 @@ fn run() -> Result<i32> {
 }
 
 fn print_lints() {
-    let w = registry::LINTS.iter().map(|l| l.name.len()).max().unwrap_or(10) + 10;
+    let w = gpucheck_analysis::LINTS.iter().map(|l| l.name.len()).max().unwrap_or(10) + 10;
     println!("{:w$}  {:12} {:8} summary", "lint", "group", "default");
-    for l in registry::LINTS {
-        println!("{:w$}  {:12} {:8} {}", format!("gpucheck::{}", l.name), l.group, l.default.as_str(), l.summary);
+    for l in gpucheck_analysis::LINTS {
+        println!("{:w$}  {:12} {:8} {}", format!("gpucheck::{}", l.name), l.group.name(), l.default.as_str(), l.summary);
     }
     println!(
         "\ngroups: {} (and `all`); set levels with -A/-W/-D/-F NAME or [package.metadata.gpucheck.lints]",
-        registry::GROUPS.join(", ")
+        registry::GROUPS.iter().map(|g| g.name()).collect::<Vec<_>>().join(", ")
     );
 }
 
 fn explain(name: &str) -> Result<i32> {
     match registry::find(name) {
         Some(l) => {
-            println!("gpucheck::{} ({}, {} by default): {}\n", l.name, l.group, l.default.as_str(), l.summary);
-            print!("{}", l.explanation);
+            println!("gpucheck::{} ({}, {} by default): {}\n", l.name, l.group.name(), l.default.as_str(), l.summary);
+            print!("{}", l.explanation());
             Ok(0)
         }
         None => {
@@ -293,11 +297,11 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         u.note.as_deref().map(|n| format!("\n        {n}")).unwrap_or_default()
     );
     let ptx_display = paths.display(&u.ptx.to_string_lossy());
-    let diags = prepare(report.findings, &ptx_display, paths, levels);
+    let diags = prepare(report.findings, &ptx_display, paths, levels, diagnostic::ShapeHint::Cargo);
     // `// gpucheck: allow(…)` comments in the package's sources
     let mut sup = suppress::Suppressions::new(suppress::scan(&k.root));
     let mut diags = sup.apply(diags, &|p: &Path| paths.display(&p.to_string_lossy()));
-    diags.extend(prepare(sup.unused(), &ptx_display, paths, levels));
+    diags.extend(prepare(sup.unused(), &ptx_display, paths, levels, diagnostic::ShapeHint::Cargo));
     diagnostic::sort(&mut diags);
     let origin = Origin {
         package_name: k.name.clone(),
@@ -353,7 +357,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) 
                 plural(report.instructions, "instruction")
             );
         }
-        let diags = prepare(report.findings, &display, &paths, &levels);
+        let diags = prepare(report.findings, &display, &paths, &levels, diagnostic::ShapeHint::Cli);
         let abs = cwd.join(file);
         let origin = Origin {
             package_name: display.clone(),

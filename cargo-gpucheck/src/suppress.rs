@@ -9,8 +9,9 @@
 //! unused-comment findings. Does not own: levels (`levels`) or rendering.
 
 use crate::diagnostic::Diagnostic;
-use gpucheck_analysis::lints::registry::{closest, expand, UNUSED_GPUCHECK_ALLOW};
-use gpucheck_analysis::{Finding, Level, Note, NoteKind, SrcPos};
+use gpucheck_analysis::lints::registry::{closest, expand};
+use gpucheck_analysis::lints::UNUSED_GPUCHECK_ALLOW;
+use gpucheck_analysis::{Finding, Level, NoteKind, SrcPos};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -129,15 +130,15 @@ impl Suppressions {
                 Some((c, n)) if d.level == Level::Forbid => {
                     self.used[c][n] = true;
                     let cm = &self.comments[c];
-                    d.finding.notes.push(Note {
-                        kind: NoteKind::Note,
-                        text: format!(
+                    d.notes.push((
+                        NoteKind::Note,
+                        format!(
                             "`gpucheck: allow({})` at {}:{} has no effect: the lint is forbidden",
                             cm.names[n],
                             display(&cm.file),
                             cm.line
                         ),
-                    });
+                    ));
                     out.push(d);
                 }
                 Some((c, n)) => self.used[c][n] = true,

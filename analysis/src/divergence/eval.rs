@@ -15,6 +15,7 @@
 //! warps.
 
 use super::Divergence;
+use crate::ir::inst::Opcode;
 use crate::ir::inst::Special;
 use crate::ir::scalar::{self, ThreadPos};
 use crate::ir::{FunctionIr, ValueDef, ValueId};
@@ -23,12 +24,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// One thread: its coordinates and lane within the warp.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Lane {
-    pub tid: [i64; 3],
-    pub lane: i64,
-}
+pub use crate::model::Lane;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EvalErr {
@@ -238,5 +234,83 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let mut out = Vec::with_capacity(self.lanes.len());
         op.apply_lanes(&refs[..srcs.len().min(5)], ty, &mut out).ok_or(EvalErr::Opaque)?;
         Ok(Rc::new(out))
+    }
+}
+
+/// Follow plain copies (`mov`, `cvt` between integers) back to the value copied.
+pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
+    for _ in 0..8 {
+        let Some(i) = f.def_inst(v) else { return v };
+        let inst = &f.insts[i];
+        if !matches!(inst.opcode, Opcode::Mov | Opcode::Cvt) || inst.ast.guard.is_some() || inst.is_float() {
+            return v;
+        }
+        match f.operand_value(i, 1) {
+            Some(x) => v = x,
+            None => return v,
+        }
+    }
+    v
+}
+
+/// Candidate sample values for a uniform leaf: the first values of a loop
+/// counter `phi(init, phi op k)`, or a few block indices.
+pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
+    match f.ssa.values[v as usize] {
+        ValueDef::Entry(_) => {
+            if matches!(f.ssa.special(v), Some(Special::Ctaid(_))) {
+                vec![0, 1, 3]
+            } else {
+                vec![]
+            }
+        }
+        ValueDef::Phi(p) => {
+            let ph = &f.ssa.phis[p as usize];
+            let Some(l) = f.cfg.loops.iter().position(|l| l.header == ph.block) else {
+                return vec![];
+            };
+            let mut init = None;
+            let mut step = None;
+            for &(pred, iv) in &ph.incoming {
+                if f.cfg.in_loop(pred, l) {
+                    let Some(li) = f.def_inst(through_copies(f, iv)) else {
+                        return vec![];
+                    };
+                    let linst = &f.insts[li];
+                    let k = linst.operand(2).and_then(|o| match o {
+                        Operand::Imm(k) => Some(*k),
+                        _ => None,
+                    });
+                    let uses_phi = matches!(linst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
+                    if !uses_phi
+                        || !matches!(linst.opcode, Opcode::Add | Opcode::Sub | Opcode::Shl | Opcode::Shr | Opcode::Mul | Opcode::Div)
+                    {
+                        return vec![];
+                    }
+                    step = k.map(|k| (li, k));
+                } else {
+                    init = ev.values(iv).ok().and_then(|x| x.first().copied());
+                }
+            }
+            let (Some(mut x), Some((li, k))) = (init, step) else {
+                return vec![];
+            };
+            // the counter's next values, by the update instruction's own semantics
+            let linst = &f.insts[li];
+            let Some(ty) = scalar::dest_ty(linst, 0) else { return vec![] };
+            let mut out = vec![];
+            for _ in 0..6 {
+                out.push(x);
+                x = match scalar::apply(linst, 0, &[x as u64, k as u64]) {
+                    Some(bits) => scalar::to_i64(ty, bits),
+                    None => break,
+                };
+                if x == 0 || out.contains(&x) {
+                    break;
+                }
+            }
+            out
+        }
+        _ => vec![],
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod domain;
 pub mod eval;
+pub mod split;
 mod transfer;
 pub use transfer::name_key;
 
@@ -391,17 +392,15 @@ impl Divergence {
             sync_sources: vec![Vec::new(); f.ssa.phis.len()],
             is_term,
         };
-        let state = dataflow::solve(&mut problem, init, &order);
+        let mut state = dataflow::solve(&mut problem, init, &order);
+        drop(order);
         let view = problem.nodes(&state);
         let branches = f.cfg.rpo.iter().filter(|&&b| state[nv + b] != AbsVal::Bottom).filter_map(|&b| branch_of(&view, f, b)).collect();
         let sync_phi = problem.sync_sources.iter().map(|bs| bs.iter().fold(AbsVal::Bottom, |acc, &b| acc.join(state[nv + b]))).collect();
-        Divergence {
-            vals: state[..nv].to_vec(),
-            branches,
-            divergent_loop: state[nv + nb..].to_vec(),
-            sync_phi,
-            def_block: problem.def_block,
-        }
+        let divergent_loop = state[nv + nb..].to_vec();
+        // the values are the state's first `nv` nodes: keep them in place
+        state.truncate(nv);
+        Divergence { vals: state, branches, divergent_loop, sync_phi, def_block: problem.def_block }
     }
 
     /// The value of `v` as seen by a use in block `use_block` (see [`Values::at`]).
@@ -500,4 +499,53 @@ pub fn join_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
 /// post-dominator.
 pub fn controlled_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
     f.cfg.region(&f.cfg.blocks[b].succs, f.cfg.ipdom(b))
+}
+
+/// Thread-varying sources an expression depends on, in CUDA terms
+/// (`threadIdx.x`, `the lane id`, `loaded data`).
+pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    let mut stack = vec![v];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) || seen.len() > 512 {
+            continue;
+        }
+        if d.vals[x as usize].is_uniform() {
+            continue;
+        }
+        let add = |s: &'static str, out: &mut Vec<&'static str>| {
+            if !out.contains(&s) {
+                out.push(s)
+            }
+        };
+        match f.ssa.values[x as usize] {
+            ValueDef::Entry(_) => match f.ssa.special(x) {
+                Some(s @ (Special::Tid(_) | Special::LaneId | Special::Clock)) => add(s.cuda_name(), &mut out),
+                _ => add("a thread-dependent register", &mut out),
+            },
+            ValueDef::Phi(p) => {
+                let ph = &f.ssa.phis[p as usize];
+                if d.sync_phi[p as usize] != AbsVal::Bottom {
+                    add("the path taken at an earlier divergent branch", &mut out);
+                }
+                stack.extend(ph.incoming.iter().map(|x| x.1));
+            }
+            ValueDef::Inst { inst, .. } => {
+                let i = &f.insts[inst as usize];
+                match i.opcode {
+                    Opcode::Ld | Opcode::Ldu | Opcode::Tex | Opcode::Suld => add("loaded data", &mut out),
+                    Opcode::Atom => add("an atomic's result", &mut out),
+                    Opcode::Shfl | Opcode::Match => add("a warp shuffle", &mut out),
+                    Opcode::Call => add("a call's result", &mut out),
+                    _ => {}
+                }
+                if !matches!(i.opcode, Opcode::Ld | Opcode::Ldu | Opcode::Atom) {
+                    stack.extend_from_slice(f.ssa.uses(inst as usize));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|s| if s.starts_with("threadIdx") { 0 } else { 1 });
+    out
 }

@@ -417,7 +417,7 @@ impl Cx<'_, '_> {
             Where::Global(_) => {
                 let addrs: Vec<(i64, u32)> =
                     at.iter().filter_map(|(_, a)| if let Where::Global(x) = a { Some((*x as i64, len)) } else { None }).collect();
-                let s = crate::memory::sectors(&addrs).0;
+                let s = crate::model::sectors(&addrs).0;
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "global";
                 site.add(s);
@@ -425,7 +425,7 @@ impl Cx<'_, '_> {
             Where::Shared(_) => {
                 let addrs: Vec<(i64, u32)> =
                     at.iter().filter_map(|(_, a)| if let Where::Shared(x) = a { Some((*x as i64, len)) } else { None }).collect();
-                let c = crate::memory::conflict_degree(&addrs, len);
+                let c = crate::model::conflict_degree(&addrs, len);
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "shared";
                 site.add(c);

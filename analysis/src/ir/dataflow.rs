@@ -102,6 +102,24 @@ impl BitSet {
     pub fn contains(&self, i: usize) -> bool {
         self.words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
+    /// Number of members.
+    pub fn count(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    /// Members in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(k, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(k * 64 + b)
+            })
+        })
+    }
     pub fn union_with(&mut self, o: &BitSet) {
         for (a, b) in self.words.iter_mut().zip(&o.words) {
             *a |= b;
@@ -164,5 +182,7 @@ mod tests {
         assert!(!c.contains(3) && c.contains(129));
         b.union_with(&a);
         assert!(b.contains(129));
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![3, 129]);
+        assert_eq!(b.count(), 2);
     }
 }

@@ -6,23 +6,60 @@
 //!
 //! Owns: finding the controlling branch and saying which threads skip.
 
-use super::warps::{sources, Split};
-use super::{registry::BARRIER_DIVERGENCE, Ctx, Finding, Metric};
-use crate::divergence::DivBranch;
+use super::{thread_ranges, Finding, LintCx, Metric, Place, Text};
+use crate::divergence::split::Split;
+use crate::divergence::{sources, AbsVal};
+use crate::facts::BranchFact;
 use crate::ptx::Operand;
 
-pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
-    let f = ctx.f;
-    let has_barrier = f.insts.iter().any(|i| i.is_block_barrier() || i.call_target().is_some_and(|t| ctx.sums.has_barrier.contains(t)));
-    if !has_barrier {
-        return;
+declare_lint! {
+    /// ### What it does
+    /// Finds `_syncthreads()` (`bar.sync`, `barrier.sync`, or a call to a function
+    /// that executes one) under thread-dependent control flow: inside a branch on
+    /// the thread index, after a thread-dependent early `return`, predicated on a
+    /// thread-dependent value, or inside a loop whose trip count differs between
+    /// threads (GPUVerify's barrier divergence). The note names the branch and,
+    /// when the block shape is known, the threads that skip the barrier.
+    ///
+    /// ### Why is this bad
+    /// All threads of a block must reach the same barrier the same number of
+    /// times. Otherwise the behaviour is undefined: the kernel hangs, or silently
+    /// computes wrong results, depending on the GPU.
+    ///
+    /// ### Example
+    /// ```rust
+    /// #[no_mangle]
+    /// pub unsafe extern "ptx-kernel" fn shift(out: *mut u32) {
+    ///     let t = _thread_idx_x() as usize;
+    ///     let s = shared_buffer();
+    ///     *s.add(t) = t as u32;
+    ///     if t < 128 {
+    ///         _syncthreads();          // threads 128.. never arrive
+    ///         *out.add(t) = *s.add(t + 1);
+    ///     }
+    /// }
+    /// ```
+    /// Use instead: move the barrier out of the conditional so that every thread
+    /// of the block reaches it, and guard only the work:
+    /// ```rust
+    ///     *s.add(t) = t as u32;
+    ///     _syncthreads();
+    ///     if t < 128 {
+    ///         *out.add(t) = *s.add(t + 1);
+    ///     }
+    /// ```
+    pub static BARRIER_DIVERGENCE = {
+        name: "barrier_divergence",
+        group: Correctness,
+        default: Deny,
+        summary: "a barrier (`_syncthreads()`, `bar.sync`, or a call to a function that executes one) is under thread-dependent control flow, behind a thread-dependent early return, predicated on a thread-dependent value, or inside a loop whose trip count differs between threads",
     }
-    let controlled = ctx.controlled();
-    for (i, inst) in f.insts.iter().enumerate() {
-        let barrier = inst.is_block_barrier() || inst.call_target().is_some_and(|t| ctx.sums.has_barrier.contains(t));
-        if !barrier {
-            continue;
-        }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    let (f, d) = (cx.facts.f, cx.facts.d);
+    for &i in &cx.facts.barriers {
+        let inst = &f.insts[i];
         let b = f.cfg.block_of[i];
         if !f.cfg.reachable(b) {
             continue;
@@ -31,10 +68,10 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         let what = if via_call { "call to a function that executes a barrier" } else { "barrier" };
         // a predicated barrier
         if let Some(g) = inst.ast.guard {
-            let gv = ctx.d.operand(f, i, &Operand::Reg(g.reg));
+            let gv = d.operand(f, i, &Operand::Reg(g.reg));
             if gv.is_divergent() {
                 let mut fd =
-                    ctx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
+                    cx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
                 fd.note(format!(
                     "the barrier is predicated on `{}{}`, which differs between threads",
                     if g.negated { "!" } else { "" },
@@ -45,60 +82,55 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
                 continue;
             }
         }
-        // `bar.sync id, count`: only `count` threads (whole warps) take part, so
-        // control that is uniform within each warp is fine
-        // `barrier.sync` without `.aligned`: warps may arrive from different
-        // code locations (warp specialization), also fine under warp-uniform control
+        // `bar.sync id, count` and `barrier.sync` without `.aligned`: whole warps take
+        // part, possibly from different code, so control uniform within each warp is fine
         let counted = !via_call && inst.is_warp_granular_barrier();
-        let splits_warps = |br: &DivBranch| {
-            !ctx.d.at(f, br.cond, br.block).is_warp_uniform()
-                && !matches!(ctx.classify(br), Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
+        let splits_warps = |x: &BranchFact| {
+            !d.at(f, x.br.cond, x.br.block).is_warp_uniform()
+                && !matches!(x.split, Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
         };
         // evaluated for every thread of the block, all take the same side: no one skips
-        let proven_uniform =
-            |br: &DivBranch| matches!(ctx.classify(br), Split::Exact { ref taken, .. } if taken.iter().all(|t| *t == taken[0]));
-        let cause = controlled
+        let proven_uniform = |x: &BranchFact| matches!(x.split, Split::Exact { ref taken, .. } if taken.iter().all(|t| *t == taken[0]));
+        let cause = cx
+            .facts
+            .branches
             .iter()
-            .filter(|(br, cs)| cs.binary_search(&b).is_ok() && (!counted || splits_warps(br)) && !proven_uniform(br))
-            .min_by_key(|(_, cs)| cs.len());
-        let Some((br, _)) = cause else { continue };
-        out.push(report(ctx, i, br, what));
+            .filter(|x| x.controlled.contains(b) && (!counted || splits_warps(x)) && !proven_uniform(x))
+            .min_by_key(|x| x.controlled.count());
+        let Some(cause) = cause else { continue };
+        out.push(report(cx, i, cause, what));
     }
 }
 
-fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
-    let f = ctx.f;
+fn report(cx: &LintCx<'_, '_, '_>, i: usize, cause: &BranchFact, what: &str) -> Finding {
+    let (f, d) = (cx.facts.f, cx.facts.d);
     let cfg = &f.cfg;
+    let br = &cause.br;
     let b = cfg.block_of[i];
-    let mut fd = ctx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
-    let srcs = sources(f, ctx.d, br.cond);
+    let mut fd = cx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
+    let srcs = sources(f, d, br.cond);
     let mut on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
-    if ctx.d.at(f, br.cond, br.block) == crate::divergence::AbsVal::WarpUniform {
+    if d.at(f, br.cond, br.block) == AbsVal::WarpUniform {
         on = format!("{on}, which is the same within a warp but differs between warps, so whole warps");
     }
-    let cause_pos = ctx.resolve(br.inst).primary;
-    let at = cause_pos
-        .as_ref()
-        .map(|p| format!("the branch at {p}"))
-        .unwrap_or_else(|| format!("the branch at PTX line {}", f.insts[br.inst].ast.pos.line));
     let in_loop_exit =
         cfg.loop_of[br.block].filter(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
-    let split = ctx.classify(br);
+    let split = &cause.split;
     let who = if in_loop_exit.is_some() {
         "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times"
             .to_string()
     } else {
-        match &split {
+        match split {
             Split::Exact { taken, .. } => {
                 // which side of the branch can reach the barrier?
-                let target = branch_target(ctx, br.inst);
-                let reaches = |s: usize| reach_without(ctx, s, b, cfg.ipdom(br.block));
+                let target = branch_target(cx, br.inst);
+                let reaches = |s: usize| reach_without(cx, s, b, cfg.ipdom(br.block));
                 let taken_reaches = target.is_some_and(reaches);
                 let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s))
                     || (cfg.blocks[br.block].succs.len() == 1 && target.is_none());
                 let skip: Vec<bool> = taken.iter().map(|&t| if t { !taken_reaches } else { !fall_reaches }).collect();
                 if skip.iter().any(|x| *x) {
-                    format!("{} of each block skip this barrier", super::warps::thread_ranges(&skip))
+                    format!("{} of each block skip this barrier", thread_ranges(&skip))
                 } else {
                     "some threads skip this barrier".to_string()
                 }
@@ -108,26 +140,28 @@ fn report(ctx: &Ctx<'_, '_>, i: usize, br: &DivBranch, what: &str) -> Finding {
             }
         }
     };
-    fd.note(format!("{at} depends on {on}; {who}"));
-    if let Some(p) = cause_pos {
+    let at = cx.place(br.inst);
+    fd.note_text(Text::At { before: "the branch at ".into(), at: at.clone(), after: format!(" depends on {on}; {who}") });
+    if let Place::Source(p) = at {
         fd.secondary.push((p, "thread-dependent branch".to_string()));
     }
-    ctx.shape_note(&mut fd);
+    cx.shape_note(&mut fd);
     fd.help("move the barrier out of the conditional so that every thread of the block reaches it");
-    if let Some(n) = split.split(ctx.shape.warps()) {
+    if let Some(n) = split.split(cx.facts.shape.warps()) {
         fd.metrics.push(("diverging_warps", Metric::Int(n as i64)));
     }
-    fd.metrics.push(("warps_per_block", Metric::Int(ctx.shape.warps() as i64)));
+    fd.metrics.push(("warps_per_block", Metric::Int(cx.facts.shape.warps() as i64)));
     fd
 }
 
 /// Block a `bra` jumps to.
-pub(super) fn branch_target(ctx: &Ctx<'_, '_>, i: usize) -> Option<usize> {
-    let l = ctx.f.insts[i].branch_label()?;
-    ctx.f.labels.get(l).filter(|&&x| x < ctx.f.insts.len()).map(|&x| ctx.f.cfg.block_of[x])
+fn branch_target(cx: &LintCx<'_, '_, '_>, i: usize) -> Option<usize> {
+    let f = cx.facts.f;
+    let l = f.insts[i].branch_label()?;
+    f.labels.get(l).filter(|&&x| x < f.insts.len()).map(|&x| f.cfg.block_of[x])
 }
 
 /// Can block `from` reach block `to` without passing `stop`?
-pub(super) fn reach_without(ctx: &Ctx<'_, '_>, from: usize, to: usize, stop: Option<usize>) -> bool {
-    ctx.f.cfg.region(&[from], stop).binary_search(&to).is_ok()
+fn reach_without(cx: &LintCx<'_, '_, '_>, from: usize, to: usize, stop: Option<usize>) -> bool {
+    cx.facts.f.cfg.region(&[from], stop).binary_search(&to).is_ok()
 }

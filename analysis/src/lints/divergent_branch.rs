@@ -6,22 +6,72 @@
 //! Boundary checks (≤ 1 warp), single-lane branches and data-dependent
 //! branches (unpredictable statically) are not reported.
 
-use super::warps::{sources, Split};
-use super::{registry::DIVERGENT_BRANCH, Ctx, Finding, Metric};
+use super::{Finding, LintCx, Metric};
+use crate::divergence::sources;
+use crate::divergence::split::Split;
 
-pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
-    let f = ctx.f;
-    let warps = ctx.shape.warps();
-    for br in &ctx.d.branches {
+declare_lint! {
+    /// ### What it does
+    /// Finds branches whose condition depends on the thread index in a way that
+    /// splits the 32 threads of a warp between the two paths, in more than one warp
+    /// of a block, and loops whose trip count differs between the lanes of a warp.
+    /// The message says how many warps of a block are split, for the block shape
+    /// given in Cargo.toml (`[package.metadata.gpucheck] block = [x, y, z]`), by
+    /// `--block`, or by `.reqntid`.
+    ///
+    /// ### Why is this bad
+    /// A warp executes both paths one after the other with part of its lanes
+    /// masked off: `if t % 2 == 0 { a() } else { b() }` costs `a + b` for every
+    /// warp. Boundary checks (`if gid < n`) split at most one warp and are not
+    /// reported; nor are single-lane branches (`if t == 0`) or branches on loaded
+    /// data, whose divergence cannot be known statically.
+    ///
+    /// ### Example
+    /// ```rust
+    /// #[no_mangle]
+    /// pub unsafe extern "ptx-kernel" fn scale(a: *mut f32) {
+    ///     let t = _thread_idx_x() as usize;
+    ///     if t % 2 == 0 {             // splits every warp: even and odd lanes
+    ///         *a.add(t) = slow_even(*a.add(t));
+    ///     } else {
+    ///         *a.add(t) = slow_odd(*a.add(t));
+    ///     }
+    /// }
+    /// ```
+    /// Use instead: give whole warps the same kind of work, so that the condition
+    /// is the same for the 32 consecutive threads of a warp:
+    /// ```rust
+    ///     // warp w handles the elements of one parity: even warps even elements
+    ///     let (w, lane) = (t / 32, t % 32);
+    ///     let i = (w / 2) * 64 + lane * 2 + (w % 2);
+    ///     if w % 2 == 0 {
+    ///         *a.add(i) = slow_even(*a.add(i));
+    ///     } else {
+    ///         *a.add(i) = slow_odd(*a.add(i));
+    ///     }
+    /// ```
+    pub static DIVERGENT_BRANCH = {
+        name: "divergent_branch",
+        group: Perf,
+        default: Warn,
+        summary: "a thread-dependent branch splits more than one warp of a block, or a loop's trip count differs between the lanes of a warp",
+    }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    let (f, d) = (cx.facts.f, cx.facts.d);
+    let warps = cx.facts.shape.warps();
+    for b in &cx.facts.branches {
+        let br = &b.br;
         if !f.insts[br.inst].is_jump() {
             continue;
         }
         // the same in every lane of a warp: no warp is split
-        if ctx.d.at(f, br.cond, br.block).is_warp_uniform() {
+        if d.at(f, br.cond, br.block).is_warp_uniform() {
             continue;
         }
-        let split = ctx.classify(br);
-        let report = match &split {
+        let split = &b.split;
+        let report = match split {
             Split::Exact { split, single_lane, .. } => !single_lane && (*split >= 2 || (warps == 1 && *split == 1)),
             Split::Bounded { split, single_lane } => !single_lane && *split >= 2,
             Split::TripCount => true,
@@ -31,17 +81,17 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
             continue;
         }
         let n = split.split(warps).unwrap_or(warps);
-        let srcs = sources(f, ctx.d, br.cond);
+        let srcs = sources(f, d, br.cond);
         let on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
-        let (message, label) = match &split {
+        let (message, label) = match split {
             Split::TripCount => (
                 "loop exit depends on the thread: lanes of a warp run different numbers of iterations".to_string(),
                 format!("the iteration count depends on {on}"),
             ),
             _ => (format!("branch splits {n} of {warps} warps in each block"), format!("condition depends on {on}")),
         };
-        let mut fd = ctx.finding(&DIVERGENT_BRANCH, br.inst, message, label);
-        match &split {
+        let mut fd = cx.finding(&DIVERGENT_BRANCH, br.inst, message, label);
+        match split {
             Split::Exact { witness, .. } if !witness.is_empty() => {
                 let w: Vec<String> = witness.iter().map(|(r, v)| format!("`{r}` = {v}")).collect();
                 fd.note(format!("counted with {} (a loop counter or block index; other values may split fewer warps)", w.join(", ")));
@@ -54,12 +104,12 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
             }
             _ => {}
         }
-        ctx.shape_note(&mut fd);
+        cx.shape_note(&mut fd);
         fd.help("make the condition the same for the 32 consecutive threads of a warp (e.g. branch on `threadIdx.x / 32`), or reorder the data so that neighbouring threads take the same path");
         fd.metrics.push(("diverging_warps", Metric::Int(n as i64)));
         fd.metrics.push(("warps_per_block", Metric::Int(warps as i64)));
         fd.metrics.push(("divergent_fraction", Metric::Float(if warps > 0 { n as f64 / warps as f64 } else { 0.0 })));
-        fd.metrics.push(("block", Metric::Text(format!("{:?}", ctx.shape.block))));
+        fd.metrics.push(("block", Metric::Text(format!("{:?}", cx.facts.shape.block))));
         out.push(fd);
     }
 }

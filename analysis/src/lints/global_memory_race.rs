@@ -2,9 +2,35 @@
 //! between blocks are out of scope). Shares its reporting with
 //! `shared_memory_race`.
 
-use super::{registry::GLOBAL_MEMORY_RACE, Ctx, Finding};
-use crate::ir::space::Space;
+use super::{Finding, LintCx};
+use crate::ir::inst::Space;
 
-pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
-    super::shared_memory_race::report(ctx, Space::Global, &GLOBAL_MEMORY_RACE, out);
+declare_lint! {
+    /// ### What it does
+    /// The same check as `shared_memory_race`, for global memory within one block
+    /// (for example every thread writing `out[0]`). Accesses through different
+    /// pointer parameters are assumed not to alias. Races between different
+    /// blocks are out of scope.
+    ///
+    /// ### Why is this bad
+    /// The value left in memory depends on which thread writes last.
+    ///
+    /// ### Example
+    /// ```rust
+    /// *out = t as u32;               // every thread writes out[0]
+    /// ```
+    /// Use instead: let one thread write, or reduce first:
+    /// ```rust
+    /// if t == 0 { *out = result; }
+    /// ```
+    pub static GLOBAL_MEMORY_RACE = {
+        name: "global_memory_race",
+        group: Correctness,
+        default: Warn,
+        summary: "two threads of a block access the same global bytes in one barrier interval, one writing (different pointer parameters are assumed not to alias; races between blocks are out of scope)",
+    }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    super::shared_memory_race::report(cx, Space::Global, &GLOBAL_MEMORY_RACE, out);
 }

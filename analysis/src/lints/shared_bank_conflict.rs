@@ -4,25 +4,55 @@
 //! Owns: the decision and the message (degree, stride, padding advice).
 
 use super::uncoalesced_global_access::describe_strides;
-use super::{registry::SHARED_BANK_CONFLICT, Ctx, Finding, Metric};
-use crate::ir::space::Space;
+use super::{Finding, LintCx, Metric};
+use crate::ir::inst::Space;
 
-pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
-    for (a, p) in ctx.memory() {
-        let Some(p) = p else { continue };
+declare_lint! {
+    /// ### What it does
+    /// Predicts the bank-conflict degree of every shared memory access: shared
+    /// memory has 32 banks of 4-byte words; the degree is the largest number of
+    /// distinct words a warp request needs from one bank (lanes reading the same
+    /// word are served by one broadcast). 8-byte accesses are served per half
+    /// warp, 16-byte per quarter warp. Reports degree 2 and more.
+    ///
+    /// ### Why is this bad
+    /// An n-way conflict serialises the request into n transactions. Reading a
+    /// column of a 32×32 `f32` tile puts all 32 lanes in one bank: 32 times slower.
+    ///
+    /// ### Example
+    /// ```rust
+    /// // tile: [[f32; 32]; 32] in shared memory
+    /// let v = tile[tx][ty];      // lanes stride 128 bytes: 32-way conflict
+    /// ```
+    /// Use instead: pad each row by one word so a column spreads over 32 banks:
+    /// ```rust
+    /// // tile: [[f32; 33]; 32]
+    /// let v = tile[tx][ty];      // lanes stride 132 bytes: conflict-free
+    /// ```
+    pub static SHARED_BANK_CONFLICT = {
+        name: "shared_bank_conflict",
+        group: Perf,
+        default: Warn,
+        summary: "a shared access's lanes need two or more distinct words from one of the 32 banks",
+    }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    for x in &cx.facts.accesses {
+        let (a, Some(p)) = (&x.access, &x.prediction) else { continue };
         if a.space != Space::Shared || p.conflict.0 < 2 {
             continue;
         }
         let stride = p.lane_stride.unwrap_or(0).abs();
         let how = if stride > 0 { format!(": lanes stride {stride} bytes") } else { String::new() };
         let message = format!("{}-way shared memory bank conflict{how}", p.conflict.0);
-        let label = describe_strides(p.strides, a.width, ctx.shape.block);
-        let mut fd = ctx.finding(&SHARED_BANK_CONFLICT, a.inst, message, label);
+        let label = describe_strides(p.strides, a.width, cx.facts.shape.block);
+        let mut fd = cx.finding(&SHARED_BANK_CONFLICT, a.inst, message, label);
         fd.note(format!(
             "each warp request is split into {} transactions ({} warps per block; worst warp {}-way)",
             p.conflict.0, p.requests, p.conflict.1
         ));
-        ctx.shape_note(&mut fd);
+        cx.shape_note(&mut fd);
         if stride > 0 && stride % 128 == 0 {
             let words = stride / 4;
             fd.help(format!("pad the row to {} words so that consecutive lanes fall in different banks", words + 1));

@@ -7,42 +7,70 @@
 //! block requests with its footprint, from per-thread addresses evaluated
 //! with the same values for every load (so relative offsets are exact).
 
-use super::{registry::SHARED_MEMORY_OPPORTUNITY, Ctx, Finding, Metric};
+use super::{Finding, LintCx, Metric};
 use crate::divergence::eval::{EvalErr, Evaluator};
-use crate::ir::space::Space;
+use crate::ir::inst::{AccessKind, Space};
 use crate::ir::ValueId;
-use crate::memory::{covered_bytes, root, symbol_value, AccessKind, SYMBOLIC_STRIDE};
-use std::collections::{BTreeMap, HashMap};
+use crate::memory::{root, symbol_value, SYMBOLIC_STRIDE};
+use crate::model::covered_bytes;
+use std::collections::BTreeMap;
 
-pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
-    let f = ctx.f;
+declare_lint! {
+    /// ### What it does
+    /// Finds global loads of one array whose threads, together, read the same
+    /// bytes several times within a block (stencils reading `a[i-1]`, `a[i]`,
+    /// `a[i+1]`; a naive matrix product reading a row for every column), and
+    /// reports the block's footprint: the distinct bytes it needs against the
+    /// bytes it requests (Juravle, §5.2).
+    ///
+    /// ### Why is this bad
+    /// Each repeated read goes to the memory system again; loading the footprint
+    /// once into shared memory and reading it from there saves bandwidth.
+    ///
+    /// ### Example
+    /// ```rust
+    /// let i = gid();
+    /// *out.add(i) = *a.add(i - 1) + *a.add(i) + *a.add(i + 1);
+    /// ```
+    /// Use instead: stage the block's footprint (blockDim.x + 2 elements) in
+    /// shared memory, synchronise, then read the neighbours from there.
+    pub static SHARED_MEMORY_OPPORTUNITY = {
+        name: "shared_memory_opportunity",
+        group: Pedantic,
+        default: Allow,
+        summary: "a block's loads of one array request ≥ 2× their footprint (stencils, naive matmul)",
+    }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    let (f, d, shape) = (cx.facts.f, cx.facts.d, cx.facts.shape);
+    let accesses = &cx.facts.accesses;
     let mut groups: BTreeMap<ValueId, Vec<usize>> = BTreeMap::new();
-    for (k, (a, p)) in ctx.memory().iter().enumerate() {
-        if a.space != Space::Global || a.kind != AccessKind::Load || p.is_none() || a.addr.is_uniform() {
+    for (k, x) in accesses.iter().enumerate() {
+        let a = &x.access;
+        if a.space != Space::Global || a.kind != AccessKind::Load || x.prediction.is_none() || a.addr.is_uniform() {
             continue;
         }
         if let Some(v) = a.addr_value {
             groups.entry(root(f, v)).or_default().push(k);
         }
     }
-    let lanes = ctx.shape.lanes();
+    let lanes = shape.lanes();
     for (base, members) in groups {
-        let mut ev = Evaluator::new(f, ctx.d, ctx.shape.block, lanes.to_vec());
-        let mut leaves: HashMap<ValueId, i64> = HashMap::new();
-        leaves.insert(base, 0);
+        let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
+        ev.add_leaf(base, 0);
         // (thread, start, end): a thread re-reading its own bytes is not reuse
         let mut reads: Vec<(usize, i64, i64)> = Vec::new();
         for &k in &members {
-            let (a, p) = &ctx.memory()[k];
-            let (Some(v), Some(p)) = (a.addr_value, p) else { continue };
+            let x = &accesses[k];
+            let (Some(v), Some(p)) = (x.access.addr_value, &x.prediction) else { continue };
             let vals = loop {
-                ev.set_leaves(leaves.clone());
                 match ev.values(v) {
                     Ok(x) => break Some(x),
-                    Err(EvalErr::Leaf(x)) if !leaves.contains_key(&x) => {
+                    Err(EvalErr::Leaf(l)) if ev.leaf(l).is_none() => {
                         // the same value for a leaf in every load of the group
-                        let val = symbol_value(f, ctx.d, ctx.shape, x).unwrap_or(SYMBOLIC_STRIDE * 16);
-                        leaves.insert(x, val);
+                        let val = symbol_value(f, d, shape, l).unwrap_or(SYMBOLIC_STRIDE * 16);
+                        ev.add_leaf(l, val);
                     }
                     _ => break None,
                 }
@@ -54,8 +82,8 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
                 continue;
             }
             for t in active {
-                let addr = vals[t] + a.offset;
-                reads.push((t, addr, addr + a.width as i64));
+                let addr = vals[t] + x.access.offset;
+                reads.push((t, addr, addr + x.access.width as i64));
             }
         }
         reads.sort_unstable();
@@ -65,13 +93,13 @@ pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
         if footprint <= 0 || (requested as i64) < 2 * footprint {
             continue;
         }
-        let first = ctx.memory()[members[0]].0.inst;
+        let first = accesses[members[0]].access.inst;
         let reuse = requested as f64 / footprint as f64;
         let message =
             format!("each block reads {requested} bytes of this array but only {footprint} distinct: every byte is read {reuse:.1} times");
         let label = format!("{} load{} of the same array", members.len(), if members.len() == 1 { "" } else { "s" });
-        let mut fd = ctx.finding(&SHARED_MEMORY_OPPORTUNITY, first, message, label);
-        ctx.shape_note(&mut fd);
+        let mut fd = cx.finding(&SHARED_MEMORY_OPPORTUNITY, first, message, label);
+        cx.shape_note(&mut fd);
         fd.help(format!("stage the block's {footprint}-byte footprint in shared memory once, synchronise, and read it from there"));
         fd.metrics.push(("footprint_bytes", Metric::Int(footprint)));
         fd.metrics.push(("requested_bytes", Metric::Int(requested as i64)));

@@ -1,26 +1,60 @@
 //! `shared_memory_race`: races on shared memory within a block.
 //!
-//! Owns: the message (kind, witness threads, both Rust lines). The
-//! detection is `crate::races` through `Ctx::races`.
+//! Owns: the message (kind, witness threads, both Rust lines), shared with
+//! `global_memory_race`. The detection is `crate::races`, read from the
+//! facts.
 
-use super::{registry::SHARED_MEMORY_RACE, Ctx, Finding};
-use crate::ir::space::Space;
+use super::{Finding, Lint, LintCx};
+use crate::ir::inst::{AccessKind, Space};
 
-pub fn check(ctx: &Ctx<'_, '_>, out: &mut Vec<Finding>) {
-    report(ctx, Space::Shared, &SHARED_MEMORY_RACE, out);
+declare_lint! {
+    /// ### What it does
+    /// Finds pairs of shared memory accesses that can run in the same barrier
+    /// interval (no `_syncthreads()` between them on some path, including around
+    /// loop back edges), in two different threads of a block, on the same bytes,
+    /// at least one of them a write (atomics do not race with atomics). The
+    /// message names the kind (read-after-write, write-after-read,
+    /// write-after-write) and a witness pair of threads. Warp-synchronous code is
+    /// not exempt: threads of a warp are scheduled independently since Volta.
+    ///
+    /// ### Why is this bad
+    /// The result depends on the order in which threads run: wrong answers that
+    /// show up once in a thousand runs, or on another GPU.
+    ///
+    /// ### Example
+    /// ```rust
+    /// *s.add(t) = x;
+    /// let right = *s.add(t + 1);      // thread t reads what thread t + 1 writes
+    /// ```
+    /// Use instead: put a barrier between the write and the read:
+    /// ```rust
+    /// *s.add(t) = x;
+    /// _syncthreads();
+    /// let right = *s.add(t + 1);
+    /// ```
+    pub static SHARED_MEMORY_RACE = {
+        name: "shared_memory_race",
+        group: Correctness,
+        default: Deny,
+        summary: "two threads of a block access the same shared bytes in one barrier interval (also around loop back edges), one writing; names read-after-write / write-after-read / write-after-write and a witness pair of threads",
+    }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    report(cx, Space::Shared, &SHARED_MEMORY_RACE, out);
 }
 
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
-pub(super) fn report(ctx: &Ctx<'_, '_>, space: Space, lint: &'static super::Lint, out: &mut Vec<Finding>) {
-    let mem = ctx.memory();
-    for r in ctx.races() {
-        let (a, b) = (&mem[r.first].0, &mem[r.second].0);
+pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
+    let accesses = &cx.facts.accesses;
+    for r in &cx.facts.races {
+        let (a, b) = (&accesses[r.first].access, &accesses[r.second].access);
         if a.space != space {
             continue;
         }
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
-        let what = |k: crate::memory::AccessKind| if k == crate::memory::AccessKind::Load { "reads" } else { "writes" };
+        let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
         let name = format!("{} memory", space.name());
         let message = format!(
             "{} data race on {name}: thread {t2} {} element {elem} while thread {t1} {} it",
@@ -29,21 +63,21 @@ pub(super) fn report(ctx: &Ctx<'_, '_>, space: Space, lint: &'static super::Lint
             what(a.kind)
         );
         // primary span on the second access, secondary on the first (the write)
-        let mut fd = ctx.finding(lint, b.inst, message, format!("thread {t2} {} here", what(b.kind)));
-        if let Some(p) = ctx.resolve(a.inst).primary {
+        let mut fd = cx.finding(lint, b.inst, message, format!("thread {t2} {} here", what(b.kind)));
+        if let Some(p) = cx.resolve(a.inst).primary {
             if a.inst != b.inst {
                 fd.secondary.push((p, format!("thread {t1} {} here", what(a.kind))));
             }
         }
         if a.inst == b.inst {
-            fd.note(format!("both threads execute this same {}", if a.kind == crate::memory::AccessKind::Load { "load" } else { "store" }));
+            fd.note(format!("both threads execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
         }
-        let base = match crate::memory::base_symbol(ctx.f, a) {
+        let base = match crate::memory::base_symbol(cx.facts.f, a) {
             Some(s) => format!("`{}`", crate::demangle(s)),
             None => "the base pointer".to_string(),
         };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements)", a.width));
-        ctx.shape_note(&mut fd);
+        cx.shape_note(&mut fd);
         fd.help("put a barrier (`_syncthreads()`) between the two accesses, or make each thread touch its own elements");
         out.push(fd);
     }

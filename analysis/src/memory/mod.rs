@@ -19,11 +19,11 @@ use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::divergence::{AbsVal, Coef, Divergence};
 use crate::ir::inst::{Opcode, Space, Special};
 use crate::ir::{FunctionIr, ValueDef, ValueId};
-use crate::lints::warps::{Shape, WARP};
+use crate::model::{conflict_degree, sectors, Shape, WARP};
+pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
 use std::collections::HashMap;
 
-pub const SECTOR: i64 = 32;
 /// Stride assumed for a coefficient in an unknown symbol (e.g. a row pitch `n`).
 pub const SYMBOLIC_STRIDE: i64 = 4096;
 
@@ -132,7 +132,7 @@ pub fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, ctaid: i64, scalar:
                 }
                 let val = match f.ssa.values[x as usize] {
                     ValueDef::Phi(_) => {
-                        let samples = crate::lints::warps::samples(f, ev, x);
+                        let samples = crate::divergence::eval::samples(f, ev, x);
                         samples.get(iteration).or(samples.first()).copied().or(scalar)?
                     }
                     ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => ctaid,
@@ -221,9 +221,14 @@ fn resolve(c: Coef, f: &FunctionIr<'_>, d: &Divergence, shape: &Shape) -> (i64, 
     }
 }
 
-/// Per-thread byte addresses (relative to a 256-aligned base) for the whole
-/// block, or `None` when they depend on data.
-fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) -> Option<(Vec<i64>, Method, [i64; 3], Option<i64>)> {
+/// An access's per-thread byte addresses (relative to a 256-aligned base),
+/// how they were obtained, the byte strides along (x, y, z), and the
+/// base's offset modulo 256 when known.
+type LaneAddresses = (Vec<i64>, Method, [i64; 3], Option<i64>);
+
+/// Per-thread byte addresses for the whole block, or `None` when they
+/// depend on data.
+fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) -> Option<LaneAddresses> {
     let lanes = shape.lanes();
     match a.addr {
         AbsVal::Affine { c, .. } => {
@@ -264,68 +269,6 @@ fn base_offset(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) ->
     let b0 = evaluate_at(f, d, shape, lane0, v, 0, Some(SCALAR_SAMPLE), 0)?.first()? + a.offset;
     let b1 = evaluate_at(f, d, shape, lane0, v, 1, Some(SCALAR_SAMPLE), 0)?.first()? + a.offset;
     (b0.rem_euclid(256) == b1.rem_euclid(256)).then_some(b0.rem_euclid(256))
-}
-
-/// Number of bytes covered by the union of half-open ranges `[start, end)`.
-pub fn covered_bytes(mut ranges: Vec<(i64, i64)>) -> i64 {
-    ranges.sort_unstable();
-    let mut total = 0;
-    let mut cur: Option<(i64, i64)> = None;
-    for (s, e) in ranges {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    total + cur.map_or(0, |(cs, ce)| ce - cs)
-}
-
-/// Sectors touched and sectors ideal for one warp's active lanes.
-pub(crate) fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
-    let mut secs: Vec<i64> = Vec::with_capacity(addrs.len() * 2);
-    let mut bytes: Vec<(i64, i64)> = Vec::with_capacity(addrs.len());
-    for &(a, w) in addrs {
-        let end = a + w as i64;
-        let mut s = a.div_euclid(SECTOR);
-        while s * SECTOR < end {
-            secs.push(s);
-            s += 1;
-        }
-        bytes.push((a, end));
-    }
-    secs.sort_unstable();
-    secs.dedup();
-    let distinct = covered_bytes(bytes);
-    (secs.len() as u32, ((distinct + SECTOR - 1) / SECTOR) as u32)
-}
-
-/// Conflict degree of one warp's active lanes on 32 four-byte banks.
-pub(crate) fn conflict_degree(addrs: &[(i64, u32)], width: u32) -> u32 {
-    let group = match width {
-        8 => 16,
-        16 => 8,
-        _ => 32,
-    };
-    let mut worst = 0;
-    for g in addrs.chunks(group) {
-        let mut banks: HashMap<i64, Vec<i64>> = HashMap::new();
-        for &(a, w) in g {
-            let mut word = a.div_euclid(4);
-            while word * 4 < a + w as i64 {
-                let b = banks.entry(word.rem_euclid(32)).or_default();
-                if !b.contains(&word) {
-                    b.push(word);
-                }
-                word += 1;
-            }
-        }
-        worst = worst.max(banks.values().map(|v| v.len() as u32).max().unwrap_or(0));
-    }
-    worst
 }
 
 /// Most frequent value (ties: the larger).
@@ -388,32 +331,4 @@ pub fn predict(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape, ac
         strides,
         offsets: addrs.iter().zip(active.iter().chain(std::iter::repeat(&true))).map(|(x, a)| a.then_some(*x)).collect(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sector_counting() {
-        let lanes = |stride: i64, w: u32, base: i64| (0..32).map(|l| (base + l * stride, w)).collect::<Vec<_>>();
-        assert_eq!(sectors(&lanes(4, 4, 0)), (4, 4));
-        assert_eq!(sectors(&lanes(4, 4, 4)), (5, 4)); // x[i+1]
-        assert_eq!(sectors(&lanes(128, 4, 0)), (32, 4));
-        assert_eq!(sectors(&lanes(16, 4, 0)), (16, 4)); // AoS field
-        assert_eq!(sectors(&lanes(8, 8, 0)), (8, 8)); // f64 contiguous
-        assert_eq!(sectors(&lanes(0, 4, 0)), (1, 1)); // broadcast
-    }
-
-    #[test]
-    fn bank_conflicts() {
-        let lanes = |stride: i64, w: u32| (0..32).map(|l| (l * stride, w)).collect::<Vec<_>>();
-        assert_eq!(conflict_degree(&lanes(4, 4), 4), 1);
-        assert_eq!(conflict_degree(&lanes(128, 4), 4), 32); // column of a 32×32 tile
-        assert_eq!(conflict_degree(&lanes(132, 4), 4), 1); // padded to 33 words
-        assert_eq!(conflict_degree(&lanes(8, 4), 4), 2); // interleaved s=1
-        assert_eq!(conflict_degree(&lanes(0, 4), 4), 1); // broadcast
-        assert_eq!(conflict_degree(&lanes(8, 8), 8), 1); // f64 contiguous, per half warp
-        assert_eq!(conflict_degree(&lanes(16, 16), 16), 1); // float4 contiguous, per quarter warp
-    }
 }

@@ -10,12 +10,16 @@
 //! overlap and at least one access writes; atomics do not race with
 //! atomics. Decided by enumerating the block's threads.
 //!
-//! Owns: intervals and the conflict check. Does not own: address values
-//! and guards (`crate::memory`, `crate::lints::Ctx`) or messages (lints).
+//! Owns: intervals, the enumeration of candidate pairs and the conflict
+//! check. Does not own: address values and guards (`crate::memory`,
+//! `crate::facts`) or messages (lints).
 
+use crate::divergence::eval::Evaluator;
+use crate::divergence::Divergence;
 use crate::ir::space::Space;
-use crate::ir::FunctionIr;
+use crate::ir::{FunctionIr, ValueId};
 use crate::memory::{Access, AccessKind};
+use crate::model::{Shape, ShapeSource};
 use std::collections::{BTreeSet, HashMap};
 
 /// For every access (by index into `accesses`), the indices of the accesses
@@ -130,7 +134,7 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
     if a.space != b.space || !matches!(a.space, Space::Shared | Space::Global) {
         return None;
     }
-    let writes = |x: &Access| matches!(x.kind, AccessKind::Store | AccessKind::Atomic);
+    let writes = |x: &Access| x.kind.writes();
     if !writes(a) && !writes(b) {
         return None;
     }
@@ -175,4 +179,100 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
         }
     }
     None
+}
+/// The races between `accesses` of `f` for the block `shape`: pairs that
+/// share a barrier interval, touch the same space through the same root
+/// pointer, and overlap for two different threads. `active(b, it)` gives
+/// the threads that execute block `b` in iteration `it` (0 or 1);
+/// `barrier_call(i)` says instruction `i` calls a function that executes
+/// a barrier. When the shape is only assumed, a race is kept only if it
+/// also occurs in small blocks (16 or 32 threads, 8×8 or 16×16), so code
+/// written for narrow blocks is not flagged for rows that never overlap.
+/// Irreducible control flow is not analysed (no races).
+pub fn find(
+    f: &FunctionIr<'_>,
+    d: &Divergence,
+    shape: &Shape,
+    accesses: &[Access],
+    active: &mut dyn FnMut(usize, usize) -> Vec<bool>,
+    barrier_call: &dyn Fn(usize) -> bool,
+) -> Vec<Race> {
+    if f.cfg.irreducible {
+        return vec![];
+    }
+    let intervals = intervals(f, accesses, barrier_call);
+    let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::memory::root(f, v))).collect();
+    let mut pairs = Vec::new();
+    for (ka, set) in intervals.iter().enumerate() {
+        for &kb in set.iter().filter(|&&kb| kb >= ka) {
+            let (a, b) = (&accesses[ka], &accesses[kb]);
+            let possible = (a.kind.writes() || b.kind.writes())
+                && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
+                && a.space == b.space;
+            if possible && roots[ka].is_some() && roots[ka] == roots[kb] {
+                pairs.push((ka, kb));
+            }
+        }
+    }
+    let found = races_at(f, d, accesses, &pairs, shape, Some(active));
+    if !shape.is_assumed() || found.is_empty() {
+        return found;
+    }
+    // an assumed shape may be wrong: keep only races that persist in small blocks
+    let uses_y = shape.block[1] > 1 || shape.block[2] > 1;
+    let candidates: &[[u32; 3]] = if uses_y { &[[16, 16, 1], [8, 8, 1]] } else { &[[32, 1, 1], [16, 1, 1]] };
+    let mut kept = found;
+    for c in candidates {
+        let small = Shape::new(*c, ShapeSource::Assumed);
+        let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
+        let again = races_at(f, d, accesses, &remaining, &small, None);
+        kept.retain(|r| again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
+    }
+    kept
+}
+
+/// Races among `pairs` of accesses for one block shape (every thread
+/// active when `active` is not given).
+fn races_at(
+    f: &FunctionIr<'_>,
+    d: &Divergence,
+    accs: &[Access],
+    pairs: &[(usize, usize)],
+    shape: &Shape,
+    mut active: Option<&mut dyn FnMut(usize, usize) -> Vec<bool>>,
+) -> Vec<Race> {
+    let lanes = shape.lanes();
+    let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
+    // one evaluator per iteration, shared by every access of the function
+    let mut evs: Vec<Evaluator> = (0..2)
+        .map(|it| {
+            let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
+            ev.first_iteration = it == 0;
+            ev
+        })
+        .collect();
+    let addrs: Vec<Option<Addresses>> = accs
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            if !needed.contains(&k) {
+                return None;
+            }
+            let v = a.addr_value?;
+            let b = f.cfg.block_of[a.inst];
+            let per_iteration: Addresses = (0..2)
+                .map(|it| {
+                    let vals = crate::memory::evaluate_with(&mut evs[it], v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
+                    let on = match active.as_mut() {
+                        Some(act) => act(b, it),
+                        None => vec![true; lanes.len()],
+                    };
+                    let per_thread: Vec<Option<i64>> = vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect();
+                    Some(sorted(&per_thread))
+                })
+                .collect();
+            per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
+        })
+        .collect();
+    pairs.iter().filter_map(|&(ka, kb)| conflict(accs, &addrs, ka, kb)).collect()
 }

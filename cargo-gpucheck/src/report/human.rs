@@ -81,7 +81,7 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
             None => notes.push((NoteKind::Note, format!("{label} at {file}:{l}:{c}"))),
         }
     }
-    notes.extend(f.notes.iter().map(|n| (n.kind.clone(), n.text.clone())));
+    notes.extend(d.notes.iter().cloned());
     notes.push((NoteKind::Note, d.level_note.clone()));
     let mut group = level(d).primary_title(f.message.as_str()).element(snippet);
     for (k, t) in &notes {
@@ -100,10 +100,10 @@ fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
     let f = &d.finding;
     let loc = format!("at {origin}:{}:{}", d.line, d.col);
     let mut group = level(d).primary_title(f.message.as_str()).element(SLevel::NOTE.message(loc.as_str()));
-    for n in &f.notes {
-        group = group.element(match n.kind {
-            NoteKind::Note => SLevel::NOTE.message(n.text.as_str()),
-            NoteKind::Help => SLevel::HELP.message(n.text.as_str()),
+    for (kind, text) in &d.notes {
+        group = group.element(match kind {
+            NoteKind::Note => SLevel::NOTE.message(text.as_str()),
+            NoteKind::Help => SLevel::HELP.message(text.as_str()),
         });
     }
     group = group.element(SLevel::NOTE.message(d.level_note.as_str()));

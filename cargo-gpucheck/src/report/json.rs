@@ -51,11 +51,11 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     for (sf, abs, l, c, ce, label) in &d.secondary {
         spans.push(span(sf, Some(abs), *l, *c, *ce, false, label));
     }
-    let mut children: Vec<Value> = f
+    let mut children: Vec<Value> = d
         .notes
         .iter()
-        .map(|n| {
-            json!({"message": n.text, "code": null, "level": match n.kind { NoteKind::Note => "note", NoteKind::Help => "help" }, "spans": [], "children": [], "rendered": null})
+        .map(|(kind, text)| {
+            json!({"message": text, "code": null, "level": match kind { NoteKind::Note => "note", NoteKind::Help => "help" }, "spans": [], "children": [], "rendered": null})
         })
         .collect();
     children.push(json!({"message": d.level_note, "code": null, "level": "note", "spans": [], "children": [], "rendered": null}));
@@ -85,7 +85,7 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
         "message": {
             "$message_type": "diagnostic",
             "message": f.message,
-            "code": {"code": format!("gpucheck::{}", f.lint.name), "explanation": f.lint.explanation},
+            "code": {"code": format!("gpucheck::{}", f.lint.name), "explanation": f.lint.explanation()},
             "level": level(d.level),
             "spans": spans,
             "children": children,

@@ -49,9 +49,9 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
                 .name(l.name)
                 .short_description(sarif::MultiformatMessageString::builder().text(l.summary).build())
                 .full_description(sarif::MultiformatMessageString::builder().text(l.summary).build())
-                .help(sarif::MultiformatMessageString::builder().text(l.explanation).markdown(l.explanation).build())
+                .help(sarif::MultiformatMessageString::builder().text(l.explanation()).markdown(l.explanation()).build())
                 .default_configuration(sarif::ReportingConfiguration::builder().level(serde_json::json!(level)).build())
-                .properties(sarif::PropertyBag::builder().tags(vec![l.group.to_string()]).build())
+                .properties(sarif::PropertyBag::builder().tags(vec![l.group.name().to_string()]).build())
                 .build()
         })
         .collect();
@@ -61,9 +61,9 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
             let f = &d.finding;
             let file = d.file.clone().unwrap_or_else(|| d.ptx_file.clone());
             let mut text = f.message.clone();
-            for n in &f.notes {
+            for (_, note) in &d.notes {
                 text.push('\n');
-                text.push_str(&n.text);
+                text.push_str(note);
             }
             let rule_index = LINTS.iter().position(|l| l.name == f.lint.name).unwrap_or(0) as i64;
             let mut props = BTreeMap::new();

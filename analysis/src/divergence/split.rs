@@ -1,7 +1,5 @@
-//! Warp formation and branch classification: how many warps of a block a
-//! divergent branch splits.
+//! How many warps of a block a divergent branch splits.
 //!
-//! Linear thread id = x + y·Dx + z·Dx·Dy; warp w holds ids 32w … 32w+31.
 //! A branch is classified exactly by evaluating its condition for every
 //! thread (sampling loop counters and block indices where needed), or, when
 //! the condition is `affine(tid) CMP uniform` with an unknown uniform side,
@@ -9,49 +7,16 @@
 //! lanes are recognised separately.
 //!
 //! Owns: these counts. Does not own: deciding whether they are worth a
-//! warning (the lint passes).
+//! warning (the lint passes) or warp formation (`crate::model`).
 
-use crate::divergence::eval::{EvalErr, Evaluator, Lane};
-use crate::divergence::{AbsVal, Coef, DivBranch, Divergence};
-use crate::ir::inst::{Cmp, Opcode, Special};
-use crate::ir::{scalar, FunctionIr, ValueDef, ValueId};
+use super::eval::{samples, through_copies, EvalErr, Evaluator};
+use super::{AbsVal, Coef, DivBranch, Divergence};
+use crate::ir::inst::{Cmp, Opcode};
+use crate::ir::{FunctionIr, ValueDef, ValueId};
+use crate::model::{Shape, WARP};
 use crate::ptx::Operand;
 
-pub const WARP: usize = 32;
-
-/// The block shape used for a kernel and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shape {
-    pub block: [u32; 3],
-    /// Human description: "--block", "Cargo.toml metadata", ".reqntid",
-    /// or "assumed".
-    pub source: String,
-    lanes: std::sync::OnceLock<Vec<Lane>>,
-}
-
-impl Shape {
-    pub fn new(block: [u32; 3], source: impl Into<String>) -> Shape {
-        Shape { block, source: source.into(), lanes: Default::default() }
-    }
-    /// Every thread of the block, by linear id.
-    pub fn lanes(&self) -> &[Lane] {
-        self.lanes.get_or_init(|| (0..self.threads()).map(|t| self.lane(t)).collect())
-    }
-    pub fn threads(&self) -> usize {
-        self.block.iter().map(|&d| d.max(1) as usize).product()
-    }
-    pub fn warps(&self) -> usize {
-        self.threads().div_ceil(WARP)
-    }
-    pub fn lane(&self, linear: usize) -> Lane {
-        let [dx, dy, _] = self.block.map(|d| d.max(1) as usize);
-        Lane { tid: [(linear % dx) as i64, ((linear / dx) % dy) as i64, (linear / (dx * dy)) as i64], lane: (linear % WARP) as i64 }
-    }
-    pub fn is_assumed(&self) -> bool {
-        self.source == "assumed"
-    }
-}
-
+/// How a divergent branch splits the warps of a block.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Split {
     /// Evaluated for every thread. `taken[t]`: thread t takes the branch.
@@ -204,84 +169,6 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
     None
 }
 
-/// Follow plain copies (`mov`, `cvt` between integers) back to the value copied.
-pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
-    for _ in 0..8 {
-        let Some(i) = f.def_inst(v) else { return v };
-        let inst = &f.insts[i];
-        if !matches!(inst.opcode, Opcode::Mov | Opcode::Cvt) || inst.ast.guard.is_some() || inst.is_float() {
-            return v;
-        }
-        match f.operand_value(i, 1) {
-            Some(x) => v = x,
-            None => return v,
-        }
-    }
-    v
-}
-
-/// Candidate sample values for a uniform leaf: the first values of a loop
-/// counter `phi(init, phi op k)`, or a few block indices.
-pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
-    match f.ssa.values[v as usize] {
-        ValueDef::Entry(_) => {
-            if matches!(f.ssa.special(v), Some(Special::Ctaid(_))) {
-                vec![0, 1, 3]
-            } else {
-                vec![]
-            }
-        }
-        ValueDef::Phi(p) => {
-            let ph = &f.ssa.phis[p as usize];
-            let Some(l) = f.cfg.loops.iter().position(|l| l.header == ph.block) else {
-                return vec![];
-            };
-            let mut init = None;
-            let mut step = None;
-            for &(pred, iv) in &ph.incoming {
-                if f.cfg.in_loop(pred, l) {
-                    let Some(li) = f.def_inst(through_copies(f, iv)) else {
-                        return vec![];
-                    };
-                    let linst = &f.insts[li];
-                    let k = linst.operand(2).and_then(|o| match o {
-                        Operand::Imm(k) => Some(*k),
-                        _ => None,
-                    });
-                    let uses_phi = matches!(linst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
-                    if !uses_phi
-                        || !matches!(linst.opcode, Opcode::Add | Opcode::Sub | Opcode::Shl | Opcode::Shr | Opcode::Mul | Opcode::Div)
-                    {
-                        return vec![];
-                    }
-                    step = k.map(|k| (li, k));
-                } else {
-                    init = ev.values(iv).ok().and_then(|x| x.first().copied());
-                }
-            }
-            let (Some(mut x), Some((li, k))) = (init, step) else {
-                return vec![];
-            };
-            // the counter's next values, by the update instruction's own semantics
-            let linst = &f.insts[li];
-            let Some(ty) = scalar::dest_ty(linst, 0) else { return vec![] };
-            let mut out = vec![];
-            for _ in 0..6 {
-                out.push(x);
-                x = match scalar::apply(linst, 0, &[x as u64, k as u64]) {
-                    Some(bits) => scalar::to_i64(ty, bits),
-                    None => break,
-                };
-                if x == 0 || out.contains(&x) {
-                    break;
-                }
-            }
-            out
-        }
-        _ => vec![],
-    }
-}
-
 fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Result<Split, EvalErr> {
     let mut ev = Evaluator::new(f, d, shape.block, shape.lanes().to_vec());
     let mut best: Option<Split> = None;
@@ -412,79 +299,4 @@ fn bounded(c: [Coef; 3], cmp: Cmp, shape: &Shape) -> Option<Split> {
 pub fn describe_value(f: &FunctionIr<'_>, v: ValueId) -> String {
     let r = f.ssa.reg_of(v, &f.insts);
     r.to_string()
-}
-
-/// Thread-varying sources an expression depends on, in CUDA terms
-/// (`threadIdx.x`, `the lane id`, `loaded data`).
-pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    let mut stack = vec![v];
-    let mut seen = std::collections::HashSet::new();
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) || seen.len() > 512 {
-            continue;
-        }
-        if d.vals[x as usize].is_uniform() {
-            continue;
-        }
-        let add = |s: &'static str, out: &mut Vec<&'static str>| {
-            if !out.contains(&s) {
-                out.push(s)
-            }
-        };
-        match f.ssa.values[x as usize] {
-            ValueDef::Entry(_) => match f.ssa.special(x) {
-                Some(s @ (Special::Tid(_) | Special::LaneId | Special::Clock)) => add(s.cuda_name(), &mut out),
-                _ => add("a thread-dependent register", &mut out),
-            },
-            ValueDef::Phi(p) => {
-                let ph = &f.ssa.phis[p as usize];
-                if d.sync_phi[p as usize] != AbsVal::Bottom {
-                    add("the path taken at an earlier divergent branch", &mut out);
-                }
-                stack.extend(ph.incoming.iter().map(|x| x.1));
-            }
-            ValueDef::Inst { inst, .. } => {
-                let i = &f.insts[inst as usize];
-                match i.opcode {
-                    Opcode::Ld | Opcode::Ldu | Opcode::Tex | Opcode::Suld => add("loaded data", &mut out),
-                    Opcode::Atom => add("an atomic's result", &mut out),
-                    Opcode::Shfl | Opcode::Match => add("a warp shuffle", &mut out),
-                    Opcode::Call => add("a call's result", &mut out),
-                    _ => {}
-                }
-                if !matches!(i.opcode, Opcode::Ld | Opcode::Ldu | Opcode::Atom) {
-                    stack.extend_from_slice(f.ssa.uses(inst as usize));
-                }
-            }
-        }
-    }
-    out.sort_by_key(|s| if s.starts_with("threadIdx") { 0 } else { 1 });
-    out
-}
-
-/// `threads 128..255` style summary of the set of threads where `sel` holds.
-pub fn thread_ranges(sel: &[bool]) -> String {
-    let mut ranges: Vec<(usize, usize)> = vec![];
-    for (t, &s) in sel.iter().enumerate() {
-        if s {
-            match ranges.last_mut() {
-                Some((_, e)) if *e + 1 == t => *e = t,
-                _ => ranges.push((t, t)),
-            }
-        }
-    }
-    let total = sel.iter().filter(|x| **x).count();
-    let fmt = |(a, b): &(usize, usize)| {
-        if a == b {
-            format!("{a}")
-        } else {
-            format!("{a}..{b}")
-        }
-    };
-    match ranges.len() {
-        0 => "no thread".to_string(),
-        1..=3 => format!("thread{} {}", if total == 1 { "" } else { "s" }, ranges.iter().map(fmt).collect::<Vec<_>>().join(", ")),
-        _ => format!("threads {}, … ({} of {})", ranges.iter().take(3).map(fmt).collect::<Vec<_>>().join(", "), total, sel.len()),
-    }
 }

@@ -1,0 +1,215 @@
+//! The per-kernel facts layer between the analyses and the lints: for one
+//! function and its block shape, every divergent branch with the blocks
+//! it controls and how many warps it splits, every global and shared
+//! access with its predicted cost (for the threads its guards let through,
+//! and with every thread active), the races between accesses, and the
+//! barriers. Computed once, eagerly; lint passes only read them.
+//!
+//! Active lanes: the threads of the block that execute a block of the CFG,
+//! as far as thread-only branch conditions tell (evaluated for every
+//! thread, loop counters at their first — or second — value; loop exits
+//! and conditions that cannot be evaluated do not restrict).
+//!
+//! Owns: assembling the facts and the active-lane computation. Does not
+//! own: the analyses (`divergence`, `memory`, `races`) or what is worth a
+//! warning (`lints`).
+
+use crate::divergence::split::{classify, Split};
+use crate::divergence::{controlled_blocks, DivBranch, Divergence, Summaries};
+use crate::ir::dataflow::BitSet;
+use crate::ir::inst::Space;
+use crate::ir::FunctionIr;
+use crate::memory::{Access, Prediction};
+use crate::model::Shape;
+use crate::races::Race;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// A divergent branch (or guarded return) of the function.
+#[derive(Clone, Debug)]
+pub struct BranchFact {
+    pub br: DivBranch,
+    /// Blocks whose execution the branch decides (reachable from its
+    /// successors without passing its immediate post-dominator).
+    pub controlled: BitSet,
+    /// How many warps of a block it splits.
+    pub split: Split,
+}
+
+/// A global or shared access with its predicted cost.
+#[derive(Clone, Debug)]
+pub struct AccessFact {
+    pub access: Access,
+    /// One warp request's cost for the threads that execute it (`None`: the
+    /// address depends on data, or no thread of the block executes it).
+    pub prediction: Option<Prediction>,
+    /// Global accesses under a guard that masks threads: (typical sectors,
+    /// ideal) with every thread active, to tell waste that comes from the
+    /// guard from waste that comes from the address.
+    pub unmasked: Option<(u32, u32)>,
+}
+
+/// Everything the lint passes read about one function.
+pub struct KernelFacts<'f, 'a> {
+    pub f: &'f FunctionIr<'a>,
+    pub d: &'f Divergence,
+    pub sums: &'f Summaries<'a>,
+    pub shape: &'f Shape,
+    /// One per divergent branch, in the order of `d.branches`.
+    pub branches: Vec<BranchFact>,
+    pub accesses: Vec<AccessFact>,
+    /// Races between accesses (`first`, `second` index `accesses`).
+    pub races: Vec<Race>,
+    /// Instructions every thread of the block must reach: barriers, and
+    /// calls to functions that execute one.
+    pub barriers: Vec<usize>,
+}
+
+impl<'f, 'a> KernelFacts<'f, 'a> {
+    pub fn compute(f: &'f FunctionIr<'a>, d: &'f Divergence, sums: &'f Summaries<'a>, shape: &'f Shape) -> KernelFacts<'f, 'a> {
+        let branches: Vec<BranchFact> = d
+            .branches
+            .iter()
+            .map(|br| {
+                let mut controlled = BitSet::new(f.cfg.len());
+                controlled_blocks(f, br.block).into_iter().for_each(|b| controlled.insert(b));
+                BranchFact { br: *br, controlled, split: classify(f, d, br, shape) }
+            })
+            .collect();
+        let barrier_call = |i: usize| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
+        let barriers = (0..f.insts.len()).filter(|&i| f.insts[i].is_block_barrier() || barrier_call(i)).collect();
+        let mut lanes = Lanes::new(f, d, shape, &branches);
+        let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
+            .into_iter()
+            .map(|access| {
+                let mask = lanes.active(f.cfg.block_of[access.inst], 0);
+                let prediction = crate::memory::predict(f, d, &access, shape, &mask);
+                let masked = mask.iter().any(|on| !on);
+                let unmasked = (masked && access.space == Space::Global)
+                    .then(|| crate::memory::predict(f, d, &access, shape, &vec![true; shape.threads()]))
+                    .flatten()
+                    .map(|p| (p.sectors.0, p.ideal));
+                AccessFact { access, prediction, unmasked }
+            })
+            .collect();
+        let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
+        let races = crate::races::find(f, d, shape, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call);
+        KernelFacts { f, d, sums, shape, branches, accesses, races, barriers }
+    }
+
+    /// The fact of the divergent branch ending block `b`, if any.
+    pub fn branch_of_block(&self, b: usize) -> Option<&BranchFact> {
+        self.branches.iter().find(|x| x.br.block == b)
+    }
+}
+
+/// Which threads execute each block (memoised per block and iteration).
+struct Lanes<'f, 'a, 'b> {
+    f: &'f FunctionIr<'a>,
+    d: &'f Divergence,
+    shape: &'f Shape,
+    branches: &'b [BranchFact],
+    /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
+    directions: HashMap<(usize, usize), Option<Threads>>,
+    /// Blocks reachable from each branch's taken side and from its other side.
+    sides: HashMap<usize, Rc<Sides>>,
+    /// The evaluable branches (indices) controlling each block.
+    controllers: Option<Vec<Vec<usize>>>,
+    memo: HashMap<(usize, usize), Threads>,
+}
+
+/// One flag per thread of the block.
+type Threads = Rc<Vec<bool>>;
+
+/// The blocks of a branch's taken side and of its other side, sorted.
+type Sides = (Vec<usize>, Vec<usize>);
+
+impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
+    fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, shape: &'f Shape, branches: &'b [BranchFact]) -> Self {
+        Lanes { f, d, shape, branches, directions: HashMap::new(), sides: HashMap::new(), controllers: None, memo: HashMap::new() }
+    }
+
+    /// Which threads take divergent branch `k` in the given iteration of its loops.
+    fn direction(&mut self, k: usize, iteration: usize) -> Option<Threads> {
+        let br = self.branches[k].br;
+        let (f, d, shape) = (self.f, self.d, self.shape);
+        self.directions
+            .entry((br.block, iteration))
+            .or_insert_with(|| {
+                crate::memory::evaluate_at(f, d, shape, shape.lanes(), br.cond, 0, None, iteration)
+                    .map(|c| Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
+            })
+            .clone()
+    }
+
+    /// Blocks reachable from branch `k`'s taken side and from its other
+    /// side without passing its immediate post-dominator, sorted.
+    fn side(&mut self, k: usize) -> Rc<Sides> {
+        let cfg = &self.f.cfg;
+        let br = self.branches[k].br;
+        self.sides
+            .entry(k)
+            .or_insert_with(|| {
+                let stop = cfg.ipdom(br.block);
+                let target = self.f.insts[br.inst]
+                    .branch_label()
+                    .and_then(|l| self.f.labels.get(l))
+                    .filter(|&&x| x < cfg.block_of.len())
+                    .map(|&x| cfg.block_of[x]);
+                let taken: Vec<usize> = target.into_iter().collect();
+                let fall: Vec<usize> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
+                Rc::new((cfg.region(&taken, stop), cfg.region(&fall, stop)))
+            })
+            .clone()
+    }
+
+    fn active(&mut self, b: usize, iteration: usize) -> Threads {
+        if let Some(v) = self.memo.get(&(b, iteration)) {
+            return v.clone();
+        }
+        let v = Rc::new(self.compute(b, iteration));
+        self.memo.insert((b, iteration), v.clone());
+        v
+    }
+
+    fn compute(&mut self, b: usize, iteration: usize) -> Vec<bool> {
+        let cfg = &self.f.cfg;
+        let mut active = vec![true; self.shape.threads()];
+        if self.controllers.is_none() {
+            // only branches whose condition can be evaluated restrict the lanes
+            let mut by_block: Vec<Vec<usize>> = vec![Vec::new(); cfg.len()];
+            for k in 0..self.branches.len() {
+                if self.direction(k, 0).is_none() && self.direction(k, 1).is_none() {
+                    continue;
+                }
+                for x in self.branches[k].controlled.iter() {
+                    by_block[x].push(k);
+                }
+            }
+            self.controllers = Some(by_block);
+        }
+        let controllers = self.controllers.as_ref().map(|c| c[b].clone()).unwrap_or_default();
+        for k in controllers {
+            let br = self.branches[k].br;
+            if br.block == b {
+                continue;
+            }
+            let loop_exit = cfg
+                .loops_containing(br.block)
+                .iter()
+                .any(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+            if loop_exit {
+                continue;
+            }
+            let Some(taken) = self.direction(k, iteration) else { continue };
+            let sides = self.side(k);
+            let (taken_region, fall_region) = sides.as_ref();
+            match (taken_region.binary_search(&b).is_ok(), fall_region.binary_search(&b).is_ok()) {
+                (true, false) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= *t),
+                (false, true) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= !*t),
+                _ => {}
+            }
+        }
+        active
+    }
+}

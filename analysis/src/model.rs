@@ -1,0 +1,188 @@
+//! The launch and hardware model every analysis shares, at the bottom of
+//! the crate: the block shape (and where it came from), warp formation,
+//! and what one warp request costs on sm_70 and newer — 32-byte sectors
+//! for global memory, 32 four-byte banks for shared memory.
+//!
+//! Linear thread id = x + y·Dx + z·Dx·Dy; warp w holds ids 32w … 32w+31.
+//!
+//! Owns: those numbers and the counting functions (the interpreter counts
+//! with the same ones). Does not own: addresses (see `crate::memory`) or
+//! which lanes are active (see `crate::facts`).
+
+use std::collections::HashMap;
+
+/// Threads per warp.
+pub const WARP: usize = 32;
+/// Bytes per global-memory sector.
+pub const SECTOR: i64 = 32;
+/// A block has at most this many threads.
+pub const MAX_BLOCK_THREADS: u64 = 1024;
+
+/// Where a kernel's block shape came from, most specific first. The
+/// binary renders it (`--block`, the Cargo table…); the library only names
+/// the kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShapeSource {
+    /// Given for every kernel on the command line.
+    Cli,
+    /// Given for this kernel by name (the name as configured).
+    Kernel(String),
+    /// The PTX's `.reqntid` directive.
+    Reqntid,
+    /// Given for every kernel of the package.
+    Package,
+    /// Nothing given: a default was assumed.
+    Assumed,
+}
+
+/// One thread: its coordinates and lane within the warp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lane {
+    pub tid: [i64; 3],
+    pub lane: i64,
+}
+
+/// The block shape used for a kernel and where it came from.
+#[derive(Clone, Debug)]
+pub struct Shape {
+    pub block: [u32; 3],
+    pub source: ShapeSource,
+    lanes: std::sync::OnceLock<Vec<Lane>>,
+}
+
+impl PartialEq for Shape {
+    fn eq(&self, o: &Shape) -> bool {
+        self.block == o.block && self.source == o.source
+    }
+}
+
+impl Shape {
+    /// A shape; dimensions are taken as at least 1, and a shape of more
+    /// than [`MAX_BLOCK_THREADS`] threads is clamped to that many along x
+    /// (no launch can have it; callers validate user input).
+    pub fn new(block: [u32; 3], source: ShapeSource) -> Shape {
+        let block = block.map(|d| d.max(1));
+        let too_big = block.iter().try_fold(1u64, |n, &d| n.checked_mul(d as u64)).is_none_or(|n| n > MAX_BLOCK_THREADS);
+        let block = if too_big { [MAX_BLOCK_THREADS as u32, 1, 1] } else { block };
+        Shape { block, source, lanes: Default::default() }
+    }
+    /// Every thread of the block, by linear id.
+    pub fn lanes(&self) -> &[Lane] {
+        self.lanes.get_or_init(|| (0..self.threads()).map(|t| self.lane(t)).collect())
+    }
+    pub fn threads(&self) -> usize {
+        self.block.iter().map(|&d| d as usize).product()
+    }
+    pub fn warps(&self) -> usize {
+        self.threads().div_ceil(WARP)
+    }
+    pub fn lane(&self, linear: usize) -> Lane {
+        let [dx, dy, _] = self.block.map(|d| d as usize);
+        Lane { tid: [(linear % dx) as i64, ((linear / dx) % dy) as i64, (linear / (dx * dy)) as i64], lane: (linear % WARP) as i64 }
+    }
+    pub fn is_assumed(&self) -> bool {
+        self.source == ShapeSource::Assumed
+    }
+}
+
+/// Number of bytes covered by the union of half-open ranges `[start, end)`.
+pub fn covered_bytes(mut ranges: Vec<(i64, i64)>) -> i64 {
+    ranges.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(i64, i64)> = None;
+    for (s, e) in ranges {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0, |(cs, ce)| ce - cs)
+}
+
+/// Sectors touched and sectors ideal (the same bytes, contiguous and
+/// aligned) for one warp request: `(address, width)` of each active lane.
+pub fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
+    let mut secs: Vec<i64> = Vec::with_capacity(addrs.len() * 2);
+    let mut bytes: Vec<(i64, i64)> = Vec::with_capacity(addrs.len());
+    for &(a, w) in addrs {
+        let end = a + w as i64;
+        let mut s = a.div_euclid(SECTOR);
+        while s * SECTOR < end {
+            secs.push(s);
+            s += 1;
+        }
+        bytes.push((a, end));
+    }
+    secs.sort_unstable();
+    secs.dedup();
+    let distinct = covered_bytes(bytes);
+    (secs.len() as u32, ((distinct + SECTOR - 1) / SECTOR) as u32)
+}
+
+/// Conflict degree of one warp request on 32 four-byte banks: the most
+/// distinct words any bank must deliver (a word read by several lanes is
+/// one broadcast); 8-byte accesses are served per half warp, 16-byte per
+/// quarter warp.
+pub fn conflict_degree(addrs: &[(i64, u32)], width: u32) -> u32 {
+    let group = match width {
+        8 => 16,
+        16 => 8,
+        _ => 32,
+    };
+    let mut worst = 0;
+    for g in addrs.chunks(group) {
+        let mut banks: HashMap<i64, Vec<i64>> = HashMap::new();
+        for &(a, w) in g {
+            let mut word = a.div_euclid(4);
+            while word * 4 < a + w as i64 {
+                let b = banks.entry(word.rem_euclid(32)).or_default();
+                if !b.contains(&word) {
+                    b.push(word);
+                }
+                word += 1;
+            }
+        }
+        worst = worst.max(banks.values().map(|v| v.len() as u32).max().unwrap_or(0));
+    }
+    worst
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sector_counting() {
+        let lanes = |stride: i64, w: u32, base: i64| (0..32).map(|l| (base + l * stride, w)).collect::<Vec<_>>();
+        assert_eq!(sectors(&lanes(4, 4, 0)), (4, 4));
+        assert_eq!(sectors(&lanes(4, 4, 4)), (5, 4)); // x[i+1]
+        assert_eq!(sectors(&lanes(128, 4, 0)), (32, 4));
+        assert_eq!(sectors(&lanes(16, 4, 0)), (16, 4)); // AoS field
+        assert_eq!(sectors(&lanes(8, 8, 0)), (8, 8)); // f64 contiguous
+        assert_eq!(sectors(&lanes(0, 4, 0)), (1, 1)); // broadcast
+    }
+
+    #[test]
+    fn bank_conflicts() {
+        let lanes = |stride: i64, w: u32| (0..32).map(|l| (l * stride, w)).collect::<Vec<_>>();
+        assert_eq!(conflict_degree(&lanes(4, 4), 4), 1);
+        assert_eq!(conflict_degree(&lanes(128, 4), 4), 32); // column of a 32×32 tile
+        assert_eq!(conflict_degree(&lanes(132, 4), 4), 1); // padded to 33 words
+        assert_eq!(conflict_degree(&lanes(8, 4), 4), 2); // interleaved s=1
+        assert_eq!(conflict_degree(&lanes(0, 4), 4), 1); // broadcast
+        assert_eq!(conflict_degree(&lanes(8, 8), 8), 1); // f64 contiguous, per half warp
+        assert_eq!(conflict_degree(&lanes(16, 16), 16), 1); // float4 contiguous, per quarter warp
+    }
+
+    #[test]
+    fn shapes_are_clamped_to_a_launchable_block() {
+        let s = Shape::new([4_294_967_295; 3], ShapeSource::Reqntid);
+        assert_eq!(s.threads(), 1024);
+        assert_eq!(Shape::new([0, 0, 0], ShapeSource::Assumed).threads(), 1);
+        assert_eq!(Shape::new([16, 16, 1], ShapeSource::Cli).warps(), 8);
+    }
+}
