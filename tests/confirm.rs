@@ -89,6 +89,34 @@ fn branch_splits_are_counted() {
 }
 
 #[test]
+fn branch_predictions_are_judged() {
+    let branches: Vec<&serde_json::Value> = records().iter().filter(|r| r["space"] == "branch").collect();
+    assert!(branches.len() >= 20, "{}", branches.len());
+    for r in &branches {
+        let v = r["verdict"].as_str().unwrap();
+        assert!(matches!(v, "confirmed" | "within bound" | "observed" | "not executed"), "{r}");
+        // a deterministic count is judged, a bound must hold, samples are shown
+        match r["predicted"]["kind"].as_str() {
+            Some("exact") if !r["observed"].is_null() => {
+                assert_eq!(r["observed"]["warps_split"], r["predicted"]["warps_split"], "{r}");
+                assert_eq!(v, "confirmed", "{r}");
+            }
+            Some("at_most") if !r["observed"].is_null() => {
+                assert!(r["observed"]["max_warps_split"].as_u64() <= r["predicted"]["warps_split"].as_u64(), "{r}");
+                assert_eq!(v, "within bound", "{r}");
+            }
+            _ => {}
+        }
+    }
+    // the headline: odd/even lanes split all 8 warps of a 256-thread block, predicted and seen
+    let odd = branches.iter().find(|r| r["kernel"] == "odd_even_branch").expect("odd_even_branch's branch row");
+    assert_eq!((odd["predicted"]["warps_split"].as_u64(), odd["observed"]["warps_split"].as_u64()), (Some(8), Some(8)));
+    assert_eq!(odd["verdict"], "confirmed");
+    // rows name the instruction they join on
+    assert!(branches.iter().all(|r| r["function"].is_u64() && r["inst"].is_u64()));
+}
+
+#[test]
 fn launch_errors_are_clear() {
     let dir = repo().join("example-kernels");
     example_build();

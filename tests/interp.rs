@@ -178,7 +178,7 @@ fn corpus_kernels_from_other_producers() {
     let args = [Arg::Bits(pa), Arg::Bits(n as u64), Arg::Bits(pb), Arg::Bits(n as u64), Arg::Bits(pc)];
     let obs = interp::run(&m, "add", &Launch { grid: [4, 1, 1], block: [256, 1, 1], dynamic_shared: 0 }, &args, &mut mem).unwrap();
     assert_eq!(f32s(&mem.read(pc, n * 4).unwrap()), want);
-    assert!(obs.sites.values().all(|s| s.mode() == 4), "{:?}", obs.sites);
+    assert!(obs.sites.values().all(|s| s.hist.mode() == 4), "{:?}", obs.sites);
     // a slice shorter than the grid: the bounds check panics (`trap`), reported, not crashed
     let short = [Arg::Bits(pa), Arg::Bits(n as u64), Arg::Bits(pb), Arg::Bits(10), Arg::Bits(pc)];
     let e = interp::run(&m, "add", &Launch { grid: [4, 1, 1], block: [256, 1, 1], dynamic_shared: 0 }, &short, &mut mem).unwrap_err();
@@ -226,7 +226,7 @@ fn device_function_calls() {
         assert!((got[i] - want).abs() <= want * 1e-5, "exp({}) = {} (want {want})", a[i], got[i]);
     }
     // the store after the call is counted like any other access
-    assert!(obs.sites.values().all(|s| s.mode() == 4), "{:?}", obs.sites);
+    assert!(obs.sites.values().all(|s| s.hist.mode() == 4), "{:?}", obs.sites);
 
     // rustc (2018, rust-ptx-linker): three levels of calls through `core::ptr::offset` and friends;
     // every thread writes the same element, which the shadow memory sees
@@ -242,7 +242,7 @@ fn device_function_calls() {
         &mut mem,
     )
     .unwrap();
-    assert!(obs.races.iter().any(|r| r.kind == "write-after-write" && !r.shared), "{:?}", obs.races);
+    assert!(obs.races.iter().any(|r| r.kind == gpucheck_analysis::races::RaceKind::WriteAfterWrite && !r.shared), "{:?}", obs.races);
     let out = f64::from_le_bytes(mem.read(po, 8).unwrap().try_into().unwrap());
     assert!(out != 0.0, "the kernel wrote its result");
 

@@ -51,6 +51,10 @@ pub struct Options {
 #[derive(Clone, Debug)]
 pub struct AccessReport {
     pub kernel: String,
+    /// The function (index in `ptx::Module::functions`) and instruction
+    /// (index in its body), as the interpreter's `SiteKey` numbers them.
+    pub function: usize,
+    pub inst: usize,
     pub ptx_line: u32,
     pub span: Option<SrcPos>,
     pub space: &'static str,
@@ -65,6 +69,51 @@ pub struct AccessReport {
     pub unpredictable: bool,
 }
 
+/// What the analysis predicts for one conditional branch: how many warps
+/// of a block take both of its sides.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BranchPrediction {
+    /// The condition is the same in every lane of each warp: no warp splits.
+    Uniform,
+    /// Exactly this many warps of every block split (the condition was
+    /// evaluated for every thread; nothing was sampled).
+    Splits(usize),
+    /// This many split for the sampled values (loop counters, block
+    /// indices, parameters) named; other values may split other warps.
+    Sampled { warps: usize, values: Vec<(String, i64)> },
+    /// At most this many (a bound of the condition is not known statically).
+    AtMost(usize),
+    /// A loop exit whose trip count differs between the lanes of a warp.
+    TripCount,
+    /// Depends on loaded data or on something that cannot be evaluated.
+    Unknown,
+}
+
+/// A conditional branch with its prediction (reported or not).
+#[derive(Clone, Debug)]
+pub struct BranchReport {
+    pub kernel: String,
+    pub function: usize,
+    pub inst: usize,
+    pub ptx_line: u32,
+    pub span: Option<SrcPos>,
+    /// Warps per block of the shape the prediction is for.
+    pub warps: usize,
+    pub prediction: BranchPrediction,
+}
+
+/// A predicted race between two accesses of one function.
+#[derive(Clone, Debug)]
+pub struct RaceReport {
+    pub kernel: String,
+    pub function: usize,
+    /// The first (writing) and second access (instruction indices).
+    pub first: usize,
+    pub second: usize,
+    pub kind: races::RaceKind,
+    pub space: ir::inst::Space,
+}
+
 /// The result of checking one PTX module.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -77,6 +126,10 @@ pub struct Report {
     pub has_dwarf: bool,
     /// Every global and shared access with its prediction.
     pub accesses: Vec<AccessReport>,
+    /// Every conditional branch with its prediction.
+    pub branches: Vec<BranchReport>,
+    /// Every predicted race.
+    pub races: Vec<RaceReport>,
 }
 
 /// The block shape used for function `f`: `--block`, then the kernel's
@@ -140,13 +193,23 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
     drop(bodies);
     let noreturn = ir::noreturn(module);
-    let per_fn: Vec<(Vec<Finding>, Vec<AccessReport>)> =
+    let per_fn: Vec<FunctionReport> =
         indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &noreturn), &sums, &srcmap, opts, is_local)).collect();
-    for (findings, accesses) in per_fn {
-        report.findings.extend(findings);
-        report.accesses.extend(accesses);
+    for r in per_fn {
+        report.findings.extend(r.findings);
+        report.accesses.extend(r.accesses);
+        report.branches.extend(r.branches);
+        report.races.extend(r.races);
     }
     report
+}
+
+/// What checking one function yields.
+struct FunctionReport {
+    findings: Vec<Finding>,
+    accesses: Vec<AccessReport>,
+    branches: Vec<BranchReport>,
+    races: Vec<RaceReport>,
 }
 
 fn check_function(
@@ -155,12 +218,13 @@ fn check_function(
     srcmap: &srcmap::SourceMap<'_>,
     opts: &Options,
     is_local: &IsLocal<'_>,
-) -> (Vec<Finding>, Vec<AccessReport>) {
+) -> FunctionReport {
     let d = divergence::Divergence::analyze(f, sums);
     let shape = shape_for(f.func, opts);
     let facts = facts::KernelFacts::compute(f, &d, sums, &shape);
     let cx = lints::LintCx { facts: &facts, srcmap, is_local, coalescing_threshold: opts.coalescing_threshold.unwrap_or(2.0) };
     let findings = lints::run(&cx);
+    let kernel = demangle(f.func.name);
     let accesses = facts
         .accesses
         .iter()
@@ -168,7 +232,9 @@ fn check_function(
             let (a, p) = (&x.access, &x.prediction);
             let global = a.space == ir::inst::Space::Global;
             AccessReport {
-                kernel: demangle(f.func.name),
+                kernel: kernel.clone(),
+                function: f.index,
+                inst: a.inst,
                 ptx_line: f.insts[a.inst].ast.pos.line,
                 span: cx.resolve(a.inst).primary,
                 space: a.space.name(),
@@ -181,7 +247,54 @@ fn check_function(
             }
         })
         .collect();
-    (findings, accesses)
+    let branches = f
+        .cfg
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(b, blk)| f.cfg.reachable(*b) && blk.end > blk.start)
+        .filter_map(|(b, blk)| {
+            let i = blk.end - 1;
+            let inst = &f.insts[i];
+            let g = inst.ast.guard.filter(|_| inst.is_jump())?;
+            let cond = f.ssa.use_of(i, g.reg)?;
+            let prediction = match facts.branch_of_block(b) {
+                _ if d.at(f, cond, b).is_warp_uniform() => BranchPrediction::Uniform,
+                None => BranchPrediction::Uniform,
+                Some(x) => match &x.split {
+                    divergence::split::Split::Exact { split, witness, .. } if witness.is_empty() => BranchPrediction::Splits(*split),
+                    divergence::split::Split::Exact { split, witness, .. } => {
+                        BranchPrediction::Sampled { warps: *split, values: witness.clone() }
+                    }
+                    divergence::split::Split::Bounded { split, .. } => BranchPrediction::AtMost(*split),
+                    divergence::split::Split::TripCount => BranchPrediction::TripCount,
+                    divergence::split::Split::Unknown { .. } => BranchPrediction::Unknown,
+                },
+            };
+            Some(BranchReport {
+                kernel: kernel.clone(),
+                function: f.index,
+                inst: i,
+                ptx_line: inst.ast.pos.line,
+                span: cx.resolve(i).primary,
+                warps: shape.warps(),
+                prediction,
+            })
+        })
+        .collect();
+    let races = facts
+        .races
+        .iter()
+        .map(|r| RaceReport {
+            kernel: kernel.clone(),
+            function: f.index,
+            first: facts.accesses[r.first].access.inst,
+            second: facts.accesses[r.second].access.inst,
+            kind: r.kind,
+            space: facts.accesses[r.first].access.space,
+        })
+        .collect();
+    FunctionReport { findings, accesses, branches, races }
 }
 
 /// A symbol as people write it: Rust (legacy and v0) names demangled

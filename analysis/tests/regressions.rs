@@ -19,9 +19,7 @@ fn metric(f: &Finding, name: &str) -> Option<i64> {
 
 /// `min.u32(not.b32 0, 1)` is 1 (0xffffffff is the larger unsigned value),
 /// so the branch is on `tid & 1`: odd and even lanes split every warp.
-#[test]
-fn constant_folding_is_width_and_sign_exact() {
-    let src = r#"
+const TID_AND_ONE: &str = r#"
 .version 7.0
 .target sm_70
 .address_size 64
@@ -39,11 +37,32 @@ fn constant_folding_is_width_and_sign_exact() {
 $L_even:
     ret;
 }"#;
-    let fs = findings(src);
+
+#[test]
+fn constant_folding_is_width_and_sign_exact() {
+    let fs = findings(TID_AND_ONE);
     let br: Vec<&Finding> = fs.iter().filter(|f| f.lint.name == "divergent_branch").collect();
     assert_eq!(br.len(), 1, "{fs:#?}");
     assert_eq!(metric(br[0], "diverging_warps"), Some(8));
     assert_eq!(metric(br[0], "warps_per_block"), Some(8));
+}
+
+/// The same kernel run on the interpreter: the branch's predicted split
+/// count equals the warps the run saw split, joined by instruction.
+#[test]
+fn branch_prediction_matches_the_run() {
+    use gpucheck_analysis::interp::{self, Arg, Global, Launch, SiteKey};
+    let src = TID_AND_ONE;
+    let r = check(src, &Options::default(), &|_| true).unwrap();
+    let b = &r.branches[0];
+    assert_eq!(b.prediction, gpucheck_analysis::BranchPrediction::Splits(8));
+    let m = gpucheck_analysis::ptx::parse(src).unwrap();
+    let mut mem = Global::default();
+    let out = mem.alloc(&[0u8; 16]);
+    let launch = Launch { grid: [2, 1, 1], block: [256, 1, 1], dynamic_shared: 0 };
+    let obs = interp::run(&m, "k", &launch, &[Arg::Bits(out)], &mut mem).unwrap();
+    let seen = &obs.branches[&SiteKey { func: b.function, inst: b.inst }];
+    assert_eq!((seen.warps_split.mode(), seen.warps_split.max(), seen.warps_split.total()), (8, 8, 2));
 }
 
 /// `ld.shared::cta` is a shared-memory load like `ld.shared`: a column of

@@ -6,12 +6,14 @@
 //! observation counting. Does not own: decoding or scalar arithmetic.
 
 use super::decode::{self, Addr, Op, Program, Src, Step, Symbols, CALL_PARAM, NO_RPC};
+use super::memory::Conflict;
 use super::memory::{self, Fault, Global, Shadow, Touch, LOCAL_WINDOW, SHARED_WINDOW};
-use super::{Arg, InterpError, Launch, Observed};
+use super::{Arg, BranchObs, InterpError, Launch, Observed, RaceSeen, SiteKey, SiteObs};
 use crate::ir::inst::{AtomOp, ShflMode, Space, VoteMode};
 use crate::ir::scalar::{self, mask, sext, ThreadPos};
 use crate::ptx::{Module, Stmt};
 use rayon::prelude::*;
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 
 /// Warp instructions one block may execute before the run is stopped.
@@ -90,10 +92,45 @@ struct Kernel<'p> {
     bases: HashMap<usize, usize>,
     /// PTX line of each site key.
     lines: Vec<u32>,
+    /// The instruction each site key stands for.
+    keys: Vec<SiteKey>,
     launch: Launch,
     params: Vec<u8>,
     shared_bytes: usize,
     mem: &'p Global,
+}
+
+/// What a run observed, keyed by dense site keys (function base +
+/// instruction index); turned into an [`Observed`] at the end.
+#[derive(Default)]
+struct Tally {
+    sites: BTreeMap<usize, SiteObs>,
+    branches: BTreeMap<usize, BranchObs>,
+    divergent_barriers: BTreeMap<usize, u64>,
+    races: Vec<Conflict>,
+    warp_insts: u64,
+    lane_insts: u64,
+}
+
+impl Tally {
+    fn merge(&mut self, o: Tally) {
+        for (k, v) in o.sites {
+            self.sites.entry(k).or_default().merge(&v);
+        }
+        for (k, v) in o.branches {
+            self.branches.entry(k).or_default().merge(&v);
+        }
+        for (k, v) in o.divergent_barriers {
+            *self.divergent_barriers.entry(k).or_default() += v;
+        }
+        for r in o.races {
+            if !self.races.iter().any(|x| (x.kind, x.shared, x.first, x.second) == (r.kind, r.shared, r.first, r.second)) {
+                self.races.push(r);
+            }
+        }
+        self.warp_insts += o.warp_insts;
+        self.lane_insts += o.lane_insts;
+    }
 }
 
 fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
@@ -174,6 +211,7 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
     let mut progs: HashMap<usize, Program> = HashMap::new();
     let mut bases: HashMap<usize, usize> = HashMap::new();
     let mut lines: Vec<u32> = Vec::new();
+    let mut keys: Vec<SiteKey> = Vec::new();
     let mut todo = vec![index];
     while let Some(fi) = todo.pop() {
         if progs.contains_key(&fi) {
@@ -189,16 +227,17 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         }
         bases.insert(fi, lines.len());
         lines.extend(fir_ref.insts.iter().map(|i| i.ast.pos.line));
+        keys.extend((0..fir_ref.insts.len()).map(|inst| SiteKey { func: fi, inst }));
         progs.insert(fi, prog);
     }
     let mem: &Global = mem;
-    let k = Kernel { progs, entry: index, bases, lines, launch: *launch, params: pbuf, shared_bytes: shared_bytes as usize, mem };
+    let k = Kernel { progs, entry: index, bases, lines, keys, launch: *launch, params: pbuf, shared_bytes: shared_bytes as usize, mem };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
-    let result = (0..nblocks)
+    let tally = (0..nblocks)
         .into_par_iter()
         .try_fold(
-            || (Observed::default(), Shadow::default()),
+            || (Tally::default(), Shadow::default()),
             |(mut obs, mut shadow), b| {
                 let ctaid = [(b % gx as u64) as u32, ((b / gx as u64) % gy as u64) as u32, (b / (gx as u64 * gy as u64)) as u32];
                 run_block(&k, ctaid, &mut obs, &mut shadow)?;
@@ -207,24 +246,45 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         )
         .map(|r| {
             r.map(|(mut o, s)| {
-                let mut races: Vec<_> = s.races.into_values().collect();
-                races.sort();
-                o.races = races;
+                o.races = s.races.into_values().collect();
                 o
             })
         })
-        .try_reduce(Observed::default, |mut a, b| {
+        .try_reduce(Tally::default, |mut a, b| {
             a.merge(b);
             Ok(a)
         })?;
-    let mut result = result;
-    result.races.sort();
-    result.inst_lines = k.lines.clone();
-    result.globals = global.into_iter().collect();
-    Ok(result)
+    let key = |x: usize| k.keys[x];
+    let mut races: Vec<RaceSeen> = tally
+        .races
+        .iter()
+        .map(|r| RaceSeen {
+            kind: r.kind,
+            shared: r.shared,
+            first: key(r.first),
+            second: key(r.second),
+            first_thread: r.first_thread,
+            second_thread: r.second_thread,
+        })
+        .collect();
+    races.sort();
+    let mut lines: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+    for (x, l) in k.keys.iter().zip(&k.lines) {
+        lines.entry(x.func).or_default().push(*l);
+    }
+    Ok(Observed {
+        sites: tally.sites.into_iter().map(|(x, v)| (key(x), v)).collect(),
+        branches: tally.branches.into_iter().map(|(x, v)| (key(x), v)).collect(),
+        divergent_barriers: tally.divergent_barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
+        races,
+        warp_insts: tally.warp_insts,
+        lane_insts: tally.lane_insts,
+        lines,
+        globals: global.into_iter().collect(),
+    })
 }
 
-fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut Shadow) -> Result<(), InterpError> {
+fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Tally, shadow: &mut Shadow) -> Result<(), InterpError> {
     let [bx, by, bz] = k.launch.block;
     let n = bx * by * bz;
     let nwarps = n.div_ceil(32);
@@ -253,16 +313,21 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut S
         })
         .collect();
     let mut budget = BLOCK_BUDGET;
+    let mut branch_warps: HashMap<usize, (u32, u32)> = HashMap::new();
     loop {
         let mut progressed = false;
         for warp in warps.iter_mut() {
             if warp.state == State::Running {
-                let mut cx = Cx { k, ctaid, shared: &mut shared, shadow, obs, budget: &mut budget };
+                let mut cx = Cx { k, ctaid, shared: &mut shared, shadow, obs, branch_warps: &mut branch_warps, budget: &mut budget };
                 cx.run_warp(warp)?;
                 progressed = true;
             }
         }
         if warps.iter().all(|w| w.state == State::Done) {
+            // per branch this block executed: how many of its warps split there
+            for (key, (_, split)) in branch_warps {
+                obs.branches.entry(key).or_default().warps_split.add(split.count_ones());
+            }
             return Ok(());
         }
         if warps.iter().all(|w| w.state != State::Running) {
@@ -272,7 +337,8 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Observed, shadow: &mut S
             }
             shadow.epoch += 1;
         } else if !progressed {
-            let line = warps.iter().find_map(|w| w.stack.last().map(|e| k.lines.get(e.pc).copied().unwrap_or(0))).unwrap_or(0);
+            let line =
+                warps.iter().find_map(|w| w.stack.last().map(|e| k.lines.get(k.bases[&w.prog] + e.pc).copied().unwrap_or(0))).unwrap_or(0);
             return Err(InterpError::Deadlock { line });
         }
     }
@@ -305,7 +371,9 @@ struct Cx<'a, 'k> {
     ctaid: [u32; 3],
     shared: &'a mut Vec<u8>,
     shadow: &'a mut Shadow,
-    obs: &'a mut Observed,
+    obs: &'a mut Tally,
+    /// Per branch executed in this block: the warps that executed it and those that split there.
+    branch_warps: &'a mut HashMap<usize, (u32, u32)>,
     budget: &'a mut u64,
 }
 
@@ -344,7 +412,7 @@ impl Cx<'_, '_> {
 
     fn fault(&self, w: &Warp, l: usize, pc: usize, f: Fault) -> InterpError {
         InterpError::Fault {
-            inst: pc,
+            site: self.k.keys[pc],
             line: self.k.lines.get(pc).copied().unwrap_or(0),
             addr: f.addr,
             len: f.len,
@@ -420,7 +488,7 @@ impl Cx<'_, '_> {
                 let s = crate::model::sectors(&addrs).0;
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "global";
-                site.add(s);
+                site.hist.add(s);
             }
             Where::Shared(_) => {
                 let addrs: Vec<(i64, u32)> =
@@ -428,7 +496,7 @@ impl Cx<'_, '_> {
                 let c = crate::model::conflict_degree(&addrs, len);
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "shared";
-                site.add(c);
+                site.hist.add(c);
             }
             _ => {}
         }
@@ -502,8 +570,11 @@ impl Cx<'_, '_> {
                     let fall = top.mask & !m;
                     let b = self.obs.branches.entry(key).or_default();
                     b.executions += 1;
+                    let seen = self.branch_warps.entry(key).or_default();
+                    seen.0 |= 1 << w.index;
                     if taken != 0 && fall != 0 {
                         b.splits += 1;
+                        seen.1 |= 1 << w.index;
                         let rpc = *rpc;
                         w.stack.last_mut().unwrap().pc = rpc;
                         w.stack.push(Entry { pc: next, rpc, mask: fall });
@@ -536,7 +607,12 @@ impl Cx<'_, '_> {
                 Op::Trap => {
                     if m != 0 {
                         let l = m.trailing_zeros() as usize;
-                        return Err(InterpError::Trap { inst: key, line: self.k.lines[key], thread: self.thread(w, l), block: self.ctaid });
+                        return Err(InterpError::Trap {
+                            site: self.k.keys[key],
+                            line: self.k.lines[key],
+                            thread: self.thread(w, l),
+                            block: self.ctaid,
+                        });
                     }
                 }
                 Op::Bar => {

@@ -7,6 +7,7 @@
 //! memory (blocks run in parallel, so global words are atomics), and the
 //! race shadow. Does not own: instruction semantics or scheduling.
 
+use crate::races::RaceKind;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Mutex;
 
@@ -147,16 +148,16 @@ pub fn store_bytes(mem: &mut [u8], off: u64, len: u32, v: u64, what: &'static st
     Ok(())
 }
 
-/// A race seen between two threads of one block in one barrier interval.
+/// A race seen between two threads of one block in one barrier interval,
+/// between the accesses at site keys `first` (earlier) and `second`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RaceSeen {
-    /// "read-after-write", "write-after-read", "write-after-write".
-    pub kind: &'static str,
+pub struct Conflict {
+    pub kind: RaceKind,
     pub shared: bool,
-    /// Instruction index (function-local) of the earlier and the later access.
     pub first: usize,
     pub second: usize,
-    pub first_thread: u32,
+    /// The earlier access's thread; `None` when several threads read first.
+    pub first_thread: Option<u32>,
     pub second_thread: u32,
 }
 
@@ -182,7 +183,7 @@ pub struct Shadow {
     shared: Vec<Cell>,
     global: rustc_hash::FxHashMap<u64, Cell>,
     pub epoch: u32,
-    pub races: rustc_hash::FxHashMap<(bool, &'static str, usize, usize), RaceSeen>,
+    pub races: rustc_hash::FxHashMap<(bool, RaceKind, usize, usize), Conflict>,
 }
 
 /// Kind of an access for the shadow.
@@ -219,13 +220,13 @@ impl Shadow {
                 *cell = Cell { epoch, ..Cell::default() };
             }
             let other = |x: u32| x != NONE && x != me;
-            let mut seen: Option<(&'static str, u32, u32)> = None;
+            let mut seen: Option<(RaceKind, u32, u32)> = None;
             match t {
                 Touch::Read => {
                     if other(cell.writer) {
-                        seen = Some(("read-after-write", cell.wsite, cell.writer));
+                        seen = Some((RaceKind::ReadAfterWrite, cell.wsite, cell.writer));
                     } else if other(cell.atomic) {
-                        seen = Some(("read-after-write", cell.asite, cell.atomic));
+                        seen = Some((RaceKind::ReadAfterWrite, cell.asite, cell.atomic));
                     }
                     if cell.reader == NONE {
                         cell.reader = me;
@@ -236,11 +237,11 @@ impl Shadow {
                 }
                 Touch::Write | Touch::Atomic => {
                     if other(cell.writer) {
-                        seen = Some(("write-after-write", cell.wsite, cell.writer));
+                        seen = Some((RaceKind::WriteAfterWrite, cell.wsite, cell.writer));
                     } else if other(cell.reader) {
-                        seen = Some(("write-after-read", cell.rsite, cell.reader));
+                        seen = Some((RaceKind::WriteAfterRead, cell.rsite, cell.reader));
                     } else if t == Touch::Write && other(cell.atomic) {
-                        seen = Some(("write-after-write", cell.asite, cell.atomic));
+                        seen = Some((RaceKind::WriteAfterWrite, cell.asite, cell.atomic));
                     }
                     if t == Touch::Write {
                         cell.writer = me;
@@ -253,12 +254,12 @@ impl Shadow {
             }
             if let Some((kind, s, who)) = seen {
                 let first = s as usize;
-                self.races.entry((shared, kind, first, site)).or_insert(RaceSeen {
+                self.races.entry((shared, kind, first, site)).or_insert(Conflict {
                     kind,
                     shared,
                     first,
                     second: site,
-                    first_thread: if who == MANY { u32::MAX } else { who - 1 },
+                    first_thread: if who == MANY { None } else { Some(who - 1) },
                     second_thread: tid,
                 });
                 return;
@@ -302,7 +303,7 @@ mod tests {
         s.touch(true, 0, 4, 1, 14, Touch::Read); // thread 0 wrote it
         let mut kinds: Vec<_> = s.races.values().map(|r| (r.kind, r.first, r.second, r.first_thread, r.second_thread)).collect();
         kinds.sort();
-        assert_eq!(kinds, [("read-after-write", 10, 14, 0, 1), ("write-after-read", 12, 13, 1, 2)]);
+        assert_eq!(kinds, [(RaceKind::ReadAfterWrite, 10, 14, Some(0), 1), (RaceKind::WriteAfterRead, 12, 13, Some(1), 2)]);
         // a barrier starts a new interval
         s.epoch += 1;
         s.races.clear();

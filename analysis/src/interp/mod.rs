@@ -22,7 +22,7 @@ pub mod decode;
 mod exec;
 pub mod memory;
 
-pub use memory::{Global, RaceSeen};
+pub use memory::Global;
 
 use crate::ptx::Module;
 use std::collections::BTreeMap;
@@ -33,10 +33,10 @@ use std::fmt;
 pub enum InterpError {
     /// An instruction the interpreter does not execute.
     Unsupported { line: u32, opcode: String, why: String },
-    /// A load or store outside every allocation (instruction index `inst`).
-    Fault { inst: usize, line: u32, addr: u64, len: u32, space: &'static str, thread: [u32; 3], block: [u32; 3] },
+    /// A load or store outside every allocation.
+    Fault { site: SiteKey, line: u32, addr: u64, len: u32, space: &'static str, thread: [u32; 3], block: [u32; 3] },
     /// `trap` (a Rust panic in the kernel).
-    Trap { inst: usize, line: u32, thread: [u32; 3], block: [u32; 3] },
+    Trap { site: SiteKey, line: u32, thread: [u32; 3], block: [u32; 3] },
     /// The block ran past the instruction budget.
     Timeout { warp_insts: u64 },
     /// Warps wait at a barrier that the others never reach.
@@ -87,22 +87,27 @@ pub struct Launch {
     pub dynamic_shared: u32,
 }
 
-/// What one memory access site did over the run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SiteObs {
-    /// `global` or `shared` (as resolved at run time).
-    pub space: &'static str,
-    /// Warp executions with at least one active lane.
-    pub requests: u64,
-    /// `hist[k]`: requests that touched `k` sectors (global) or had conflict degree `k` (shared).
-    pub hist: Vec<u64>,
+/// An instruction of the module: its function (index in
+/// `Module::functions`) and its index in that function's instructions —
+/// the same numbering as `ir::FunctionIr::insts`, so that observations join
+/// the static predictions by identity, not by line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SiteKey {
+    pub func: usize,
+    pub inst: usize,
 }
 
-impl SiteObs {
-    /// The most frequent value (ties: the larger), as the prediction's "typical".
+/// How often each value was seen (`counts[k]`: times the value was `k`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    pub counts: Vec<u64>,
+}
+
+impl Histogram {
+    /// The most frequent value (ties: the larger), as a prediction's "typical".
     pub fn mode(&self) -> u32 {
         let mut best = (0u64, 0u32);
-        for (k, &c) in self.hist.iter().enumerate() {
+        for (k, &c) in self.counts.iter().enumerate() {
             if c > 0 && (c, k as u32) >= best {
                 best = (c, k as u32);
             }
@@ -110,28 +115,48 @@ impl SiteObs {
         best.1
     }
     pub fn max(&self) -> u32 {
-        self.hist.iter().rposition(|&c| c > 0).unwrap_or(0) as u32
+        self.counts.iter().rposition(|&c| c > 0).unwrap_or(0) as u32
+    }
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
     }
     pub fn mean(&self) -> f64 {
-        let total: u64 = self.hist.iter().enumerate().map(|(k, &c)| k as u64 * c).sum();
-        total as f64 / self.requests.max(1) as f64
+        let sum: u64 = self.counts.iter().enumerate().map(|(k, &c)| k as u64 * c).sum();
+        sum as f64 / self.total().max(1) as f64
     }
-    fn add(&mut self, v: u32) {
+    pub fn add(&mut self, v: u32) {
         let k = v as usize;
-        if self.hist.len() <= k {
-            self.hist.resize(k + 1, 0);
+        if self.counts.len() <= k {
+            self.counts.resize(k + 1, 0);
         }
-        self.hist[k] += 1;
-        self.requests += 1;
+        self.counts[k] += 1;
+    }
+    fn merge(&mut self, o: &Histogram) {
+        if self.counts.len() < o.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (k, &c) in o.counts.iter().enumerate() {
+            self.counts[k] += c;
+        }
+    }
+}
+
+/// What one memory access site did over the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SiteObs {
+    /// `global` or `shared` (as resolved at run time).
+    pub space: &'static str,
+    /// Per warp request (at least one active lane): sectors touched
+    /// (global) or conflict degree (shared).
+    pub hist: Histogram,
+}
+
+impl SiteObs {
+    pub fn requests(&self) -> u64 {
+        self.hist.total()
     }
     fn merge(&mut self, o: &SiteObs) {
-        if self.hist.len() < o.hist.len() {
-            self.hist.resize(o.hist.len(), 0);
-        }
-        for (k, &c) in o.hist.iter().enumerate() {
-            self.hist[k] += c;
-        }
-        self.requests += o.requests;
+        self.hist.merge(&o.hist);
         if self.space.is_empty() {
             self.space = o.space;
         }
@@ -139,50 +164,58 @@ impl SiteObs {
 }
 
 /// What one conditional branch did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct BranchObs {
     /// Warp executions (at least one active lane).
     pub executions: u64,
     /// Executions where the active lanes went both ways.
     pub splits: u64,
+    /// Per block that executed the branch: how many of its warps split
+    /// there at least once.
+    pub warps_split: Histogram,
 }
 
-/// Everything a run observed, keyed by instruction index in the kernel.
+impl BranchObs {
+    fn merge(&mut self, o: &BranchObs) {
+        self.executions += o.executions;
+        self.splits += o.splits;
+        self.warps_split.merge(&o.warps_split);
+    }
+}
+
+/// A race seen between two threads of one block in one barrier interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RaceSeen {
+    pub kind: crate::races::RaceKind,
+    pub shared: bool,
+    /// The earlier and the later access.
+    pub first: SiteKey,
+    pub second: SiteKey,
+    /// The earlier access's thread (`None`: several threads read first).
+    pub first_thread: Option<u32>,
+    pub second_thread: u32,
+}
+
+/// Everything a run observed, by instruction.
 #[derive(Debug, Clone, Default)]
 pub struct Observed {
-    pub sites: BTreeMap<usize, SiteObs>,
-    pub branches: BTreeMap<usize, BranchObs>,
+    pub sites: BTreeMap<SiteKey, SiteObs>,
+    pub branches: BTreeMap<SiteKey, BranchObs>,
     /// Barriers reached while part of the warp was elsewhere: executions.
-    pub divergent_barriers: BTreeMap<usize, u64>,
+    pub divergent_barriers: BTreeMap<SiteKey, u64>,
     pub races: Vec<RaceSeen>,
     pub warp_insts: u64,
     pub lane_insts: u64,
-    /// PTX line of each instruction index of the kernel.
-    pub inst_lines: Vec<u32>,
+    /// PTX line of each instruction of each function the run decoded.
+    pub lines: BTreeMap<usize, Vec<u32>>,
     /// Device address of each module `.global`/`.const` variable (to read results such as counters).
     pub globals: BTreeMap<String, u64>,
 }
 
 impl Observed {
-    fn merge(&mut self, o: Observed) {
-        for (k, v) in o.sites {
-            self.sites.entry(k).or_default().merge(&v);
-        }
-        for (k, v) in o.branches {
-            let e = self.branches.entry(k).or_default();
-            e.executions += v.executions;
-            e.splits += v.splits;
-        }
-        for (k, v) in o.divergent_barriers {
-            *self.divergent_barriers.entry(k).or_default() += v;
-        }
-        for r in o.races {
-            if !self.races.iter().any(|x| (x.kind, x.shared, x.first, x.second) == (r.kind, r.shared, r.first, r.second)) {
-                self.races.push(r);
-            }
-        }
-        self.warp_insts += o.warp_insts;
-        self.lane_insts += o.lane_insts;
+    /// The PTX line of an instruction the run decoded (0 if unknown).
+    pub fn line(&self, k: SiteKey) -> u32 {
+        self.lines.get(&k.func).and_then(|l| l.get(k.inst)).copied().unwrap_or(0)
     }
 }
 

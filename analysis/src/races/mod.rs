@@ -98,7 +98,7 @@ pub struct Race {
     pub offset: i64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RaceKind {
     ReadAfterWrite,
     WriteAfterRead,

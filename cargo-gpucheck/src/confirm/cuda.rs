@@ -12,7 +12,9 @@ use super::launch::Prepared;
 use super::{Seen, SiteSeen};
 use anyhow::{anyhow, Context, Result};
 use gpucheck_analysis::interp::Launch;
+use gpucheck_analysis::interp::{Histogram, SiteKey};
 use gpucheck_analysis::ptx;
+use std::collections::BTreeMap;
 
 #[cfg(feature = "cuda")]
 pub use device::run;
@@ -157,11 +159,12 @@ mod device {
     }
 }
 
-/// Per-site numbers of `kernel` from the counters an instrumented run left.
-pub fn sites_from_counters(ins: &instrument::Instrumented, counters: &[u8], kernel: &str) -> Vec<(u32, &'static str, SiteSeen)> {
+/// Per-site numbers of `kernel` from the counters an instrumented run
+/// left, by the original PTX's instruction.
+pub fn sites_from_counters(ins: &instrument::Instrumented, counters: &[u8], kernel: &str) -> BTreeMap<SiteKey, (&'static str, SiteSeen)> {
     let word = |i: usize| counters.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
     let kname = gpucheck_analysis::demangle(kernel);
-    let mut out = Vec::new();
+    let mut out = BTreeMap::new();
     for (k, site) in ins.sites.iter().enumerate() {
         if site.kernel != kname {
             continue;
@@ -172,8 +175,8 @@ pub fn sites_from_counters(ins: &instrument::Instrumented, counters: &[u8], kern
             continue;
         }
         // the same summary (typical, max, mean) as the interpreter's own histograms
-        let obs = gpucheck_analysis::interp::SiteObs { space: site.space, requests, hist: (0..=32).map(|v| word(base + 1 + v)).collect() };
-        out.push((site.ptx_line, site.space, SiteSeen::from(&obs)));
+        let hist = Histogram { counts: (0..=32).map(|v| word(base + 1 + v)).collect() };
+        out.insert(site.key, (site.space, SiteSeen::from(&hist)));
     }
     out
 }

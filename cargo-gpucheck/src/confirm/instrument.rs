@@ -13,6 +13,7 @@
 //! Owns: the text rewriting and the site table. Does not own: loading or
 //! running (see `cuda`).
 
+use gpucheck_analysis::interp::SiteKey;
 use gpucheck_analysis::ir::{self, space::Space};
 use gpucheck_analysis::ptx::{self, Operand};
 use std::fmt::Write;
@@ -25,6 +26,8 @@ pub const COUNTERS: &str = "__gpucheck_counters";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Site {
     pub kernel: String,
+    /// The access instrumented (function and instruction index).
+    pub key: SiteKey,
     pub ptx_line: u32,
     pub space: &'static str,
 }
@@ -216,7 +219,7 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
                 site * SLOTS * 8
             );
             inserts.push((line, code));
-            sites.push(Site { kernel: gpucheck_analysis::demangle(f.name), ptx_line: line, space });
+            sites.push(Site { kernel: gpucheck_analysis::demangle(f.name), key: SiteKey { func: index, inst: i }, ptx_line: line, space });
         }
     }
     // rebuild the text: counters after `.address_size`, code before each site, DWARF dropped
@@ -294,7 +297,7 @@ mod tests {
     #[test]
     fn sites_and_text() {
         let ins = instrument(K, Some("sm_90")).unwrap();
-        assert_eq!(ins.sites, [Site { kernel: "k".into(), ptx_line: 17, space: "global" }]);
+        assert_eq!(ins.sites, [Site { kernel: "k".into(), key: SiteKey { func: 0, inst: 6 }, ptx_line: 17, space: "global" }]);
         assert!(ins.ptx.contains(".target sm_90\n"), "no `debug` without DWARF sections");
         assert!(ins.ptx.contains(".version 7.8\n"));
         assert!(ins.ptx.contains(".global .align 8 .u64 __gpucheck_counters[34];"));

@@ -18,11 +18,11 @@ use crate::build;
 use crate::cli::{ConfirmArgs, Engine, MessageFormat};
 use crate::diagnostic::PathStyle;
 use anyhow::{bail, Context, Result};
-use gpucheck_analysis::interp::{self, Global, Launch};
-use gpucheck_analysis::{ptx, AccessReport, Options};
-use table::Verdict;
+use gpucheck_analysis::interp::{self, Global, Histogram, Launch, RaceSeen, SiteKey};
+use gpucheck_analysis::{ptx, Options};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Observed numbers of one site, from either engine.
+/// Observed numbers of one site or branch, from either engine.
 #[derive(Debug, Clone, Default)]
 pub struct SiteSeen {
     pub requests: u64,
@@ -32,25 +32,44 @@ pub struct SiteSeen {
     pub mean: f64,
 }
 
-impl From<&interp::SiteObs> for SiteSeen {
-    fn from(s: &interp::SiteObs) -> SiteSeen {
-        SiteSeen { requests: s.requests, mode: s.mode(), max: s.max(), mean: s.mean() }
+impl From<&Histogram> for SiteSeen {
+    fn from(h: &Histogram) -> SiteSeen {
+        SiteSeen { requests: h.total(), mode: h.mode(), max: h.max(), mean: h.mean() }
     }
 }
 
-/// What an engine reports for one kernel run.
+/// What one conditional branch did over a run.
+#[derive(Debug, Clone, Default)]
+pub struct BranchSeen {
+    pub executions: u64,
+    pub splits: u64,
+    /// Over the blocks that executed it: how many warps split there.
+    pub warps_split: SiteSeen,
+}
+
+/// What an engine reports for one kernel run, by instruction.
 #[derive(Debug, Default)]
 pub struct Seen {
-    /// By PTX line of the access.
-    pub sites: Vec<(u32, &'static str, SiteSeen)>,
-    /// Branches: PTX line, executions, splits.
-    pub branches: Vec<(u32, u64, u64)>,
-    /// Races: kind, shared?, PTX lines of both accesses, the two threads.
-    pub races: Vec<(&'static str, bool, u32, u32, u32, u32)>,
+    /// Memory sites: space as resolved at run time, and the per-request numbers.
+    pub sites: BTreeMap<SiteKey, (&'static str, SiteSeen)>,
+    /// Branches (the CPU engine only).
+    pub branches: BTreeMap<SiteKey, BranchSeen>,
+    /// Races (the CPU engine only).
+    pub races: Vec<RaceSeen>,
+    /// Whether the engine observes branches and races at all.
+    pub control: bool,
+    /// PTX line of each instruction the engine saw, by function.
+    pub lines: BTreeMap<usize, Vec<u32>>,
     pub lane_insts: u64,
     pub seconds: f64,
     /// CUDA only: the uninstrumented kernel's time (CUDA events), milliseconds.
     pub kernel_ms: Option<f64>,
+}
+
+impl Seen {
+    fn line(&self, k: SiteKey) -> u32 {
+        self.lines.get(&k.func).and_then(|l| l.get(k.inst)).copied().unwrap_or(0)
+    }
 }
 
 pub fn run(a: &ConfirmArgs) -> Result<i32> {
@@ -68,47 +87,45 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
     for u in &units {
         let src = std::fs::read_to_string(&u.ptx).with_context(|| format!("reading PTX `{}`", u.ptx.display()))?;
         let module = ptx::parse(&src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
-        let kernels: Vec<&ptx::Function<'_>> = module
-            .functions
-            .iter()
-            .filter(|f| f.is_entry && f.body.is_some())
-            .filter(|f| {
-                let name = gpucheck_analysis::demangle(f.name);
-                if a.kernels.is_empty() {
-                    launch::configured(u.krate.meta.as_ref(), f.name)
-                } else {
-                    a.kernels.iter().any(|k| *k == f.name || *k == name)
-                }
-            })
-            .collect();
-        for f in kernels {
+        // the kernels to run, each with its launch
+        let mut runs = Vec::new();
+        for f in module.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
+            let name = gpucheck_analysis::demangle(f.name);
+            let wanted = if a.kernels.is_empty() {
+                launch::configured(u.krate.meta.as_ref(), f.name)
+            } else {
+                a.kernels.iter().any(|k| *k == f.name || *k == name)
+            };
+            if !wanted {
+                continue;
+            }
             let spec = launch::spec(u.krate.meta.as_ref(), f.name, &cli_spec).map_err(anyhow::Error::msg)?;
             let block = spec.block.or_else(|| u.krate.kernel_blocks.get(f.name).copied()).or(u.krate.block);
             let Some(block) = block else {
                 bail!("no block shape for kernel `{}`: pass --block X,Y,Z or set `block` in [package.metadata.gpucheck]", f.name);
             };
+            runs.push((f, spec, block));
+        }
+        if runs.is_empty() {
+            continue;
+        }
+        // the static predictions, for exactly the block shapes run: the module is analysed once
+        let mut opts = Options { package_block: u.krate.block, kernel_blocks: u.krate.kernel_blocks.clone(), ..Default::default() };
+        for (f, _, block) in &runs {
+            opts.kernel_blocks.insert(f.name.to_string(), *block);
+        }
+        let is_local = |p: &str| u.krate.is_local(p);
+        let report = gpucheck_analysis::check_module(&module, &opts, &is_local);
+        for (f, spec, block) in runs {
             let grid = spec.grid.unwrap_or([1, 1, 1]);
             let launch = Launch { grid, block, dynamic_shared: 0 };
             let rust = launch::rust_params(&u.krate.root, f.name);
             let mut mem = Global::default();
             let prepared = launch::prepare(f, rust.as_deref(), &spec.args, &mut mem).map_err(anyhow::Error::msg)?;
-            // the static predictions for exactly this block shape
-            let mut opts = Options { package_block: u.krate.block, ..Default::default() };
-            opts.kernel_blocks = u.krate.kernel_blocks.clone();
-            opts.kernel_blocks.insert(f.name.to_string(), block);
-            let is_local = |p: &str| u.krate.is_local(p);
-            let report = gpucheck_analysis::check_module(&module, &opts, &is_local);
-            let accesses: Vec<&AccessReport> = report.accesses.iter().filter(|x| x.kernel == gpucheck_analysis::demangle(f.name)).collect();
-            let races_predicted: Vec<u32> = report
-                .findings
-                .iter()
-                .filter(|x| x.kernel == gpucheck_analysis::demangle(f.name) && x.lint.name.ends_with("_memory_race"))
-                .map(|x| x.ptx_line)
-                .collect();
+            let kernel = gpucheck_analysis::demangle(f.name);
             if a.message_format == MessageFormat::Human {
                 eprintln!(
-                    "  Confirming {} on the {} engine: grid {}×{}×{}, block {}×{}×{}; {}",
-                    gpucheck_analysis::demangle(f.name),
+                    "  Confirming {kernel} on the {} engine: grid {}×{}×{}, block {}×{}×{}; {}",
                     a.engine.name(),
                     grid[0],
                     grid[1],
@@ -123,8 +140,8 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                 Engine::Cpu => cpu(&module, f.name, &launch, &prepared, &mut mem).map_err(|e| {
                     // point at the Rust line of a faulting access
                     let at = match &e {
-                        interp::InterpError::Fault { line, .. } => {
-                            accesses.iter().find(|x| x.ptx_line == *line).and_then(|x| x.span.clone())
+                        interp::InterpError::Fault { site, .. } | interp::InterpError::Trap { site, .. } => {
+                            report.accesses.iter().find(|x| (x.function, x.inst) == (site.func, site.inst)).and_then(|x| x.span.clone())
                         }
                         _ => None,
                     };
@@ -136,8 +153,12 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                 Engine::Cuda => cuda::run(&src, &module, f.name, &launch, &prepared)?,
                 Engine::CudaOnCpu => cuda::run_instrumented_on_cpu(&src, f.name, &launch, &prepared, &mut mem)?,
             };
-            let rows = table::rows(&accesses, &seen, &races_predicted, &report.findings, f.name, &paths);
-            table::print(&rows, &seen, a, f.name, &u.krate.name);
+            // the kernel's own function and every function the run went through
+            let index = module.functions.iter().position(|x| std::ptr::eq(x, f)).unwrap_or(0);
+            let functions: BTreeSet<usize> =
+                std::iter::once(index).chain(seen.lines.keys().copied()).chain(seen.sites.keys().map(|k| k.func)).collect();
+            let rows = table::rows(&report, &functions, &seen, &paths);
+            table::print(&rows, &seen, a, &kernel, &u.krate.name);
             rows_all.extend(rows);
             ran += 1;
         }
@@ -147,7 +168,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             "no kernel to run: name kernels with --kernel NAME (with --grid/--block/--arg), or give them a launch in Cargo.toml:\n  [package.metadata.gpucheck.kernels.NAME]\n  grid = [x, y, z]\n  args = {{ x = \"f32[1048576]\", n = \"1048576\" }}"
         );
     }
-    let bad = rows_all.iter().filter(|r| matches!(r.verdict, Verdict::Mismatch | Verdict::Race)).count();
+    let bad = rows_all.iter().filter(|r| r.verdict.is_failure()).count();
     Ok(if bad > 0 { 1 } else { 0 })
 }
 
@@ -156,11 +177,16 @@ fn cpu(module: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &launch::Prepared,
     let started = std::time::Instant::now();
     let obs = interp::run(module, kernel, l, &p.args, mem)?;
     let seconds = started.elapsed().as_secs_f64();
-    let line = |i: usize| obs.inst_lines.get(i).copied().unwrap_or(0);
     Ok(Seen {
-        sites: obs.sites.iter().map(|(i, s)| (line(*i), s.space, SiteSeen::from(s))).collect(),
-        branches: obs.branches.iter().map(|(i, b)| (line(*i), b.executions, b.splits)).collect(),
-        races: obs.races.iter().map(|r| (r.kind, r.shared, line(r.first), line(r.second), r.first_thread, r.second_thread)).collect(),
+        sites: obs.sites.iter().map(|(k, s)| (*k, (s.space, SiteSeen::from(&s.hist)))).collect(),
+        branches: obs
+            .branches
+            .iter()
+            .map(|(k, b)| (*k, BranchSeen { executions: b.executions, splits: b.splits, warps_split: SiteSeen::from(&b.warps_split) }))
+            .collect(),
+        races: obs.races.clone(),
+        control: true,
+        lines: obs.lines,
         lane_insts: obs.lane_insts,
         seconds,
         kernel_ms: None,

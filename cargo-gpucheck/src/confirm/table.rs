@@ -1,37 +1,67 @@
-//! The confirm report: one row per access site (and per branch that split,
-//! per race seen) with Rust line, space, predicted, observed and verdict;
-//! printed as a table, or as `{"reason":"gpucheck-confirm",…}` JSON lines.
+//! The confirm report: the static predictions and a run's observations,
+//! joined by instruction (function and instruction index, never by line
+//! or by message text), one row per access site, per conditional branch
+//! worth showing and per race, with a verdict; printed as a table, or as
+//! `{"reason":"gpucheck-confirm",…}` JSON lines.
 //!
-//! Owns: verdict rules and formatting. Does not own: running kernels.
+//! Verdicts: an access is `confirmed` when the observed typical value
+//! equals the predicted one. A branch whose split count was evaluated for
+//! every thread without sampling is `confirmed` when the warps that split
+//! in a typical block equal the predicted count; a branch predicted
+//! uniform must split nowhere; a bound (`at most k`) must hold in every
+//! block (`within bound`). Predictions made for sampled values (a loop
+//! counter, a block index, a parameter), loop exits and data-dependent
+//! branches are shown beside what the run did but not judged. Races seen
+//! are `RACE` whether predicted or not; a predicted race the run did not
+//! show is `not observed`.
+//!
+//! Owns: joining, verdict rules and formatting. Does not own: running
+//! kernels or the predictions.
 
-use super::{Seen, SiteSeen};
+use super::{BranchSeen, Seen, SiteSeen};
 use crate::cli::{ConfirmArgs, MessageFormat};
 use crate::diagnostic::PathStyle;
-use gpucheck_analysis::{AccessReport, Finding, Metric};
-use serde_json::json;
+use gpucheck_analysis::interp::SiteKey;
+use gpucheck_analysis::{BranchPrediction, Report, SrcPos};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// The observed typical value is the predicted one.
+    /// The observation is the predicted value.
     Confirmed,
+    /// A bound held in every block.
+    WithinBound,
     Mismatch,
-    /// Predicted, but no warp executed the site.
+    /// Predicted, but no warp executed it.
     NotRun,
-    /// Observed only (no static prediction: data-dependent address, or a branch).
+    /// Observed, with no prediction this run can judge (data-dependent,
+    /// sampled values, or no static record).
     Observed,
     /// A race was seen.
     Race,
+    /// A predicted race the run did not show.
+    NotObserved,
 }
 
 impl Verdict {
     fn as_str(self) -> &'static str {
         match self {
             Verdict::Confirmed => "confirmed",
+            Verdict::WithinBound => "within bound",
             Verdict::Mismatch => "MISMATCH",
             Verdict::NotRun => "not executed",
             Verdict::Observed => "observed",
             Verdict::Race => "RACE",
+            Verdict::NotObserved => "not observed",
         }
+    }
+    /// A verdict that makes `confirm` exit 1.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Verdict::Mismatch | Verdict::Race)
+    }
+    fn is_success(self) -> bool {
+        matches!(self, Verdict::Confirmed | Verdict::WithinBound)
     }
 }
 
@@ -42,35 +72,41 @@ pub struct Row {
     pub col: u32,
     pub file: String,
     pub ptx_line: u32,
-    pub space: &'static str,
+    pub key: SiteKey,
+    /// `global`, `shared`, `branch`.
+    pub what: &'static str,
     pub predicted: String,
     pub observed: String,
     pub verdict: Verdict,
-    pub json_predicted: serde_json::Value,
-    pub json_observed: serde_json::Value,
+    pub json_predicted: Value,
+    pub json_observed: Value,
+}
+
+/// (shown place, file, line, column) of a source position, else of the PTX line.
+fn place(paths: &PathStyle, span: Option<&SrcPos>, ptx_line: u32) -> (String, String, u32, u32) {
+    match span {
+        Some(s) => (format!("{}:{}:{}", paths.display(&s.file), s.line, s.col), paths.display(&s.file), s.line, s.col),
+        None => (format!("PTX line {ptx_line}"), String::new(), 0, 0),
+    }
 }
 
 fn seen_text(s: &SiteSeen, unit: &str) -> String {
     format!("{}{unit} (max {}, mean {:.2}, {} requests)", s.mode, s.max, s.mean, s.requests)
 }
 
-pub fn rows(
-    accesses: &[&AccessReport],
-    seen: &Seen,
-    races_predicted: &[u32],
-    findings: &[Finding],
-    kernel: &str,
-    paths: &PathStyle,
-) -> Vec<Row> {
+/// The rows for one kernel run: the static `report` of the module, the
+/// `functions` the run went through (the kernel and its callees), what the
+/// engine saw.
+pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &PathStyle) -> Vec<Row> {
     let mut out = Vec::new();
-    // (shown place, file, line, column) of a Rust position, else of the PTX line
-    let place = |span: Option<&gpucheck_analysis::SrcPos>, ptx_line: u32| match span {
-        Some(s) => (format!("{}:{}:{}", paths.display(&s.file), s.line, s.col), paths.display(&s.file), s.line, s.col),
-        None => (format!("PTX line {ptx_line}"), String::new(), 0, 0),
-    };
-    for a in accesses {
-        let obs = seen.sites.iter().find(|(l, _, _)| *l == a.ptx_line).map(|x| &x.2);
-        let (pl, file, line, col) = place(a.span.as_ref(), a.ptx_line);
+    let key = |function: usize, inst: usize| SiteKey { func: function, inst };
+    // memory sites
+    let mut predicted_sites = BTreeSet::new();
+    for a in report.accesses.iter().filter(|a| functions.contains(&a.function)) {
+        let k = key(a.function, a.inst);
+        predicted_sites.insert(k);
+        let obs = seen.sites.get(&k).map(|x| &x.1);
+        let (pl, file, line, col) = place(paths, a.span.as_ref(), a.ptx_line);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
             ("global", Some((t, w, ideal)), _) => (
                 format!("{t} sectors/req (worst {w}, ideal {ideal})"),
@@ -80,12 +116,12 @@ pub fn rows(
             ("shared", _, Some((t, w))) => {
                 (format!("{t}-way (worst {w})"), Some(t), json!({"conflict_degree": t, "worst_conflict_degree": w}))
             }
-            _ => ("— (data-dependent)".to_string(), None, serde_json::Value::Null),
+            _ => ("— (data-dependent)".to_string(), None, Value::Null),
         };
         let unit = if a.space == "global" { " sectors/req" } else { "-way" };
         let (observed, jo) = match obs {
             Some(s) => (seen_text(s, unit), json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests})),
-            None => ("not executed".to_string(), serde_json::Value::Null),
+            None => ("not executed".to_string(), Value::Null),
         };
         let verdict = match (typical, obs) {
             (_, None) => Verdict::NotRun,
@@ -99,7 +135,8 @@ pub fn rows(
             col,
             file,
             ptx_line: a.ptx_line,
-            space: a.space,
+            key: k,
+            what: a.space,
             predicted,
             observed,
             verdict,
@@ -107,38 +144,88 @@ pub fn rows(
             json_observed: jo,
         });
     }
-    // branches that split
-    for &(pline, execs, splits) in seen.branches.iter().filter(|b| b.2 > 0) {
-        let f = findings
-            .iter()
-            .find(|f| f.kernel == gpucheck_analysis::demangle(kernel) && f.ptx_line == pline && f.lint.name == "divergent_branch");
-        let frac = f.and_then(|f| f.metrics.iter().find(|m| m.0 == "divergent_fraction")).and_then(|m| match m.1 {
-            Metric::Float(x) => Some(x),
-            _ => None,
+    // sites the run saw that the analysis has no record of
+    for (k, (space, s)) in seen.sites.iter().filter(|(k, _)| !predicted_sites.contains(k)) {
+        let unit = if *space == "global" { " sectors/req" } else { "-way" };
+        let line = seen.line(*k);
+        out.push(Row {
+            place: format!("PTX line {line}"),
+            line: 0,
+            col: 0,
+            file: String::new(),
+            ptx_line: line,
+            key: *k,
+            what: space,
+            predicted: "— (not analysed)".into(),
+            observed: seen_text(s, unit),
+            verdict: Verdict::Observed,
+            json_predicted: Value::Null,
+            json_observed: json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests}),
         });
-        let (pl, file, line, col) = place(f.and_then(|f| f.span.as_ref()), pline);
+    }
+    if !seen.control {
+        return out;
+    }
+    // branches
+    for b in report.branches.iter().filter(|b| functions.contains(&b.function)) {
+        let k = key(b.function, b.inst);
+        let obs = seen.branches.get(&k);
+        let splits = obs.map_or(0, |o| o.splits);
+        let (predicted, jp) = describe(&b.prediction, b.warps);
+        let verdict = match (&b.prediction, obs) {
+            (BranchPrediction::Uniform, _) if splits == 0 => continue,
+            (BranchPrediction::Unknown, _) if splits == 0 => continue,
+            (_, None) => Verdict::NotRun,
+            (BranchPrediction::Uniform, Some(_)) => Verdict::Mismatch,
+            (BranchPrediction::Splits(n), Some(o)) => {
+                if o.warps_split.mode as usize == *n {
+                    Verdict::Confirmed
+                } else {
+                    Verdict::Mismatch
+                }
+            }
+            (BranchPrediction::AtMost(n), Some(o)) => {
+                if o.warps_split.max as usize <= *n {
+                    Verdict::WithinBound
+                } else {
+                    Verdict::Mismatch
+                }
+            }
+            (_, Some(_)) => Verdict::Observed,
+        };
+        let (pl, file, line, col) = place(paths, b.span.as_ref(), b.ptx_line);
+        let (observed, jo) = branch_text(obs, b.warps);
         out.push(Row {
             place: pl,
             line,
             col,
             file,
-            ptx_line: pline,
-            space: "branch",
-            predicted: frac.map(|x| format!("{:.0}% of warps split", x * 100.0)).unwrap_or_else(|| "—".into()),
-            observed: format!("{splits} of {execs} warp executions split ({:.1}%)", 100.0 * splits as f64 / execs.max(1) as f64),
-            verdict: Verdict::Observed,
-            json_predicted: frac.map(|x| json!({"divergent_fraction": x})).unwrap_or(serde_json::Value::Null),
-            json_observed: json!({"executions": execs, "splits": splits}),
+            ptx_line: b.ptx_line,
+            key: k,
+            what: "branch",
+            predicted,
+            observed,
+            verdict,
+            json_predicted: jp,
+            json_observed: jo,
         });
     }
-    for &(kind, shared, l1, l2, t1, t2) in &seen.races {
-        let predicted = races_predicted.iter().any(|&a| a == l1 || a == l2);
-        let who = |t: u32| if t == u32::MAX { "several threads".to_string() } else { format!("thread {t}") };
-        // both accesses at their Rust lines when the PTX says where they come from
-        let at = |l: u32| accesses.iter().find(|a| a.ptx_line == l).and_then(|a| a.span.clone());
-        let (place, file, line, col) = match (at(l1), at(l2)) {
+    // races: seen (predicted or not), and predicted but not seen
+    let at = |k: SiteKey| report.accesses.iter().find(|a| (a.function, a.inst) == (k.func, k.inst));
+    let mut seen_pairs = BTreeSet::new();
+    for r in &seen.races {
+        let pair = (r.first.min(r.second), r.first.max(r.second));
+        seen_pairs.insert(pair);
+        let predicted = report.races.iter().any(|p| {
+            let (x, y) = (key(p.function, p.first), key(p.function, p.second));
+            (x.min(y), x.max(y)) == pair
+        });
+        let who = |t: Option<u32>| t.map_or("several threads".to_string(), |t| format!("thread {t}"));
+        let (l1, l2) = (seen.line(r.first), seen.line(r.second));
+        // the two accesses in the order of the threads named
+        let (place, file, line, col) = match (at(r.first).and_then(|a| a.span.clone()), at(r.second).and_then(|a| a.span.clone())) {
             (Some(a), Some(b)) => {
-                (format!("{}:{}:{} and {}:{}", paths.display(&b.file), b.line, b.col, a.line, a.col), paths.display(&b.file), b.line, b.col)
+                (format!("{}:{}:{} and {}:{}", paths.display(&a.file), a.line, a.col, b.line, b.col), paths.display(&a.file), a.line, a.col)
             }
             _ => (format!("PTX lines {l1} and {l2}"), String::new(), 0, 0),
         };
@@ -147,20 +234,93 @@ pub fn rows(
             line,
             col,
             file,
-            ptx_line: l2,
-            space: if shared { "shared" } else { "global" },
+            ptx_line: l1,
+            key: r.first,
+            what: if r.shared { "shared" } else { "global" },
             predicted: if predicted { "race".into() } else { "no race".into() },
-            observed: format!("{kind}: {} then {}", who(t1), who(t2)),
+            observed: format!("{}: {} then {}", r.kind.describe(), who(r.first_thread), who(Some(r.second_thread))),
             verdict: Verdict::Race,
             json_predicted: json!({"race": predicted}),
-            json_observed: json!({"race": kind, "first_ptx_line": l1, "second_ptx_line": l2, "first_thread": t1, "second_thread": t2}),
+            json_observed: json!({
+                "race": r.kind.describe(),
+                "first_ptx_line": l1,
+                "second_ptx_line": l2,
+                "first_thread": r.first_thread,
+                "second_thread": r.second_thread,
+            }),
+        });
+    }
+    for p in report.races.iter().filter(|p| functions.contains(&p.function)) {
+        let (x, y) = (key(p.function, p.first), key(p.function, p.second));
+        if seen_pairs.contains(&(x.min(y), x.max(y))) {
+            continue;
+        }
+        let (a, b) = (at(x), at(y));
+        let (l1, l2) = (a.map_or(0, |a| a.ptx_line), b.map_or(0, |b| b.ptx_line));
+        let (place, file, line, col) = match (a.and_then(|a| a.span.clone()), b.and_then(|b| b.span.clone())) {
+            (Some(a), Some(b)) => {
+                (format!("{}:{}:{} and {}:{}", paths.display(&a.file), a.line, a.col, b.line, b.col), paths.display(&a.file), a.line, a.col)
+            }
+            _ => (format!("PTX lines {l1} and {l2}"), String::new(), 0, 0),
+        };
+        out.push(Row {
+            place,
+            line,
+            col,
+            file,
+            ptx_line: l1,
+            key: x,
+            what: p.space.name(),
+            predicted: format!("race ({})", p.kind.describe()),
+            observed: "no race in this run".into(),
+            verdict: Verdict::NotObserved,
+            json_predicted: json!({"race": true, "kind": p.kind.describe()}),
+            json_observed: json!({"race": false}),
         });
     }
     out
 }
 
+/// A branch prediction as text and JSON.
+fn describe(p: &BranchPrediction, warps: usize) -> (String, Value) {
+    match p {
+        BranchPrediction::Uniform => ("no warp splits (uniform)".into(), json!({"warps_split": 0, "warps": warps, "kind": "uniform"})),
+        BranchPrediction::Splits(n) => (format!("{n} of {warps} warps split"), json!({"warps_split": n, "warps": warps, "kind": "exact"})),
+        BranchPrediction::Sampled { warps: n, values } => {
+            let v: Vec<String> = values.iter().map(|(r, x)| format!("{r}={x}")).collect();
+            (
+                format!("{n} of {warps} warps split with {}", v.join(", ")),
+                json!({"warps_split": n, "warps": warps, "kind": "sampled", "values": values.iter().map(|(r, x)| json!({"value": r, "sample": x})).collect::<Vec<_>>()}),
+            )
+        }
+        BranchPrediction::AtMost(n) => {
+            (format!("at most {n} of {warps} warps split"), json!({"warps_split": n, "warps": warps, "kind": "at_most"}))
+        }
+        BranchPrediction::TripCount => ("lanes run different iteration counts".into(), json!({"warps": warps, "kind": "trip_count"})),
+        BranchPrediction::Unknown => ("— (data-dependent)".into(), Value::Null),
+    }
+}
+
+fn branch_text(obs: Option<&BranchSeen>, warps: usize) -> (String, Value) {
+    match obs {
+        Some(o) => (
+            format!(
+                "{} of {warps} warps split per block (max {}; {} of {} warp executions split)",
+                o.warps_split.mode, o.warps_split.max, o.splits, o.executions
+            ),
+            json!({
+                "warps_split": o.warps_split.mode,
+                "max_warps_split": o.warps_split.max,
+                "blocks": o.warps_split.requests,
+                "executions": o.executions,
+                "splits": o.splits,
+            }),
+        ),
+        None => ("not executed".into(), Value::Null),
+    }
+}
+
 pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: &str) {
-    let kernel = gpucheck_analysis::demangle(kernel);
     match a.message_format {
         MessageFormat::Json | MessageFormat::Sarif => {
             for r in rows {
@@ -174,7 +334,9 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
                         "line": r.line,
                         "column": r.col,
                         "ptx_line": r.ptx_line,
-                        "space": r.space,
+                        "function": r.key.func,
+                        "inst": r.key.inst,
+                        "space": r.what,
                         "predicted": r.json_predicted,
                         "observed": r.json_observed,
                         "engine": a.engine.name(),
@@ -194,11 +356,67 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
             let w2 = rows.iter().map(|r| r.observed.chars().count()).max().unwrap_or(8).max(8);
             println!("{:w0$}  {:6}  {:w1$}  {:w2$}  verdict", "line", "space", "predicted", "observed");
             for r in rows {
-                println!("{:w0$}  {:6}  {:w1$}  {:w2$}  {}", r.place, r.space, r.predicted, r.observed, r.verdict.as_str());
+                println!("{:w0$}  {:6}  {:w1$}  {:w2$}  {}", r.place, r.what, r.predicted, r.observed, r.verdict.as_str());
             }
-            let bad = rows.iter().filter(|r| matches!(r.verdict, Verdict::Mismatch | Verdict::Race)).count();
-            let ok = rows.iter().filter(|r| r.verdict == Verdict::Confirmed).count();
+            let bad = rows.iter().filter(|r| r.verdict.is_failure()).count();
+            let ok = rows.iter().filter(|r| r.verdict.is_success()).count();
             println!("{kernel}: {ok} confirmed, {bad} mismatches or races\n");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::confirm::{BranchSeen, SiteSeen};
+    use gpucheck_analysis::BranchReport;
+    use std::path::PathBuf;
+
+    fn branch(prediction: BranchPrediction, inst: usize) -> BranchReport {
+        BranchReport { kernel: "k".into(), function: 0, inst, ptx_line: 10 + inst as u32, span: None, warps: 8, prediction }
+    }
+
+    fn seen_split(typical: u32, max: u32) -> BranchSeen {
+        BranchSeen { executions: 32, splits: max as u64, warps_split: SiteSeen { requests: 4, mode: typical, max, mean: typical as f64 } }
+    }
+
+    #[test]
+    fn branch_verdicts() {
+        let report = Report {
+            branches: vec![
+                branch(BranchPrediction::Uniform, 1),
+                branch(BranchPrediction::Splits(8), 2),
+                branch(BranchPrediction::Splits(8), 3),
+                branch(BranchPrediction::AtMost(1), 4),
+                branch(BranchPrediction::AtMost(1), 5),
+                branch(BranchPrediction::Sampled { warps: 2, values: vec![("%r1".into(), 4)] }, 6),
+                branch(BranchPrediction::Uniform, 7),
+            ],
+            ..Report::default()
+        };
+        let mut seen = Seen { control: true, ..Seen::default() };
+        let k = |inst| SiteKey { func: 0, inst };
+        seen.branches.insert(k(1), seen_split(4, 4)); // "uniform" yet split: the analysis was wrong
+        seen.branches.insert(k(2), seen_split(8, 8));
+        seen.branches.insert(k(3), seen_split(1, 1));
+        seen.branches.insert(k(4), seen_split(0, 1));
+        seen.branches.insert(k(5), seen_split(1, 2));
+        seen.branches.insert(k(6), seen_split(5, 5));
+        seen.branches.insert(k(7), seen_split(0, 0));
+        let rows = rows(&report, &BTreeSet::from([0]), &seen, &PathStyle { root: PathBuf::from("/") });
+        let verdicts: Vec<(usize, Verdict)> = rows.iter().map(|r| (r.key.inst, r.verdict)).collect();
+        assert_eq!(
+            verdicts,
+            [
+                (1, Verdict::Mismatch),
+                (2, Verdict::Confirmed),
+                (3, Verdict::Mismatch),
+                (4, Verdict::WithinBound),
+                (5, Verdict::Mismatch),
+                (6, Verdict::Observed),
+            ],
+            "a uniform branch that never split is not a row"
+        );
+        assert!(rows.iter().filter(|r| r.verdict.is_failure()).count() == 3);
     }
 }
