@@ -56,7 +56,7 @@ fn lane_addresses(f: &ir::FunctionIr<'_>, d: &Divergence, shape: &Shape, v: Valu
         match ev.values(v) {
             Ok(x) => return Some(x.to_vec()),
             Err(EvalErr::Leaf(x)) => {
-                let val = match f.ssa.values[x as usize] {
+                let val = match f.ssa.values[x] {
                     ValueDef::Phi(_) => samples(f, &ev, x).first().copied().unwrap_or(1024),
                     ValueDef::Entry(_) => 0,
                     // allocations (pointers, by the space inference) are 256-aligned

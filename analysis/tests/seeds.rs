@@ -148,7 +148,7 @@ fn divergent_branch_lines(f: &ir::FunctionIr<'_>, d: &Divergence) -> Vec<u32> {
 /// Value written by the first instruction whose text starts with `prefix`.
 fn value_of(f: &ir::FunctionIr<'_>, d: &Divergence, opcode: &str, dest: &str) -> AbsVal {
     let i = f.insts.iter().position(|i| i.text() == opcode && i.operand(0) == Some(&ptx::Operand::Reg(dest))).expect("instruction");
-    d.vals[f.ssa.defs(i)[0] as usize]
+    d.vals[f.ssa.defs(i)[0]]
 }
 
 fn line_of(src: &str, needle: &str) -> u32 {

@@ -106,7 +106,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         if depth > MAX_DEPTH {
             return Err(EvalErr::Opaque);
         }
-        let av = self.d.vals[v as usize];
+        let av = self.d.vals[v];
         if av.is_uniform() {
             if let Some(k) = av.const_value() {
                 return Ok(self.splat(k));
@@ -120,7 +120,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             if let (true, Some(x)) = (self.first_iteration, self.header_phi_entry(v)) {
                 return self.value_d(x, depth + 1);
             }
-            if let ValueDef::Inst { inst, slot } = self.f.ssa.values[v as usize] {
+            if let ValueDef::Inst { inst, slot } = self.f.ssa.values[v] {
                 // uniform computations of known things (e.g. %ntid.x * 2) still evaluate
                 match self.inst(inst as usize, slot as usize, depth + 1) {
                     Ok(k) => return Ok(k),
@@ -133,7 +133,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         if av.data() {
             return Err(EvalErr::Opaque);
         }
-        match self.f.ssa.values[v as usize] {
+        match self.f.ssa.values[v] {
             ValueDef::Entry(_) => self.f.ssa.special(v).and_then(|s| self.special(s)).ok_or(EvalErr::Opaque),
             ValueDef::Phi(_) => {
                 if let Some(k) = self.leaves.get(&v) {
@@ -150,8 +150,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// For a loop-header phi: its single value from outside the loop.
     fn header_phi_entry(&self, v: ValueId) -> Option<ValueId> {
-        let ValueDef::Phi(p) = self.f.ssa.values[v as usize] else { return None };
-        let ph = &self.f.ssa.phis[p as usize];
+        let ValueDef::Phi(p) = self.f.ssa.values[v] else { return None };
+        let ph = &self.f.ssa.phis[p];
         let cfg = &self.f.cfg;
         let l = cfg.loops.iter().position(|l| l.header == ph.block)?;
         let outside: Vec<ValueId> = ph.incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).map(|x| x.1).collect();
@@ -179,7 +179,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     fn reg_value(&self, i: usize, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         // values leaving a loop with divergent exits are not evaluable
         let seen = self.d.at(self.f, v, self.f.cfg.block_of[i]);
-        if seen != self.d.vals[v as usize] {
+        if seen != self.d.vals[v] {
             return Err(EvalErr::Opaque);
         }
         self.value_d(v, depth)
@@ -256,7 +256,7 @@ pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
 /// Candidate sample values for a uniform leaf: the first values of a loop
 /// counter `phi(init, phi op k)`, or a few block indices.
 pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
-    match f.ssa.values[v as usize] {
+    match f.ssa.values[v] {
         ValueDef::Entry(_) => {
             if matches!(f.ssa.special(v), Some(Special::Ctaid(_))) {
                 vec![0, 1, 3]
@@ -265,7 +265,7 @@ pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i6
             }
         }
         ValueDef::Phi(p) => {
-            let ph = &f.ssa.phis[p as usize];
+            let ph = &f.ssa.phis[p];
             let Some(l) = f.cfg.loops.iter().position(|l| l.header == ph.block) else {
                 return vec![];
             };

@@ -17,7 +17,7 @@ pub use transfer::name_key;
 
 use crate::ir::dataflow::{self, Problem};
 use crate::ir::inst::{Opcode, Space, Special};
-use crate::ir::{FunctionIr, User, ValueDef, ValueId};
+use crate::ir::{FunctionIr, IdVec, PhiId, User, ValueDef, ValueId};
 use crate::ptx::Operand;
 pub use domain::{AbsVal, Coef};
 use std::collections::{HashMap, HashSet};
@@ -101,7 +101,7 @@ pub struct DivBranch {
 }
 
 pub struct Divergence {
-    pub vals: Vec<AbsVal>,
+    pub vals: IdVec<ValueId, AbsVal>,
     /// Divergent branches, in reverse post-order of their blocks.
     pub branches: Vec<DivBranch>,
     /// Loops with a thread-dependent exit: ⊤, or `WarpUniform` when whole
@@ -109,8 +109,8 @@ pub struct Divergence {
     pub divergent_loop: Vec<AbsVal>,
     /// Phis at joins of divergent branches, with what the merge adds
     /// (⊤, or `WarpUniform` for warp-uniform branches); `Bottom` if none.
-    pub sync_phi: Vec<AbsVal>,
-    def_block: Vec<u32>,
+    pub sync_phi: IdVec<PhiId, AbsVal>,
+    def_block: IdVec<ValueId, u32>,
 }
 
 const NO_BLOCK: u32 = u32::MAX;
@@ -149,13 +149,13 @@ pub trait Values {
 
 impl Values for Divergence {
     fn val(&self, v: ValueId) -> AbsVal {
-        self.vals[v as usize]
+        self.vals[v]
     }
     fn loop_exit(&self, l: usize) -> AbsVal {
         self.divergent_loop[l]
     }
     fn def_block(&self, v: ValueId) -> u32 {
-        self.def_block[v as usize]
+        self.def_block[v]
     }
 }
 
@@ -166,18 +166,18 @@ struct Nodes<'s> {
     state: &'s [AbsVal],
     nv: usize,
     nb: usize,
-    def_block: &'s [u32],
+    def_block: &'s IdVec<ValueId, u32>,
 }
 
 impl Values for Nodes<'_> {
     fn val(&self, v: ValueId) -> AbsVal {
-        self.state[v as usize]
+        self.state[v.index()]
     }
     fn loop_exit(&self, l: usize) -> AbsVal {
         self.state[self.nv + self.nb + l]
     }
     fn def_block(&self, v: ValueId) -> u32 {
-        self.def_block[v as usize]
+        self.def_block[v]
     }
 }
 
@@ -185,14 +185,14 @@ impl Values for Nodes<'_> {
 struct Problem_<'f, 'a, 's> {
     f: &'f FunctionIr<'a>,
     sums: &'s Summaries<'a>,
-    def_block: Vec<u32>,
+    def_block: IdVec<ValueId, u32>,
     is_header: Vec<bool>,
     /// Blocks of each loop whose branch may leave it.
     exit_blocks: Vec<Vec<usize>>,
     /// Non-trivial phis at the joins of each branch (computed when the branch first diverges).
-    joins: HashMap<usize, Vec<u32>>,
+    joins: HashMap<usize, Vec<PhiId>>,
     /// The divergent branches whose joins hold each phi.
-    sync_sources: Vec<Vec<usize>>,
+    sync_sources: IdVec<PhiId, Vec<usize>>,
     /// Whether each instruction is the guarded terminator of its block.
     is_term: Vec<bool>,
 }
@@ -206,7 +206,7 @@ impl Problem_<'_, '_, '_> {
     }
     /// The nodes that read what instruction `i` writes or decides.
     fn inst_dependents(&self, i: usize, out: &mut Vec<usize>) {
-        out.extend(self.f.ssa.defs(i).iter().map(|&v| v as usize));
+        out.extend(self.f.ssa.defs(i).iter().map(|v| v.index()));
         if self.is_term[i] {
             out.push(self.branch_node(self.f.cfg.block_of[i]));
         }
@@ -214,7 +214,7 @@ impl Problem_<'_, '_, '_> {
     fn user_dependents(&self, u: User, out: &mut Vec<usize>) {
         match u {
             User::Inst(i) => self.inst_dependents(i as usize, out),
-            User::Phi(p) => out.push(self.f.ssa.phis[p as usize].value as usize),
+            User::Phi(p) => out.push(self.f.ssa.phis[p].value.index()),
         }
     }
 }
@@ -227,11 +227,11 @@ impl Problem for Problem_<'_, '_, '_> {
         let (nv, nb) = (f.ssa.values.len(), f.cfg.len());
         let view = self.nodes(state);
         if node < nv {
-            return match f.ssa.values[node] {
+            return match f.ssa.values[ValueId::new(node)] {
                 ValueDef::Entry(_) => state[node],
                 ValueDef::Inst { inst, slot } => transfer::inst_value(&view, f, self.sums, inst as usize, slot as usize),
                 ValueDef::Phi(p) => {
-                    let ph = &f.ssa.phis[p as usize];
+                    let ph = &f.ssa.phis[p];
                     let mut nv = AbsVal::Bottom;
                     for &(pred, iv) in &ph.incoming {
                         if f.cfg.reachable(pred) {
@@ -239,7 +239,7 @@ impl Problem for Problem_<'_, '_, '_> {
                         }
                     }
                     // sync dependence: merging the paths of a divergent branch
-                    for &b in &self.sync_sources[p as usize] {
+                    for &b in &self.sync_sources[p] {
                         nv = nv.join(state[self.branch_node(b)]);
                     }
                     nv
@@ -270,20 +270,20 @@ impl Problem for Problem_<'_, '_, '_> {
         }
         // widening at loop headers: a uniform counter is named at once,
         // before its back-edge value is known (keeps `2·s·tid` affine in s)
-        if let ValueDef::Phi(p) = f.ssa.values[node] {
-            if self.is_header[f.ssa.phis[p as usize].block] && joined.is_uniform() && joined != AbsVal::Bottom {
-                return AbsVal::symbol(node as ValueId);
+        if let ValueDef::Phi(p) = f.ssa.values[ValueId::new(node)] {
+            if self.is_header[f.ssa.phis[p].block] && joined.is_uniform() && joined != AbsVal::Bottom {
+                return AbsVal::symbol(node as u32);
             }
         }
         // a uniform value of unknown content is named after itself
-        transfer::named(joined, node as ValueId)
+        transfer::named(joined, ValueId::new(node))
     }
 
     fn dependents(&mut self, node: usize, _: &[AbsVal], out: &mut Vec<usize>) {
         let f = self.f;
         let (nv, nb) = (f.ssa.values.len(), f.cfg.len());
         if node < nv {
-            for &u in &f.ssa.users[node] {
+            for &u in &f.ssa.users[ValueId::new(node)] {
                 self.user_dependents(u, out);
             }
         } else if node < nv + nb {
@@ -293,17 +293,17 @@ impl Problem for Problem_<'_, '_, '_> {
                 let mut phis = Vec::new();
                 for j in join_blocks(f, b) {
                     for &p in &f.ssa.block_phis[j] {
-                        let ph = &f.ssa.phis[p as usize];
+                        let ph = &f.ssa.phis[p];
                         let first = ph.incoming.first().map(|x| x.1);
                         if !ph.incoming.iter().all(|x| Some(x.1) == first) {
                             phis.push(p);
-                            self.sync_sources[p as usize].push(b);
+                            self.sync_sources[p].push(b);
                         }
                     }
                 }
                 self.joins.insert(b, phis);
             }
-            out.extend(self.joins[&b].iter().map(|&p| f.ssa.phis[p as usize].value as usize));
+            out.extend(self.joins[&b].iter().map(|&p| f.ssa.phis[p].value.index()));
             // the loops it may leave
             for l in f.cfg.loops_containing(b) {
                 if self.exit_blocks[l].contains(&b) {
@@ -316,13 +316,13 @@ impl Problem for Problem_<'_, '_, '_> {
             let lp = &f.cfg.loops[l];
             for &lb in &lp.blocks {
                 let blk = &f.cfg.blocks[lb];
-                let phis = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p as usize].value);
+                let phis = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p].value);
                 let insts = (blk.start..blk.end).flat_map(|i| f.ssa.defs(i).iter().copied());
                 for v in phis.chain(insts) {
-                    for &u in &f.ssa.users[v as usize] {
+                    for &u in &f.ssa.users[v] {
                         let ub = match u {
                             User::Inst(i) => f.cfg.block_of[i as usize],
-                            User::Phi(p) => f.ssa.phis[p as usize].block,
+                            User::Phi(p) => f.ssa.phis[p].block,
                         };
                         if !f.cfg.in_loop(ub, l) || matches!(u, User::Phi(_)) {
                             self.user_dependents(u, out);
@@ -338,13 +338,13 @@ impl Divergence {
     /// Run the analysis on one function.
     pub fn analyze(f: &FunctionIr<'_>, sums: &Summaries<'_>) -> Divergence {
         let (nv, nb, nl) = (f.ssa.values.len(), f.cfg.len(), f.cfg.loops.len());
-        let def_block: Vec<u32> = f
+        let def_block: IdVec<ValueId, u32> = f
             .ssa
             .values
             .iter()
             .map(|d| match d {
                 ValueDef::Inst { inst, .. } => f.cfg.block_of[*inst as usize] as u32,
-                ValueDef::Phi(p) => f.ssa.phis[*p as usize].block as u32,
+                ValueDef::Phi(p) => f.ssa.phis[*p].block as u32,
                 ValueDef::Entry(_) => NO_BLOCK,
             })
             .collect();
@@ -376,9 +376,9 @@ impl Divergence {
         // reverse post-order: each block's phis, its values, its branch
         let mut order = Vec::with_capacity(nv + nb);
         for &b in &f.cfg.rpo {
-            order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p as usize].value as usize));
+            order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p].value.index()));
             for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
-                order.extend(f.ssa.defs(i).iter().map(|&v| v as usize));
+                order.extend(f.ssa.defs(i).iter().map(|v| v.index()));
             }
             order.push(nv + b);
         }
@@ -389,7 +389,7 @@ impl Divergence {
             is_header,
             exit_blocks,
             joins: HashMap::new(),
-            sync_sources: vec![Vec::new(); f.ssa.phis.len()],
+            sync_sources: IdVec::filled(f.ssa.phis.len(), Vec::new()),
             is_term,
         };
         let mut state = dataflow::solve(&mut problem, init, &order);
@@ -400,7 +400,7 @@ impl Divergence {
         let divergent_loop = state[nv + nb..].to_vec();
         // the values are the state's first `nv` nodes: keep them in place
         state.truncate(nv);
-        Divergence { vals: state, branches, divergent_loop, sync_phi, def_block: problem.def_block }
+        Divergence { vals: IdVec::from_vec(state), branches, divergent_loop, sync_phi, def_block: problem.def_block }
     }
 
     /// The value of `v` as seen by a use in block `use_block` (see [`Values::at`]).
@@ -511,7 +511,7 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
         if !seen.insert(x) || seen.len() > 512 {
             continue;
         }
-        if d.vals[x as usize].is_uniform() {
+        if d.vals[x].is_uniform() {
             continue;
         }
         let add = |s: &'static str, out: &mut Vec<&'static str>| {
@@ -519,14 +519,14 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
                 out.push(s)
             }
         };
-        match f.ssa.values[x as usize] {
+        match f.ssa.values[x] {
             ValueDef::Entry(_) => match f.ssa.special(x) {
                 Some(s @ (Special::Tid(_) | Special::LaneId | Special::Clock)) => add(s.cuda_name(), &mut out),
                 _ => add("a thread-dependent register", &mut out),
             },
             ValueDef::Phi(p) => {
-                let ph = &f.ssa.phis[p as usize];
-                if d.sync_phi[p as usize] != AbsVal::Bottom {
+                let ph = &f.ssa.phis[p];
+                if d.sync_phi[p] != AbsVal::Bottom {
                     add("the path taken at an earlier divergent branch", &mut out);
                 }
                 stack.extend(ph.incoming.iter().map(|x| x.1));

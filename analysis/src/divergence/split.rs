@@ -72,7 +72,7 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
             return s;
         }
     }
-    Split::Unknown { data: d.vals[br.cond as usize].data() }
+    Split::Unknown { data: d.vals[br.cond].data() }
 }
 
 /// Does the trip count of a loop whose exit compares `a(t) + k·step`
@@ -128,9 +128,9 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
         let Operand::Reg(r) = o else { continue };
         let Some(mut v) = f.ssa.use_of(i, r) else { continue };
         for _ in 0..8 {
-            match f.ssa.values[v as usize] {
-                ValueDef::Phi(p) if f.ssa.phis[p as usize].block == header => {
-                    let ph = &f.ssa.phis[p as usize];
+            match f.ssa.values[v] {
+                ValueDef::Phi(p) if f.ssa.phis[p].block == header => {
+                    let ph = &f.ssa.phis[p];
                     let &(_, latch) = ph.incoming.iter().find(|(pred, _)| f.cfg.in_loop(*pred, l))?;
                     let li = f.def_inst(through_copies(f, latch))?;
                     let linst = &f.insts[li];
@@ -155,7 +155,7 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<Abs
                         Operand::Reg(r) => f
                             .ssa
                             .use_of(di as usize, r)
-                            .filter(|x| !d.vals[*x as usize].is_uniform() || matches!(f.ssa.values[*x as usize], ValueDef::Phi(_))),
+                            .filter(|x| !d.vals[*x].is_uniform() || matches!(f.ssa.values[*x], ValueDef::Phi(_))),
                         _ => None,
                     }) else {
                         break;

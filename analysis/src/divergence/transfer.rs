@@ -10,7 +10,7 @@
 use super::domain::AbsVal;
 use super::{Summaries, Values};
 use crate::ir::inst::{Flag, Inst, Opcode, Space, Special, Sub, Ty, Variation};
-use crate::ir::{scalar, FunctionIr};
+use crate::ir::{scalar, FunctionIr, ValueId};
 use crate::ptx::Operand;
 
 /// A stable symbol key for a named uniform thing (a kernel parameter, a
@@ -24,9 +24,9 @@ pub fn name_key(name: &str, offset: i64) -> u32 {
 }
 
 /// Give an unnamed uniform value the name of the SSA value holding it.
-pub fn named(v: AbsVal, id: u32) -> AbsVal {
+pub fn named(v: AbsVal, id: ValueId) -> AbsVal {
     match v {
-        AbsVal::Affine { c, k: None, .. } if c == super::domain::ZERO => AbsVal::symbol(id),
+        AbsVal::Affine { c, k: None, .. } if c == super::domain::ZERO => AbsVal::symbol(id.index() as u32),
         _ => v,
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod cfg;
 pub mod dataflow;
+pub mod entity;
 pub mod inst;
 pub mod scalar;
 pub mod space;
@@ -17,9 +18,10 @@ pub mod ssa;
 
 use crate::ptx::{Function, Loc, Module, Operand, Stmt};
 pub use cfg::Cfg;
+pub use entity::{BlockId, EntityId, IdVec, InstId, LoopId, PhiId, ValueId};
 pub use inst::{decode, Inst, Opcode};
 use rustc_hash::FxHashMap;
-pub use ssa::{Ssa, User, ValueDef, ValueId};
+pub use ssa::{Ssa, User, ValueDef};
 use std::collections::{HashMap, HashSet};
 
 pub struct FunctionIr<'a> {
@@ -39,14 +41,14 @@ pub struct FunctionIr<'a> {
     /// SSA value read through each top-level operand (`Reg`, `!Reg`, the
     /// base register of an address, the first register of a pair), flat,
     /// indexed through `opval_start`; `NO_VALUE` for other operands.
-    opvals: Vec<ValueId>,
+    opvals: Vec<u32>,
     opval_start: Vec<u32>,
     /// Address space of every pointer value (see `space`).
     pub spaces: space::Spaces,
 }
 
 /// No SSA value behind an operand (immediates, symbols, special registers).
-pub const NO_VALUE: ValueId = ValueId::MAX;
+const NO_VALUE: u32 = u32::MAX;
 
 /// Lower every function with a body. `noreturn` functions end blocks.
 pub fn lower<'a>(m: &'a Module<'a>) -> Vec<FunctionIr<'a>> {
@@ -178,7 +180,7 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
                 },
                 _ => None,
             };
-            opvals.push(reg.and_then(|r| ssa.use_of(i, r)).unwrap_or(NO_VALUE));
+            opvals.push(reg.and_then(|r| ssa.use_of(i, r)).map_or(NO_VALUE, |v| v.index() as u32));
         }
     }
     opval_start.push(opvals.len() as u32);
@@ -188,7 +190,7 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
 impl<'a> FunctionIr<'a> {
     /// The instruction that defines `v`, if any.
     pub fn def_inst(&self, v: ValueId) -> Option<usize> {
-        match self.ssa.values[v as usize] {
+        match self.ssa.values[v] {
             ValueDef::Inst { inst, .. } => Some(inst as usize),
             _ => None,
         }
@@ -199,7 +201,7 @@ impl<'a> FunctionIr<'a> {
     pub fn operand_value(&self, i: usize, k: usize) -> Option<ValueId> {
         let s = self.opval_start[i] as usize + k;
         if s < self.opval_start[i + 1] as usize && self.opvals[s] != NO_VALUE {
-            Some(self.opvals[s])
+            Some(ValueId::new(self.opvals[s] as usize))
         } else {
             None
         }
@@ -267,7 +269,7 @@ $L_exit:
         // the shl reads the header phi
         let shl = f.insts.iter().position(|i| i.opcode == Opcode::Shl).unwrap();
         let v = f.ssa.use_of(shl, "%r2").unwrap();
-        assert!(matches!(f.ssa.values[v as usize], ValueDef::Phi(_)));
+        assert!(matches!(f.ssa.values[v], ValueDef::Phi(_)));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 use super::dataflow::{self, Problem};
 pub use super::inst::Space;
 use super::inst::{Inst, Opcode, Ty};
-use super::{FunctionIr, User, ValueDef, ValueId};
+use super::{FunctionIr, IdVec, User, ValueDef, ValueId};
 use crate::ptx::{Module, Operand};
 use std::collections::HashMap;
 
@@ -31,7 +31,7 @@ pub fn join(a: Space, b: Space) -> Space {
 
 /// Spaces of the pointer values of one function.
 pub struct Spaces {
-    vals: Vec<Space>,
+    vals: IdVec<ValueId, Space>,
 }
 
 /// The inference as a dataflow problem over the function's SSA values.
@@ -45,10 +45,10 @@ impl Problem for Inference<'_, '_> {
     type Value = Space;
     fn transfer(&mut self, v: usize, vals: &[Space]) -> Space {
         let f = self.f;
-        match f.ssa.values[v] {
+        match f.ssa.values[ValueId::new(v)] {
             ValueDef::Entry(r) if matches!(f.ssa.regs[r as usize], "%SP" | "%SPL") => Space::Local,
             ValueDef::Entry(_) => Space::Unknown,
-            ValueDef::Phi(p) => f.ssa.phis[p as usize].incoming.iter().fold(Space::Unknown, |acc, (_, iv)| join(acc, vals[*iv as usize])),
+            ValueDef::Phi(p) => f.ssa.phis[p].incoming.iter().fold(Space::Unknown, |acc, (_, iv)| join(acc, vals[iv.index()])),
             // the space of the first destination (a pointer is a single register)
             ValueDef::Inst { inst, slot: 0 } => self.inst_space(inst as usize, vals),
             ValueDef::Inst { .. } => Space::Unknown,
@@ -59,12 +59,12 @@ impl Problem for Inference<'_, '_> {
     }
     fn dependents(&mut self, v: usize, _: &[Space], out: &mut Vec<usize>) {
         let f = self.f;
-        for u in &f.ssa.users[v] {
+        for u in &f.ssa.users[ValueId::new(v)] {
             match *u {
                 User::Inst(i) if f.cfg.reachable(f.cfg.block_of[i as usize]) => {
-                    out.extend(f.ssa.defs(i as usize).iter().map(|&d| d as usize))
+                    out.extend(f.ssa.defs(i as usize).iter().map(|d| d.index()))
                 }
-                User::Phi(p) if f.cfg.reachable(f.ssa.phis[p as usize].block) => out.push(f.ssa.phis[p as usize].value as usize),
+                User::Phi(p) if f.cfg.reachable(f.ssa.phis[p].block) => out.push(f.ssa.phis[p].value.index()),
                 _ => {}
             }
         }
@@ -80,7 +80,7 @@ impl Inference<'_, '_> {
                 Some(Operand::Sym(s)) | Some(Operand::SymOff(s, _)) => {
                     self.symbols.get(s).copied().unwrap_or(if s.starts_with("__local_depot") { Space::Local } else { Space::Unknown })
                 }
-                Some(_) => f.operand_value(i, k).map(|v| vals[v as usize]).unwrap_or(Space::Unknown),
+                Some(_) => f.operand_value(i, k).map(|v| vals[v.index()]).unwrap_or(Space::Unknown),
                 None => Space::Unknown,
             }
         };
@@ -134,20 +134,20 @@ impl Spaces {
         // every value defined in a reachable block, in reverse post-order
         let mut order = Vec::with_capacity(f.ssa.values.len());
         for &b in &f.cfg.rpo {
-            order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p as usize].value as usize));
+            order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p].value.index()));
             for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
-                order.extend(f.ssa.defs(i).iter().map(|&v| v as usize));
+                order.extend(f.ssa.defs(i).iter().map(|v| v.index()));
             }
         }
-        order.extend(f.ssa.values.iter().enumerate().filter(|(_, d)| matches!(d, ValueDef::Entry(_))).map(|(v, _)| v));
+        order.extend(f.ssa.values.iter_enumerated().filter(|(_, d)| matches!(d, ValueDef::Entry(_))).map(|(v, _)| v.index()));
         let mut problem = Inference { f, symbols, pointer_params };
         let vals = dataflow::solve(&mut problem, vec![Space::Unknown; f.ssa.values.len()], &order);
-        Spaces { vals }
+        Spaces { vals: IdVec::from_vec(vals) }
     }
 
     /// No inference (before `infer` has run).
     pub fn empty() -> Spaces {
-        Spaces { vals: Vec::new() }
+        Spaces { vals: IdVec::new() }
     }
 
     /// The space a memory instruction accesses: its explicit modifier, else
@@ -158,7 +158,7 @@ impl Spaces {
             return s;
         }
         match inst.address_operand().and_then(|k| f.operand_value(i, k)) {
-            Some(v) => match self.vals[v as usize] {
+            Some(v) => match self.vals[v] {
                 Space::Unknown => Space::Generic,
                 s => s,
             },
@@ -167,7 +167,7 @@ impl Spaces {
     }
 
     pub fn of(&self, v: ValueId) -> Space {
-        self.vals[v as usize]
+        self.vals[v]
     }
 }
 

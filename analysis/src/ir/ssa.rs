@@ -13,14 +13,15 @@ use super::inst::{Inst, Special};
 use rustc_hash::FxHashMap;
 
 pub type RegId = u32;
-pub type ValueId = u32;
+use super::entity::IdVec;
+pub use super::entity::{PhiId, ValueId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueDef {
     /// Written by instruction `inst` as its `slot`-th destination.
     Inst { inst: u32, slot: u32 },
-    /// A phi node (index into `Ssa::phis`).
-    Phi(u32),
+    /// A phi node.
+    Phi(PhiId),
     /// The value a register has on entry (special registers such as
     /// `%tid.x`, `.reg` parameters of `.func`s, or never-written registers).
     Entry(RegId),
@@ -38,14 +39,14 @@ pub struct Phi {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum User {
     Inst(u32),
-    Phi(u32),
+    Phi(PhiId),
 }
 
 pub struct Ssa<'a> {
     pub regs: Vec<&'a str>,
-    pub values: Vec<ValueDef>,
-    pub phis: Vec<Phi>,
-    pub block_phis: Vec<Vec<u32>>,
+    pub values: IdVec<ValueId, ValueDef>,
+    pub phis: IdVec<PhiId, Phi>,
+    pub block_phis: Vec<Vec<PhiId>>,
     /// Flat per-instruction lists, indexed through `*_start`.
     use_regs: Vec<RegId>,
     use_vals: Vec<ValueId>,
@@ -53,7 +54,7 @@ pub struct Ssa<'a> {
     def_vals: Vec<ValueId>,
     def_prior: Vec<Option<ValueId>>,
     def_start: Vec<u32>,
-    pub users: Vec<Vec<User>>,
+    pub users: IdVec<ValueId, Vec<User>>,
     /// The special register each register is, if any.
     specials: Vec<Option<Special>>,
 }
@@ -233,9 +234,9 @@ impl<'a> Ssa<'a> {
         }
         let live_in = live_in_sets(insts, cfg, &global, &use_regs, &use_start, &def_regs, &def_start);
         // phi placement (pruned: only where the register is live on entry)
-        let mut values: Vec<ValueDef> = Vec::with_capacity(n + 16);
-        let mut phis: Vec<Phi> = Vec::new();
-        let mut block_phis: Vec<Vec<u32>> = vec![Vec::new(); nb];
+        let mut values: IdVec<ValueId, ValueDef> = IdVec::with_capacity(n + 16);
+        let mut phis: IdVec<PhiId, Phi> = IdVec::new();
+        let mut block_phis: Vec<Vec<PhiId>> = vec![Vec::new(); nb];
         let mut has_phi = vec![usize::MAX; nb];
         let mut in_work = vec![usize::MAX; nb];
         let mut work = Vec::new();
@@ -252,9 +253,9 @@ impl<'a> Ssa<'a> {
                 for &y in &df[x] {
                     if has_phi[y] != r && live_in.contains(y, r) {
                         has_phi[y] = r;
-                        let v = values.len() as ValueId;
-                        values.push(ValueDef::Phi(phis.len() as u32));
-                        block_phis[y].push(phis.len() as u32);
+                        let p = PhiId::new(phis.len());
+                        let v = values.push(ValueDef::Phi(p));
+                        block_phis[y].push(p);
                         phis.push(Phi { block: y, reg: r as RegId, value: v, incoming: Vec::new() });
                         if in_work[y] != r {
                             in_work[y] = r;
@@ -275,16 +276,13 @@ impl<'a> Ssa<'a> {
         }
         let mut entry_val: Vec<Option<ValueId>> = vec![None; nr];
         let mut stacks: Vec<Vec<ValueId>> = vec![Vec::new(); nr];
-        let mut use_vals = vec![0 as ValueId; use_regs.len()];
-        let mut def_vals = vec![0 as ValueId; def_regs.len()];
+        let mut use_vals = vec![ValueId::default(); use_regs.len()];
+        let mut def_vals = vec![ValueId::default(); def_regs.len()];
         let mut def_prior = vec![None; def_regs.len()];
-        let mut top = |r: RegId, stacks: &Vec<Vec<ValueId>>, values: &mut Vec<ValueDef>| -> ValueId {
+        let mut top = |r: RegId, stacks: &Vec<Vec<ValueId>>, values: &mut IdVec<ValueId, ValueDef>| -> ValueId {
             match stacks[r as usize].last() {
                 Some(v) => *v,
-                None => *entry_val[r as usize].get_or_insert_with(|| {
-                    values.push(ValueDef::Entry(r));
-                    (values.len() - 1) as ValueId
-                }),
+                None => *entry_val[r as usize].get_or_insert_with(|| values.push(ValueDef::Entry(r))),
             }
         };
         // (block, entered?) stack; pushed registers logged for undo
@@ -316,7 +314,7 @@ impl<'a> Ssa<'a> {
             marks.push(log.len());
             dfs.push((b, true));
             for &p in &block_phis[b] {
-                let ph = &phis[p as usize];
+                let ph = &phis[p];
                 stacks[ph.reg as usize].push(ph.value);
                 log.push(ph.reg);
             }
@@ -330,8 +328,7 @@ impl<'a> Ssa<'a> {
                     if insts[i].ast.guard.is_some() {
                         def_prior[k] = Some(top(r, &stacks, &mut values));
                     }
-                    let v = values.len() as ValueId;
-                    values.push(ValueDef::Inst { inst: i as u32, slot: (k - def_start[i] as usize) as u32 });
+                    let v = values.push(ValueDef::Inst { inst: i as u32, slot: (k - def_start[i] as usize) as u32 });
                     def_vals[k] = v;
                     stacks[r as usize].push(v);
                     log.push(r);
@@ -339,7 +336,6 @@ impl<'a> Ssa<'a> {
             }
             for &s in &blk.succs {
                 for &p in &block_phis[s] {
-                    let p = p as usize;
                     let r = phis[p].reg;
                     let v = top(r, &stacks, &mut values);
                     phis[p].incoming.push((b, v));
@@ -351,21 +347,21 @@ impl<'a> Ssa<'a> {
                 }
             }
         }
-        let mut users = vec![Vec::new(); values.len()];
+        let mut users: IdVec<ValueId, Vec<User>> = IdVec::filled(values.len(), Vec::new());
         for i in 0..n {
             for k in use_start[i] as usize..use_start[i + 1] as usize {
-                let u = &mut users[use_vals[k] as usize];
+                let u = &mut users[use_vals[k]];
                 if u.last() != Some(&User::Inst(i as u32)) {
                     u.push(User::Inst(i as u32));
                 }
             }
             for p in def_prior[def_start[i] as usize..def_start[i + 1] as usize].iter().flatten() {
-                users[*p as usize].push(User::Inst(i as u32));
+                users[*p].push(User::Inst(i as u32));
             }
         }
-        for (pi, p) in phis.iter().enumerate() {
+        for (pi, p) in phis.iter_enumerated() {
             for &(_, v) in &p.incoming {
-                users[v as usize].push(User::Phi(pi as u32));
+                users[v].push(User::Phi(pi));
             }
         }
         Ssa { regs, values, phis, block_phis, use_regs, use_vals, use_start, def_vals, def_prior, def_start, users, specials }
@@ -394,7 +390,7 @@ impl<'a> Ssa<'a> {
 
     /// The special register (`%tid.x`, `%ctaid.y`…) an entry value holds.
     pub fn special(&self, v: ValueId) -> Option<Special> {
-        match self.values[v as usize] {
+        match self.values[v] {
             ValueDef::Entry(r) => self.specials[r as usize],
             _ => None,
         }
@@ -407,9 +403,9 @@ impl<'a> Ssa<'a> {
 
     /// Register of an SSA value.
     pub fn reg_of(&self, v: ValueId, insts: &[Inst<'a>]) -> &'a str {
-        match self.values[v as usize] {
+        match self.values[v] {
             ValueDef::Entry(r) => self.regs[r as usize],
-            ValueDef::Phi(p) => self.regs[self.phis[p as usize].reg as usize],
+            ValueDef::Phi(p) => self.regs[self.phis[p].reg as usize],
             ValueDef::Inst { inst, slot } => {
                 let mut tmp = Vec::new();
                 insts[inst as usize].defs(&mut tmp);

@@ -11,7 +11,7 @@ use super::{Finding, LintCx, Metric};
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::ir::inst::{AccessKind, Space};
 use crate::ir::ValueId;
-use crate::memory::{root, symbol_value, SYMBOLIC_STRIDE};
+use crate::memory::{root, uniform_value, SYMBOLIC_STRIDE};
 use crate::model::covered_bytes;
 use std::collections::BTreeMap;
 
@@ -69,7 +69,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                     Ok(x) => break Some(x),
                     Err(EvalErr::Leaf(l)) if ev.leaf(l).is_none() => {
                         // the same value for a leaf in every load of the group
-                        let val = symbol_value(f, d, shape, l).unwrap_or(SYMBOLIC_STRIDE * 16);
+                        let val = uniform_value(f, d, shape, l).unwrap_or(SYMBOLIC_STRIDE * 16);
                         ev.add_leaf(l, val);
                     }
                     _ => break None,

@@ -130,7 +130,7 @@ pub fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, ctaid: i64, scalar:
                 if ev.leaf(x).is_some() {
                     return None;
                 }
-                let val = match f.ssa.values[x as usize] {
+                let val = match f.ssa.values[x] {
                     ValueDef::Phi(_) => {
                         let samples = crate::divergence::eval::samples(f, ev, x);
                         samples.get(iteration).or(samples.first()).copied().or(scalar)?
@@ -164,7 +164,7 @@ pub fn first_iteration(
 /// operand that is itself a pointer, up to a parameter load or a symbol.
 pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
     for _ in 0..32 {
-        let ValueDef::Inst { inst, .. } = f.ssa.values[v as usize] else { return v };
+        let ValueDef::Inst { inst, .. } = f.ssa.values[v] else { return v };
         let i = inst as usize;
         if !matches!(f.insts[i].opcode, Opcode::Add | Opcode::Sub | Opcode::Mad | Opcode::Cvta | Opcode::Mov | Opcode::Cvt) {
             return v;
@@ -194,7 +194,7 @@ pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
             }
         }
     }
-    let ValueDef::Inst { inst, .. } = f.ssa.values[root(f, a.addr_value?) as usize] else { return None };
+    let ValueDef::Inst { inst, .. } = f.ssa.values[root(f, a.addr_value?)] else { return None };
     f.insts[inst as usize].operands().iter().skip(1).find_map(sym_of)
 }
 
@@ -202,10 +202,16 @@ pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
 /// (the shape), loop counters (first iteration) and constants; `None` for
 /// anything else (a parameter: an unknown, taken as a large stride).
 pub fn symbol_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, sym: u32) -> Option<i64> {
+    // symbols below the value count name SSA values; others name parameters
     if (sym as usize) >= f.ssa.values.len() {
         return None;
     }
-    first_iteration(f, d, shape, &shape.lanes()[..1], sym)?.first().copied()
+    uniform_value(f, d, shape, ValueId::new(sym as usize))
+}
+
+/// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
+pub fn uniform_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, v: ValueId) -> Option<i64> {
+    first_iteration(f, d, shape, &shape.lanes()[..1], v)?.first().copied()
 }
 
 /// A coefficient as a number of bytes per thread step, and whether an

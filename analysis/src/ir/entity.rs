@@ -1,0 +1,192 @@
+//! Typed ids for the IR's entities, cranelift style: blocks, instructions,
+//! SSA values, phis and loops are `u32` newtypes, so that a block index
+//! can never be used where an instruction index is meant; side tables are
+//! [`IdVec`]s indexed by the id type.
+//!
+//! Owns: the id types and the indexed vector. Does not own: what the
+//! entities are (see `cfg`, `ssa`).
+
+use std::marker::PhantomData;
+
+/// An id type: a dense index.
+pub trait EntityId: Copy + Eq + Ord + std::hash::Hash + std::fmt::Debug {
+    fn new(index: usize) -> Self;
+    fn index(self) -> usize;
+}
+
+macro_rules! entity {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+        pub struct $name(u32);
+
+        impl EntityId for $name {
+            #[inline]
+            fn new(index: usize) -> Self {
+                debug_assert!(index <= u32::MAX as usize);
+                $name(index as u32)
+            }
+            #[inline]
+            fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl $name {
+            #[inline]
+            pub fn new(index: usize) -> Self {
+                <Self as EntityId>::new(index)
+            }
+            #[inline]
+            pub fn index(self) -> usize {
+                <Self as EntityId>::index(self)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+    };
+}
+
+entity!(
+    /// A basic block of a function's CFG.
+    BlockId
+);
+entity!(
+    /// An instruction of a function, by position in its body.
+    InstId
+);
+entity!(
+    /// An SSA value.
+    ValueId
+);
+entity!(
+    /// A phi node.
+    PhiId
+);
+entity!(
+    /// A natural loop.
+    LoopId
+);
+
+/// A vector indexed by an id type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdVec<K, V> {
+    items: Vec<V>,
+    _k: PhantomData<K>,
+}
+
+impl<K, V> Default for IdVec<K, V> {
+    fn default() -> Self {
+        IdVec { items: Vec::new(), _k: PhantomData }
+    }
+}
+
+impl<K: EntityId, V> IdVec<K, V> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn with_capacity(n: usize) -> Self {
+        IdVec { items: Vec::with_capacity(n), _k: PhantomData }
+    }
+    /// `n` copies of `v`.
+    pub fn filled(n: usize, v: V) -> Self
+    where
+        V: Clone,
+    {
+        IdVec { items: vec![v; n], _k: PhantomData }
+    }
+    pub fn from_vec(items: Vec<V>) -> Self {
+        IdVec { items, _k: PhantomData }
+    }
+    /// Append `v`; its id.
+    pub fn push(&mut self, v: V) -> K {
+        self.items.push(v);
+        K::new(self.items.len() - 1)
+    }
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    pub fn get(&self, k: K) -> Option<&V> {
+        self.items.get(k.index())
+    }
+    pub fn get_mut(&mut self, k: K) -> Option<&mut V> {
+        self.items.get_mut(k.index())
+    }
+    /// Every id, in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = K> + ExactSizeIterator + '_ {
+        (0..self.items.len()).map(K::new)
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, V> {
+        self.items.iter()
+    }
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, V> {
+        self.items.iter_mut()
+    }
+    /// `(id, value)` pairs, in order.
+    pub fn iter_enumerated(&self) -> impl DoubleEndedIterator<Item = (K, &V)> + '_ {
+        self.items.iter().enumerate().map(|(i, v)| (K::new(i), v))
+    }
+    pub fn as_slice(&self) -> &[V] {
+        &self.items
+    }
+    pub fn into_vec(self) -> Vec<V> {
+        self.items
+    }
+    pub fn truncate(&mut self, n: usize) {
+        self.items.truncate(n)
+    }
+}
+
+impl<K: EntityId, V> std::ops::Index<K> for IdVec<K, V> {
+    type Output = V;
+    #[inline]
+    fn index(&self, k: K) -> &V {
+        &self.items[k.index()]
+    }
+}
+
+impl<K: EntityId, V> std::ops::IndexMut<K> for IdVec<K, V> {
+    #[inline]
+    fn index_mut(&mut self, k: K) -> &mut V {
+        &mut self.items[k.index()]
+    }
+}
+
+impl<'a, K, V> IntoIterator for &'a IdVec<K, V> {
+    type Item = &'a V;
+    type IntoIter = std::slice::Iter<'a, V>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<K, V> FromIterator<V> for IdVec<K, V> {
+    fn from_iter<I: IntoIterator<Item = V>>(it: I) -> Self {
+        IdVec { items: it.into_iter().collect(), _k: PhantomData }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_index_their_own_tables() {
+        let mut blocks: IdVec<BlockId, &str> = IdVec::new();
+        let a = blocks.push("entry");
+        let b = blocks.push("exit");
+        assert_eq!((a.index(), b.index()), (0, 1));
+        assert_eq!(blocks[b], "exit");
+        assert_eq!(blocks.keys().collect::<Vec<_>>(), vec![a, b]);
+        assert_eq!(blocks.iter_enumerated().map(|(k, v)| (k.index(), *v)).collect::<Vec<_>>(), vec![(0, "entry"), (1, "exit")]);
+        let side: IdVec<BlockId, bool> = IdVec::filled(blocks.len(), false);
+        assert!(!side[a]);
+    }
+}
