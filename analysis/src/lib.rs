@@ -250,8 +250,7 @@ fn check_function(
     let branches = f
         .cfg
         .blocks
-        .iter()
-        .enumerate()
+        .iter_enumerated()
         .filter(|(b, blk)| f.cfg.reachable(*b) && blk.end > blk.start)
         .filter_map(|(b, blk)| {
             let i = blk.end - 1;

@@ -153,7 +153,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let ValueDef::Phi(p) = self.f.ssa.values[v] else { return None };
         let ph = &self.f.ssa.phis[p];
         let cfg = &self.f.cfg;
-        let l = cfg.loops.iter().position(|l| l.header == ph.block)?;
+        let l = cfg.loop_with_header(ph.block)?;
         let outside: Vec<ValueId> = ph.incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).map(|x| x.1).collect();
         match outside.as_slice() {
             [x] => Some(*x),
@@ -178,7 +178,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// A register value read by instruction `i`.
     fn reg_value(&self, i: usize, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         // values leaving a loop with divergent exits are not evaluable
-        let seen = self.d.at(self.f, v, self.f.cfg.block_of[i]);
+        let seen = self.d.at(self.f, v, self.f.cfg.block_of(i));
         if seen != self.d.vals[v] {
             return Err(EvalErr::Opaque);
         }
@@ -266,7 +266,7 @@ pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i6
         }
         ValueDef::Phi(p) => {
             let ph = &f.ssa.phis[p];
-            let Some(l) = f.cfg.loops.iter().position(|l| l.header == ph.block) else {
+            let Some(l) = f.cfg.loop_with_header(ph.block) else {
                 return vec![];
             };
             let mut init = None;

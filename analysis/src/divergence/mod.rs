@@ -17,7 +17,7 @@ pub use transfer::name_key;
 
 use crate::ir::dataflow::{self, Problem};
 use crate::ir::inst::{Opcode, Space, Special};
-use crate::ir::{FunctionIr, IdVec, PhiId, User, ValueDef, ValueId};
+use crate::ir::{BlockId, FunctionIr, IdVec, LoopId, PhiId, User, ValueDef, ValueId};
 use crate::ptx::Operand;
 pub use domain::{AbsVal, Coef};
 use std::collections::{HashMap, HashSet};
@@ -92,7 +92,7 @@ impl<'a> Summaries<'a> {
 /// A block ending in a thread-dependent branch (or guarded `ret`/`exit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DivBranch {
-    pub block: usize,
+    pub block: BlockId,
     /// The terminating instruction.
     pub inst: usize,
     /// The predicate value and whether the guard is negated (`@!%p`).
@@ -106,14 +106,12 @@ pub struct Divergence {
     pub branches: Vec<DivBranch>,
     /// Loops with a thread-dependent exit: ⊤, or `WarpUniform` when whole
     /// warps leave at different iterations; `Bottom` when uniform.
-    pub divergent_loop: Vec<AbsVal>,
+    pub divergent_loop: IdVec<LoopId, AbsVal>,
     /// Phis at joins of divergent branches, with what the merge adds
     /// (⊤, or `WarpUniform` for warp-uniform branches); `Bottom` if none.
     pub sync_phi: IdVec<PhiId, AbsVal>,
-    def_block: IdVec<ValueId, u32>,
+    def_block: IdVec<ValueId, Option<BlockId>>,
 }
-
-const NO_BLOCK: u32 = u32::MAX;
 
 /// Read access to abstract values, during the fixed point (the solver's
 /// state) and after it (a [`Divergence`]): what transfer functions see.
@@ -121,18 +119,18 @@ pub trait Values {
     fn val(&self, v: ValueId) -> AbsVal;
     /// What leaving loop `l` adds to the values defined in it (`Bottom`
     /// unless its exit is thread-dependent).
-    fn loop_exit(&self, l: usize) -> AbsVal;
-    fn def_block(&self, v: ValueId) -> u32;
+    fn loop_exit(&self, l: LoopId) -> AbsVal;
+    fn def_block(&self, v: ValueId) -> Option<BlockId>;
 
     /// The value of `v` as seen by a use in block `use_block`: divergent when
     /// it leaves a loop with a thread-dependent exit (temporal divergence).
-    fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: usize) -> AbsVal {
+    fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: BlockId) -> AbsVal {
         let val = self.val(v);
-        let db = self.def_block(v);
-        if db == NO_BLOCK || matches!(val, AbsVal::Top { .. }) {
+        let Some(db) = self.def_block(v) else { return val };
+        if matches!(val, AbsVal::Top { .. }) {
             return val;
         }
-        let mut l = f.cfg.loop_of[db as usize];
+        let mut l = f.cfg.loop_of(db);
         while let Some(x) = l {
             if f.cfg.in_loop(use_block, x) {
                 break;
@@ -151,10 +149,10 @@ impl Values for Divergence {
     fn val(&self, v: ValueId) -> AbsVal {
         self.vals[v]
     }
-    fn loop_exit(&self, l: usize) -> AbsVal {
+    fn loop_exit(&self, l: LoopId) -> AbsVal {
         self.divergent_loop[l]
     }
-    fn def_block(&self, v: ValueId) -> u32 {
+    fn def_block(&self, v: ValueId) -> Option<BlockId> {
         self.def_block[v]
     }
 }
@@ -166,17 +164,17 @@ struct Nodes<'s> {
     state: &'s [AbsVal],
     nv: usize,
     nb: usize,
-    def_block: &'s IdVec<ValueId, u32>,
+    def_block: &'s IdVec<ValueId, Option<BlockId>>,
 }
 
 impl Values for Nodes<'_> {
     fn val(&self, v: ValueId) -> AbsVal {
         self.state[v.index()]
     }
-    fn loop_exit(&self, l: usize) -> AbsVal {
-        self.state[self.nv + self.nb + l]
+    fn loop_exit(&self, l: LoopId) -> AbsVal {
+        self.state[self.nv + self.nb + l.index()]
     }
-    fn def_block(&self, v: ValueId) -> u32 {
+    fn def_block(&self, v: ValueId) -> Option<BlockId> {
         self.def_block[v]
     }
 }
@@ -185,14 +183,14 @@ impl Values for Nodes<'_> {
 struct Problem_<'f, 'a, 's> {
     f: &'f FunctionIr<'a>,
     sums: &'s Summaries<'a>,
-    def_block: IdVec<ValueId, u32>,
-    is_header: Vec<bool>,
+    def_block: IdVec<ValueId, Option<BlockId>>,
+    is_header: IdVec<BlockId, bool>,
     /// Blocks of each loop whose branch may leave it.
-    exit_blocks: Vec<Vec<usize>>,
+    exit_blocks: IdVec<LoopId, Vec<BlockId>>,
     /// Non-trivial phis at the joins of each branch (computed when the branch first diverges).
-    joins: HashMap<usize, Vec<PhiId>>,
+    joins: HashMap<BlockId, Vec<PhiId>>,
     /// The divergent branches whose joins hold each phi.
-    sync_sources: IdVec<PhiId, Vec<usize>>,
+    sync_sources: IdVec<PhiId, Vec<BlockId>>,
     /// Whether each instruction is the guarded terminator of its block.
     is_term: Vec<bool>,
 }
@@ -201,14 +199,14 @@ impl Problem_<'_, '_, '_> {
     fn nodes<'s>(&'s self, state: &'s [AbsVal]) -> Nodes<'s> {
         Nodes { state, nv: self.f.ssa.values.len(), nb: self.f.cfg.len(), def_block: &self.def_block }
     }
-    fn branch_node(&self, b: usize) -> usize {
-        self.f.ssa.values.len() + b
+    fn branch_node(&self, b: BlockId) -> usize {
+        self.f.ssa.values.len() + b.index()
     }
     /// The nodes that read what instruction `i` writes or decides.
     fn inst_dependents(&self, i: usize, out: &mut Vec<usize>) {
         out.extend(self.f.ssa.defs(i).iter().map(|v| v.index()));
         if self.is_term[i] {
-            out.push(self.branch_node(self.f.cfg.block_of[i]));
+            out.push(self.branch_node(self.f.cfg.block_of(i)));
         }
     }
     fn user_dependents(&self, u: User, out: &mut Vec<usize>) {
@@ -247,7 +245,7 @@ impl Problem for Problem_<'_, '_, '_> {
             };
         }
         if node < nv + nb {
-            let b = node - nv;
+            let b = BlockId::new(node - nv);
             // what merging the paths of this branch adds: ⊤, or warp-uniform
             return match branch_of(&view, f, b) {
                 Some(br) if view.at(f, br.cond, b) == AbsVal::WarpUniform => AbsVal::WarpUniform,
@@ -255,7 +253,7 @@ impl Problem for Problem_<'_, '_, '_> {
                 None => AbsVal::Bottom,
             };
         }
-        let l = node - nv - nb;
+        let l = LoopId::new(node - nv - nb);
         self.exit_blocks[l].iter().fold(AbsVal::Bottom, |acc, &b| acc.join(state[self.branch_node(b)]))
     }
 
@@ -287,7 +285,7 @@ impl Problem for Problem_<'_, '_, '_> {
                 self.user_dependents(u, out);
             }
         } else if node < nv + nb {
-            let b = node - nv;
+            let b = BlockId::new(node - nv);
             // the phis at its joins (sync dependence)
             if !self.joins.contains_key(&b) {
                 let mut phis = Vec::new();
@@ -307,12 +305,12 @@ impl Problem for Problem_<'_, '_, '_> {
             // the loops it may leave
             for l in f.cfg.loops_containing(b) {
                 if self.exit_blocks[l].contains(&b) {
-                    out.push(nv + nb + l);
+                    out.push(nv + nb + l.index());
                 }
             }
         } else {
             // values leaving the loop now look different to uses outside it
-            let l = node - nv - nb;
+            let l = LoopId::new(node - nv - nb);
             let lp = &f.cfg.loops[l];
             for &lb in &lp.blocks {
                 let blk = &f.cfg.blocks[lb];
@@ -321,7 +319,7 @@ impl Problem for Problem_<'_, '_, '_> {
                 for v in phis.chain(insts) {
                     for &u in &f.ssa.users[v] {
                         let ub = match u {
-                            User::Inst(i) => f.cfg.block_of[i as usize],
+                            User::Inst(i) => f.cfg.block_of(i as usize),
                             User::Phi(p) => f.ssa.phis[p].block,
                         };
                         if !f.cfg.in_loop(ub, l) || matches!(u, User::Phi(_)) {
@@ -338,21 +336,24 @@ impl Divergence {
     /// Run the analysis on one function.
     pub fn analyze(f: &FunctionIr<'_>, sums: &Summaries<'_>) -> Divergence {
         let (nv, nb, nl) = (f.ssa.values.len(), f.cfg.len(), f.cfg.loops.len());
-        let def_block: IdVec<ValueId, u32> = f
+        let def_block: IdVec<ValueId, Option<BlockId>> = f
             .ssa
             .values
             .iter()
             .map(|d| match d {
-                ValueDef::Inst { inst, .. } => f.cfg.block_of[*inst as usize] as u32,
-                ValueDef::Phi(p) => f.ssa.phis[*p].block as u32,
-                ValueDef::Entry(_) => NO_BLOCK,
+                ValueDef::Inst { inst, .. } => Some(f.cfg.block_of(*inst as usize)),
+                ValueDef::Phi(p) => Some(f.ssa.phis[*p].block),
+                ValueDef::Entry(_) => None,
             })
             .collect();
-        let mut is_header = vec![false; nb];
+        let mut is_header: IdVec<BlockId, bool> = IdVec::filled(nb, false);
         for l in &f.cfg.loops {
             is_header[l.header] = true;
         }
-        let exit_blocks: Vec<Vec<usize>> = (0..nl)
+        let exit_blocks: IdVec<LoopId, Vec<BlockId>> = f
+            .cfg
+            .loops
+            .keys()
             .map(|l| {
                 f.cfg.loops[l]
                     .blocks
@@ -365,12 +366,12 @@ impl Divergence {
                     .collect()
             })
             .collect();
-        let is_term = (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of[i]].end == i + 1 && f.insts[i].ast.guard.is_some()).collect();
+        let is_term = (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of(i)].end == i + 1 && f.insts[i].ast.guard.is_some()).collect();
         // entry values: special registers, or uniform unknowns; everything else starts at ⊥
         let mut init = vec![AbsVal::Bottom; nv + nb + nl];
-        for (v, def) in f.ssa.values.iter().enumerate() {
+        for (v, def) in f.ssa.values.iter_enumerated() {
             if let ValueDef::Entry(r) = def {
-                init[v] = f.ssa.special_reg(*r).map_or(AbsVal::uniform(None), transfer::special);
+                init[v.index()] = f.ssa.special_reg(*r).map_or(AbsVal::uniform(None), transfer::special);
             }
         }
         // reverse post-order: each block's phis, its values, its branch
@@ -380,7 +381,7 @@ impl Divergence {
             for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
                 order.extend(f.ssa.defs(i).iter().map(|v| v.index()));
             }
-            order.push(nv + b);
+            order.push(nv + b.index());
         }
         let mut problem = Problem_ {
             f,
@@ -395,16 +396,18 @@ impl Divergence {
         let mut state = dataflow::solve(&mut problem, init, &order);
         drop(order);
         let view = problem.nodes(&state);
-        let branches = f.cfg.rpo.iter().filter(|&&b| state[nv + b] != AbsVal::Bottom).filter_map(|&b| branch_of(&view, f, b)).collect();
-        let sync_phi = problem.sync_sources.iter().map(|bs| bs.iter().fold(AbsVal::Bottom, |acc, &b| acc.join(state[nv + b]))).collect();
-        let divergent_loop = state[nv + nb..].to_vec();
+        let branches =
+            f.cfg.rpo.iter().filter(|&&b| state[nv + b.index()] != AbsVal::Bottom).filter_map(|&b| branch_of(&view, f, b)).collect();
+        let sync_phi =
+            problem.sync_sources.iter().map(|bs| bs.iter().fold(AbsVal::Bottom, |acc, &b| acc.join(state[nv + b.index()]))).collect();
+        let divergent_loop = IdVec::from_vec(state[nv + nb..].to_vec());
         // the values are the state's first `nv` nodes: keep them in place
         state.truncate(nv);
         Divergence { vals: IdVec::from_vec(state), branches, divergent_loop, sync_phi, def_block: problem.def_block }
     }
 
     /// The value of `v` as seen by a use in block `use_block` (see [`Values::at`]).
-    pub fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: usize) -> AbsVal {
+    pub fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: BlockId) -> AbsVal {
         Values::at(self, f, v, use_block)
     }
 
@@ -415,7 +418,7 @@ impl Divergence {
 }
 
 /// If block `b` ends in a thread-dependent branch (or guarded `ret`/`exit`), describe it.
-fn branch_of<V: Values>(d: &V, f: &FunctionIr<'_>, b: usize) -> Option<DivBranch> {
+fn branch_of<V: Values>(d: &V, f: &FunctionIr<'_>, b: BlockId) -> Option<DivBranch> {
     if !f.cfg.reachable(b) {
         return None;
     }
@@ -441,51 +444,54 @@ fn branch_of<V: Values>(d: &V, f: &FunctionIr<'_>, b: usize) -> Option<DivBranch
 /// different successors by paths that do not go around a loop back edge
 /// (the acyclic sync-dependence of Sampaio et al.), up to its immediate
 /// post-dominator.
-pub fn join_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
+pub fn join_blocks(f: &FunctionIr<'_>, b: BlockId) -> Vec<BlockId> {
     let cfg = &f.cfg;
     let succs = &cfg.blocks[b].succs;
     if succs.len() < 2 {
         return vec![];
     }
     let stop = cfg.ipdom(b);
-    let start = cfg.rpo_index[b];
-    let end = stop.map(|s| cfg.rpo_index[s]).unwrap_or(cfg.rpo.len().saturating_sub(1));
-    if end == usize::MAX || start == usize::MAX || end <= start {
+    let Some(start) = cfg.rpo_pos(b) else { return vec![] };
+    let end = match stop {
+        Some(s) => match cfg.rpo_pos(s) {
+            Some(e) => e,
+            None => return vec![],
+        },
+        None => cfg.rpo.len().saturating_sub(1),
+    };
+    if end <= start {
         return vec![];
     }
-    // labels indexed by RPO position relative to the branch (usize::MAX: none)
+    // labels indexed by RPO position relative to the branch
     let span = end - start + 1;
-    let mut label = vec![usize::MAX; span];
-    let slot = |x: usize| -> Option<usize> {
-        let r = cfg.rpo_index[x];
-        (r > start && r <= end).then(|| r - start)
-    };
+    let mut label: Vec<Option<BlockId>> = vec![None; span];
+    let slot = |x: BlockId| -> Option<usize> { cfg.rpo_pos(x).filter(|&r| r > start && r <= end).map(|r| r - start) };
     for &s in succs {
         if let Some(k) = slot(s) {
-            label[k] = s;
+            label[k] = Some(s);
         }
     }
     let mut joins = Vec::new();
     for pos in start + 1..=end {
         let x = cfg.rpo[pos];
-        let lx = label[pos - start];
-        if lx == usize::MAX || Some(x) == stop {
+        let Some(lx) = label[pos - start] else { continue };
+        if Some(x) == stop {
             continue;
         }
         for &y in &cfg.blocks[x].succs {
-            if cfg.rpo_index[y] <= pos {
+            if cfg.rpo_pos(y).is_some_and(|r| r <= pos) {
                 continue; // back edge
             }
             let Some(k) = slot(y) else { continue };
-            let ly = label[k];
-            if ly == usize::MAX {
-                label[k] = lx;
-            } else if ly != lx && ly != y {
-                joins.push(y);
-                label[k] = y;
-            } else if ly == y && lx != y && succs.contains(&y) {
+            match label[k] {
+                None => label[k] = Some(lx),
+                Some(ly) if ly != lx && ly != y => {
+                    joins.push(y);
+                    label[k] = Some(y);
+                }
                 // a successor of the branch reached again through the other side
-                joins.push(y);
+                Some(ly) if ly == y && lx != y && succs.contains(&y) => joins.push(y),
+                _ => {}
             }
         }
     }
@@ -497,7 +503,7 @@ pub fn join_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
 /// Blocks whose execution the branch ending block `b` decides: reachable
 /// from its successors (around loops too) without passing its immediate
 /// post-dominator.
-pub fn controlled_blocks(f: &FunctionIr<'_>, b: usize) -> Vec<usize> {
+pub fn controlled_blocks(f: &FunctionIr<'_>, b: BlockId) -> Vec<BlockId> {
     f.cfg.region(&f.cfg.blocks[b].succs, f.cfg.ipdom(b))
 }
 

@@ -12,7 +12,7 @@
 use super::eval::{samples, through_copies, EvalErr, Evaluator};
 use super::{AbsVal, Coef, DivBranch, Divergence};
 use crate::ir::inst::{Cmp, Opcode};
-use crate::ir::{FunctionIr, ValueDef, ValueId};
+use crate::ir::{FunctionIr, LoopId, ValueDef, ValueId};
 use crate::model::{Shape, WARP};
 use crate::ptx::Operand;
 
@@ -57,7 +57,7 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
     });
     // loop exits: does the iteration count vary within a warp?
     let cfg = &f.cfg;
-    if let (Some(l), Some((si, _)), Some(AbsVal::Affine { c, .. })) = (cfg.loop_of[br.block], setp, diff) {
+    if let (Some(l), Some((si, _)), Some(AbsVal::Affine { c, .. })) = (cfg.loop_of(br.block), setp, diff) {
         let exits = cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l));
         if exits && c.iter().any(|x| !x.is_zero()) && trip_count_varies(f, d, si, l, c, shape) {
             return Split::TripCount;
@@ -82,7 +82,7 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
 /// symbol (Sampaio's sumTriangle: `(t+1)·c` stepping by `c`) makes it vary;
 /// an unrelated uniform step is the strided-loop idiom (grid- or
 /// block-stride), which splits at most the last iteration's warp.
-fn trip_count_varies(f: &FunctionIr<'_>, d: &Divergence, setp: usize, l: usize, c: [Coef; 3], shape: &Shape) -> bool {
+fn trip_count_varies(f: &FunctionIr<'_>, d: &Divergence, setp: usize, l: LoopId, c: [Coef; 3], shape: &Shape) -> bool {
     match iv_step(f, d, setp, l) {
         Some(step) => match (step.const_value(), step.sym()) {
             (Some(0), _) => false,
@@ -122,7 +122,7 @@ fn const_coefs(c: [Coef; 3]) -> Option<[i64; 3]> {
 /// Per-iteration step of the loop counter the exit condition (instruction
 /// `i`) compares, if it is a header phi `p` updated as `p + step` (through
 /// copies and additions of uniform values).
-fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: usize) -> Option<AbsVal> {
+fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: LoopId) -> Option<AbsVal> {
     let header = f.cfg.loops[l].header;
     for o in &f.insts[i].operands()[1..] {
         let Operand::Reg(r) = o else { continue };

@@ -47,8 +47,8 @@ pub fn special(s: Special) -> AbsVal {
 pub fn operand_at<V: Values>(d: &V, f: &FunctionIr<'_>, i: usize, k: usize) -> AbsVal {
     let Some(o) = f.insts[i].operand(k) else { return AbsVal::Bottom };
     match (o, f.operand_value(i, k)) {
-        (Operand::Reg(_) | Operand::Not(_) | Operand::Pair(..), Some(v)) => d.at(f, v, f.cfg.block_of[i]),
-        (Operand::Addr(a), Some(v)) if a.extra.is_empty() => d.at(f, v, f.cfg.block_of[i]) + AbsVal::konst(a.offset),
+        (Operand::Reg(_) | Operand::Not(_) | Operand::Pair(..), Some(v)) => d.at(f, v, f.cfg.block_of(i)),
+        (Operand::Addr(a), Some(v)) if a.extra.is_empty() => d.at(f, v, f.cfg.block_of(i)) + AbsVal::konst(a.offset),
         _ => operand(d, f, i, o),
     }
 }
@@ -57,7 +57,7 @@ pub fn operand_at<V: Values>(d: &V, f: &FunctionIr<'_>, i: usize, k: usize) -> A
 pub fn operand<V: Values>(d: &V, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) -> AbsVal {
     match o {
         Operand::Reg(r) | Operand::Not(r) => match f.ssa.use_of(i, r) {
-            Some(v) => d.at(f, v, f.cfg.block_of[i]),
+            Some(v) => d.at(f, v, f.cfg.block_of(i)),
             None => Special::parse(r).map_or(AbsVal::uniform(None), special),
         },
         Operand::Imm(k) => AbsVal::konst(*k),
@@ -87,7 +87,7 @@ pub fn inst_value<V: Values>(d: &V, f: &FunctionIr<'_>, sums: &Summaries<'_>, i:
         None => v,
         Some(g) => {
             let gv = operand(d, f, i, &Operand::Reg(g.reg));
-            let prior = f.ssa.prior(i, slot).map(|p| d.at(f, p, f.cfg.block_of[i])).unwrap_or(AbsVal::Bottom);
+            let prior = f.ssa.prior(i, slot).map(|p| d.at(f, p, f.cfg.block_of(i))).unwrap_or(AbsVal::Bottom);
             if gv.is_uniform() || v == prior {
                 v.join(prior)
             } else {

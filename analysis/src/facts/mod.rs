@@ -18,7 +18,7 @@ use crate::divergence::split::{classify, Split};
 use crate::divergence::{controlled_blocks, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::Space;
-use crate::ir::FunctionIr;
+use crate::ir::{BlockId, FunctionIr, IdVec};
 use crate::memory::{Access, Prediction};
 use crate::model::Shape;
 use crate::races::Race;
@@ -72,7 +72,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .iter()
             .map(|br| {
                 let mut controlled = BitSet::new(f.cfg.len());
-                controlled_blocks(f, br.block).into_iter().for_each(|b| controlled.insert(b));
+                controlled_blocks(f, br.block).into_iter().for_each(|b| controlled.insert(b.index()));
                 BranchFact { br: *br, controlled, split: classify(f, d, br, shape) }
             })
             .collect();
@@ -82,7 +82,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
             .into_iter()
             .map(|access| {
-                let mask = lanes.active(f.cfg.block_of[access.inst], 0);
+                let mask = lanes.active(f.cfg.block_of(access.inst), 0);
                 let prediction = crate::memory::predict(f, d, &access, shape, &mask);
                 let masked = mask.iter().any(|on| !on);
                 let unmasked = (masked && access.space == Space::Global)
@@ -98,8 +98,19 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     }
 
     /// The fact of the divergent branch ending block `b`, if any.
-    pub fn branch_of_block(&self, b: usize) -> Option<&BranchFact> {
+    pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
         self.branches.iter().find(|x| x.br.block == b)
+    }
+}
+
+impl BranchFact {
+    /// Does the branch decide whether block `b` runs?
+    pub fn controls(&self, b: BlockId) -> bool {
+        self.controlled.contains(b.index())
+    }
+    /// The blocks it controls.
+    pub fn controlled(&self) -> impl Iterator<Item = BlockId> + '_ {
+        self.controlled.iter().map(BlockId::new)
     }
 }
 
@@ -110,19 +121,19 @@ struct Lanes<'f, 'a, 'b> {
     shape: &'f Shape,
     branches: &'b [BranchFact],
     /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
-    directions: HashMap<(usize, usize), Option<Threads>>,
+    directions: HashMap<(BlockId, usize), Option<Threads>>,
     /// Blocks reachable from each branch's taken side and from its other side.
     sides: HashMap<usize, Rc<Sides>>,
     /// The evaluable branches (indices) controlling each block.
-    controllers: Option<Vec<Vec<usize>>>,
-    memo: HashMap<(usize, usize), Threads>,
+    controllers: Option<IdVec<BlockId, Vec<usize>>>,
+    memo: HashMap<(BlockId, usize), Threads>,
 }
 
 /// One flag per thread of the block.
 type Threads = Rc<Vec<bool>>;
 
 /// The blocks of a branch's taken side and of its other side, sorted.
-type Sides = (Vec<usize>, Vec<usize>);
+type Sides = (Vec<BlockId>, Vec<BlockId>);
 
 impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, shape: &'f Shape, branches: &'b [BranchFact]) -> Self {
@@ -154,16 +165,16 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
                 let target = self.f.insts[br.inst]
                     .branch_label()
                     .and_then(|l| self.f.labels.get(l))
-                    .filter(|&&x| x < cfg.block_of.len())
-                    .map(|&x| cfg.block_of[x]);
-                let taken: Vec<usize> = target.into_iter().collect();
-                let fall: Vec<usize> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
+                    .filter(|&&x| x < self.f.insts.len())
+                    .map(|&x| cfg.block_of(x));
+                let taken: Vec<BlockId> = target.into_iter().collect();
+                let fall: Vec<BlockId> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
                 Rc::new((cfg.region(&taken, stop), cfg.region(&fall, stop)))
             })
             .clone()
     }
 
-    fn active(&mut self, b: usize, iteration: usize) -> Threads {
+    fn active(&mut self, b: BlockId, iteration: usize) -> Threads {
         if let Some(v) = self.memo.get(&(b, iteration)) {
             return v.clone();
         }
@@ -172,17 +183,17 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         v
     }
 
-    fn compute(&mut self, b: usize, iteration: usize) -> Vec<bool> {
+    fn compute(&mut self, b: BlockId, iteration: usize) -> Vec<bool> {
         let cfg = &self.f.cfg;
         let mut active = vec![true; self.shape.threads()];
         if self.controllers.is_none() {
             // only branches whose condition can be evaluated restrict the lanes
-            let mut by_block: Vec<Vec<usize>> = vec![Vec::new(); cfg.len()];
+            let mut by_block: IdVec<BlockId, Vec<usize>> = IdVec::filled(cfg.len(), Vec::new());
             for k in 0..self.branches.len() {
                 if self.direction(k, 0).is_none() && self.direction(k, 1).is_none() {
                     continue;
                 }
-                for x in self.branches[k].controlled.iter() {
+                for x in self.branches[k].controlled() {
                     by_block[x].push(k);
                 }
             }

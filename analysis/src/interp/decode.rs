@@ -607,7 +607,7 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
                 _ => return Err(d.err(i, "indirect branches")),
             };
             let target = *d.f.labels.get(label).ok_or_else(|| d.err(i, &format!("unknown label `{label}`")))?;
-            let b = d.f.cfg.block_of[i];
+            let b = d.f.cfg.block_of(i);
             let rpc = d.f.cfg.ipdom(b).map(|p| d.f.cfg.blocks[p].start).unwrap_or(NO_RPC);
             Op::Bra { target, rpc }
         }

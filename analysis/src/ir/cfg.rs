@@ -1,11 +1,12 @@
-//! Control-flow graph of one PTX function: basic blocks, edges (a `petgraph`
-//! graph with a virtual exit node), dominator and post-dominator trees,
-//! reverse post-order and natural loops.
+//! Control-flow graph of one PTX function: basic blocks and their edges,
+//! dominator and post-dominator trees (computed with `petgraph` over a
+//! virtual exit node), reverse post-order and natural loops.
 //!
 //! Owns: block formation from the flat instruction list, and the graph
 //! facts every analysis asks for (`dominates`, `ipdom`, loop membership).
 //! Does not own: registers or values (see `ssa`).
 
+use super::entity::{BlockId, IdVec, LoopId};
 use super::inst::{Flow, Inst};
 use petgraph::algo::dominators::{simple_fast, Dominators};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -17,40 +18,41 @@ pub struct Block {
     /// Instruction index range `[start, end)`.
     pub start: usize,
     pub end: usize,
-    pub succs: Vec<usize>,
-    pub preds: Vec<usize>,
+    pub succs: Vec<BlockId>,
+    pub preds: Vec<BlockId>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Loop {
-    pub header: usize,
+    pub header: BlockId,
     /// Blocks of the loop, header included, sorted.
-    pub blocks: Vec<usize>,
+    pub blocks: Vec<BlockId>,
     /// Sources of back edges to the header.
-    pub latches: Vec<usize>,
+    pub latches: Vec<BlockId>,
     /// Edges `(inside, outside)` leaving the loop.
-    pub exits: Vec<(usize, usize)>,
-    /// Index of the enclosing loop.
-    pub parent: Option<usize>,
+    pub exits: Vec<(BlockId, BlockId)>,
+    /// The enclosing loop.
+    pub parent: Option<LoopId>,
 }
 
+/// The CFG. Edges live in the blocks (`succs`/`preds`); everything else
+/// (dominator trees, orders, loops) is derived from them once, here, and
+/// read through accessors.
 pub struct Cfg {
-    pub blocks: Vec<Block>,
-    /// Block of each instruction.
-    pub block_of: Vec<usize>,
-    /// The graph: nodes `0..n` are blocks, node `n` is the virtual exit.
-    pub graph: DiGraph<(), ()>,
-    pub dom: Dominators<NodeIndex>,
-    pub pdom: Dominators<NodeIndex>,
+    pub blocks: IdVec<BlockId, Block>,
+    pub loops: IdVec<LoopId, Loop>,
     /// Reverse post-order of reachable blocks.
-    pub rpo: Vec<usize>,
-    /// Position of each block in `rpo` (`usize::MAX` if unreachable).
-    pub rpo_index: Vec<usize>,
-    pub loops: Vec<Loop>,
+    pub rpo: Vec<BlockId>,
+    /// Block of each instruction.
+    block_of: Vec<BlockId>,
+    dom: Dominators<NodeIndex>,
+    pdom: Dominators<NodeIndex>,
+    /// Position of each block in `rpo` (`u32::MAX` if unreachable).
+    rpo_index: IdVec<BlockId, u32>,
     /// Innermost loop of each block.
-    pub loop_of: Vec<Option<usize>>,
+    loop_of: IdVec<BlockId, Option<LoopId>>,
     /// True when a retreating edge is not a back edge (irreducible CFG).
-    pub irreducible: bool,
+    irreducible: bool,
 }
 
 impl Cfg {
@@ -79,8 +81,8 @@ impl Cfg {
                 leader[i + 1] = true;
             }
         }
-        let mut blocks = Vec::new();
-        let mut block_of = vec![0; n];
+        let mut blocks: IdVec<BlockId, Block> = IdVec::new();
+        let mut block_of = vec![BlockId::new(0); n];
         let mut s = 0;
         for (i, &lead) in leader.iter().enumerate().skip(1) {
             if lead || i == n {
@@ -95,7 +97,7 @@ impl Cfg {
             blocks.push(Block { start: 0, end: 0, succs: vec![], preds: vec![] });
         }
         let mut start_block = HashMap::new();
-        for (b, blk) in blocks.iter().enumerate() {
+        for (b, blk) in blocks.iter_enumerated() {
             start_block.insert(blk.start, b);
             for bo in block_of.iter_mut().take(blk.end).skip(blk.start) {
                 *bo = b;
@@ -152,46 +154,16 @@ impl Cfg {
             });
             blk.succs = succs;
         }
-        for b in 0..nb {
+        let ids: Vec<BlockId> = blocks.keys().collect();
+        for b in ids {
             for s in blocks[b].succs.clone() {
                 blocks[s].preds.push(b);
             }
         }
-        let mut graph = DiGraph::with_capacity(nb + 1, nb * 2);
-        for _ in 0..=nb {
-            graph.add_node(());
-        }
-        let exit = NodeIndex::new(nb);
-        for (b, blk) in blocks.iter().enumerate() {
-            for &s in &blk.succs {
-                graph.add_edge(NodeIndex::new(b), NodeIndex::new(s), ());
-            }
-            if blk.succs.is_empty() {
-                graph.add_edge(NodeIndex::new(b), exit, ());
-            }
-        }
-        // blocks that cannot reach the exit (infinite loops) get an edge to it
-        let mut reaches = vec![false; nb + 1];
-        let mut stack = vec![nb];
-        reaches[nb] = true;
-        while let Some(x) = stack.pop() {
-            for p in graph.neighbors_directed(NodeIndex::new(x), petgraph::Direction::Incoming) {
-                if !reaches[p.index()] {
-                    reaches[p.index()] = true;
-                    stack.push(p.index());
-                }
-            }
-        }
-        for (b, r) in reaches.iter().enumerate().take(nb) {
-            if !r {
-                graph.add_edge(NodeIndex::new(b), exit, ());
-            }
-        }
-        let dom = simple_fast(&graph, NodeIndex::new(0));
-        let pdom = simple_fast(Reversed(&graph), exit);
+        let (dom, pdom) = dominator_trees(&blocks);
         let (rpo, rpo_index) = reverse_post_order(&blocks);
         let mut cfg =
-            Cfg { blocks, block_of, graph, dom, pdom, rpo, rpo_index, loops: vec![], loop_of: vec![None; nb], irreducible: false };
+            Cfg { blocks, block_of, dom, pdom, rpo, rpo_index, loops: IdVec::new(), loop_of: IdVec::filled(nb, None), irreducible: false };
         cfg.find_loops();
         cfg
     }
@@ -204,35 +176,65 @@ impl Cfg {
         self.blocks.is_empty()
     }
 
-    pub fn reachable(&self, b: usize) -> bool {
-        self.rpo_index[b] != usize::MAX
+    /// The block of instruction `i`.
+    pub fn block_of(&self, i: usize) -> BlockId {
+        self.block_of[i]
+    }
+
+    /// The instruction range of block `b`.
+    pub fn insts(&self, b: BlockId) -> std::ops::Range<usize> {
+        self.blocks[b].start..self.blocks[b].end
+    }
+
+    pub fn reachable(&self, b: BlockId) -> bool {
+        self.rpo_index[b] != u32::MAX
+    }
+
+    /// Position of a reachable block in reverse post-order.
+    pub fn rpo_pos(&self, b: BlockId) -> Option<usize> {
+        self.reachable(b).then_some(self.rpo_index[b] as usize)
+    }
+
+    /// The innermost loop holding `b`.
+    pub fn loop_of(&self, b: BlockId) -> Option<LoopId> {
+        self.loop_of[b]
+    }
+
+    /// A retreating edge is not a back edge: natural loops do not describe the CFG.
+    pub fn is_irreducible(&self) -> bool {
+        self.irreducible
     }
 
     /// Does block `a` dominate block `b`?
-    pub fn dominates(&self, a: usize, b: usize) -> bool {
+    pub fn dominates(&self, a: BlockId, b: BlockId) -> bool {
         if !self.reachable(b) {
             return false;
         }
-        self.dom.dominators(NodeIndex::new(b)).is_some_and(|mut it| it.any(|d| d.index() == a))
+        self.dom.dominators(node(b)).is_some_and(|mut it| it.any(|d| d.index() == a.index()))
     }
 
-    pub fn idom(&self, b: usize) -> Option<usize> {
-        self.dom.immediate_dominator(NodeIndex::new(b)).map(|n| n.index())
+    pub fn idom(&self, b: BlockId) -> Option<BlockId> {
+        self.dom.immediate_dominator(node(b)).map(|n| BlockId::new(n.index()))
     }
 
     /// Immediate post-dominator; `None` when it is the virtual exit.
-    pub fn ipdom(&self, b: usize) -> Option<usize> {
-        self.pdom.immediate_dominator(NodeIndex::new(b)).map(|n| n.index()).filter(|&i| i < self.blocks.len())
+    pub fn ipdom(&self, b: BlockId) -> Option<BlockId> {
+        self.pdom.immediate_dominator(node(b)).map(|n| n.index()).filter(|&i| i < self.blocks.len()).map(BlockId::new)
+    }
+
+    /// The loop whose header is `b`.
+    pub fn loop_with_header(&self, b: BlockId) -> Option<LoopId> {
+        self.loops.iter_enumerated().find(|(_, l)| l.header == b).map(|(k, _)| k)
     }
 
     /// Is `b` inside loop `l`?
-    pub fn in_loop(&self, b: usize, l: usize) -> bool {
+    pub fn in_loop(&self, b: BlockId, l: LoopId) -> bool {
         self.loops[l].blocks.binary_search(&b).is_ok()
     }
 
     fn find_loops(&mut self) {
         let nb = self.blocks.len();
-        let mut by_header: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut by_header: HashMap<BlockId, Vec<BlockId>> = HashMap::new();
         for &b in &self.rpo {
             for &s in &self.blocks[b].succs {
                 if self.rpo_index[s] <= self.rpo_index[b] {
@@ -244,13 +246,13 @@ impl Cfg {
                 }
             }
         }
-        let mut headers: Vec<usize> = by_header.keys().copied().collect();
+        let mut headers: Vec<BlockId> = by_header.keys().copied().collect();
         headers.sort_by_key(|h| self.rpo_index[*h]);
         for h in headers {
             let latches = by_header.remove(&h).unwrap_or_default();
-            let mut in_loop = vec![false; nb];
+            let mut in_loop: IdVec<BlockId, bool> = IdVec::filled(nb, false);
             in_loop[h] = true;
-            let mut stack: Vec<usize> = latches.clone();
+            let mut stack: Vec<BlockId> = latches.clone();
             while let Some(x) = stack.pop() {
                 if in_loop[x] {
                     continue;
@@ -262,7 +264,7 @@ impl Cfg {
                     }
                 }
             }
-            let blocks: Vec<usize> = (0..nb).filter(|&b| in_loop[b]).collect();
+            let blocks: Vec<BlockId> = self.blocks.keys().filter(|&b| in_loop[b]).collect();
             let mut exits = Vec::new();
             for &b in &blocks {
                 for &s in &self.blocks[b].succs {
@@ -275,7 +277,7 @@ impl Cfg {
         }
         // nesting: visit loops from largest to smallest; a loop's parent is
         // the innermost loop seen so far that holds its header
-        let mut order: Vec<usize> = (0..self.loops.len()).collect();
+        let mut order: Vec<LoopId> = self.loops.keys().collect();
         order.sort_by_key(|&l| std::cmp::Reverse(self.loops[l].blocks.len()));
         for l in order {
             self.loops[l].parent = self.loop_of[self.loops[l].header];
@@ -288,9 +290,9 @@ impl Cfg {
 
     /// Blocks reachable from `from` (around loops too) without passing
     /// `stop`, sorted.
-    pub fn region(&self, from: &[usize], stop: Option<usize>) -> Vec<usize> {
-        let mut seen = vec![false; self.len()];
-        let mut stack: Vec<usize> = from.to_vec();
+    pub fn region(&self, from: &[BlockId], stop: Option<BlockId>) -> Vec<BlockId> {
+        let mut seen: IdVec<BlockId, bool> = IdVec::filled(self.len(), false);
+        let mut stack: Vec<BlockId> = from.to_vec();
         let mut out = Vec::new();
         while let Some(x) = stack.pop() {
             if Some(x) == stop || seen[x] {
@@ -305,7 +307,7 @@ impl Cfg {
     }
 
     /// Loops containing `b`, innermost first.
-    pub fn loops_containing(&self, b: usize) -> Vec<usize> {
+    pub fn loops_containing(&self, b: BlockId) -> Vec<LoopId> {
         let mut v = Vec::new();
         let mut l = self.loop_of[b];
         while let Some(x) = l {
@@ -316,14 +318,56 @@ impl Cfg {
     }
 }
 
-fn reverse_post_order(blocks: &[Block]) -> (Vec<usize>, Vec<usize>) {
+fn node(b: BlockId) -> NodeIndex {
+    NodeIndex::new(b.index())
+}
+
+/// Dominator and post-dominator trees (petgraph's, over a temporary graph
+/// of the blocks plus a virtual exit node; blocks that cannot reach an exit,
+/// endless loops, get an edge to it).
+fn dominator_trees(blocks: &IdVec<BlockId, Block>) -> (Dominators<NodeIndex>, Dominators<NodeIndex>) {
+    let nb = blocks.len();
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(nb + 1, nb * 2);
+    for _ in 0..=nb {
+        graph.add_node(());
+    }
+    let exit = NodeIndex::new(nb);
+    for (b, blk) in blocks.iter_enumerated() {
+        for &s in &blk.succs {
+            graph.add_edge(node(b), node(s), ());
+        }
+        if blk.succs.is_empty() {
+            graph.add_edge(node(b), exit, ());
+        }
+    }
+    let mut reaches = vec![false; nb + 1];
+    let mut stack = vec![nb];
+    reaches[nb] = true;
+    while let Some(x) = stack.pop() {
+        for p in graph.neighbors_directed(NodeIndex::new(x), petgraph::Direction::Incoming) {
+            if !reaches[p.index()] {
+                reaches[p.index()] = true;
+                stack.push(p.index());
+            }
+        }
+    }
+    for (b, r) in reaches.iter().enumerate().take(nb) {
+        if !r {
+            graph.add_edge(NodeIndex::new(b), exit, ());
+        }
+    }
+    (simple_fast(&graph, NodeIndex::new(0)), simple_fast(Reversed(&graph), exit))
+}
+
+fn reverse_post_order(blocks: &IdVec<BlockId, Block>) -> (Vec<BlockId>, IdVec<BlockId, u32>) {
     let n = blocks.len();
-    let mut visited = vec![false; n];
+    let mut visited: IdVec<BlockId, bool> = IdVec::filled(n, false);
     let mut post = Vec::with_capacity(n);
     // iterative DFS
-    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    let entry = BlockId::new(0);
+    let mut stack: Vec<(BlockId, usize)> = vec![(entry, 0)];
     if n > 0 {
-        visited[0] = true;
+        visited[entry] = true;
     }
     while let Some(&mut (b, ref mut i)) = stack.last_mut() {
         if *i < blocks[b].succs.len() {
@@ -339,9 +383,9 @@ fn reverse_post_order(blocks: &[Block]) -> (Vec<usize>, Vec<usize>) {
         }
     }
     post.reverse();
-    let mut idx = vec![usize::MAX; n];
+    let mut idx: IdVec<BlockId, u32> = IdVec::filled(n, u32::MAX);
     for (i, &b) in post.iter().enumerate() {
-        idx[b] = i;
+        idx[b] = i as u32;
     }
     (post, idx)
 }

@@ -208,8 +208,8 @@ impl<'a> FunctionIr<'a> {
     }
 
     /// Block containing instruction `i`.
-    pub fn block_of(&self, i: usize) -> usize {
-        self.cfg.block_of[i]
+    pub fn block_of(&self, i: usize) -> BlockId {
+        self.cfg.block_of(i)
     }
 }
 
@@ -251,19 +251,20 @@ $L_exit:
         // blocks: entry, head, guard1, load, b1(bar), store, b2(bar+latch), exit
         assert_eq!(c.len(), 8);
         assert_eq!(c.loops.len(), 1);
-        let l = &c.loops[0];
-        assert_eq!(l.header, 1);
-        assert_eq!(l.blocks, vec![1, 2, 3, 4, 5, 6]);
-        assert_eq!(l.latches, vec![6]);
-        assert_eq!(l.exits, vec![(1, 7)]);
-        assert!(c.dominates(1, 6));
-        assert!(!c.dominates(3, 4));
-        assert_eq!(c.ipdom(2), Some(4));
-        assert_eq!(c.ipdom(4), Some(6));
-        assert_eq!(c.ipdom(1), Some(7));
-        assert!(!c.irreducible);
+        let b = BlockId::new;
+        let l = &c.loops[LoopId::new(0)];
+        assert_eq!(l.header, b(1));
+        assert_eq!(l.blocks, [1, 2, 3, 4, 5, 6].map(b));
+        assert_eq!(l.latches, vec![b(6)]);
+        assert_eq!(l.exits, vec![(b(1), b(7))]);
+        assert!(c.dominates(b(1), b(6)));
+        assert!(!c.dominates(b(3), b(4)));
+        assert_eq!(c.ipdom(b(2)), Some(b(4)));
+        assert_eq!(c.ipdom(b(4)), Some(b(6)));
+        assert_eq!(c.ipdom(b(1)), Some(b(7)));
+        assert!(!c.is_irreducible());
         // %r2 gets a phi at the header; %r3 at b1 (merge of load and skip)
-        let phi_regs: Vec<(usize, &str)> = f.ssa.phis.iter().map(|p| (p.block, f.ssa.regs[p.reg as usize])).collect();
+        let phi_regs: Vec<(usize, &str)> = f.ssa.phis.iter().map(|p| (p.block.index(), f.ssa.regs[p.reg as usize])).collect();
         assert!(phi_regs.contains(&(1, "%r2")), "{phi_regs:?}");
         assert!(phi_regs.contains(&(4, "%r3")), "{phi_regs:?}");
         // the shl reads the header phi
@@ -277,6 +278,6 @@ $L_exit:
         let src = ".entry k() { @%p1 bra $A; $B: @%p2 bra $A; ret; $A: @%p3 bra $B; ret; }";
         let m = parse(src).unwrap();
         let fs = lower(&m);
-        assert!(fs[0].cfg.irreducible);
+        assert!(fs[0].cfg.is_irreducible());
     }
 }

@@ -61,7 +61,7 @@ impl Problem for Inference<'_, '_> {
         let f = self.f;
         for u in &f.ssa.users[ValueId::new(v)] {
             match *u {
-                User::Inst(i) if f.cfg.reachable(f.cfg.block_of[i as usize]) => {
+                User::Inst(i) if f.cfg.reachable(f.cfg.block_of(i as usize)) => {
                     out.extend(f.ssa.defs(i as usize).iter().map(|d| d.index()))
                 }
                 User::Phi(p) if f.cfg.reachable(f.ssa.phis[p].block) => out.push(f.ssa.phis[p].value.index()),

@@ -9,6 +9,7 @@
 
 use super::cfg::Cfg;
 use super::dataflow::{self, BitSet, Problem};
+use super::entity::BlockId;
 use super::inst::{Inst, Special};
 use rustc_hash::FxHashMap;
 
@@ -29,11 +30,11 @@ pub enum ValueDef {
 
 #[derive(Debug, Clone)]
 pub struct Phi {
-    pub block: usize,
+    pub block: BlockId,
     pub reg: RegId,
     pub value: ValueId,
     /// `(predecessor block, value)`
-    pub incoming: Vec<(usize, ValueId)>,
+    pub incoming: Vec<(BlockId, ValueId)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +47,7 @@ pub struct Ssa<'a> {
     pub regs: Vec<&'a str>,
     pub values: IdVec<ValueId, ValueDef>,
     pub phis: IdVec<PhiId, Phi>,
-    pub block_phis: Vec<Vec<PhiId>>,
+    pub block_phis: IdVec<BlockId, Vec<PhiId>>,
     /// Flat per-instruction lists, indexed through `*_start`.
     use_regs: Vec<RegId>,
     use_vals: Vec<ValueId>,
@@ -63,11 +64,11 @@ pub struct Ssa<'a> {
 struct LiveIn {
     /// Dense index of each global register (`u32::MAX` for block-local ones).
     dense: Vec<u32>,
-    sets: Vec<BitSet>,
+    sets: IdVec<BlockId, BitSet>,
 }
 
 impl LiveIn {
-    fn contains(&self, block: usize, reg: usize) -> bool {
+    fn contains(&self, block: BlockId, reg: usize) -> bool {
         let d = self.dense[reg];
         d != u32::MAX && self.sets[block].contains(d as usize)
     }
@@ -77,17 +78,18 @@ impl LiveIn {
 /// used before written ∪ (live-out − written).
 struct Liveness<'c> {
     cfg: &'c Cfg,
-    gen: Vec<BitSet>,
-    kill: Vec<BitSet>,
+    gen: IdVec<BlockId, BitSet>,
+    kill: IdVec<BlockId, BitSet>,
 }
 
 impl Problem for Liveness<'_> {
     type Value = BitSet;
     fn transfer(&mut self, b: usize, live_in: &[BitSet]) -> BitSet {
+        let b = BlockId::new(b);
         let mut out = self.gen[b].clone();
         out.clear();
         for &s in &self.cfg.blocks[b].succs {
-            out.union_with(&live_in[s]);
+            out.union_with(&live_in[s.index()]);
         }
         out.subtract(&self.kill[b]);
         out.union_with(&self.gen[b]);
@@ -99,7 +101,7 @@ impl Problem for Liveness<'_> {
         x
     }
     fn dependents(&mut self, b: usize, _: &[BitSet], out: &mut Vec<usize>) {
-        out.extend(&self.cfg.blocks[b].preds);
+        out.extend(self.cfg.blocks[BlockId::new(b)].preds.iter().map(|p| p.index()));
     }
 }
 
@@ -123,9 +125,9 @@ fn live_in_sets(
         }
     }
     let nb = cfg.len();
-    let mut gen = vec![BitSet::new(ng); nb];
-    let mut kill = vec![BitSet::new(ng); nb];
-    for (b, blk) in cfg.blocks.iter().enumerate() {
+    let mut gen: IdVec<BlockId, BitSet> = IdVec::filled(nb, BitSet::new(ng));
+    let mut kill: IdVec<BlockId, BitSet> = IdVec::filled(nb, BitSet::new(ng));
+    for (b, blk) in cfg.blocks.iter_enumerated() {
         for i in blk.start..blk.end {
             for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
                 let d = dense[r as usize];
@@ -145,9 +147,9 @@ fn live_in_sets(
     }
     let init = gen.clone();
     // post-order: successors before predecessors
-    let order: Vec<usize> = cfg.rpo.iter().rev().copied().collect();
-    let sets = dataflow::solve(&mut Liveness { cfg, gen, kill }, init, &order);
-    LiveIn { dense, sets }
+    let order: Vec<usize> = cfg.rpo.iter().rev().map(|b| b.index()).collect();
+    let sets = dataflow::solve(&mut Liveness { cfg, gen, kill }, init.into_vec(), &order);
+    LiveIn { dense, sets: IdVec::from_vec(sets) }
 }
 
 impl<'a> Ssa<'a> {
@@ -185,20 +187,20 @@ impl<'a> Ssa<'a> {
         let specials: Vec<Option<Special>> = regs.iter().map(|r| Special::parse(r)).collect();
 
         // def blocks and global names
-        let mut def_blocks: Vec<Vec<usize>> = vec![Vec::new(); nr];
+        let mut def_blocks: Vec<Vec<BlockId>> = vec![Vec::new(); nr];
         let mut global = vec![false; nr];
-        let mut killed = vec![usize::MAX; nr];
-        for (b, blk) in cfg.blocks.iter().enumerate() {
+        let mut killed: Vec<Option<BlockId>> = vec![None; nr];
+        for (b, blk) in cfg.blocks.iter_enumerated() {
             for i in blk.start..blk.end {
                 for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
-                    if killed[r as usize] != b {
+                    if killed[r as usize] != Some(b) {
                         global[r as usize] = true;
                     }
                 }
                 for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
                     // a guarded write does not kill the previous value
                     if insts[i].ast.guard.is_none() {
-                        killed[r as usize] = b;
+                        killed[r as usize] = Some(b);
                     } else {
                         global[r as usize] = true;
                     }
@@ -210,8 +212,8 @@ impl<'a> Ssa<'a> {
             }
         }
         // dominance frontiers
-        let mut df: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for b in 0..nb {
+        let mut df: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
+        for b in cfg.blocks.keys() {
             if cfg.blocks[b].preds.len() < 2 || !cfg.reachable(b) {
                 continue;
             }
@@ -236,9 +238,9 @@ impl<'a> Ssa<'a> {
         // phi placement (pruned: only where the register is live on entry)
         let mut values: IdVec<ValueId, ValueDef> = IdVec::with_capacity(n + 16);
         let mut phis: IdVec<PhiId, Phi> = IdVec::new();
-        let mut block_phis: Vec<Vec<PhiId>> = vec![Vec::new(); nb];
-        let mut has_phi = vec![usize::MAX; nb];
-        let mut in_work = vec![usize::MAX; nb];
+        let mut block_phis: IdVec<BlockId, Vec<PhiId>> = IdVec::filled(nb, Vec::new());
+        let mut has_phi: IdVec<BlockId, usize> = IdVec::filled(nb, usize::MAX);
+        let mut in_work: IdVec<BlockId, usize> = IdVec::filled(nb, usize::MAX);
         let mut work = Vec::new();
         for r in 0..nr {
             if !global[r] || def_blocks[r].is_empty() {
@@ -266,9 +268,9 @@ impl<'a> Ssa<'a> {
             }
         }
         // renaming along the dominator tree
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for b in 0..nb {
-            if b != 0 && cfg.reachable(b) {
+        let mut children: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
+        for b in cfg.blocks.keys() {
+            if b.index() != 0 && cfg.reachable(b) {
                 if let Some(d) = cfg.idom(b) {
                     children[d].push(b);
                 }
@@ -286,11 +288,11 @@ impl<'a> Ssa<'a> {
             }
         };
         // (block, entered?) stack; pushed registers logged for undo
-        let mut dfs: Vec<(usize, bool)> = vec![(0, false)];
+        let mut dfs: Vec<(BlockId, bool)> = vec![(BlockId::new(0), false)];
         let mut log: Vec<RegId> = Vec::new();
         let mut marks: Vec<usize> = Vec::new();
         // unreachable blocks are renamed too (from an empty state) so every use has a value
-        let mut roots: Vec<usize> = (1..nb).filter(|&b| !cfg.reachable(b)).collect();
+        let mut roots: Vec<BlockId> = cfg.blocks.keys().skip(1).filter(|&b| !cfg.reachable(b)).collect();
         roots.reverse();
         loop {
             let Some((b, entered)) = dfs.pop() else {

@@ -10,6 +10,7 @@ use super::{thread_ranges, Finding, LintCx, Metric, Place, Text};
 use crate::divergence::split::Split;
 use crate::divergence::{sources, AbsVal};
 use crate::facts::BranchFact;
+use crate::ir::BlockId;
 use crate::ptx::Operand;
 
 declare_lint! {
@@ -60,7 +61,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let (f, d) = (cx.facts.f, cx.facts.d);
     for &i in &cx.facts.barriers {
         let inst = &f.insts[i];
-        let b = f.cfg.block_of[i];
+        let b = f.cfg.block_of(i);
         if !f.cfg.reachable(b) {
             continue;
         }
@@ -95,7 +96,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             .facts
             .branches
             .iter()
-            .filter(|x| x.controlled.contains(b) && (!counted || splits_warps(x)) && !proven_uniform(x))
+            .filter(|x| x.controls(b) && (!counted || splits_warps(x)) && !proven_uniform(x))
             .min_by_key(|x| x.controlled.count());
         let Some(cause) = cause else { continue };
         out.push(report(cx, i, cause, what));
@@ -106,7 +107,7 @@ fn report(cx: &LintCx<'_, '_, '_>, i: usize, cause: &BranchFact, what: &str) -> 
     let (f, d) = (cx.facts.f, cx.facts.d);
     let cfg = &f.cfg;
     let br = &cause.br;
-    let b = cfg.block_of[i];
+    let b = cfg.block_of(i);
     let mut fd = cx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
     let srcs = sources(f, d, br.cond);
     let mut on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
@@ -114,7 +115,7 @@ fn report(cx: &LintCx<'_, '_, '_>, i: usize, cause: &BranchFact, what: &str) -> 
         on = format!("{on}, which is the same within a warp but differs between warps, so whole warps");
     }
     let in_loop_exit =
-        cfg.loop_of[br.block].filter(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+        cfg.loop_of(br.block).filter(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
     let split = &cause.split;
     let who = if in_loop_exit.is_some() {
         "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times"
@@ -124,7 +125,7 @@ fn report(cx: &LintCx<'_, '_, '_>, i: usize, cause: &BranchFact, what: &str) -> 
             Split::Exact { taken, .. } => {
                 // which side of the branch can reach the barrier?
                 let target = branch_target(cx, br.inst);
-                let reaches = |s: usize| reach_without(cx, s, b, cfg.ipdom(br.block));
+                let reaches = |s: BlockId| reach_without(cx, s, b, cfg.ipdom(br.block));
                 let taken_reaches = target.is_some_and(reaches);
                 let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s))
                     || (cfg.blocks[br.block].succs.len() == 1 && target.is_none());
@@ -155,13 +156,13 @@ fn report(cx: &LintCx<'_, '_, '_>, i: usize, cause: &BranchFact, what: &str) -> 
 }
 
 /// Block a `bra` jumps to.
-fn branch_target(cx: &LintCx<'_, '_, '_>, i: usize) -> Option<usize> {
+fn branch_target(cx: &LintCx<'_, '_, '_>, i: usize) -> Option<BlockId> {
     let f = cx.facts.f;
     let l = f.insts[i].branch_label()?;
-    f.labels.get(l).filter(|&&x| x < f.insts.len()).map(|&x| f.cfg.block_of[x])
+    f.labels.get(l).filter(|&&x| x < f.insts.len()).map(|&x| f.cfg.block_of(x))
 }
 
 /// Can block `from` reach block `to` without passing `stop`?
-fn reach_without(cx: &LintCx<'_, '_, '_>, from: usize, to: usize, stop: Option<usize>) -> bool {
+fn reach_without(cx: &LintCx<'_, '_, '_>, from: BlockId, to: BlockId, stop: Option<BlockId>) -> bool {
     cx.facts.f.cfg.region(&[from], stop).binary_search(&to).is_ok()
 }

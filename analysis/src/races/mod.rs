@@ -17,7 +17,7 @@
 use crate::divergence::eval::Evaluator;
 use crate::divergence::Divergence;
 use crate::ir::space::Space;
-use crate::ir::{FunctionIr, ValueId};
+use crate::ir::{BlockId, FunctionIr, IdVec, ValueId};
 use crate::memory::{Access, AccessKind};
 use crate::model::{Shape, ShapeSource};
 use std::collections::{BTreeSet, HashMap};
@@ -44,14 +44,14 @@ pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn
     for s in starts {
         // walk instructions from `s` until barriers, across blocks
         let mut members: Vec<usize> = Vec::new();
-        let mut seen_block = vec![false; cfg.len()];
+        let mut seen_block: IdVec<BlockId, bool> = IdVec::filled(cfg.len(), false);
         let mut work: Vec<usize> = vec![s];
         let mut first = true;
         while let Some(start) = work.pop() {
             if start >= n {
                 continue;
             }
-            let b = cfg.block_of[start];
+            let b = cfg.block_of(start);
             if !first && start == cfg.blocks[b].start {
                 if seen_block[b] {
                     continue;
@@ -194,10 +194,10 @@ pub fn find(
     d: &Divergence,
     shape: &Shape,
     accesses: &[Access],
-    active: &mut dyn FnMut(usize, usize) -> Vec<bool>,
+    active: &mut dyn FnMut(BlockId, usize) -> Vec<bool>,
     barrier_call: &dyn Fn(usize) -> bool,
 ) -> Vec<Race> {
-    if f.cfg.irreducible {
+    if f.cfg.is_irreducible() {
         return vec![];
     }
     let intervals = intervals(f, accesses, barrier_call);
@@ -239,7 +239,7 @@ fn races_at(
     accs: &[Access],
     pairs: &[(usize, usize)],
     shape: &Shape,
-    mut active: Option<&mut dyn FnMut(usize, usize) -> Vec<bool>>,
+    mut active: Option<&mut dyn FnMut(BlockId, usize) -> Vec<bool>>,
 ) -> Vec<Race> {
     let lanes = shape.lanes();
     let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
@@ -259,7 +259,7 @@ fn races_at(
                 return None;
             }
             let v = a.addr_value?;
-            let b = f.cfg.block_of[a.inst];
+            let b = f.cfg.block_of(a.inst);
             let per_iteration: Addresses = (0..2)
                 .map(|it| {
                     let vals = crate::memory::evaluate_with(&mut evs[it], v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
