@@ -234,7 +234,7 @@ fn check_function(
             AccessReport {
                 kernel: kernel.clone(),
                 function: f.index,
-                inst: a.inst,
+                inst: a.inst.index(),
                 ptx_line: f.insts[a.inst].ast.pos.line,
                 span: cx.resolve(a.inst).primary,
                 space: a.space.name(),
@@ -251,9 +251,9 @@ fn check_function(
         .cfg
         .blocks
         .iter_enumerated()
-        .filter(|(b, blk)| f.cfg.reachable(*b) && blk.end > blk.start)
+        .filter(|(b, _)| f.cfg.reachable(*b))
         .filter_map(|(b, blk)| {
-            let i = blk.end - 1;
+            let i = blk.last()?;
             let inst = &f.insts[i];
             let g = inst.ast.guard.filter(|_| inst.is_jump())?;
             let cond = f.ssa.use_of(i, g.reg)?;
@@ -273,7 +273,7 @@ fn check_function(
             Some(BranchReport {
                 kernel: kernel.clone(),
                 function: f.index,
-                inst: i,
+                inst: i.index(),
                 ptx_line: inst.ast.pos.line,
                 span: cx.resolve(i).primary,
                 warps: shape.warps(),
@@ -287,8 +287,8 @@ fn check_function(
         .map(|r| RaceReport {
             kernel: kernel.clone(),
             function: f.index,
-            first: facts.accesses[r.first].access.inst,
-            second: facts.accesses[r.second].access.inst,
+            first: facts.accesses[r.first].access.inst.index(),
+            second: facts.accesses[r.second].access.inst.index(),
             kind: r.kind,
             space: facts.accesses[r.first].access.space,
         })

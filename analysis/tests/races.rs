@@ -114,7 +114,7 @@ fn every_access_meets_itself_and_entry_bounds_intervals() {
 #[test]
 fn two_thread_check() {
     let w = |kind| Access {
-        inst: 0,
+        inst: gpucheck_analysis::ir::InstId::new(0),
         kind,
         space: gpucheck_analysis::ir::space::Space::Shared,
         width: 4,

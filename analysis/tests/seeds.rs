@@ -147,7 +147,12 @@ fn divergent_branch_lines(f: &ir::FunctionIr<'_>, d: &Divergence) -> Vec<u32> {
 
 /// Value written by the first instruction whose text starts with `prefix`.
 fn value_of(f: &ir::FunctionIr<'_>, d: &Divergence, opcode: &str, dest: &str) -> AbsVal {
-    let i = f.insts.iter().position(|i| i.text() == opcode && i.operand(0) == Some(&ptx::Operand::Reg(dest))).expect("instruction");
+    let i = f
+        .insts
+        .iter_enumerated()
+        .find(|(_, i)| i.text() == opcode && i.operand(0) == Some(&ptx::Operand::Reg(dest)))
+        .expect("instruction")
+        .0;
     d.vals[f.ssa.defs(i)[0]]
 }
 

@@ -18,6 +18,7 @@ use super::Divergence;
 use crate::ir::inst::Opcode;
 use crate::ir::inst::Special;
 use crate::ir::scalar::{self, ThreadPos};
+use crate::ir::InstId;
 use crate::ir::{FunctionIr, ValueDef, ValueId};
 use crate::ptx::Operand;
 use std::cell::RefCell;
@@ -122,7 +123,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
             if let ValueDef::Inst { inst, slot } = self.f.ssa.values[v] {
                 // uniform computations of known things (e.g. %ntid.x * 2) still evaluate
-                match self.inst(inst as usize, slot as usize, depth + 1) {
+                match self.inst(inst, slot as usize, depth + 1) {
                     Ok(k) => return Ok(k),
                     Err(EvalErr::Leaf(x)) => return Err(EvalErr::Leaf(x)),
                     Err(EvalErr::Opaque) => {}
@@ -144,7 +145,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                     None => Err(EvalErr::Opaque),
                 }
             }
-            ValueDef::Inst { inst, slot } => self.inst(inst as usize, slot as usize, depth + 1),
+            ValueDef::Inst { inst, slot } => self.inst(inst, slot as usize, depth + 1),
         }
     }
 
@@ -176,7 +177,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     }
 
     /// A register value read by instruction `i`.
-    fn reg_value(&self, i: usize, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
+    fn reg_value(&self, i: InstId, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         // values leaving a loop with divergent exits are not evaluable
         let seen = self.d.at(self.f, v, self.f.cfg.block_of(i));
         if seen != self.d.vals[v] {
@@ -185,7 +186,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.value_d(v, depth)
     }
 
-    fn operand(&self, i: usize, o: &Operand<'_>, depth: u32) -> Result<Vals, EvalErr> {
+    fn operand(&self, i: InstId, o: &Operand<'_>, depth: u32) -> Result<Vals, EvalErr> {
         match o {
             Operand::Reg(r) => match self.f.ssa.use_of(i, r) {
                 Some(v) => self.reg_value(i, v, depth),
@@ -200,7 +201,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
     }
 
-    fn inst(&self, i: usize, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
+    fn inst(&self, i: InstId, slot: usize, depth: u32) -> Result<Vals, EvalErr> {
         let inst = &self.f.insts[i];
         let Some(op) = scalar::prepare(inst, slot).filter(|_| !inst.is_float()) else {
             return Err(EvalErr::Opaque);
@@ -217,7 +218,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// The instruction's value in every lane, from its sources' values, by
     /// the scalar semantics.
-    fn unguarded(&self, i: usize, slot: usize, op: scalar::Prepared, depth: u32) -> Result<Vals, EvalErr> {
+    fn unguarded(&self, i: InstId, slot: usize, op: scalar::Prepared, depth: u32) -> Result<Vals, EvalErr> {
         let inst = &self.f.insts[i];
         let ty = scalar::dest_ty(inst, slot).ok_or(EvalErr::Opaque)?;
         let mut srcs: Vec<Vals> = Vec::with_capacity(inst.operands().len());

@@ -17,7 +17,7 @@ pub use transfer::name_key;
 
 use crate::ir::dataflow::{self, Problem};
 use crate::ir::inst::{Opcode, Space, Special};
-use crate::ir::{BlockId, FunctionIr, IdVec, LoopId, PhiId, User, ValueDef, ValueId};
+use crate::ir::{BlockId, FunctionIr, IdVec, InstId, LoopId, PhiId, User, ValueDef, ValueId};
 use crate::ptx::Operand;
 pub use domain::{AbsVal, Coef};
 use std::collections::{HashMap, HashSet};
@@ -94,7 +94,7 @@ impl<'a> Summaries<'a> {
 pub struct DivBranch {
     pub block: BlockId,
     /// The terminating instruction.
-    pub inst: usize,
+    pub inst: InstId,
     /// The predicate value and whether the guard is negated (`@!%p`).
     pub cond: ValueId,
     pub negated: bool,
@@ -192,7 +192,7 @@ struct Problem_<'f, 'a, 's> {
     /// The divergent branches whose joins hold each phi.
     sync_sources: IdVec<PhiId, Vec<BlockId>>,
     /// Whether each instruction is the guarded terminator of its block.
-    is_term: Vec<bool>,
+    is_term: IdVec<InstId, bool>,
 }
 
 impl Problem_<'_, '_, '_> {
@@ -203,7 +203,7 @@ impl Problem_<'_, '_, '_> {
         self.f.ssa.values.len() + b.index()
     }
     /// The nodes that read what instruction `i` writes or decides.
-    fn inst_dependents(&self, i: usize, out: &mut Vec<usize>) {
+    fn inst_dependents(&self, i: InstId, out: &mut Vec<usize>) {
         out.extend(self.f.ssa.defs(i).iter().map(|v| v.index()));
         if self.is_term[i] {
             out.push(self.branch_node(self.f.cfg.block_of(i)));
@@ -211,7 +211,7 @@ impl Problem_<'_, '_, '_> {
     }
     fn user_dependents(&self, u: User, out: &mut Vec<usize>) {
         match u {
-            User::Inst(i) => self.inst_dependents(i as usize, out),
+            User::Inst(i) => self.inst_dependents(i, out),
             User::Phi(p) => out.push(self.f.ssa.phis[p].value.index()),
         }
     }
@@ -227,7 +227,7 @@ impl Problem for Problem_<'_, '_, '_> {
         if node < nv {
             return match f.ssa.values[ValueId::new(node)] {
                 ValueDef::Entry(_) => state[node],
-                ValueDef::Inst { inst, slot } => transfer::inst_value(&view, f, self.sums, inst as usize, slot as usize),
+                ValueDef::Inst { inst, slot } => transfer::inst_value(&view, f, self.sums, inst, slot as usize),
                 ValueDef::Phi(p) => {
                     let ph = &f.ssa.phis[p];
                     let mut nv = AbsVal::Bottom;
@@ -315,11 +315,11 @@ impl Problem for Problem_<'_, '_, '_> {
             for &lb in &lp.blocks {
                 let blk = &f.cfg.blocks[lb];
                 let phis = f.ssa.block_phis[lb].iter().map(|&p| f.ssa.phis[p].value);
-                let insts = (blk.start..blk.end).flat_map(|i| f.ssa.defs(i).iter().copied());
+                let insts = blk.insts().flat_map(|i| f.ssa.defs(i).iter().copied());
                 for v in phis.chain(insts) {
                     for &u in &f.ssa.users[v] {
                         let ub = match u {
-                            User::Inst(i) => f.cfg.block_of(i as usize),
+                            User::Inst(i) => f.cfg.block_of(i),
                             User::Phi(p) => f.ssa.phis[p].block,
                         };
                         if !f.cfg.in_loop(ub, l) || matches!(u, User::Phi(_)) {
@@ -341,7 +341,7 @@ impl Divergence {
             .values
             .iter()
             .map(|d| match d {
-                ValueDef::Inst { inst, .. } => Some(f.cfg.block_of(*inst as usize)),
+                ValueDef::Inst { inst, .. } => Some(f.cfg.block_of(*inst)),
                 ValueDef::Phi(p) => Some(f.ssa.phis[*p].block),
                 ValueDef::Entry(_) => None,
             })
@@ -366,7 +366,7 @@ impl Divergence {
                     .collect()
             })
             .collect();
-        let is_term = (0..f.insts.len()).map(|i| f.cfg.blocks[f.cfg.block_of(i)].end == i + 1 && f.insts[i].ast.guard.is_some()).collect();
+        let is_term = f.insts.keys().map(|i| f.cfg.blocks[f.cfg.block_of(i)].last() == Some(i) && f.insts[i].ast.guard.is_some()).collect();
         // entry values: special registers, or uniform unknowns; everything else starts at ⊥
         let mut init = vec![AbsVal::Bottom; nv + nb + nl];
         for (v, def) in f.ssa.values.iter_enumerated() {
@@ -378,7 +378,7 @@ impl Divergence {
         let mut order = Vec::with_capacity(nv + nb);
         for &b in &f.cfg.rpo {
             order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p].value.index()));
-            for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
+            for i in f.cfg.blocks[b].insts() {
                 order.extend(f.ssa.defs(i).iter().map(|v| v.index()));
             }
             order.push(nv + b.index());
@@ -412,7 +412,7 @@ impl Divergence {
     }
 
     /// Value of a register operand read by instruction `i`.
-    pub fn operand(&self, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) -> AbsVal {
+    pub fn operand(&self, f: &FunctionIr<'_>, i: InstId, o: &Operand<'_>) -> AbsVal {
         transfer::operand(self, f, i, o)
     }
 }
@@ -422,11 +422,7 @@ fn branch_of<V: Values>(d: &V, f: &FunctionIr<'_>, b: BlockId) -> Option<DivBran
     if !f.cfg.reachable(b) {
         return None;
     }
-    let blk = &f.cfg.blocks[b];
-    if blk.end == blk.start {
-        return None;
-    }
-    let i = blk.end - 1;
+    let i = f.cfg.blocks[b].last()?;
     let inst = &f.insts[i];
     let g = inst.ast.guard?;
     if !matches!(inst.opcode, Opcode::Bra | Opcode::Brx | Opcode::Ret | Opcode::Exit) {
@@ -538,7 +534,7 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
                 stack.extend(ph.incoming.iter().map(|x| x.1));
             }
             ValueDef::Inst { inst, .. } => {
-                let i = &f.insts[inst as usize];
+                let i = &f.insts[inst];
                 match i.opcode {
                     Opcode::Ld | Opcode::Ldu | Opcode::Tex | Opcode::Suld => add("loaded data", &mut out),
                     Opcode::Atom => add("an atomic's result", &mut out),
@@ -547,7 +543,7 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
                     _ => {}
                 }
                 if !matches!(i.opcode, Opcode::Ld | Opcode::Ldu | Opcode::Atom) {
-                    stack.extend_from_slice(f.ssa.uses(inst as usize));
+                    stack.extend_from_slice(f.ssa.uses(inst));
                 }
             }
         }

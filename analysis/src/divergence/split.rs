@@ -12,7 +12,7 @@
 use super::eval::{samples, through_copies, EvalErr, Evaluator};
 use super::{AbsVal, Coef, DivBranch, Divergence};
 use crate::ir::inst::{Cmp, Opcode};
-use crate::ir::{FunctionIr, LoopId, ValueDef, ValueId};
+use crate::ir::{FunctionIr, InstId, LoopId, ValueDef, ValueId};
 use crate::model::{Shape, WARP};
 use crate::ptx::Operand;
 
@@ -40,7 +40,7 @@ impl Split {
 }
 
 /// The `setp` that defines a predicate, with the comparison and operands.
-fn setp_of(f: &FunctionIr<'_>, v: ValueId) -> Option<(usize, Cmp)> {
+fn setp_of(f: &FunctionIr<'_>, v: ValueId) -> Option<(InstId, Cmp)> {
     let i = f.def_inst(v)?;
     let inst = &f.insts[i];
     if inst.opcode != Opcode::Setp || inst.ast.guard.is_some() || inst.operands().len() != 3 {
@@ -82,7 +82,7 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
 /// symbol (Sampaio's sumTriangle: `(t+1)·c` stepping by `c`) makes it vary;
 /// an unrelated uniform step is the strided-loop idiom (grid- or
 /// block-stride), which splits at most the last iteration's warp.
-fn trip_count_varies(f: &FunctionIr<'_>, d: &Divergence, setp: usize, l: LoopId, c: [Coef; 3], shape: &Shape) -> bool {
+fn trip_count_varies(f: &FunctionIr<'_>, d: &Divergence, setp: InstId, l: LoopId, c: [Coef; 3], shape: &Shape) -> bool {
     match iv_step(f, d, setp, l) {
         Some(step) => match (step.const_value(), step.sym()) {
             (Some(0), _) => false,
@@ -122,7 +122,7 @@ fn const_coefs(c: [Coef; 3]) -> Option<[i64; 3]> {
 /// Per-iteration step of the loop counter the exit condition (instruction
 /// `i`) compares, if it is a header phi `p` updated as `p + step` (through
 /// copies and additions of uniform values).
-fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: LoopId) -> Option<AbsVal> {
+fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: InstId, l: LoopId) -> Option<AbsVal> {
     let header = f.cfg.loops[l].header;
     for o in &f.insts[i].operands()[1..] {
         let Operand::Reg(r) = o else { continue };
@@ -146,16 +146,15 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: usize, l: LoopId) -> Option<Ab
                     return Some(if linst.opcode == Opcode::Sub { -step } else { step });
                 }
                 ValueDef::Inst { inst: di, .. } => {
-                    let dinst = &f.insts[di as usize];
+                    let dinst = &f.insts[di];
                     if !matches!(dinst.opcode, Opcode::Mov | Opcode::Cvt | Opcode::Add | Opcode::Sub) {
                         break;
                     }
                     // follow the thread-dependent (or phi) operand
                     let Some(next) = dinst.operands().iter().skip(1).find_map(|o| match o {
-                        Operand::Reg(r) => f
-                            .ssa
-                            .use_of(di as usize, r)
-                            .filter(|x| !d.vals[*x].is_uniform() || matches!(f.ssa.values[*x], ValueDef::Phi(_))),
+                        Operand::Reg(r) => {
+                            f.ssa.use_of(di, r).filter(|x| !d.vals[*x].is_uniform() || matches!(f.ssa.values[*x], ValueDef::Phi(_)))
+                        }
                         _ => None,
                     }) else {
                         break;

@@ -10,7 +10,7 @@
 use super::domain::AbsVal;
 use super::{Summaries, Values};
 use crate::ir::inst::{Flag, Inst, Opcode, Space, Special, Sub, Ty, Variation};
-use crate::ir::{scalar, FunctionIr, ValueId};
+use crate::ir::{scalar, FunctionIr, InstId, ValueId};
 use crate::ptx::Operand;
 
 /// A stable symbol key for a named uniform thing (a kernel parameter, a
@@ -44,7 +44,7 @@ pub fn special(s: Special) -> AbsVal {
 
 /// Value of operand `k` of instruction `i`.
 #[inline]
-pub fn operand_at<V: Values>(d: &V, f: &FunctionIr<'_>, i: usize, k: usize) -> AbsVal {
+pub fn operand_at<V: Values>(d: &V, f: &FunctionIr<'_>, i: InstId, k: usize) -> AbsVal {
     let Some(o) = f.insts[i].operand(k) else { return AbsVal::Bottom };
     match (o, f.operand_value(i, k)) {
         (Operand::Reg(_) | Operand::Not(_) | Operand::Pair(..), Some(v)) => d.at(f, v, f.cfg.block_of(i)),
@@ -54,7 +54,7 @@ pub fn operand_at<V: Values>(d: &V, f: &FunctionIr<'_>, i: usize, k: usize) -> A
 }
 
 /// Value of one operand as read by instruction `i`.
-pub fn operand<V: Values>(d: &V, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) -> AbsVal {
+pub fn operand<V: Values>(d: &V, f: &FunctionIr<'_>, i: InstId, o: &Operand<'_>) -> AbsVal {
     match o {
         Operand::Reg(r) | Operand::Not(r) => match f.ssa.use_of(i, r) {
             Some(v) => d.at(f, v, f.cfg.block_of(i)),
@@ -80,7 +80,7 @@ pub fn operand<V: Values>(d: &V, f: &FunctionIr<'_>, i: usize, o: &Operand<'_>) 
 }
 
 /// The value instruction `i` writes to its `slot`-th destination.
-pub fn inst_value<V: Values>(d: &V, f: &FunctionIr<'_>, sums: &Summaries<'_>, i: usize, slot: usize) -> AbsVal {
+pub fn inst_value<V: Values>(d: &V, f: &FunctionIr<'_>, sums: &Summaries<'_>, i: InstId, slot: usize) -> AbsVal {
     let inst = &f.insts[i];
     let v = raw_value(d, f, sums, inst, i, slot);
     match inst.ast.guard {
@@ -118,7 +118,7 @@ fn narrow(v: AbsVal, ty: Option<Ty>) -> AbsVal {
     }
 }
 
-fn raw_value<V: Values>(d: &V, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &Inst<'_>, i: usize, slot: usize) -> AbsVal {
+fn raw_value<V: Values>(d: &V, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &Inst<'_>, i: InstId, slot: usize) -> AbsVal {
     let n = inst.operands().len();
     let src = |k: usize| operand_at(d, f, i, k);
     let all_src = || -> Vec<AbsVal> { (1..n).map(src).collect() };

@@ -18,7 +18,7 @@ use crate::divergence::split::{classify, Split};
 use crate::divergence::{controlled_blocks, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::Space;
-use crate::ir::{BlockId, FunctionIr, IdVec};
+use crate::ir::{BlockId, FunctionIr, IdVec, InstId};
 use crate::memory::{Access, Prediction};
 use crate::model::Shape;
 use crate::races::Race;
@@ -62,7 +62,7 @@ pub struct KernelFacts<'f, 'a> {
     pub races: Vec<Race>,
     /// Instructions every thread of the block must reach: barriers, and
     /// calls to functions that execute one.
-    pub barriers: Vec<usize>,
+    pub barriers: Vec<InstId>,
 }
 
 impl<'f, 'a> KernelFacts<'f, 'a> {
@@ -76,8 +76,8 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                 BranchFact { br: *br, controlled, split: classify(f, d, br, shape) }
             })
             .collect();
-        let barrier_call = |i: usize| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
-        let barriers = (0..f.insts.len()).filter(|&i| f.insts[i].is_block_barrier() || barrier_call(i)).collect();
+        let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
+        let barriers = f.insts.keys().filter(|&i| f.insts[i].is_block_barrier() || barrier_call(i)).collect();
         let mut lanes = Lanes::new(f, d, shape, &branches);
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
             .into_iter()
@@ -165,7 +165,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
                 let target = self.f.insts[br.inst]
                     .branch_label()
                     .and_then(|l| self.f.labels.get(l))
-                    .filter(|&&x| x < self.f.insts.len())
+                    .filter(|&&x| x.index() < self.f.insts.len())
                     .map(|&x| cfg.block_of(x));
                 let taken: Vec<BlockId> = target.into_iter().collect();
                 let fall: Vec<BlockId> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();

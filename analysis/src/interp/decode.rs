@@ -11,7 +11,7 @@
 use super::InterpError;
 use crate::ir::inst::{AtomOp, BoolOp, Cmp, Flag, Inst, Opcode, Round, ShflMode, Space, Special, Sub, Ty, VoteMode};
 use crate::ir::scalar::{self, Bin, Un};
-use crate::ir::FunctionIr;
+use crate::ir::{FunctionIr, InstId};
 use crate::ptx::Operand;
 use std::collections::HashMap;
 
@@ -278,7 +278,7 @@ impl<'a> Dec<'_, 'a, '_> {
         self.syms.shared.get(name).or_else(|| self.syms.global.get(name)).or_else(|| self.syms.params.get(name)).copied()
     }
 
-    fn src(&mut self, o: &Operand<'a>, ty: Ty, i: usize) -> Result<Src, InterpError> {
+    fn src(&mut self, o: &Operand<'a>, ty: Ty, i: InstId) -> Result<Src, InterpError> {
         Ok(match o {
             Operand::Reg(r) => Src::Reg(self.reg(r)),
             Operand::Not(r) => Src::NotReg(self.reg(r)),
@@ -299,21 +299,21 @@ impl<'a> Dec<'_, 'a, '_> {
         })
     }
 
-    fn dst(&mut self, o: &Operand<'a>, i: usize) -> Result<u32, InterpError> {
+    fn dst(&mut self, o: &Operand<'a>, i: InstId) -> Result<u32, InterpError> {
         match o {
             Operand::Reg(r) => Ok(self.reg(r)),
             _ => Err(self.err(i, "expected a register destination")),
         }
     }
 
-    fn opt_dst(&mut self, o: &Operand<'a>, i: usize) -> Result<Option<u32>, InterpError> {
+    fn opt_dst(&mut self, o: &Operand<'a>, i: InstId) -> Result<Option<u32>, InterpError> {
         match o {
             Operand::Sink => Ok(None),
             _ => self.dst(o, i).map(Some),
         }
     }
 
-    fn addr(&mut self, o: &Operand<'a>, i: usize) -> Result<Addr, InterpError> {
+    fn addr(&mut self, o: &Operand<'a>, i: InstId) -> Result<Addr, InterpError> {
         match o {
             Operand::Addr(a) => {
                 let base = match &a.base {
@@ -326,7 +326,7 @@ impl<'a> Dec<'_, 'a, '_> {
         }
     }
 
-    fn err(&self, i: usize, why: &str) -> InterpError {
+    fn err(&self, i: InstId, why: &str) -> InterpError {
         let inst = &self.f.insts[i];
         InterpError::Unsupported { line: inst.ast.pos.line, opcode: inst.text().to_string(), why: why.to_string() }
     }
@@ -402,7 +402,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
         }
     }
     let mut insts = Vec::with_capacity(f.insts.len());
-    for i in 0..f.insts.len() {
+    for i in f.insts.keys() {
         let guard = match &f.insts[i].ast.guard {
             Some(g) => {
                 let r = d.reg(g.reg);
@@ -416,7 +416,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
     Ok(Program { insts, nregs: d.regs.len(), specials: d.specials, local_bytes, scratch_bytes: scratch, formals, returns })
 }
 
-fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> {
+fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: InstId) -> Result<Op, InterpError> {
     let inst: Inst<'a> = d.f.insts[i];
     let ops = inst.operands();
     let ty = inst.ty.unwrap_or(Ty::B(32));
@@ -606,9 +606,9 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: usize) -> Result<Op, InterpError> 
                 Some(Operand::Sym(s)) => *s,
                 _ => return Err(d.err(i, "indirect branches")),
             };
-            let target = *d.f.labels.get(label).ok_or_else(|| d.err(i, &format!("unknown label `{label}`")))?;
+            let target = d.f.labels.get(label).ok_or_else(|| d.err(i, &format!("unknown label `{label}`")))?.index();
             let b = d.f.cfg.block_of(i);
-            let rpc = d.f.cfg.ipdom(b).map(|p| d.f.cfg.blocks[p].start).unwrap_or(NO_RPC);
+            let rpc = d.f.cfg.ipdom(b).map(|p| d.f.cfg.blocks[p].start.index()).unwrap_or(NO_RPC);
             Op::Bra { target, rpc }
         }
         Opcode::Ret => Op::Ret,

@@ -6,7 +6,7 @@
 //! facts every analysis asks for (`dominates`, `ipdom`, loop membership).
 //! Does not own: registers or values (see `ssa`).
 
-use super::entity::{BlockId, IdVec, LoopId};
+use super::entity::{BlockId, IdVec, InstId, LoopId};
 use super::inst::{Flow, Inst};
 use petgraph::algo::dominators::{simple_fast, Dominators};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -15,11 +15,22 @@ use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
 pub struct Block {
-    /// Instruction index range `[start, end)`.
-    pub start: usize,
-    pub end: usize,
+    /// Instruction range `[start, end)`.
+    pub start: InstId,
+    pub end: InstId,
     pub succs: Vec<BlockId>,
     pub preds: Vec<BlockId>,
+}
+
+impl Block {
+    /// The block's instructions, in order.
+    pub fn insts(&self) -> impl DoubleEndedIterator<Item = InstId> + ExactSizeIterator {
+        (self.start.index()..self.end.index()).map(InstId::new)
+    }
+    /// The last instruction (a block is never empty but in an empty function).
+    pub fn last(&self) -> Option<InstId> {
+        (self.end > self.start).then(|| InstId::new(self.end.index() - 1))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -44,7 +55,7 @@ pub struct Cfg {
     /// Reverse post-order of reachable blocks.
     pub rpo: Vec<BlockId>,
     /// Block of each instruction.
-    block_of: Vec<BlockId>,
+    block_of: IdVec<InstId, BlockId>,
     dom: Dominators<NodeIndex>,
     pdom: Dominators<NodeIndex>,
     /// Position of each block in `rpo` (`u32::MAX` if unreachable).
@@ -60,8 +71,8 @@ impl Cfg {
     /// instruction they precede; `tables` maps `.branchtargets` labels to
     /// their target lists; `noreturn(i)` says a call never returns.
     pub fn build(
-        insts: &[Inst<'_>],
-        labels: &rustc_hash::FxHashMap<&str, usize>,
+        insts: &IdVec<InstId, Inst<'_>>,
+        labels: &rustc_hash::FxHashMap<&str, InstId>,
         tables: &HashMap<&str, Vec<&str>>,
         noreturn: impl Fn(&Inst<'_>) -> bool,
     ) -> Cfg {
@@ -72,8 +83,8 @@ impl Cfg {
             leader[0] = true;
         }
         for &i in labels.values() {
-            if i <= n {
-                leader[i] = true;
+            if i.index() <= n {
+                leader[i.index()] = true;
             }
         }
         for (i, inst) in insts.iter().enumerate() {
@@ -82,25 +93,25 @@ impl Cfg {
             }
         }
         let mut blocks: IdVec<BlockId, Block> = IdVec::new();
-        let mut block_of = vec![BlockId::new(0); n];
+        let mut block_of: IdVec<InstId, BlockId> = IdVec::filled(n, BlockId::new(0));
         let mut s = 0;
         for (i, &lead) in leader.iter().enumerate().skip(1) {
             if lead || i == n {
                 if i > s {
-                    blocks.push(Block { start: s, end: i, succs: vec![], preds: vec![] });
+                    blocks.push(Block { start: InstId::new(s), end: InstId::new(i), succs: vec![], preds: vec![] });
                 }
                 s = i;
             }
         }
         if blocks.is_empty() {
             // an empty body still gets one (empty) block
-            blocks.push(Block { start: 0, end: 0, succs: vec![], preds: vec![] });
+            blocks.push(Block { start: InstId::new(0), end: InstId::new(0), succs: vec![], preds: vec![] });
         }
         let mut start_block = HashMap::new();
         for (b, blk) in blocks.iter_enumerated() {
             start_block.insert(blk.start, b);
-            for bo in block_of.iter_mut().take(blk.end).skip(blk.start) {
-                *bo = b;
+            for i in blk.insts() {
+                block_of[i] = b;
             }
         }
         let target = |l: &str| labels.get(l).and_then(|i| start_block.get(i)).copied();
@@ -108,12 +119,12 @@ impl Cfg {
         for blk in blocks.iter_mut() {
             let (st, en) = (blk.start, blk.end);
             let mut succs = Vec::new();
-            let fall = if en < n { start_block.get(&en).copied() } else { None };
+            let fall = if en.index() < n { start_block.get(&en).copied() } else { None };
             if en == st {
                 blk.succs = succs;
                 continue;
             }
-            let last = &insts[en - 1];
+            let last = &insts[InstId::new(en.index() - 1)];
             let guarded = last.ast.guard.is_some();
             match last.flow() {
                 Flow::Next => {
@@ -177,13 +188,8 @@ impl Cfg {
     }
 
     /// The block of instruction `i`.
-    pub fn block_of(&self, i: usize) -> BlockId {
+    pub fn block_of(&self, i: InstId) -> BlockId {
         self.block_of[i]
-    }
-
-    /// The instruction range of block `b`.
-    pub fn insts(&self, b: BlockId) -> std::ops::Range<usize> {
-        self.blocks[b].start..self.blocks[b].end
     }
 
     pub fn reachable(&self, b: BlockId) -> bool {

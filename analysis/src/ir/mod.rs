@@ -29,11 +29,11 @@ pub struct FunctionIr<'a> {
     /// Index of the function in `Module::functions`.
     pub index: usize,
     /// The instructions, decoded.
-    pub insts: Vec<Inst<'a>>,
+    pub insts: IdVec<InstId, Inst<'a>>,
     /// The `.loc` in force at each instruction (line 0 entries skipped).
-    pub locs: Vec<Option<Loc>>,
-    /// Label name → index of the instruction it precedes.
-    pub labels: FxHashMap<&'a str, usize>,
+    pub locs: IdVec<InstId, Option<Loc>>,
+    /// Label name → the instruction it precedes (one past the last for a label at the end).
+    pub labels: FxHashMap<&'a str, InstId>,
     /// Names of `.shared` variables declared in the function body.
     pub local_shared: HashSet<&'a str>,
     pub cfg: Cfg,
@@ -74,8 +74,8 @@ pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, noreturn: &HashSet<&'a str
 pub struct Body<'a> {
     pub func: &'a Function<'a>,
     pub index: usize,
-    pub insts: Vec<Inst<'a>>,
-    pub labels: FxHashMap<&'a str, usize>,
+    pub insts: IdVec<InstId, Inst<'a>>,
+    pub labels: FxHashMap<&'a str, InstId>,
 }
 
 /// The bodies of every function that has one (numbered as in `lower`).
@@ -83,14 +83,16 @@ pub fn bodies<'a>(m: &'a Module<'a>) -> Vec<Body<'a>> {
     let mut out = Vec::new();
     for (index, func) in m.functions.iter().enumerate() {
         let Some(body) = func.body.as_deref() else { continue };
-        let mut insts = Vec::with_capacity(body.len());
+        let mut insts: IdVec<InstId, Inst<'a>> = IdVec::with_capacity(body.len());
         let mut labels = FxHashMap::default();
         for s in body {
             match s {
                 Stmt::Label(l, _) => {
-                    labels.insert(*l, insts.len());
+                    labels.insert(*l, InstId::new(insts.len()));
                 }
-                Stmt::Inst(i) => insts.push(decode(i)),
+                Stmt::Inst(i) => {
+                    insts.push(decode(i));
+                }
                 _ => {}
             }
         }
@@ -103,8 +105,8 @@ pub fn bodies<'a>(m: &'a Module<'a>) -> Vec<Body<'a>> {
 pub trait Listing<'a> {
     fn func(&self) -> &'a Function<'a>;
     fn index(&self) -> usize;
-    fn insts(&self) -> &[Inst<'a>];
-    fn labels(&self) -> &FxHashMap<&'a str, usize>;
+    fn insts(&self) -> &IdVec<InstId, Inst<'a>>;
+    fn labels(&self) -> &FxHashMap<&'a str, InstId>;
 }
 
 /// Both types keep the listing in fields of the same names.
@@ -117,10 +119,10 @@ macro_rules! listing {
             fn index(&self) -> usize {
                 self.index
             }
-            fn insts(&self) -> &[Inst<'a>] {
+            fn insts(&self) -> &IdVec<InstId, Inst<'a>> {
                 &self.insts
             }
-            fn labels(&self) -> &FxHashMap<&'a str, usize> {
+            fn labels(&self) -> &FxHashMap<&'a str, InstId> {
                 &self.labels
             }
         }
@@ -131,8 +133,8 @@ listing!(FunctionIr);
 
 fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str>) -> FunctionIr<'a> {
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);
-    let mut insts = Vec::with_capacity(body.len());
-    let mut locs = Vec::with_capacity(body.len());
+    let mut insts = IdVec::with_capacity(body.len());
+    let mut locs = IdVec::with_capacity(body.len());
     let mut labels = FxHashMap::default();
     let mut tables: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut local_shared = HashSet::new();
@@ -141,7 +143,7 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
     for s in body {
         match s {
             Stmt::Label(l, _) => {
-                labels.insert(*l, insts.len());
+                labels.insert(*l, InstId::new(insts.len()));
                 last_label = Some(l);
             }
             Stmt::Inst(i) => {
@@ -168,7 +170,7 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
     let ssa = Ssa::build(&insts, &cfg);
     let mut opvals = Vec::with_capacity(insts.len() * 3);
     let mut opval_start = Vec::with_capacity(insts.len() + 1);
-    for (i, inst) in insts.iter().enumerate() {
+    for (i, inst) in insts.iter_enumerated() {
         opval_start.push(opvals.len() as u32);
         for o in inst.operands() {
             let reg = match o {
@@ -189,16 +191,17 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
 
 impl<'a> FunctionIr<'a> {
     /// The instruction that defines `v`, if any.
-    pub fn def_inst(&self, v: ValueId) -> Option<usize> {
+    pub fn def_inst(&self, v: ValueId) -> Option<InstId> {
         match self.ssa.values[v] {
-            ValueDef::Inst { inst, .. } => Some(inst as usize),
+            ValueDef::Inst { inst, .. } => Some(inst),
             _ => None,
         }
     }
 
     /// SSA value read through operand `k` of instruction `i` (see `opvals`).
     #[inline]
-    pub fn operand_value(&self, i: usize, k: usize) -> Option<ValueId> {
+    pub fn operand_value(&self, i: InstId, k: usize) -> Option<ValueId> {
+        let i = i.index();
         let s = self.opval_start[i] as usize + k;
         if s < self.opval_start[i + 1] as usize && self.opvals[s] != NO_VALUE {
             Some(ValueId::new(self.opvals[s] as usize))
@@ -208,7 +211,7 @@ impl<'a> FunctionIr<'a> {
     }
 
     /// Block containing instruction `i`.
-    pub fn block_of(&self, i: usize) -> BlockId {
+    pub fn block_of(&self, i: InstId) -> BlockId {
         self.cfg.block_of(i)
     }
 }
@@ -268,7 +271,7 @@ $L_exit:
         assert!(phi_regs.contains(&(1, "%r2")), "{phi_regs:?}");
         assert!(phi_regs.contains(&(4, "%r3")), "{phi_regs:?}");
         // the shl reads the header phi
-        let shl = f.insts.iter().position(|i| i.opcode == Opcode::Shl).unwrap();
+        let shl = f.insts.iter_enumerated().find(|(_, i)| i.opcode == Opcode::Shl).unwrap().0;
         let v = f.ssa.use_of(shl, "%r2").unwrap();
         assert!(matches!(f.ssa.values[v], ValueDef::Phi(_)));
     }

@@ -15,7 +15,7 @@
 use super::dataflow::{self, Problem};
 pub use super::inst::Space;
 use super::inst::{Inst, Opcode, Ty};
-use super::{FunctionIr, IdVec, User, ValueDef, ValueId};
+use super::{FunctionIr, IdVec, InstId, User, ValueDef, ValueId};
 use crate::ptx::{Module, Operand};
 use std::collections::HashMap;
 
@@ -50,7 +50,7 @@ impl Problem for Inference<'_, '_> {
             ValueDef::Entry(_) => Space::Unknown,
             ValueDef::Phi(p) => f.ssa.phis[p].incoming.iter().fold(Space::Unknown, |acc, (_, iv)| join(acc, vals[iv.index()])),
             // the space of the first destination (a pointer is a single register)
-            ValueDef::Inst { inst, slot: 0 } => self.inst_space(inst as usize, vals),
+            ValueDef::Inst { inst, slot: 0 } => self.inst_space(inst, vals),
             ValueDef::Inst { .. } => Space::Unknown,
         }
     }
@@ -61,9 +61,7 @@ impl Problem for Inference<'_, '_> {
         let f = self.f;
         for u in &f.ssa.users[ValueId::new(v)] {
             match *u {
-                User::Inst(i) if f.cfg.reachable(f.cfg.block_of(i as usize)) => {
-                    out.extend(f.ssa.defs(i as usize).iter().map(|d| d.index()))
-                }
+                User::Inst(i) if f.cfg.reachable(f.cfg.block_of(i)) => out.extend(f.ssa.defs(i).iter().map(|d| d.index())),
                 User::Phi(p) if f.cfg.reachable(f.ssa.phis[p].block) => out.push(f.ssa.phis[p].value.index()),
                 _ => {}
             }
@@ -72,7 +70,7 @@ impl Problem for Inference<'_, '_> {
 }
 
 impl Inference<'_, '_> {
-    fn inst_space(&self, i: usize, vals: &[Space]) -> Space {
+    fn inst_space(&self, i: InstId, vals: &[Space]) -> Space {
         let f = self.f;
         let inst = &f.insts[i];
         let of = |k: usize| -> Space {
@@ -135,7 +133,7 @@ impl Spaces {
         let mut order = Vec::with_capacity(f.ssa.values.len());
         for &b in &f.cfg.rpo {
             order.extend(f.ssa.block_phis[b].iter().map(|&p| f.ssa.phis[p].value.index()));
-            for i in f.cfg.blocks[b].start..f.cfg.blocks[b].end {
+            for i in f.cfg.blocks[b].insts() {
                 order.extend(f.ssa.defs(i).iter().map(|v| v.index()));
             }
         }
@@ -152,7 +150,7 @@ impl Spaces {
 
     /// The space a memory instruction accesses: its explicit modifier, else
     /// the inferred space of its address.
-    pub fn access(&self, f: &FunctionIr<'_>, i: usize) -> Space {
+    pub fn access(&self, f: &FunctionIr<'_>, i: InstId) -> Space {
         let inst = &f.insts[i];
         if let Some(s) = inst.space {
             return s;
@@ -244,8 +242,7 @@ mod tests {
         let access = |nth: usize| {
             let i = f
                 .insts
-                .iter()
-                .enumerate()
+                .iter_enumerated()
                 .filter(|(_, x)| matches!(x.opcode, Opcode::Ld | Opcode::St) && x.space != Some(Space::Param))
                 .nth(nth)
                 .unwrap()

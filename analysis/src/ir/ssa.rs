@@ -9,7 +9,7 @@
 
 use super::cfg::Cfg;
 use super::dataflow::{self, BitSet, Problem};
-use super::entity::BlockId;
+use super::entity::{BlockId, InstId};
 use super::inst::{Inst, Special};
 use rustc_hash::FxHashMap;
 
@@ -20,7 +20,7 @@ pub use super::entity::{PhiId, ValueId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueDef {
     /// Written by instruction `inst` as its `slot`-th destination.
-    Inst { inst: u32, slot: u32 },
+    Inst { inst: InstId, slot: u32 },
     /// A phi node.
     Phi(PhiId),
     /// The value a register has on entry (special registers such as
@@ -39,7 +39,7 @@ pub struct Phi {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum User {
-    Inst(u32),
+    Inst(InstId),
     Phi(PhiId),
 }
 
@@ -128,7 +128,7 @@ fn live_in_sets(
     let mut gen: IdVec<BlockId, BitSet> = IdVec::filled(nb, BitSet::new(ng));
     let mut kill: IdVec<BlockId, BitSet> = IdVec::filled(nb, BitSet::new(ng));
     for (b, blk) in cfg.blocks.iter_enumerated() {
-        for i in blk.start..blk.end {
+        for i in blk.start.index()..blk.end.index() {
             for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
                 let d = dense[r as usize];
                 if d != u32::MAX && !kill[b].contains(d as usize) {
@@ -153,7 +153,8 @@ fn live_in_sets(
 }
 
 impl<'a> Ssa<'a> {
-    pub fn build(insts: &[Inst<'a>], cfg: &Cfg) -> Ssa<'a> {
+    pub fn build(insts: &IdVec<InstId, Inst<'a>>, cfg: &Cfg) -> Ssa<'a> {
+        let insts = insts.as_slice();
         let n = insts.len();
         let nb = cfg.len();
         let mut reg_index: FxHashMap<&'a str, RegId> = FxHashMap::default();
@@ -191,7 +192,7 @@ impl<'a> Ssa<'a> {
         let mut global = vec![false; nr];
         let mut killed: Vec<Option<BlockId>> = vec![None; nr];
         for (b, blk) in cfg.blocks.iter_enumerated() {
-            for i in blk.start..blk.end {
+            for i in blk.start.index()..blk.end.index() {
                 for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
                     if killed[r as usize] != Some(b) {
                         global[r as usize] = true;
@@ -321,7 +322,7 @@ impl<'a> Ssa<'a> {
                 log.push(ph.reg);
             }
             let blk = &cfg.blocks[b];
-            for i in blk.start..blk.end {
+            for i in blk.start.index()..blk.end.index() {
                 for k in use_start[i] as usize..use_start[i + 1] as usize {
                     use_vals[k] = top(use_regs[k], &stacks, &mut values);
                 }
@@ -330,7 +331,7 @@ impl<'a> Ssa<'a> {
                     if insts[i].ast.guard.is_some() {
                         def_prior[k] = Some(top(r, &stacks, &mut values));
                     }
-                    let v = values.push(ValueDef::Inst { inst: i as u32, slot: (k - def_start[i] as usize) as u32 });
+                    let v = values.push(ValueDef::Inst { inst: InstId::new(i), slot: (k - def_start[i] as usize) as u32 });
                     def_vals[k] = v;
                     stacks[r as usize].push(v);
                     log.push(r);
@@ -353,12 +354,12 @@ impl<'a> Ssa<'a> {
         for i in 0..n {
             for k in use_start[i] as usize..use_start[i + 1] as usize {
                 let u = &mut users[use_vals[k]];
-                if u.last() != Some(&User::Inst(i as u32)) {
-                    u.push(User::Inst(i as u32));
+                if u.last() != Some(&User::Inst(InstId::new(i))) {
+                    u.push(User::Inst(InstId::new(i)));
                 }
             }
             for p in def_prior[def_start[i] as usize..def_start[i + 1] as usize].iter().flatten() {
-                users[*p].push(User::Inst(i as u32));
+                users[*p].push(User::Inst(InstId::new(i)));
             }
         }
         for (pi, p) in phis.iter_enumerated() {
@@ -370,24 +371,27 @@ impl<'a> Ssa<'a> {
     }
 
     /// SSA value read by instruction `inst` for register `reg` (by name).
-    pub fn use_of(&self, inst: usize, reg: &str) -> Option<ValueId> {
+    pub fn use_of(&self, inst: InstId, reg: &str) -> Option<ValueId> {
+        let inst = inst.index();
         let (s, e) = (self.use_start[inst] as usize, self.use_start[inst + 1] as usize);
         (s..e).find(|&k| self.regs[self.use_regs[k] as usize] == reg).map(|k| self.use_vals[k])
     }
 
     /// Values read by instruction `inst` (guard first, then operands in order).
-    pub fn uses(&self, inst: usize) -> &[ValueId] {
+    pub fn uses(&self, inst: InstId) -> &[ValueId] {
+        let inst = inst.index();
         &self.use_vals[self.use_start[inst] as usize..self.use_start[inst + 1] as usize]
     }
 
     /// Values written by instruction `inst`, in destination order.
-    pub fn defs(&self, inst: usize) -> &[ValueId] {
+    pub fn defs(&self, inst: InstId) -> &[ValueId] {
+        let inst = inst.index();
         &self.def_vals[self.def_start[inst] as usize..self.def_start[inst + 1] as usize]
     }
 
     /// For a guarded write: the value the register keeps when the guard is false.
-    pub fn prior(&self, inst: usize, slot: usize) -> Option<ValueId> {
-        self.def_prior.get(self.def_start[inst] as usize + slot).copied().flatten()
+    pub fn prior(&self, inst: InstId, slot: usize) -> Option<ValueId> {
+        self.def_prior.get(self.def_start[inst.index()] as usize + slot).copied().flatten()
     }
 
     /// The special register (`%tid.x`, `%ctaid.y`…) an entry value holds.
@@ -404,13 +408,13 @@ impl<'a> Ssa<'a> {
     }
 
     /// Register of an SSA value.
-    pub fn reg_of(&self, v: ValueId, insts: &[Inst<'a>]) -> &'a str {
+    pub fn reg_of(&self, v: ValueId, insts: &IdVec<InstId, Inst<'a>>) -> &'a str {
         match self.values[v] {
             ValueDef::Entry(r) => self.regs[r as usize],
             ValueDef::Phi(p) => self.regs[self.phis[p].reg as usize],
             ValueDef::Inst { inst, slot } => {
                 let mut tmp = Vec::new();
-                insts[inst as usize].defs(&mut tmp);
+                insts[inst].defs(&mut tmp);
                 tmp.get(slot as usize).copied().unwrap_or("?")
             }
         }

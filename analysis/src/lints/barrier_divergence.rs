@@ -10,7 +10,7 @@ use super::{thread_ranges, Finding, LintCx, Metric, Place, Text};
 use crate::divergence::split::Split;
 use crate::divergence::{sources, AbsVal};
 use crate::facts::BranchFact;
-use crate::ir::BlockId;
+use crate::ir::{BlockId, InstId};
 use crate::ptx::Operand;
 
 declare_lint! {
@@ -103,7 +103,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     }
 }
 
-fn report(cx: &LintCx<'_, '_, '_>, i: usize, cause: &BranchFact, what: &str) -> Finding {
+fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, what: &str) -> Finding {
     let (f, d) = (cx.facts.f, cx.facts.d);
     let cfg = &f.cfg;
     let br = &cause.br;
@@ -156,10 +156,10 @@ fn report(cx: &LintCx<'_, '_, '_>, i: usize, cause: &BranchFact, what: &str) -> 
 }
 
 /// Block a `bra` jumps to.
-fn branch_target(cx: &LintCx<'_, '_, '_>, i: usize) -> Option<BlockId> {
+fn branch_target(cx: &LintCx<'_, '_, '_>, i: InstId) -> Option<BlockId> {
     let f = cx.facts.f;
     let l = f.insts[i].branch_label()?;
-    f.labels.get(l).filter(|&&x| x < f.insts.len()).map(|&x| f.cfg.block_of(x))
+    f.labels.get(l).filter(|&&x| x.index() < f.insts.len()).map(|&x| f.cfg.block_of(x))
 }
 
 /// Can block `from` reach block `to` without passing `stop`?

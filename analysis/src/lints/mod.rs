@@ -28,6 +28,7 @@ mod uncoalesced_global_access;
 mod unused_gpucheck_allow;
 
 use crate::facts::KernelFacts;
+use crate::ir::InstId;
 use crate::model::ShapeSource;
 use crate::srcmap::{Resolved, SourceMap, SrcPos};
 pub use registry::{Group, Level, Lint};
@@ -169,12 +170,12 @@ pub struct LintCx<'c, 'f, 'a> {
 }
 
 impl LintCx<'_, '_, '_> {
-    pub fn resolve(&self, i: usize) -> Resolved {
+    pub fn resolve(&self, i: InstId) -> Resolved {
         self.srcmap.resolve(self.facts.f, i, self.is_local)
     }
 
     /// Where instruction `i` is, for a note.
-    pub fn place(&self, i: usize) -> Place {
+    pub fn place(&self, i: InstId) -> Place {
         match self.resolve(i).primary {
             Some(p) => Place::Source(p),
             None => Place::PtxLine(self.facts.f.insts[i].ast.pos.line),
@@ -182,7 +183,7 @@ impl LintCx<'_, '_, '_> {
     }
 
     /// A finding at instruction `i` with the position notes filled in.
-    pub fn finding(&self, lint: &'static Lint, i: usize, message: String, label: String) -> Finding {
+    pub fn finding(&self, lint: &'static Lint, i: InstId, message: String, label: String) -> Finding {
         let r = self.resolve(i);
         let inst = self.facts.f.insts[i].ast;
         let mut fd = Finding {

@@ -18,7 +18,7 @@
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::divergence::{AbsVal, Coef, Divergence};
 use crate::ir::inst::{Opcode, Space, Special};
-use crate::ir::{FunctionIr, ValueDef, ValueId};
+use crate::ir::{FunctionIr, InstId, ValueDef, ValueId};
 use crate::model::{conflict_degree, sectors, Shape, WARP};
 pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
@@ -32,7 +32,7 @@ pub use crate::ir::inst::AccessKind;
 /// One memory access site.
 #[derive(Clone, Debug)]
 pub struct Access {
-    pub inst: usize,
+    pub inst: InstId,
     pub kind: AccessKind,
     pub space: Space,
     /// Bytes per lane (type size × vector length).
@@ -78,7 +78,7 @@ pub struct Prediction {
 /// The global and shared memory accesses of a function.
 pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
     let mut out = Vec::new();
-    for (i, inst) in f.insts.iter().enumerate() {
+    for (i, inst) in f.insts.iter_enumerated() {
         let Some(kind) = inst.access() else { continue };
         let space = f.spaces.access(f, i);
         if !matches!(space, Space::Global | Space::Shared) {
@@ -165,7 +165,7 @@ pub fn first_iteration(
 pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
     for _ in 0..32 {
         let ValueDef::Inst { inst, .. } = f.ssa.values[v] else { return v };
-        let i = inst as usize;
+        let i = inst;
         if !matches!(f.insts[i].opcode, Opcode::Add | Opcode::Sub | Opcode::Mad | Opcode::Cvta | Opcode::Mov | Opcode::Cvt) {
             return v;
         }
@@ -195,7 +195,7 @@ pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
         }
     }
     let ValueDef::Inst { inst, .. } = f.ssa.values[root(f, a.addr_value?)] else { return None };
-    f.insts[inst as usize].operands().iter().skip(1).find_map(sym_of)
+    f.insts[inst].operands().iter().skip(1).find_map(sym_of)
 }
 
 /// Value of a uniform symbol for the prediction: computed from `%ntid`

@@ -17,7 +17,7 @@
 use crate::divergence::eval::Evaluator;
 use crate::divergence::Divergence;
 use crate::ir::space::Space;
-use crate::ir::{BlockId, FunctionIr, IdVec, ValueId};
+use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::{Access, AccessKind};
 use crate::model::{Shape, ShapeSource};
 use std::collections::{BTreeSet, HashMap};
@@ -25,13 +25,13 @@ use std::collections::{BTreeSet, HashMap};
 /// For every access (by index into `accesses`), the indices of the accesses
 /// that share a barrier interval with it (itself included when it can meet
 /// itself, which is always: two threads run the same instruction).
-pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn(usize) -> bool) -> Vec<BTreeSet<usize>> {
+pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn(InstId) -> bool) -> Vec<BTreeSet<usize>> {
     let n = f.insts.len();
     let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
     for (k, a) in accesses.iter().enumerate() {
-        at.entry(a.inst).or_default().push(k);
+        at.entry(a.inst.index()).or_default().push(k);
     }
-    let is_bar = |i: usize| f.insts[i].is_block_barrier() || barrier_calls(i);
+    let is_bar = |i: usize| f.insts[InstId::new(i)].is_block_barrier() || barrier_calls(InstId::new(i));
     // interval starts: the entry and the instruction after each barrier
     let mut starts: Vec<usize> = vec![0];
     for i in 0..n {
@@ -51,15 +51,15 @@ pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn
             if start >= n {
                 continue;
             }
-            let b = cfg.block_of(start);
-            if !first && start == cfg.blocks[b].start {
+            let b = cfg.block_of(InstId::new(start));
+            if !first && start == cfg.blocks[b].start.index() {
                 if seen_block[b] {
                     continue;
                 }
                 seen_block[b] = true;
             }
             first = false;
-            let end = cfg.blocks[b].end;
+            let end = cfg.blocks[b].end.index();
             let mut stopped = false;
             for i in start..end {
                 if is_bar(i) {
@@ -72,7 +72,7 @@ pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn
             }
             if !stopped {
                 for &succ in &cfg.blocks[b].succs {
-                    work.push(cfg.blocks[succ].start);
+                    work.push(cfg.blocks[succ].start.index());
                 }
             }
         }
@@ -195,7 +195,7 @@ pub fn find(
     shape: &Shape,
     accesses: &[Access],
     active: &mut dyn FnMut(BlockId, usize) -> Vec<bool>,
-    barrier_call: &dyn Fn(usize) -> bool,
+    barrier_call: &dyn Fn(InstId) -> bool,
 ) -> Vec<Race> {
     if f.cfg.is_irreducible() {
         return vec![];

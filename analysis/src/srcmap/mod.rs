@@ -11,7 +11,7 @@
 
 pub mod dwarf;
 
-use crate::ir::FunctionIr;
+use crate::ir::{FunctionIr, InstId};
 use crate::ptx::Module;
 use std::collections::HashMap;
 
@@ -54,7 +54,7 @@ impl<'m> SourceMap<'m> {
         for f in fns {
             base.insert(f.index(), next);
             for (l, &i) in f.labels() {
-                labels.insert(l, next + i as u64);
+                labels.insert(l, next + i.index() as u64);
             }
             next += f.insts().len() as u64 + 1;
         }
@@ -80,7 +80,7 @@ impl<'m> SourceMap<'m> {
 
     /// Frames of instruction `i` of `f`, and the one to report given
     /// `is_local` (is this file part of the checked package?).
-    pub fn resolve(&self, f: &FunctionIr<'_>, i: usize, is_local: &crate::IsLocal<'_>) -> Resolved {
+    pub fn resolve(&self, f: &FunctionIr<'_>, i: InstId, is_local: &crate::IsLocal<'_>) -> Resolved {
         let mut frames = Vec::new();
         if let Some(l) = f.locs.get(i).copied().flatten() {
             frames.extend(self.pos(l.file, l.line, l.col));
@@ -89,7 +89,7 @@ impl<'m> SourceMap<'m> {
             }
         }
         if let (Some(inl), Some(b)) = (&self.inline, self.base.get(&f.index)) {
-            let addr = b + i as u64;
+            let addr = b + i.index() as u64;
             let mut hits: Vec<&dwarf::InlineRange> = inl.iter().filter(|r| r.lo <= addr && addr < r.hi).collect();
             hits.sort_by_key(|r| std::cmp::Reverse(r.depth));
             for r in hits {
@@ -108,8 +108,8 @@ impl<'m> SourceMap<'m> {
             return Resolved::default();
         }
         // fallback: nearest preceding (then following) .loc in a package file
-        let near = (0..i).rev().chain(i + 1..f.insts.len()).find_map(|j| {
-            let l = f.locs[j]?;
+        let near = (0..i.index()).rev().chain(i.index() + 1..f.insts.len()).find_map(|j| {
+            let l = f.locs[InstId::new(j)]?;
             let p = self.pos(l.file, l.line, l.col)?;
             is_local(&p.file).then_some(p)
         });

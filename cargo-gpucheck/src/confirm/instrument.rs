@@ -126,7 +126,7 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
             continue;
         }
         let fir = ir::lower_one(&module, index, &noreturn);
-        for (i, inst) in fir.insts.iter().enumerate() {
+        for (i, inst) in fir.insts.iter_enumerated() {
             if inst.access().is_none() || matches!(inst.space, Some(Space::Param | Space::Local | Space::Const)) {
                 continue;
             }
@@ -219,7 +219,12 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
                 site * SLOTS * 8
             );
             inserts.push((line, code));
-            sites.push(Site { kernel: gpucheck_analysis::demangle(f.name), key: SiteKey { func: index, inst: i }, ptx_line: line, space });
+            sites.push(Site {
+                kernel: gpucheck_analysis::demangle(f.name),
+                key: SiteKey { func: index, inst: i.index() },
+                ptx_line: line,
+                space,
+            });
         }
     }
     // rebuild the text: counters after `.address_size`, code before each site, DWARF dropped
