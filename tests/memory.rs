@@ -48,7 +48,7 @@ fn options() -> Options {
 /// parameters at 0 (256-aligned), other parameters 1024, block index 0,
 /// loop counters at their first value.
 fn lane_addresses(f: &ir::FunctionIr<'_>, d: &Divergence, shape: &Shape, v: ValueId) -> Option<Vec<i64>> {
-    let mut ev = Evaluator::new(f, d, shape.block, shape.lanes().to_vec());
+    let mut ev = Evaluator::new(f, d, shape.block, shape.lanes());
     ev.first_iteration = true;
     let mut leaves: HashMap<ValueId, i64> = HashMap::new();
     for _ in 0..16 {
@@ -116,9 +116,10 @@ fn every_prediction_matches_a_brute_force_reference() {
     for f in &fns {
         let d = Divergence::analyze(f, &sums);
         let shape = shape_for(f.func, &opts);
+        let evals = gpucheck_analysis::memory::Evals::new(f, &d, &shape);
         for a in gpucheck_analysis::memory::accesses(f, &d) {
             let all = vec![true; shape.threads()];
-            let predicted = gpucheck_analysis::memory::predict(f, &d, &a, &shape, &all);
+            let predicted = gpucheck_analysis::memory::predict(&evals, &a, &all);
             let reference = a.addr_value.and_then(|v| lane_addresses(f, &d, &shape, v));
             let where_ = format!("{} PTX line {}", f.func.name, f.insts[a.inst].ast.pos.line);
             // every address the reference can evaluate has a prediction; the affine

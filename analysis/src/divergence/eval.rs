@@ -42,7 +42,7 @@ pub struct Evaluator<'f, 'a> {
     pub d: &'f Divergence,
     /// Block dimensions (`%ntid`).
     pub ntid: [i64; 3],
-    lanes: Vec<Lane>,
+    lanes: &'f [Lane],
     /// Sample values of uniform leaves.
     leaves: HashMap<ValueId, i64>,
     cache: RefCell<HashMap<ValueId, Result<Vals, EvalErr>>>,
@@ -55,7 +55,7 @@ const MAX_DEPTH: u32 = 48;
 
 impl<'f, 'a> Evaluator<'f, 'a> {
     /// An evaluator over the given threads.
-    pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, ntid: [u32; 3], lanes: Vec<Lane>) -> Self {
+    pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, ntid: [u32; 3], lanes: &'f [Lane]) -> Self {
         Evaluator {
             f,
             d,

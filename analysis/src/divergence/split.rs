@@ -169,7 +169,7 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: InstId, l: LoopId) -> Option<A
 }
 
 fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Result<Split, EvalErr> {
-    let mut ev = Evaluator::new(f, d, shape.block, shape.lanes().to_vec());
+    let mut ev = Evaluator::new(f, d, shape.block, shape.lanes());
     let mut best: Option<Split> = None;
     // assignments of sampled leaves, explored depth-first (at most 3 leaves, 64 tries)
     let mut pending: Vec<Vec<(ValueId, i64)>> = vec![vec![]];

@@ -19,7 +19,7 @@ use crate::divergence::{controlled_blocks, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId};
-use crate::memory::{Access, Prediction};
+use crate::memory::{Access, Evals, Prediction, Query};
 use crate::model::Shape;
 use crate::races::Race;
 use std::collections::HashMap;
@@ -78,22 +78,23 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .collect();
         let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
         let barriers = f.insts.keys().filter(|&i| f.insts[i].is_block_barrier() || barrier_call(i)).collect();
-        let mut lanes = Lanes::new(f, d, shape, &branches);
+        let evals = Evals::new(f, d, shape);
+        let mut lanes = Lanes::new(&evals, &branches);
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
             .into_iter()
             .map(|access| {
                 let mask = lanes.active(f.cfg.block_of(access.inst), 0);
-                let prediction = crate::memory::predict(f, d, &access, shape, &mask);
+                let prediction = crate::memory::predict(&evals, &access, &mask);
                 let masked = mask.iter().any(|on| !on);
                 let unmasked = (masked && access.space == Space::Global)
-                    .then(|| crate::memory::predict(f, d, &access, shape, &vec![true; shape.threads()]))
+                    .then(|| crate::memory::predict(&evals, &access, &vec![true; shape.threads()]))
                     .flatten()
                     .map(|p| (p.sectors.0, p.ideal));
                 AccessFact { access, prediction, unmasked }
             })
             .collect();
         let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
-        let races = crate::races::find(f, d, shape, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call);
+        let races = crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call);
         KernelFacts { f, d, sums, shape, branches, accesses, races, barriers }
     }
 
@@ -117,8 +118,8 @@ impl BranchFact {
 /// Which threads execute each block (memoised per block and iteration).
 struct Lanes<'f, 'a, 'b> {
     f: &'f FunctionIr<'a>,
-    d: &'f Divergence,
     shape: &'f Shape,
+    evals: &'b Evals<'f, 'a>,
     branches: &'b [BranchFact],
     /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
     directions: HashMap<(BlockId, usize), Option<Threads>>,
@@ -136,18 +137,20 @@ type Threads = Rc<Vec<bool>>;
 type Sides = (Vec<BlockId>, Vec<BlockId>);
 
 impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
-    fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, shape: &'f Shape, branches: &'b [BranchFact]) -> Self {
-        Lanes { f, d, shape, branches, directions: HashMap::new(), sides: HashMap::new(), controllers: None, memo: HashMap::new() }
+    fn new(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact]) -> Self {
+        let (f, shape) = (evals.f, evals.shape);
+        Lanes { f, shape, evals, branches, directions: HashMap::new(), sides: HashMap::new(), controllers: None, memo: HashMap::new() }
     }
 
     /// Which threads take divergent branch `k` in the given iteration of its loops.
     fn direction(&mut self, k: usize, iteration: usize) -> Option<Threads> {
         let br = self.branches[k].br;
-        let (f, d, shape) = (self.f, self.d, self.shape);
+        let evals = self.evals;
         self.directions
             .entry((br.block, iteration))
             .or_insert_with(|| {
-                crate::memory::evaluate_at(f, d, shape, shape.lanes(), br.cond, 0, None, iteration)
+                evals
+                    .eval(br.cond, Query { first_thread_only: false, ctaid: 0, scalar: None, iteration })
                     .map(|c| Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
             })
             .clone()

@@ -11,7 +11,7 @@ use super::{Finding, LintCx, Metric};
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::ir::inst::{AccessKind, Space};
 use crate::ir::ValueId;
-use crate::memory::{root, uniform_value, SYMBOLIC_STRIDE};
+use crate::memory::{root, Evals, SYMBOLIC_STRIDE};
 use crate::model::covered_bytes;
 use std::collections::BTreeMap;
 
@@ -56,8 +56,9 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         }
     }
     let lanes = shape.lanes();
+    let evals = Evals::new(f, d, shape);
     for (base, members) in groups {
-        let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
+        let mut ev = Evaluator::new(f, d, shape.block, lanes);
         ev.add_leaf(base, 0);
         // (thread, start, end): a thread re-reading its own bytes is not reuse
         let mut reads: Vec<(usize, i64, i64)> = Vec::new();
@@ -69,7 +70,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                     Ok(x) => break Some(x),
                     Err(EvalErr::Leaf(l)) if ev.leaf(l).is_none() => {
                         // the same value for a leaf in every load of the group
-                        let val = uniform_value(f, d, shape, l).unwrap_or(SYMBOLIC_STRIDE * 16);
+                        let val = evals.uniform_value(l).unwrap_or(SYMBOLIC_STRIDE * 16);
                         ev.add_leaf(l, val);
                     }
                     _ => break None,

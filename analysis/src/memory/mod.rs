@@ -22,7 +22,9 @@ use crate::ir::{FunctionIr, InstId, ValueDef, ValueId};
 use crate::model::{conflict_degree, sectors, Shape, WARP};
 pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Stride assumed for a coefficient in an unknown symbol (e.g. a row pitch `n`).
 pub const SYMBOLIC_STRIDE: i64 = 4096;
@@ -96,36 +98,70 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
 /// evaluated for every lane (a large power of two: aligned, and a large stride).
 pub const SCALAR_SAMPLE: i64 = 1024;
 
-/// Values of `v` for the given threads with loop counters at their
-/// `iteration`-th value (first iteration: 0), `%ctaid` = `ctaid`, `%ntid`
-/// from the shape, pointers (by the space inference) at 0 — allocations are
-/// 256-byte aligned — and other uniform values at `scalar` (`None`: give
-/// up on them).
-#[allow(clippy::too_many_arguments)]
-pub fn evaluate_at(
-    f: &FunctionIr<'_>,
-    d: &Divergence,
-    shape: &Shape,
-    lanes: &[crate::divergence::eval::Lane],
-    v: ValueId,
-    ctaid: i64,
-    scalar: Option<i64>,
-    iteration: usize,
-) -> Option<Vec<i64>> {
-    let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
-    ev.first_iteration = iteration == 0;
-    evaluate_with(&mut ev, v, ctaid, scalar, iteration)
+/// What an evaluation fixes besides the value: the threads (the whole
+/// block, or only its first thread), `%ctaid`, the value given to other
+/// uniform values (`None`: give up on them) and the loop iteration (loop
+/// counters at their `iteration`-th value, first: 0). Pointers (by the
+/// space inference) are 0 — allocations are 256-byte aligned — and `%ntid`
+/// comes from the shape.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Query {
+    pub first_thread_only: bool,
+    pub ctaid: i64,
+    pub scalar: Option<i64>,
+    pub iteration: usize,
 }
 
-/// [`evaluate_at`] with an evaluator (and the leaf values it was given)
-/// kept across calls, so that the values several addresses share are
-/// computed once. The evaluator must have been made for the same lanes and
-/// `first_iteration == (iteration == 0)`.
-pub fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, ctaid: i64, scalar: Option<i64>, iteration: usize) -> Option<Vec<i64>> {
+impl Query {
+    /// Every thread of block 0, parameters at [`SCALAR_SAMPLE`].
+    pub fn block(iteration: usize) -> Query {
+        Query { first_thread_only: false, ctaid: 0, scalar: Some(SCALAR_SAMPLE), iteration }
+    }
+}
+
+/// The evaluators of one function and block shape, one per [`Query`],
+/// kept across every access, branch condition and race check of the
+/// function, so that the values they share are computed once.
+pub struct Evals<'f, 'a> {
+    pub f: &'f FunctionIr<'a>,
+    pub d: &'f Divergence,
+    pub shape: &'f Shape,
+    pool: RefCell<HashMap<Query, Evaluator<'f, 'a>>>,
+}
+
+impl<'f, 'a> Evals<'f, 'a> {
+    pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, shape: &'f Shape) -> Self {
+        Evals { f, d, shape, pool: RefCell::new(HashMap::new()) }
+    }
+
+    /// Values of `v` (one per thread of the query), `None` when they depend
+    /// on data or on a uniform value the query gives up on.
+    pub fn eval(&self, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
+        let (f, d, shape) = (self.f, self.d, self.shape);
+        let mut pool = self.pool.borrow_mut();
+        let ev = pool.entry(q).or_insert_with(|| {
+            let lanes = if q.first_thread_only { &shape.lanes()[..1] } else { shape.lanes() };
+            let mut ev = Evaluator::new(f, d, shape.block, lanes);
+            ev.first_iteration = q.iteration == 0;
+            ev
+        });
+        evaluate_with(ev, v, q)
+    }
+
+    /// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
+    pub fn uniform_value(&self, v: ValueId) -> Option<i64> {
+        self.eval(v, Query { first_thread_only: true, ctaid: 0, scalar: None, iteration: 0 })?.first().copied()
+    }
+}
+
+/// Evaluate `v` with an evaluator made for the query's threads and
+/// iteration, giving the leaves it asks for their query values (the
+/// leaves stay for later values).
+fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
     let f = ev.f;
     for _ in 0..16 {
         match ev.values(v) {
-            Ok(x) => return Some(x.to_vec()),
+            Ok(x) => return Some(x),
             Err(EvalErr::Leaf(x)) => {
                 if ev.leaf(x).is_some() {
                     return None;
@@ -133,13 +169,13 @@ pub fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, ctaid: i64, scalar:
                 let val = match f.ssa.values[x] {
                     ValueDef::Phi(_) => {
                         let samples = crate::divergence::eval::samples(f, ev, x);
-                        samples.get(iteration).or(samples.first()).copied().or(scalar)?
+                        samples.get(q.iteration).or(samples.first()).copied().or(q.scalar)?
                     }
-                    ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => ctaid,
+                    ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => q.ctaid,
                     // a pointer is an offset from its own base; a generic value (an
                     // untyped 64-bit parameter: pointer or length) is not known
                     _ if matches!(f.spaces.of(x), Space::Global | Space::Shared) => 0,
-                    _ => scalar?,
+                    _ => q.scalar?,
                 };
                 ev.add_leaf(x, val);
             }
@@ -147,17 +183,6 @@ pub fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, ctaid: i64, scalar:
         }
     }
     None
-}
-
-/// [`evaluate_at`] for the first iteration, giving up on parameters.
-pub fn first_iteration(
-    f: &FunctionIr<'_>,
-    d: &Divergence,
-    shape: &Shape,
-    lanes: &[crate::divergence::eval::Lane],
-    v: ValueId,
-) -> Option<Vec<i64>> {
-    evaluate_at(f, d, shape, lanes, v, 0, None, 0)
 }
 
 /// The pointer an address is computed from: follow additions through the
@@ -201,25 +226,20 @@ pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
 /// Value of a uniform symbol for the prediction: computed from `%ntid`
 /// (the shape), loop counters (first iteration) and constants; `None` for
 /// anything else (a parameter: an unknown, taken as a large stride).
-pub fn symbol_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, sym: u32) -> Option<i64> {
+pub fn symbol_value(ev: &Evals<'_, '_>, sym: u32) -> Option<i64> {
     // symbols below the value count name SSA values; others name parameters
-    if (sym as usize) >= f.ssa.values.len() {
+    if (sym as usize) >= ev.f.ssa.values.len() {
         return None;
     }
-    uniform_value(f, d, shape, ValueId::new(sym as usize))
-}
-
-/// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
-pub fn uniform_value(f: &FunctionIr<'_>, d: &Divergence, shape: &Shape, v: ValueId) -> Option<i64> {
-    first_iteration(f, d, shape, &shape.lanes()[..1], v)?.first().copied()
+    ev.uniform_value(ValueId::new(sym as usize))
 }
 
 /// A coefficient as a number of bytes per thread step, and whether an
 /// unknown symbol had to be taken as large.
-fn resolve(c: Coef, f: &FunctionIr<'_>, d: &Divergence, shape: &Shape) -> (i64, bool) {
+fn resolve(c: Coef, ev: &Evals<'_, '_>) -> (i64, bool) {
     match c {
         Coef::Const(k) => (k, false),
-        Coef::Lin { k, m, sym } => match symbol_value(f, d, shape, sym) {
+        Coef::Lin { k, m, sym } => match symbol_value(ev, sym) {
             Some(v) => (k + m * v, false),
             None => (k + m.signum() * SYMBOLIC_STRIDE, true),
         },
@@ -234,14 +254,14 @@ type LaneAddresses = (Vec<i64>, Method, [i64; 3], Option<i64>);
 
 /// Per-thread byte addresses for the whole block, or `None` when they
 /// depend on data.
-fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) -> Option<LaneAddresses> {
-    let lanes = shape.lanes();
+fn lane_addresses(ev: &Evals<'_, '_>, a: &Access) -> Option<LaneAddresses> {
+    let lanes = ev.shape.lanes();
     match a.addr {
         AbsVal::Affine { c, .. } => {
             let mut symbolic = false;
             let mut st = [0i64; 3];
             for k in 0..3 {
-                let (v, s) = resolve(c[k], f, d, shape);
+                let (v, s) = resolve(c[k], ev);
                 st[k] = v;
                 symbolic |= s;
             }
@@ -250,7 +270,7 @@ fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape)
                 Some((_, k)) => (k.rem_euclid(256), true),
                 // e.g. `a + 4·(blockIdx·blockDim + t + 1)`: unknown, but the same
                 // modulo 256 in every block when the block offset is a multiple of it
-                None => match base_offset(f, d, a, shape) {
+                None => match base_offset(ev, a) {
                     Some(b) => (b, true),
                     None => (0, false),
                 },
@@ -259,7 +279,7 @@ fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape)
             Some((addrs, Method::Affine { symbolic }, st, if known { Some(base) } else { None }))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
-            let vals = evaluate_at(f, d, shape, lanes, a.addr_value?, 0, Some(SCALAR_SAMPLE), 0)?;
+            let vals = ev.eval(a.addr_value?, Query::block(0))?;
             let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
             Some((addrs, Method::Evaluated, st, None))
@@ -269,11 +289,11 @@ fn lane_addresses(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape)
 }
 
 /// The address of lane 0 modulo 256 when it is the same in blocks 0 and 1.
-fn base_offset(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape) -> Option<i64> {
+fn base_offset(ev: &Evals<'_, '_>, a: &Access) -> Option<i64> {
     let v = a.addr_value?;
-    let lane0 = &shape.lanes()[..1];
-    let b0 = evaluate_at(f, d, shape, lane0, v, 0, Some(SCALAR_SAMPLE), 0)?.first()? + a.offset;
-    let b1 = evaluate_at(f, d, shape, lane0, v, 1, Some(SCALAR_SAMPLE), 0)?.first()? + a.offset;
+    let first = |ctaid| ev.eval(v, Query { first_thread_only: true, ctaid, scalar: Some(SCALAR_SAMPLE), iteration: 0 });
+    let b0 = first(0)?.first()? + a.offset;
+    let b1 = first(1)?.first()? + a.offset;
     (b0.rem_euclid(256) == b1.rem_euclid(256)).then_some(b0.rem_euclid(256))
 }
 
@@ -288,8 +308,9 @@ fn mode(v: &[(u32, u32)]) -> (u32, u32) {
 
 /// Predict the cost of one access for the given active lanes (`active[t]`
 /// for every thread of the block).
-pub fn predict(f: &FunctionIr<'_>, d: &Divergence, a: &Access, shape: &Shape, active: &[bool]) -> Option<Prediction> {
-    let (addrs, method, strides, known_base) = lane_addresses(f, d, a, shape)?;
+pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool]) -> Option<Prediction> {
+    let shape = ev.shape;
+    let (addrs, method, strides, known_base) = lane_addresses(ev, a)?;
     let lanes = shape.lanes();
     let mut per_warp: Vec<(u32, u32)> = Vec::new();
     let mut per_warp_conf: Vec<(u32, u32)> = Vec::new();

@@ -14,11 +14,9 @@
 //! check. Does not own: address values and guards (`crate::memory`,
 //! `crate::facts`) or messages (lints).
 
-use crate::divergence::eval::Evaluator;
-use crate::divergence::Divergence;
 use crate::ir::space::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
-use crate::memory::{Access, AccessKind};
+use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
 use std::collections::{BTreeSet, HashMap};
 
@@ -190,13 +188,12 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
 /// written for narrow blocks is not flagged for rows that never overlap.
 /// Irreducible control flow is not analysed (no races).
 pub fn find(
-    f: &FunctionIr<'_>,
-    d: &Divergence,
-    shape: &Shape,
+    evals: &Evals<'_, '_>,
     accesses: &[Access],
     active: &mut dyn FnMut(BlockId, usize) -> Vec<bool>,
     barrier_call: &dyn Fn(InstId) -> bool,
 ) -> Vec<Race> {
+    let (f, d, shape) = (evals.f, evals.d, evals.shape);
     if f.cfg.is_irreducible() {
         return vec![];
     }
@@ -214,7 +211,7 @@ pub fn find(
             }
         }
     }
-    let found = races_at(f, d, accesses, &pairs, shape, Some(active));
+    let found = races_at(evals, accesses, &pairs, Some(active));
     if !shape.is_assumed() || found.is_empty() {
         return found;
     }
@@ -225,7 +222,7 @@ pub fn find(
     for c in candidates {
         let small = Shape::new(*c, ShapeSource::Assumed);
         let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
-        let again = races_at(f, d, accesses, &remaining, &small, None);
+        let again = races_at(&Evals::new(f, d, &small), accesses, &remaining, None);
         kept.retain(|r| again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
     }
     kept
@@ -234,23 +231,13 @@ pub fn find(
 /// Races among `pairs` of accesses for one block shape (every thread
 /// active when `active` is not given).
 fn races_at(
-    f: &FunctionIr<'_>,
-    d: &Divergence,
+    evals: &Evals<'_, '_>,
     accs: &[Access],
     pairs: &[(usize, usize)],
-    shape: &Shape,
     mut active: Option<&mut dyn FnMut(BlockId, usize) -> Vec<bool>>,
 ) -> Vec<Race> {
-    let lanes = shape.lanes();
+    let (f, lanes) = (evals.f, evals.shape.lanes());
     let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
-    // one evaluator per iteration, shared by every access of the function
-    let mut evs: Vec<Evaluator> = (0..2)
-        .map(|it| {
-            let mut ev = Evaluator::new(f, d, shape.block, lanes.to_vec());
-            ev.first_iteration = it == 0;
-            ev
-        })
-        .collect();
     let addrs: Vec<Option<Addresses>> = accs
         .iter()
         .enumerate()
@@ -262,7 +249,7 @@ fn races_at(
             let b = f.cfg.block_of(a.inst);
             let per_iteration: Addresses = (0..2)
                 .map(|it| {
-                    let vals = crate::memory::evaluate_with(&mut evs[it], v, 0, Some(crate::memory::SCALAR_SAMPLE), it)?;
+                    let vals = evals.eval(v, Query::block(it))?;
                     let on = match active.as_mut() {
                         Some(act) => act(b, it),
                         None => vec![true; lanes.len()],
