@@ -63,6 +63,8 @@ pub struct KernelFacts<'f, 'a> {
     /// Instructions every thread of the block must reach: barriers, and
     /// calls to functions that execute one.
     pub barriers: Vec<InstId>,
+    /// The index in `branches` of the branch ending each block.
+    branch_at: IdVec<BlockId, Option<u32>>,
 }
 
 impl<'f, 'a> KernelFacts<'f, 'a> {
@@ -95,12 +97,16 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .collect();
         let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
         let races = crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call);
-        KernelFacts { f, d, sums, shape, branches, accesses, races, barriers }
+        let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
+        for (k, x) in branches.iter().enumerate() {
+            branch_at[x.br.block] = Some(k as u32);
+        }
+        KernelFacts { f, d, sums, shape, branches, accesses, races, barriers, branch_at }
     }
 
     /// The fact of the divergent branch ending block `b`, if any.
     pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
-        self.branches.iter().find(|x| x.br.block == b)
+        self.branch_at[b].map(|k| &self.branches[k as usize])
     }
 }
 
