@@ -134,7 +134,7 @@ fn launch_errors_are_clear() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     // `a` holds 64 floats: thread 64 reads past it, at the Rust line of the read
-    assert!(err.contains("src/memory.rs:18:19: the CPU engine stopped: PTX line"), "{err}");
+    assert!(err.contains("src/memory.rs:19:19: the CPU engine stopped: PTX line"), "{err}");
     assert!(err.contains("out-of-bounds global access of 4 bytes") && err.contains("by thread (64, 0, 0) of block (0, 0, 0)"), "{err}");
     // unknown kernel
     let out = gpucheck(&["confirm", "-q", "--kernel", "nope", "--grid", "1"], &dir);
@@ -185,5 +185,37 @@ fn instrumented_counters_equal_direct_observation() {
     assert_eq!(instrumented.len(), direct.len());
     for (k, v) in &direct {
         assert_eq!(instrumented.get(k), Some(v), "{k:?}");
+    }
+}
+
+/// A runtime row pitch: with `width = 256` floats the rows are aligned and
+/// the run shows the typical prediction; with 257 most rows start inside a
+/// sector and the run shows the misaligned prediction. The padded twin has
+/// no misaligned prediction and stays at 4 sectors either way.
+#[test]
+fn misaligned_rows_are_predicted_and_seen() {
+    example_build();
+    let ek = repo().join("example-kernels");
+    let run = |kernel: &str, width: u32| -> Vec<serde_json::Value> {
+        let arg = format!("width={width}");
+        let out = gpucheck(&["confirm", "-q", "--message-format", "json", "--kernel", kernel, "--arg", &arg], &ek);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        json_lines(&out.stdout).into_iter().filter(|r| r["space"] == "global").collect()
+    };
+    for (width, verdict, typical) in [(256, "confirmed", 4), (257, "confirmed (misaligned rows)", 5)] {
+        let recs = run("scale_rows", width);
+        assert_eq!(recs.len(), 2, "{recs:?}");
+        for r in &recs {
+            assert_eq!(
+                (r["predicted"]["sectors_per_request"].as_u64(), r["predicted"]["misaligned_sectors_per_request"].as_u64()),
+                (Some(4), Some(5)),
+                "{r}"
+            );
+            assert_eq!((r["observed"]["typical"].as_u64(), r["verdict"].as_str()), (Some(typical), Some(verdict)), "{r}");
+        }
+    }
+    for r in run("scale_rows_padded", 257) {
+        assert!(r["predicted"]["misaligned_sectors_per_request"].is_null(), "{r}");
+        assert_eq!((r["observed"]["typical"].as_u64(), r["verdict"].as_str()), (Some(4), Some("confirmed")), "{r}");
     }
 }

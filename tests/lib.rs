@@ -73,8 +73,9 @@ pub fn marks(base: &Path, dir: &Path) -> Vec<Mark> {
                 let rel = p.strip_prefix(base).unwrap().to_string_lossy().to_string();
                 for (i, line) in text.lines().enumerate() {
                     let doc = line.trim_start().starts_with("//!") || line.trim_start().starts_with("///");
-                    if let Some(pos) = line.find("//~ ").filter(|_| !doc) {
-                        let mut w = line[pos + 4..].split_whitespace();
+                    // one or more `//~ LEVEL lint` marks at the end of the line
+                    for mark in line.split("//~ ").skip(1).filter(|_| !doc) {
+                        let mut w = mark.split_whitespace();
                         let level = w.next().unwrap_or("").to_string();
                         let lint = w.next().unwrap_or("").to_string();
                         assert!(level == "WARN" || level == "ERROR", "bad mark in {rel}:{}: {line}", i + 1);

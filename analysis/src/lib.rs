@@ -62,6 +62,9 @@ pub struct AccessReport {
     pub width: u32,
     /// Global: (typical, worst) sectors per request and the ideal.
     pub sectors: Option<(u32, u32, u32)>,
+    /// Global: the typical sectors per request when a runtime row pitch or
+    /// offset misaligns the warps' rows (only when that costs more).
+    pub misaligned: Option<u32>,
     /// Shared: (typical, worst) conflict degree.
     pub conflict: Option<(u32, u32)>,
     pub requests: usize,
@@ -241,6 +244,7 @@ fn check_function(
                 kind: a.kind.name(),
                 width: a.width,
                 sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
+                misaligned: p.as_ref().filter(|_| global).and_then(|p| p.misaligned).map(|m| m.sectors),
                 conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
                 requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
                 unpredictable: p.is_none(),

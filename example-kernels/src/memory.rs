@@ -1,6 +1,7 @@
 //! Memory access lints: `uncoalesced_global_access`, `shared_bank_conflict`
-//! (and, with `-W gpucheck::pedantic`, `data_dependent_access` and
-//! `shared_memory_opportunity`), in good and bad twins.
+//! (and, with `-W gpucheck::pedantic`, `data_dependent_access`,
+//! `shared_memory_opportunity` and `misaligned_global_access`), in good and
+//! bad twins.
 use crate::gpu::*;
 use core::arch::nvptx::{_block_idx_x, _block_idx_y, _syncthreads};
 
@@ -70,7 +71,7 @@ pub unsafe extern "ptx-kernel" fn transpose_naive(input: *const f32, output: *mu
     let y = _block_idx_y() as usize * 32 + tid_y();
     let mut j = 0;
     while j < 32 {
-        *output.add(x * height + y + j) = *input.add((y + j) * width + x); //~ WARN uncoalesced_global_access
+        *output.add(x * height + y + j) = *input.add((y + j) * width + x); //~ WARN uncoalesced_global_access //~ WARN misaligned_global_access
         j += 8;
     }
 }
@@ -83,15 +84,32 @@ pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mu
     let (bx, by) = (_block_idx_x() as usize * 32, _block_idx_y() as usize * 32);
     let mut j = 0;
     while j < 32 {
-        *tile.add((ty + j) * 33 + tx) = *input.add((by + ty + j) * width + bx + tx);
+        *tile.add((ty + j) * 33 + tx) = *input.add((by + ty + j) * width + bx + tx); //~ WARN misaligned_global_access
         j += 8;
     }
     _syncthreads();
     let mut j = 0;
     while j < 32 {
-        *output.add((bx + ty + j) * height + by + tx) = *tile.add(tx * 33 + ty + j);
+        *output.add((bx + ty + j) * height + by + tx) = *tile.add(tx * 33 + ty + j); //~ WARN misaligned_global_access
         j += 8;
     }
+}
+
+/// Pedantic: rows of a runtime `width` start on a 32-byte sector only when
+/// `width` is a multiple of 8 floats; otherwise each warp's row touches 5
+/// sectors instead of 4 (32×8 blocks).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scale_rows(a: *const f32, out: *mut f32, width: usize) {
+    let (x, y) = (_block_idx_x() as usize * 32 + tid(), _block_idx_y() as usize * 8 + tid_y());
+    *out.add(y * width + x) = *a.add(y * width + x) * 2.0; //~ WARN misaligned_global_access
+}
+
+/// Good twin: the row pitch is padded to a multiple of 8 floats.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scale_rows_padded(a: *const f32, out: *mut f32, width: usize) {
+    let pitch = (width + 7) & !7;
+    let (x, y) = (_block_idx_x() as usize * 32 + tid(), _block_idx_y() as usize * 8 + tid_y());
+    *out.add(y * pitch + x) = *a.add(y * pitch + x) * 2.0;
 }
 
 /// Bad: a column of an unpadded 32×32 shared tile: all lanes in one bank.
@@ -182,7 +200,7 @@ pub unsafe extern "ptx-kernel" fn fan2_fixed(m: *const f32, a: *mut f32, n: usiz
     let y = tid + t;
     let mut x = t + 1;
     while x < n {
-        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y);
+        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN misaligned_global_access
         x += 1;
     }
 }

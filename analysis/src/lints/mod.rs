@@ -4,7 +4,8 @@
 //! registry (`LINTS`) and the pass list (`run`).
 //!
 //! Adding a lint: write `lints/NAME.rs` with a `declare_lint!` block and a
-//! `check(cx, out)` function, and add one line to the list. The README's
+//! `check(cx, out)` function, and add one line to the list (it declares
+//! the module too). The README's
 //! lint table is checked against the registry by a test; a finding naming
 //! an unregistered lint fails every test that produces one.
 //!
@@ -17,26 +18,18 @@
 mod declare;
 pub mod registry;
 
-mod barrier_divergence;
-mod data_dependent_access;
-mod divergent_branch;
-mod global_memory_race;
-mod shared_bank_conflict;
-mod shared_memory_opportunity;
-mod shared_memory_race;
-mod uncoalesced_global_access;
-mod unused_gpucheck_allow;
-
 use crate::facts::KernelFacts;
 use crate::ir::InstId;
 use crate::model::ShapeSource;
 use crate::srcmap::{Resolved, SourceMap, SrcPos};
 pub use registry::{Group, Level, Lint};
 
-/// The registry and the pass list, from one list. A lint without a pass
-/// is reported by the binary (it needs the package's source files).
+/// The lint modules, the registry and the pass list, from one list. A
+/// lint without a pass is reported by the binary (it needs the package's
+/// source files).
 macro_rules! lints {
     ($($module:ident :: $lint:ident $(=> $check:ident)?),* $(,)?) => {
+        $(mod $module;)*
         /// Every lint, in display order.
         pub static LINTS: &[&Lint] = &[$(&$module::$lint),*];
         $(pub use $module::$lint;)*
@@ -61,6 +54,7 @@ lints! {
     shared_bank_conflict::SHARED_BANK_CONFLICT => check,
     data_dependent_access::DATA_DEPENDENT_ACCESS => check,
     shared_memory_opportunity::SHARED_MEMORY_OPPORTUNITY => check,
+    misaligned_global_access::MISALIGNED_GLOBAL_ACCESS => check,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -22,8 +22,8 @@ use crate::ir::{FunctionIr, InstId, ValueDef, ValueId};
 use crate::model::{conflict_degree, sectors, Shape, WARP};
 pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::cell::{OnceCell, RefCell};
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 /// Stride assumed for a coefficient in an unknown symbol (e.g. a row pitch `n`).
@@ -55,6 +55,27 @@ pub enum Method {
     Evaluated,
 }
 
+/// A global access's cost when its warps' base addresses are not aligned
+/// to a sector (the worst offset, in steps of the element width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Misaligned {
+    pub sectors: u32,
+    pub cause: MisalignCause,
+}
+
+/// Why a warp's alignment is known only at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MisalignCause {
+    /// The stride along `threadIdx.y` or `.z` (a row pitch) is a runtime
+    /// value: rows start on a sector only when it is a multiple of 32 bytes.
+    RowPitch,
+    /// A runtime value (an offset, or a pitch times the block index) is
+    /// added to the address.
+    Offset,
+    /// The base differs between blocks or could not be evaluated.
+    UnknownBase,
+}
+
 /// What one warp request of an access costs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prediction {
@@ -65,8 +86,9 @@ pub struct Prediction {
     pub sectors: (u32, u32),
     /// Global: sectors a contiguous aligned access of the same bytes needs (typical warp).
     pub ideal: u32,
-    /// Global: sectors of the typical warp if the base is misaligned (when the offset is unknown).
-    pub misaligned: Option<u32>,
+    /// Global: the typical warp's sectors when its base is misaligned, if
+    /// that costs more and the alignment is known only at run time.
+    pub misaligned: Option<Misaligned>,
     /// Shared: conflict degree (typical warp, worst warp).
     pub conflict: (u32, u32),
     /// Byte stride between consecutive lanes along x, when constant.
@@ -79,19 +101,24 @@ pub struct Prediction {
 
 /// The global and shared memory accesses of a function.
 pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
-    let mut out = Vec::new();
-    for (i, inst) in f.insts.iter_enumerated() {
-        let Some(kind) = inst.access() else { continue };
-        let space = f.spaces.access(f, i);
-        if !matches!(space, Space::Global | Space::Shared) {
-            continue;
-        }
-        let Some(k) = inst.address_operand() else { continue };
-        let Some(Operand::Addr(a)) = inst.operand(k) else { continue };
-        let addr = d.operand(f, i, &inst.operands()[k]);
-        out.push(Access { inst: i, kind, space, width: inst.access_width(), addr, addr_value: f.operand_value(i, k), offset: a.offset });
-    }
-    out
+    accesses_of(f)
+        .filter_map(|(i, k)| {
+            let inst = &f.insts[i];
+            let Some(Operand::Addr(a)) = inst.operand(k) else { return None };
+            let addr = d.operand(f, i, &inst.operands()[k]);
+            let (kind, space) = (inst.access()?, f.spaces.access(f, i));
+            Some(Access { inst: i, kind, space, width: inst.access_width(), addr, addr_value: f.operand_value(i, k), offset: a.offset })
+        })
+        .collect()
+}
+
+/// The global and shared accesses of a function with their address operand.
+fn accesses_of<'f>(f: &'f FunctionIr<'_>) -> impl Iterator<Item = (InstId, usize)> + 'f {
+    f.insts.iter_enumerated().filter_map(|(i, inst)| {
+        inst.access()?;
+        let k = inst.address_operand()?;
+        matches!(f.spaces.access(f, i), Space::Global | Space::Shared).then_some((i, k))
+    })
 }
 
 /// Value given to scalar kernel parameters when an address must be
@@ -127,11 +154,13 @@ pub struct Evals<'f, 'a> {
     pub d: &'f Divergence,
     pub shape: &'f Shape,
     pool: RefCell<HashMap<Query, Evaluator<'f, 'a>>>,
+    /// The loaded pointers addresses are computed from ([`loaded_pointers`]).
+    pointers: OnceCell<HashSet<ValueId>>,
 }
 
 impl<'f, 'a> Evals<'f, 'a> {
     pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, shape: &'f Shape) -> Self {
-        Evals { f, d, shape, pool: RefCell::new(HashMap::new()) }
+        Evals { f, d, shape, pool: RefCell::new(HashMap::new()), pointers: OnceCell::new() }
     }
 
     /// Values of `v` (one per thread of the query), `None` when they depend
@@ -145,7 +174,8 @@ impl<'f, 'a> Evals<'f, 'a> {
             ev.first_iteration = q.iteration == 0;
             ev
         });
-        evaluate_with(ev, v, q)
+        let pointers = self.pointers.get_or_init(|| loaded_pointers(f));
+        evaluate_with(ev, pointers, v, q)
     }
 
     /// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
@@ -157,7 +187,7 @@ impl<'f, 'a> Evals<'f, 'a> {
 /// Evaluate `v` with an evaluator made for the query's threads and
 /// iteration, giving the leaves it asks for their query values (the
 /// leaves stay for later values).
-fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
+fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &HashSet<ValueId>, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
     let f = ev.f;
     for _ in 0..16 {
         match ev.values(v) {
@@ -172,9 +202,10 @@ fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, q: Query) -> Option<Rc<
                         samples.get(q.iteration).or(samples.first()).copied().or(q.scalar)?
                     }
                     ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => q.ctaid,
-                    // a pointer is an offset from its own base; a generic value (an
+                    // a pointer is an offset from its own base, and so is a loaded
+                    // pointer an address is computed from; another generic value (an
                     // untyped 64-bit parameter: pointer or length) is not known
-                    _ if matches!(f.spaces.of(x), Space::Global | Space::Shared) => 0,
+                    _ if matches!(f.spaces.of(x), Space::Global | Space::Shared) || pointers.contains(&x) => 0,
                     _ => q.scalar?,
                 };
                 ev.add_leaf(x, val);
@@ -183,6 +214,36 @@ fn evaluate_with(ev: &mut Evaluator<'_, '_>, v: ValueId, q: Query) -> Option<Rc<
         }
     }
     None
+}
+
+/// The 64-bit loaded values (parameters, pointers read from a struct or
+/// from memory) that the addresses of the function's accesses add to: the
+/// pointers. Followed back through additions (both sides), subtractions
+/// (the minuend), `mad` (the addend) and copies, not through scaling, so a
+/// length that indexes an array is not taken for a pointer.
+fn loaded_pointers(f: &FunctionIr<'_>) -> HashSet<ValueId> {
+    let mut out = HashSet::new();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<ValueId> = accesses_of(f).filter_map(|(i, k)| f.operand_value(i, k)).collect();
+    while let Some(v) = stack.pop() {
+        if !seen.insert(v) || seen.len() > 4096 {
+            continue;
+        }
+        let Some(i) = f.def_inst(v) else { continue };
+        let inst = &f.insts[i];
+        let sources: &[usize] = match inst.opcode {
+            Opcode::Ld if inst.ty.is_some_and(|t| t.bits() == 64) => {
+                out.insert(v);
+                &[]
+            }
+            Opcode::Add => &[1, 2],
+            Opcode::Sub | Opcode::Cvta | Opcode::Mov | Opcode::Cvt => &[1],
+            Opcode::Mad => &[3],
+            _ => &[],
+        };
+        stack.extend(sources.iter().filter_map(|&k| f.operand_value(i, k)));
+    }
+    out
 }
 
 /// The pointer an address is computed from: follow additions through the
@@ -248,53 +309,98 @@ fn resolve(c: Coef, ev: &Evals<'_, '_>) -> (i64, bool) {
 }
 
 /// An access's per-thread byte addresses (relative to a 256-aligned base),
-/// how they were obtained, the byte strides along (x, y, z), and the
-/// base's offset modulo 256 when known.
-type LaneAddresses = (Vec<i64>, Method, [i64; 3], Option<i64>);
+/// how they were obtained, the byte strides along (x, y, z), and why the
+/// warps' alignment may differ from the one evaluated (`None`: it is known).
+type LaneAddresses = (Vec<i64>, Method, [i64; 3], Option<MisalignCause>);
 
 /// Per-thread byte addresses for the whole block, or `None` when they
 /// depend on data.
 fn lane_addresses(ev: &Evals<'_, '_>, a: &Access) -> Option<LaneAddresses> {
-    let lanes = ev.shape.lanes();
+    let (lanes, block) = (ev.shape.lanes(), ev.shape.block);
     match a.addr {
         AbsVal::Affine { c, .. } => {
-            let mut symbolic = false;
+            let mut symbolic = [false; 3];
             let mut st = [0i64; 3];
             for k in 0..3 {
-                let (v, s) = resolve(c[k], ev);
-                st[k] = v;
-                symbolic |= s;
+                (st[k], symbolic[k]) = resolve(c[k], ev);
             }
             // the uniform part modulo 256: exact when it is a base symbol + constant
-            let (base, known) = match a.addr.uniform_part() {
-                Some((_, k)) => (k.rem_euclid(256), true),
+            let (base, unknown) = match a.addr.uniform_part() {
+                Some((_, k)) => (k.rem_euclid(256), false),
                 // e.g. `a + 4·(blockIdx·blockDim + t + 1)`: unknown, but the same
                 // modulo 256 in every block when the block offset is a multiple of it
                 None => match base_offset(ev, a) {
-                    Some(b) => (b, true),
-                    None => (0, false),
+                    Some(b) => (b, false),
+                    // sectors are what matters for the alignment of global accesses
+                    None => (0, !(a.space == Space::Global && same_sector_offset(ev, a))),
                 },
             };
+            let cause = if (1..3).any(|d| symbolic[d] && block[d] > 1 && may_misalign(c[d], ev)) {
+                Some(MisalignCause::RowPitch)
+            } else if moved_by_runtime_value(ev, a) {
+                Some(MisalignCause::Offset)
+            } else {
+                unknown.then_some(MisalignCause::UnknownBase)
+            };
             let addrs = lanes.iter().map(|l| base + st[0] * l.tid[0] + st[1] * l.tid[1] + st[2] * l.tid[2]).collect();
-            Some((addrs, Method::Affine { symbolic }, st, if known { Some(base) } else { None }))
+            Some((addrs, Method::Affine { symbolic: symbolic.contains(&true) }, st, cause))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
             let vals = ev.eval(a.addr_value?, Query::block(0))?;
             let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
-            Some((addrs, Method::Evaluated, st, None))
+            let cause = moved_by_runtime_value(ev, a).then_some(MisalignCause::Offset);
+            Some((addrs, Method::Evaluated, st, cause))
         }
         _ => None,
     }
 }
 
-/// The address of lane 0 modulo 256 when it is the same in blocks 0 and 1.
+/// Can a stride in a runtime value (a row pitch) be other than a whole
+/// number of sectors? Its value with the non-pointer parameters at two
+/// samples tells: a pitch padded as `(w + 7) & !7` floats is a multiple of
+/// 32 bytes for both, a plain `w` is not for one of them.
+fn may_misalign(c: Coef, ev: &Evals<'_, '_>) -> bool {
+    let Coef::Lin { k, m, sym } = c else { return false };
+    if (sym as usize) >= ev.f.ssa.values.len() {
+        return true;
+    }
+    [SCALAR_SAMPLE, SCALAR_SAMPLE + 1].into_iter().any(|scalar| {
+        let q = Query { first_thread_only: true, ctaid: 0, scalar: Some(scalar), iteration: 0 };
+        // a pitch that cannot be evaluated (loaded, packed) is not judged
+        ev.eval(ValueId::new(sym as usize), q).and_then(|x| x.first().copied()).is_some_and(|x| (k + m * x).rem_euclid(SECTOR) != 0)
+    })
+}
+
+/// The address of the first thread modulo 256 when it is the same in blocks 0 and 1.
 fn base_offset(ev: &Evals<'_, '_>, a: &Access) -> Option<i64> {
-    let v = a.addr_value?;
-    let first = |ctaid| ev.eval(v, Query { first_thread_only: true, ctaid, scalar: Some(SCALAR_SAMPLE), iteration: 0 });
-    let b0 = first(0)?.first()? + a.offset;
-    let b1 = first(1)?.first()? + a.offset;
+    let b0 = first_thread_address(ev, a, 0, SCALAR_SAMPLE)?;
+    let b1 = first_thread_address(ev, a, 1, SCALAR_SAMPLE)?;
     (b0.rem_euclid(256) == b1.rem_euclid(256)).then_some(b0.rem_euclid(256))
+}
+
+/// Is the first thread's address at the same offset in a sector in blocks 0 and 1?
+fn same_sector_offset(ev: &Evals<'_, '_>, a: &Access) -> bool {
+    let at = |ctaid| first_thread_address(ev, a, ctaid, SCALAR_SAMPLE).map(|x| x.rem_euclid(SECTOR));
+    matches!((at(0), at(1)), (Some(x), Some(y)) if x == y)
+}
+
+/// The address of the first thread of block `ctaid`, with `scalar` for the
+/// non-pointer parameters.
+fn first_thread_address(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64) -> Option<i64> {
+    let q = Query { first_thread_only: true, ctaid, scalar: Some(scalar), iteration: 0 };
+    Some(ev.eval(a.addr_value?, q)?.first()? + a.offset)
+}
+
+/// Does a runtime value (a parameter that is not a pointer: a row pitch,
+/// an offset) move the first thread's address, in block 0 or 1, by other
+/// than a whole number of sectors? Then its alignment is only known at
+/// run time.
+fn moved_by_runtime_value(ev: &Evals<'_, '_>, a: &Access) -> bool {
+    (0..2).any(|ctaid| {
+        let at = |scalar| first_thread_address(ev, a, ctaid, scalar);
+        matches!((at(SCALAR_SAMPLE), at(SCALAR_SAMPLE + 1)), (Some(x), Some(y)) if (x - y).rem_euclid(SECTOR) != 0)
+    })
 }
 
 /// Most frequent value (ties: the larger).
@@ -310,7 +416,7 @@ fn mode(v: &[(u32, u32)]) -> (u32, u32) {
 /// for every thread of the block).
 pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool]) -> Option<Prediction> {
     let shape = ev.shape;
-    let (addrs, method, strides, known_base) = lane_addresses(ev, a)?;
+    let (addrs, method, strides, cause) = lane_addresses(ev, a)?;
     let lanes = shape.lanes();
     let mut per_warp: Vec<(u32, u32)> = Vec::new();
     let mut per_warp_conf: Vec<(u32, u32)> = Vec::new();
@@ -328,8 +434,8 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool]) -> Option<Predic
             }
             _ => {
                 per_warp.push(sectors(&act));
-                if known_base.is_none() {
-                    // worst alignment of an unknown offset, in steps of the element width
+                if cause.is_some() {
+                    // worst alignment of an offset known only at run time, in steps of the element width
                     let worst = (0..SECTOR)
                         .step_by(a.width.max(1) as usize)
                         .map(|s| sectors(&act.iter().map(|&(x, w)| (x + s, w)).collect::<Vec<_>>()).0)
@@ -352,7 +458,9 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool]) -> Option<Predic
         requests,
         sectors: (typical.0, per_warp.iter().map(|x| x.0).max().unwrap_or(0)),
         ideal: typical.1,
-        misaligned: if misaligned.is_empty() { None } else { Some(mode(&misaligned).0).filter(|m| *m > typical.0) },
+        misaligned: cause
+            .map(|cause| Misaligned { sectors: mode(&misaligned).0, cause })
+            .filter(|m| !misaligned.is_empty() && m.sectors > typical.0),
         conflict: (conf, per_warp_conf.iter().map(|x| x.0).max().unwrap_or(0)),
         lane_stride,
         strides,

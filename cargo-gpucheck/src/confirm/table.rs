@@ -30,6 +30,9 @@ use std::collections::BTreeSet;
 pub enum Verdict {
     /// The observation is the predicted value.
     Confirmed,
+    /// The observation is the value predicted for rows that a runtime
+    /// pitch or offset misaligns.
+    ConfirmedMisaligned,
     /// A bound held in every block.
     WithinBound,
     Mismatch,
@@ -48,6 +51,7 @@ impl Verdict {
     fn as_str(self) -> &'static str {
         match self {
             Verdict::Confirmed => "confirmed",
+            Verdict::ConfirmedMisaligned => "confirmed (misaligned rows)",
             Verdict::WithinBound => "within bound",
             Verdict::Mismatch => "MISMATCH",
             Verdict::NotRun => "not executed",
@@ -61,7 +65,7 @@ impl Verdict {
         matches!(self, Verdict::Mismatch | Verdict::Race)
     }
     fn is_success(self) -> bool {
-        matches!(self, Verdict::Confirmed | Verdict::WithinBound)
+        matches!(self, Verdict::Confirmed | Verdict::ConfirmedMisaligned | Verdict::WithinBound)
     }
 }
 
@@ -108,11 +112,18 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         let obs = seen.sites.get(&k).map(|x| &x.1);
         let (pl, file, line, col) = place(paths, a.span.as_ref(), a.ptx_line);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
-            ("global", Some((t, w, ideal)), _) => (
-                format!("{t} sectors/req (worst {w}, ideal {ideal})"),
-                Some(t),
-                json!({"sectors_per_request": t, "worst_sectors_per_request": w, "ideal_sectors_per_request": ideal}),
-            ),
+            ("global", Some((t, w, ideal)), _) => {
+                let (text, misaligned) = match a.misaligned {
+                    Some(m) => (format!("; {m} if rows are misaligned"), json!(m)),
+                    None => (String::new(), Value::Null),
+                };
+                (
+                    format!("{t} sectors/req (worst {w}, ideal {ideal}{text})"),
+                    Some(t),
+                    json!({"sectors_per_request": t, "worst_sectors_per_request": w, "ideal_sectors_per_request": ideal,
+                           "misaligned_sectors_per_request": misaligned}),
+                )
+            }
             ("shared", _, Some((t, w))) => {
                 (format!("{t}-way (worst {w})"), Some(t), json!({"conflict_degree": t, "worst_conflict_degree": w}))
             }
@@ -127,6 +138,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             (_, None) => Verdict::NotRun,
             (None, Some(_)) => Verdict::Observed,
             (Some(t), Some(s)) if s.mode == t => Verdict::Confirmed,
+            (Some(_), Some(s)) if a.misaligned == Some(s.mode) => Verdict::ConfirmedMisaligned,
             _ => Verdict::Mismatch,
         };
         out.push(Row {

@@ -122,6 +122,7 @@ pub fn print_accesses(accesses: &[gpucheck_analysis::AccessReport], ptx_file: &s
             v["sectors_per_request"] = json!(t);
             v["worst_sectors_per_request"] = json!(w);
             v["ideal_sectors_per_request"] = json!(ideal);
+            v["misaligned_sectors_per_request"] = json!(a.misaligned);
         }
         if let Some((t, w)) = a.conflict {
             v["conflict_degree"] = json!(t);
