@@ -129,7 +129,7 @@ impl<'a> Lexer<'a> {
         self.src
     }
 
-    /// Skip whitespace and comments. Returns true if a newline was crossed.
+    /// Skip whitespace and comments, counting lines.
     fn skip_trivia(&mut self) {
         let b = self.bytes;
         while self.i < b.len() {
