@@ -94,6 +94,17 @@ fn place(paths: &PathStyle, span: Option<&SrcPos>, ptx_line: u32) -> (String, St
     }
 }
 
+/// (shown place, file, line, column) of the two accesses of a race: both
+/// Rust positions, else both PTX lines.
+fn pair_place(paths: &PathStyle, a: Option<&SrcPos>, b: Option<&SrcPos>, ptx_lines: (u32, u32)) -> (String, String, u32, u32) {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            (format!("{}:{}:{} and {}:{}", paths.display(&a.file), a.line, a.col, b.line, b.col), paths.display(&a.file), a.line, a.col)
+        }
+        _ => (format!("PTX lines {} and {}", ptx_lines.0, ptx_lines.1), String::new(), 0, 0),
+    }
+}
+
 fn seen_text(s: &SiteSeen, unit: &str) -> String {
     format!("{}{unit} (max {}, mean {:.2}, {} requests)", s.mode, s.max, s.mean, s.requests)
 }
@@ -235,12 +246,8 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         let who = |t: Option<u32>| t.map_or("several threads".to_string(), |t| format!("thread {t}"));
         let (l1, l2) = (seen.line(r.first), seen.line(r.second));
         // the two accesses in the order of the threads named
-        let (place, file, line, col) = match (at(r.first).and_then(|a| a.span.clone()), at(r.second).and_then(|a| a.span.clone())) {
-            (Some(a), Some(b)) => {
-                (format!("{}:{}:{} and {}:{}", paths.display(&a.file), a.line, a.col, b.line, b.col), paths.display(&a.file), a.line, a.col)
-            }
-            _ => (format!("PTX lines {l1} and {l2}"), String::new(), 0, 0),
-        };
+        let (place, file, line, col) =
+            pair_place(paths, at(r.first).and_then(|a| a.span.as_ref()), at(r.second).and_then(|a| a.span.as_ref()), (l1, l2));
         out.push(Row {
             place,
             line,
@@ -269,12 +276,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         }
         let (a, b) = (at(x), at(y));
         let (l1, l2) = (a.map_or(0, |a| a.ptx_line), b.map_or(0, |b| b.ptx_line));
-        let (place, file, line, col) = match (a.and_then(|a| a.span.clone()), b.and_then(|b| b.span.clone())) {
-            (Some(a), Some(b)) => {
-                (format!("{}:{}:{} and {}:{}", paths.display(&a.file), a.line, a.col, b.line, b.col), paths.display(&a.file), a.line, a.col)
-            }
-            _ => (format!("PTX lines {l1} and {l2}"), String::new(), 0, 0),
-        };
+        let (place, file, line, col) = pair_place(paths, a.and_then(|a| a.span.as_ref()), b.and_then(|b| b.span.as_ref()), (l1, l2));
         out.push(Row {
             place,
             line,
