@@ -219,3 +219,67 @@ fn misaligned_rows_are_predicted_and_seen() {
         assert_eq!((r["observed"]["typical"].as_u64(), r["verdict"].as_str()), (Some(4), Some("confirmed")), "{r}");
     }
 }
+
+/// `confirm --ptx FILE` runs a PTX file without building (no cargo: a
+/// machine with a GPU but no Rust toolchain): with the package's Cargo.toml
+/// for the launch settings and Rust parameter names, or with none, naming
+/// PTX parameters; the verdicts are those of the built package.
+#[test]
+fn confirm_runs_a_ptx_file_without_building() {
+    let (_, _, ptx) = example_build();
+    let ptx = ptx.to_str().unwrap();
+    let manifest = repo().join("example-kernels/Cargo.toml");
+    let elsewhere = std::env::temp_dir();
+    let verdicts = |out: &std::process::Output| -> Vec<String> {
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        json_lines(&out.stdout).iter().filter(|r| r["space"] == "global").map(|r| r["verdict"].as_str().unwrap().to_string()).collect()
+    };
+    let with_manifest = gpucheck(
+        &[
+            "confirm",
+            "--message-format",
+            "json",
+            "--ptx",
+            ptx,
+            "--manifest-path",
+            manifest.to_str().unwrap(),
+            "--kernel",
+            "scale_rows",
+            "--arg",
+            "width=257",
+        ],
+        &elsewhere,
+    );
+    assert_eq!(verdicts(&with_manifest), ["confirmed (misaligned rows)"; 2]);
+    let bare = gpucheck(
+        &[
+            "confirm",
+            "--message-format",
+            "json",
+            "--ptx",
+            ptx,
+            "--kernel",
+            "scale_rows",
+            "--block",
+            "32,8",
+            "--grid",
+            "8,8",
+            "--arg",
+            "scale_rows_param_0=f32[131072]",
+            "--arg",
+            "scale_rows_param_1=f32[131072]",
+            "--arg",
+            "scale_rows_param_2=256",
+        ],
+        &elsewhere,
+    );
+    assert_eq!(verdicts(&bare), ["confirmed"; 2]);
+    // what is missing is named, by PTX parameter
+    let out = gpucheck(&["confirm", "--ptx", ptx, "--kernel", "scale_rows", "--block", "32,8"], &elsewhere);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`scale_rows_param_0` (.u64): --arg scale_rows_param_0=VALUE"), "{err}");
+    let out = gpucheck(&["confirm", "--ptx", "no/such.ptx"], &elsewhere);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no PTX file `no/such.ptx`"));
+}

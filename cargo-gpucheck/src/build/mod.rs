@@ -141,20 +141,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             _ => bail!("package `{}` has no library target: GPU kernels must live in a library crate", p.name),
         };
         let gm = p.metadata.get("gpucheck");
-        let block = match gm.and_then(|g| g.get("block")) {
-            Some(v) => Some(block_value(v).with_context(|| format!("in `[package.metadata.gpucheck] block` of `{}`", p.manifest_path))?),
-            None => None,
-        };
-        let mut kernel_blocks = HashMap::new();
-        if let Some(ks) = gm.and_then(|g| g.get("kernels")).and_then(|k| k.as_object()) {
-            for (name, k) in ks {
-                if let Some(b) = k.get("block") {
-                    let b = block_value(b)
-                        .with_context(|| format!("in `[package.metadata.gpucheck.kernels.{name}] block` of `{}`", p.manifest_path))?;
-                    kernel_blocks.insert(name.clone(), b);
-                }
-            }
-        }
+        let (block, kernel_blocks) = launch_blocks(gm, p.manifest_path.as_str())?;
         let manifest_path: PathBuf = p.manifest_path.clone().into();
         let root = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
         kernels.push(KernelCrate {
@@ -174,6 +161,67 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
     }
     let lints = meta.workspace_metadata.get("gpucheck").and_then(|g| g.get("lints")).cloned();
     Ok(Workspace { root: meta.workspace_root.clone().into(), target_dir: meta.target_directory.clone().into(), kernels, lints })
+}
+
+/// Block shapes by kernel name.
+pub type KernelBlocks = HashMap<String, [u32; 3]>;
+
+/// The package's block shape and the kernels' own, from its
+/// `[package.metadata.gpucheck]` table (`block`, `kernels.NAME.block`).
+pub fn launch_blocks(gm: Option<&serde_json::Value>, manifest: &str) -> Result<(Option<[u32; 3]>, KernelBlocks)> {
+    let block = match gm.and_then(|g| g.get("block")) {
+        Some(v) => Some(block_value(v).with_context(|| format!("in `[package.metadata.gpucheck] block` of `{manifest}`"))?),
+        None => None,
+    };
+    let mut kernel_blocks = HashMap::new();
+    if let Some(ks) = gm.and_then(|g| g.get("kernels")).and_then(|k| k.as_object()) {
+        for (name, k) in ks {
+            if let Some(b) = k.get("block") {
+                let b = block_value(b).with_context(|| format!("in `[package.metadata.gpucheck.kernels.{name}] block` of `{manifest}`"))?;
+                kernel_blocks.insert(name.clone(), b);
+            }
+        }
+    }
+    Ok((block, kernel_blocks))
+}
+
+/// A PTX file as a unit to run without building: its launch settings from
+/// the `[package.metadata.gpucheck]` table of `manifest` (read directly,
+/// without cargo) when given, its sources local when under the manifest's
+/// folder (else the PTX file's).
+pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
+    if !ptx.is_file() {
+        bail!("no PTX file `{}`", ptx.display());
+    }
+    let stem = ptx.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let (name, manifest_path, meta) = match manifest {
+        Some(m) => {
+            let text = std::fs::read_to_string(m).with_context(|| format!("reading `{}`", m.display()))?;
+            let doc: toml::Table = text.parse().with_context(|| format!("`{}` is not valid TOML", m.display()))?;
+            let package = doc.get("package");
+            let name = package.and_then(|p| p.get("name")).and_then(|n| n.as_str()).unwrap_or(&stem).to_string();
+            let gm = package.and_then(|p| p.get("metadata")).and_then(|x| x.get("gpucheck"));
+            (name, m.to_path_buf(), gm.map(serde_json::to_value).transpose()?)
+        }
+        None => (stem, ptx.to_path_buf(), None),
+    };
+    let (block, kernel_blocks) = launch_blocks(meta.as_ref(), &manifest_path.display().to_string())?;
+    let root = std::path::absolute(&manifest_path)?.parent().map(Path::to_path_buf).unwrap_or_default();
+    let krate = KernelCrate {
+        name: name.clone(),
+        package_id: name.clone(),
+        manifest_path,
+        root: root.clone(),
+        target_name: name.replace('-', "_"),
+        src_path: root.join("src/lib.rs"),
+        edition: String::new(),
+        backend: Backend::Nvptx,
+        block,
+        kernel_blocks,
+        lints: meta.as_ref().and_then(|g| g.get("lints")).cloned(),
+        meta,
+    };
+    Ok(Unit { krate, ptx: ptx.to_path_buf(), note: None })
 }
 
 /// `[x, y, z]`, `[x]` or `x` from Cargo.toml metadata.

@@ -364,10 +364,12 @@ pub fn prepare(
                 _ => format!("--arg {display}=VALUE"),
             };
             missing.push(format!(
-                "  `{display}`{} ({} {}): {hint}",
+                "  `{display}`{} ({}): {hint}",
                 if rname.is_some() { format!(" (PTX `{}`)", p.name) } else { String::new() },
-                p.ty,
-                rty.unwrap_or("")
+                match rty {
+                    Some(r) => format!("{} {r}", p.ty),
+                    None => p.ty.to_string(),
+                }
             ));
             continue;
         };

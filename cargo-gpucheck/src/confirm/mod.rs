@@ -73,10 +73,16 @@ impl Seen {
 }
 
 pub fn run(a: &ConfirmArgs) -> Result<i32> {
-    let meta = build::metadata(a.build.manifest_path.as_deref())?;
-    let ws = build::workspace(&meta, &a.build.packages, a.build.backend)?;
-    let units = build::build_all(&ws, &meta, a.build.quiet, a.build.jobs)?;
-    let paths = PathStyle { root: ws.root.clone() };
+    let (units, root) = if a.ptx.is_empty() {
+        let meta = build::metadata(a.build.manifest_path.as_deref())?;
+        let ws = build::workspace(&meta, &a.build.packages, a.build.backend)?;
+        (build::build_all(&ws, &meta, a.build.quiet, a.build.jobs)?, ws.root)
+    } else {
+        let units = a.ptx.iter().map(|p| build::ptx_unit(p, a.build.manifest_path.as_deref())).collect::<Result<Vec<_>>>()?;
+        let root = units.first().map(|u| u.krate.root.clone()).unwrap_or_default();
+        (units, root)
+    };
+    let paths = PathStyle { root };
     let cli_spec = launch::Spec {
         grid: a.grid,
         block: a.block,
@@ -92,7 +98,8 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
         for f in module.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
             let name = gpucheck_analysis::demangle(f.name);
             let wanted = if a.kernels.is_empty() {
-                launch::configured(u.krate.meta.as_ref(), f.name)
+                // a PTX file without launch settings: every kernel, with the command line's
+                launch::configured(u.krate.meta.as_ref(), f.name) || (!a.ptx.is_empty() && u.krate.meta.is_none())
             } else {
                 a.kernels.iter().any(|k| *k == f.name || *k == name)
             };
@@ -100,7 +107,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                 continue;
             }
             let spec = launch::spec(u.krate.meta.as_ref(), f.name, &cli_spec).map_err(anyhow::Error::msg)?;
-            let block = spec.block.or_else(|| u.krate.kernel_blocks.get(f.name).copied()).or(u.krate.block);
+            let block = spec.block.or_else(|| u.krate.kernel_blocks.get(f.name).copied()).or(f.perf.reqntid).or(u.krate.block);
             let Some(block) = block else {
                 bail!("no block shape for kernel `{}`: pass --block X,Y,Z or set `block` in [package.metadata.gpucheck]", f.name);
             };
