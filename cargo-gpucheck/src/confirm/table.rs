@@ -360,8 +360,13 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
             }
         }
         MessageFormat::Human => {
-            let rate = seen.lane_insts as f64 / seen.seconds.max(1e-9) / 1e6;
-            eprintln!("    {} lane-instructions in {:.3} s ({rate:.0} M/s)", seen.lane_insts, seen.seconds);
+            if seen.lane_insts > 0 {
+                let rate = seen.lane_insts as f64 / seen.seconds.max(1e-9) / 1e6;
+                eprintln!("    {} lane-instructions in {:.3} s ({rate:.0} M/s)", seen.lane_insts, seen.seconds);
+            } else {
+                // the GPU counts no instructions: the instrumented run's wall time
+                eprintln!("    instrumented run in {:.3} s", seen.seconds);
+            }
             if let Some(ms) = seen.kernel_ms {
                 eprintln!("    uninstrumented kernel time (CUDA events): {ms:.3} ms");
             }
