@@ -82,7 +82,7 @@ fn ptx_findings_without_debug_info_point_into_the_ptx() {
 #[test]
 fn build_failure_shows_cargo_errors_and_exits_2() {
     // a kernel crate with a type error, on the pinned nightly
-    let dir = repo().join("target").join("gpucheck-test-broken");
+    let dir = scratch("gpucheck-test-broken");
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),

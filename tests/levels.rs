@@ -7,7 +7,7 @@ use std::path::Path;
 /// A kernel workspace under target/ with the given Cargo.toml lint tables,
 /// sharing one nvptx target dir with the other level tests.
 fn kernel_ws(name: &str, workspace_lints: &str, package_lints: &str) -> std::path::PathBuf {
-    let dir = repo().join("target").join("gpucheck-test-levels").join(name);
+    let dir = scratch("gpucheck-test-levels").join(name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
@@ -44,7 +44,7 @@ pub unsafe extern "ptx-kernel" fn k(a: *const f32, out: *mut f32, n: usize) {
 }
 
 fn run(dir: &Path, args: &[&str]) -> (Option<i32>, Vec<serde_json::Value>, String) {
-    let target = repo().join("target").join("gpucheck-test-levels").join("target");
+    let target = scratch("gpucheck-test-levels").join("target");
     let out = std::process::Command::new(binary())
         .arg("gpucheck")
         .args(["--message-format", "json", "-q"])

@@ -2,6 +2,7 @@
 //! `cargo-gpucheck` binary, the example kernels and the shared PTX corpus,
 //! and reading `//~ WARN lint` marks.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -11,19 +12,71 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// `../shared/corpus/ptx` beside the checkout.
-pub fn corpus_dir() -> PathBuf {
-    repo().join("../shared/corpus/ptx")
+/// The external PTX corpus: the folder `GPUCHECK_CORPUS` names, else
+/// `../shared/corpus/ptx` beside the checkout. `None` when there is none (a
+/// clone of the repository alone): the calling test then prints one line
+/// saying it was skipped and why, and returns. A `GPUCHECK_CORPUS` that
+/// names no folder is a failure, not a skip.
+pub fn corpus_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("GPUCHECK_CORPUS") {
+        let d = PathBuf::from(d);
+        assert!(d.is_dir(), "GPUCHECK_CORPUS names `{}`, which is not a folder", d.display());
+        return Some(d);
+    }
+    let d = repo().join("../shared/corpus/ptx");
+    if d.is_dir() {
+        return Some(d);
+    }
+    // written past the test harness's capture, so that it shows
+    let test = std::thread::current().name().unwrap_or("a corpus test").to_string();
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: skipped, no PTX corpus (set GPUCHECK_CORPUS to a folder of .ptx files, or put `shared/corpus/ptx` beside the checkout)"
+    );
+    None
 }
 
-pub fn corpus_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
-        .unwrap_or_else(|e| panic!("the PTX corpus must be at {}: {e}", corpus_dir().display()))
+/// The `.ptx` files of the corpus, sorted (`None`: skipped, see [`corpus_dir`]).
+pub fn corpus_files() -> Option<Vec<PathBuf>> {
+    let dir = corpus_dir()?;
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading the PTX corpus at {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "ptx"))
         .collect();
     v.sort();
-    v
+    Some(v)
+}
+
+/// One corpus file's text (`None`: skipped, see [`corpus_dir`]).
+pub fn corpus_file(name: &str) -> Option<String> {
+    let p = corpus_dir()?.join(name);
+    Some(std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+}
+
+/// The folder cargo builds the workspace at `dir` into, as cargo says
+/// (`CARGO_TARGET_DIR`, `build.target-dir`), never assumed.
+pub fn target_dir_of(dir: &Path) -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(dir)
+        .output()
+        .expect("running cargo metadata");
+    assert!(out.status.success(), "cargo metadata in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    PathBuf::from(v["target_directory"].as_str().expect("target_directory"))
+}
+
+/// The root workspace's target folder (see [`target_dir_of`]).
+pub fn target_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| target_dir_of(&repo()))
+}
+
+/// A scratch folder for one test's files, inside the target folder.
+pub fn scratch(name: &str) -> PathBuf {
+    target_dir().join(name)
 }
 
 /// The `cargo-gpucheck` binary, built once per test process with the same
@@ -38,8 +91,7 @@ pub fn binary() -> &'static Path {
             .status()
             .expect("running cargo build for cargo-gpucheck");
         assert!(status.success(), "building cargo-gpucheck failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
-        let exe = target.join("debug").join(format!("cargo-gpucheck{}", std::env::consts::EXE_SUFFIX));
+        let exe = target_dir().join("debug").join(format!("cargo-gpucheck{}", std::env::consts::EXE_SUFFIX));
         assert!(exe.exists(), "{} missing after build", exe.display());
         exe
     })
@@ -104,7 +156,7 @@ pub fn example_build() -> &'static (Vec<serde_json::Value>, String, PathBuf) {
     static OUT: OnceLock<(Vec<serde_json::Value>, String, PathBuf)> = OnceLock::new();
     OUT.get_or_init(|| {
         let out = gpucheck(&["--message-format", "json", "-q", "--all-accesses", "-W", "pedantic"], &repo().join("example-kernels"));
-        let deps = repo().join("example-kernels/target/gpucheck/nvptx64-nvidia-cuda/release/deps");
+        let deps = target_dir_of(&repo().join("example-kernels")).join("gpucheck/nvptx64-nvidia-cuda/release/deps");
         // the newest `.s`: older builds of the crate may still lie there
         let f = std::fs::read_dir(&deps)
             .unwrap()

@@ -22,7 +22,7 @@ fn ptxas() -> PathBuf {
 }
 
 fn assemble(ptx: &std::path::Path, arch: &str) {
-    let out_dir = repo().join("target/gpucheck-test-ptxas");
+    let out_dir = scratch("gpucheck-test-ptxas");
     std::fs::create_dir_all(&out_dir).unwrap();
     let ins = out_dir.join(format!("{}.{arch}.ptx", ptx.file_stem().unwrap().to_string_lossy()));
     let out = gpucheck(&["instrument", ptx.to_str().unwrap(), "--arch", arch, "-o", ins.to_str().unwrap()], &repo());
@@ -49,11 +49,16 @@ fn instrumented_example_kernels_assemble_for_sm70_and_sm90() {
 
 #[test]
 fn instrumented_nvvm_and_nvcc_ptx_assembles() {
+    // our own NVVM-style module (calls, slices, a struct parameter), then the corpus's
+    for arch in ["sm_70", "sm_90"] {
+        assemble(&repo().join("analysis/tests/nvvm/idioms.ptx"), arch);
+    }
+    let Some(dir) = corpus_dir() else { return };
     for f in ["rust-cuda-add.ptx", "vosen-ZLUDA-vectorAdd_kernel64.ptx"] {
         for arch in ["sm_70", "sm_90"] {
-            assemble(&corpus_dir().join(f), arch);
+            assemble(&dir.join(f), arch);
         }
     }
     // CUDA 8 PTX uses `shfl` without `.sync`, which PTX ISA 6.4 and later reject: sm_70 (ISA 6.3) only
-    assemble(&corpus_dir().join("JuliaGPU-CUDA.jl-reduce.cu.ptx"), "sm_70");
+    assemble(&dir.join("JuliaGPU-CUDA.jl-reduce.cu.ptx"), "sm_70");
 }

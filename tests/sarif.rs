@@ -56,7 +56,8 @@ fn example_kernels_sarif_validates_and_matches_the_findings() {
 
 #[test]
 fn ptx_sarif_validates_even_without_rust_spans() {
-    let f = corpus_dir().join("gtcasl-gpuocelot-particleSystem.ptx");
+    // PTX written for the tests, with no `.loc` (no Rust spans) and findings
+    let f = repo().join("analysis/tests/nvvm/idioms.ptx");
     let out = gpucheck(&["ptx", f.to_str().unwrap(), "--message-format", "sarif"], &repo());
     let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     validate(&log);

@@ -5,7 +5,7 @@ use gpucheck_tests::*;
 
 #[test]
 fn many_kernel_crates_build_together() {
-    let dir = repo().join("target").join("gpucheck-test-workspace");
+    let dir = scratch("gpucheck-test-workspace");
     let names = ["kc_one", "kc_two", "kc_three"];
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("Cargo.toml"), format!("[workspace]\nresolver = \"2\"\nmembers = {names:?}\n")).unwrap();
@@ -41,7 +41,7 @@ pub unsafe extern "ptx-kernel" fn k_{n}(out: *mut u32) {{
         )
         .unwrap();
     }
-    let target = repo().join("target").join("gpucheck-test-levels").join("target");
+    let target = scratch("gpucheck-test-levels").join("target");
     let out = std::process::Command::new(binary())
         .args(["gpucheck", "-j", "2", "--message-format", "json"])
         .current_dir(&dir)

@@ -8,31 +8,39 @@ use gpucheck_analysis::facts::KernelFacts;
 use gpucheck_analysis::{check_module, ir, ptx, shape_for, synth, Options};
 use std::time::Duration;
 
-fn corpus_largest() -> (String, String) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx");
-    let mut best = (0u64, std::path::PathBuf::new());
-    for e in std::fs::read_dir(dir).expect("../shared/corpus/ptx") {
-        let p = e.unwrap().path();
-        let len = p.metadata().unwrap().len();
-        if p.extension().is_some_and(|x| x == "ptx") && len > best.0 {
-            best = (len, p);
-        }
-    }
-    let name = best.1.file_name().unwrap().to_string_lossy().to_string();
-    (name, String::from_utf8_lossy(&std::fs::read(&best.1).unwrap()).into_owned())
+/// The largest file of the PTX corpus (`GPUCHECK_CORPUS`, else
+/// `../shared/corpus/ptx` beside the checkout), or `None` after saying that
+/// the corpus benchmarks are skipped.
+fn corpus_largest() -> Option<(String, String)> {
+    let dir = std::env::var_os("GPUCHECK_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/ptx"));
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("no PTX corpus at {} (set GPUCHECK_CORPUS): the corpus benchmarks are skipped", dir.display());
+        return None;
+    };
+    let best = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ptx"))
+        .max_by_key(|p| p.metadata().map(|m| m.len()).unwrap_or(0))?;
+    let name = best.file_name()?.to_string_lossy().to_string();
+    Some((name, String::from_utf8_lossy(&std::fs::read(&best).ok()?).into_owned()))
 }
 
 fn benches(c: &mut Criterion) {
-    let (name, corpus) = corpus_largest();
     let big = synth::module(1000, 60); // ≈ 1.04M instructions
     let big_insts = ptx::parse(&big).unwrap().instruction_count();
     assert!(big_insts >= 1_000_000, "generated module has only {big_insts} instructions");
-    let corpus_insts = ptx::parse(&corpus).unwrap().instruction_count();
-    eprintln!("{name}: {} bytes, {corpus_insts} instructions; generated: {} bytes, {big_insts} instructions", corpus.len(), big.len());
+    eprintln!("generated: {} bytes, {big_insts} instructions", big.len());
+    let mut inputs = vec![("generated-1M".to_string(), big)];
+    if let Some((name, corpus)) = corpus_largest() {
+        eprintln!("{name}: {} bytes, {} instructions", corpus.len(), ptx::parse(&corpus).unwrap().instruction_count());
+        inputs.insert(0, (name, corpus));
+    }
 
     let mut g = c.benchmark_group("parse");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
-    for (label, src) in [(name.as_str(), &corpus), ("generated-1M", &big)] {
+    for (label, src) in &inputs {
         g.throughput(Throughput::Bytes(src.len() as u64));
         g.bench_with_input(BenchmarkId::from_parameter(label), src, |b, s| b.iter(|| ptx::parse(s).unwrap()));
     }
@@ -40,8 +48,9 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("analyse");
     g.sample_size(10).measurement_time(Duration::from_secs(15));
-    for (label, src, n) in [(name.as_str(), &corpus, corpus_insts), ("generated-1M", &big, big_insts)] {
+    for (label, src) in &inputs {
         let m = ptx::parse(src).unwrap();
+        let n = m.instruction_count();
         g.throughput(Throughput::Elements(n as u64));
         g.bench_function(BenchmarkId::from_parameter(label), |b| b.iter(|| check_module(&m, &Options::default(), &|_| true)));
     }
@@ -49,10 +58,10 @@ fn benches(c: &mut Criterion) {
 }
 
 /// The per-kernel facts alone (branch splits, access sites, active lanes,
-/// predictions, races), per kernel of the largest corpus file; IR and
-/// divergence are set up once.
+/// predictions, races), per kernel of the largest corpus file (without the
+/// corpus, of a generated module); IR and divergence are set up once.
 fn facts(c: &mut Criterion) {
-    let (name, corpus) = corpus_largest();
+    let (name, corpus) = corpus_largest().unwrap_or_else(|| ("generated-50k".to_string(), synth::module(48, 60)));
     let m = ptx::parse(&corpus).unwrap();
     let fns = ir::lower(&m);
     let sums = Summaries::compute(&fns);
@@ -93,7 +102,11 @@ fn scaling(c: &mut Criterion) {
         g.bench_function(BenchmarkId::from_parameter(n), |b| b.iter(|| check_module(&m, &Options::default(), &|_| true)));
     }
     g.finish();
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion/scaling");
+    // criterion writes under the target folder (`CARGO_TARGET_DIR` when set)
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let dir = target.join("criterion/scaling");
     let mut xy = Vec::new();
     for n in points {
         let est = std::fs::read_to_string(dir.join(n.to_string()).join("new/estimates.json"));

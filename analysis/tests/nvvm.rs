@@ -52,27 +52,3 @@ fn rust_names_are_demangled() {
     assert_eq!(demangle("add"), "add");
     assert_eq!(demangle("_Z6kernelPf"), "_Z6kernelPf", "C++ names are left alone");
 }
-
-/// The three Rust-CUDA files of the corpus (NVVM 7.0.1): parse, analyse, and
-/// give the verdicts reviewed in the closing note.
-#[test]
-fn rust_cuda_corpus() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx/");
-    let run = |f: &str| {
-        let src = std::fs::read_to_string(format!("{dir}{f}")).unwrap();
-        check(&src, &Options::default(), &|_| true).unwrap()
-    };
-    // add: slices as (ptr, len), ld.global.nc, a bounds check to trap: clean
-    let add = run("rust-cuda-add.ptx");
-    assert_eq!((add.kernels, add.instructions), (1, 28));
-    assert!(add.findings.is_empty(), "{:#?}", add.findings);
-    assert!(add.accesses.iter().filter(|a| a.space == "global").all(|a| a.sectors.is_some_and(|s| s.0 == s.2)));
-    // path tracer: array-of-structs float3 pixels, 12 or 16 bytes apart per lane
-    let pt = run("rust-cuda-path_tracer.ptx");
-    assert_eq!(pt.kernels, 3);
-    let c = counts(&pt);
-    assert_eq!(c.keys().copied().collect::<Vec<_>>(), ["uncoalesced_global_access"], "{c:?}");
-    for f in &pt.findings {
-        assert!(f.message.contains("bytes apart"), "{}", f.message);
-    }
-}

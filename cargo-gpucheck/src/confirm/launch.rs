@@ -481,22 +481,23 @@ mod tests {
         assert_eq!(slice_elem("&'a mut [u32]"), Some("u32"));
         assert_eq!(slice_elem("&[u8; 4]"), None);
         assert_eq!(slice_elem("*const f32"), None);
-        // Rust-CUDA's add(a: &[f32], b: &[f32], c: *mut f32) is five PTX parameters
-        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx/rust-cuda-add.ptx")).unwrap();
-        let m = ptx::parse(&src).unwrap();
+        // Rust-CUDA's exp_slice(x: &[f32], y: &mut [f32]) is four PTX parameters (our NVVM-style fixture)
+        let src = include_str!("../../../analysis/tests/nvvm/idioms.ptx");
+        let m = ptx::parse(src).unwrap();
+        let f = m.functions.iter().find(|f| f.name == "exp_slice").unwrap();
         let rust: Vec<(String, String)> =
-            [("a", "&[f32]"), ("b", "&[f32]"), ("c", "*mut f32")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+            [("x", "&[f32]"), ("y", "&mut [f32]")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         let given: BTreeMap<String, String> =
-            [("a", "f32[100]"), ("b", "f32[80]"), ("c", "f32[100]")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+            [("x", "f32[100]"), ("y", "f32[80]")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         let mut mem = Global::default();
-        let p = prepare(&m.functions[0], Some(&rust), &given, &mut mem).unwrap();
-        assert_eq!(p.args.len(), 5);
+        let p = prepare(f, Some(&rust), &given, &mut mem).unwrap();
+        assert_eq!(p.args.len(), 4);
         assert_eq!((p.args[1].clone(), p.args[3].clone()), (Arg::Bits(100), Arg::Bits(80)), "lengths from the buffers");
-        assert_eq!(p.shown, ["a=f32[100]", "a.len=100", "b=f32[80]", "b.len=80", "c=f32[100]"]);
+        assert_eq!(p.shown, ["x=f32[100]", "x.len=100", "y=f32[80]", "y.len=80"]);
         // an explicit length wins
         let mut given = given;
-        given.insert("b.len".into(), "8".into());
-        let p = prepare(&m.functions[0], Some(&rust), &given, &mut mem).unwrap();
+        given.insert("y.len".into(), "8".into());
+        let p = prepare(f, Some(&rust), &given, &mut mem).unwrap();
         assert_eq!(p.args[3], Arg::Bits(8));
     }
 
