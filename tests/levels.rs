@@ -101,3 +101,83 @@ fn unknown_lint_names_warn_with_a_suggestion() {
     assert_eq!(code, Some(1));
     assert_eq!(level_and_note(&msgs, "barrier_divergence").unwrap().1, "`#[deny(gpucheck::barrier_divergence)]` on by default");
 }
+
+/// `-D warnings` (the first thing anyone puts in CI) turns every warning
+/// into an error and exits 1; `-A warnings` leaves only errors; neither
+/// turns on pedantic lints, and neither does `-D all`.
+#[test]
+fn warnings_and_all_as_in_rustc_and_clippy() {
+    let dir = kernel_ws("levels_c", "", "");
+    let levels = |msgs: &[serde_json::Value]| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = msgs
+            .iter()
+            .map(|m| (m["gpucheck"]["lint"].as_str().unwrap().to_string(), m["message"]["level"].as_str().unwrap().to_string()))
+            .collect();
+        v.sort();
+        v
+    };
+    let (code, default, err) = run(&dir, &["-A", "correctness"]);
+    assert_eq!(code, Some(0), "{err}");
+    let warned: Vec<String> = levels(&default).into_iter().filter(|(_, l)| l == "warning").map(|(n, _)| n).collect();
+    assert!(!warned.is_empty());
+    let (code, msgs, err) = run(&dir, &["-A", "correctness", "-D", "warnings"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!err.contains("unknown lint"), "{err}");
+    assert_eq!(levels(&msgs), warned.iter().map(|n| (n.clone(), "error".to_string())).collect::<Vec<_>>());
+    let note = level_and_note(&msgs, "divergent_branch").unwrap().1;
+    assert_eq!(note, "`#[warn(gpucheck::divergent_branch)]` on by default, and this warning is deny by `-D warnings`");
+    // `-A warnings`: only the errors are left
+    let (code, msgs, _) = run(&dir, &["-A", "warnings"]);
+    assert_eq!(code, Some(1));
+    assert!(!msgs.is_empty() && levels(&msgs).iter().all(|(_, l)| l == "error"), "{msgs:?}");
+    // `-D all` is every lint that is not pedantic
+    let (_, msgs, _) = run(&dir, &["-D", "all"]);
+    assert!(
+        levels(&msgs).iter().all(|(n, l)| l == "error"
+            && !matches!(n.as_str(), "data_dependent_access" | "shared_memory_opportunity" | "misaligned_global_access")),
+        "{msgs:?}"
+    );
+}
+
+/// A level that is not one is an error before anything is built.
+#[test]
+fn a_bad_level_in_a_table_is_an_error() {
+    let dir = kernel_ws("levels_d", "", "perf = \"deyn\"");
+    let (code, msgs, err) = run(&dir, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(msgs.is_empty());
+    assert!(err.contains("error: `perf = \"deyn\"` in `[package.metadata.gpucheck.lints]` of Cargo.toml: expected \"allow\", \"warn\", \"deny\" or \"forbid\""), "{err}");
+    assert!(!err.contains("Compiling"), "nothing is built: {err}");
+}
+
+/// `[package.metadata.gpucheck]` is checked like cargo's own tables: an
+/// unknown key or a kernel table for no kernel is a warning naming the
+/// closest, a value of the wrong type an error naming the file and key.
+#[test]
+fn the_gpucheck_table_is_validated() {
+    let dir = kernel_ws("levels_e", "", "");
+    let manifest = dir.join("Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let with = |extra: &str| {
+        std::fs::write(&manifest, original.replace("block = [128, 1, 1]\n", &format!("block = [128, 1, 1]\n{extra}\n"))).unwrap();
+        run(&dir, &[])
+    };
+    let (code, msgs, err) = with("blok = [32]\n[package.metadata.gpucheck.kernels.kk]\nblock = [64]");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!msgs.is_empty(), "the check still runs");
+    assert!(err.contains("warning: unknown key `blok` in `[package.metadata.gpucheck]` of Cargo.toml; did you mean `block`?"), "{err}");
+    assert!(
+        err.contains("warning: `[package.metadata.gpucheck.kernels.kk]` in Cargo.toml names no kernel of the package; did you mean `k`?"),
+        "{err}"
+    );
+    for (extra, message) in [
+        ("kernels = 3", "`kernels = 3` in `[package.metadata.gpucheck]` of Cargo.toml: expected one table per kernel"),
+        ("grid = [4, 1.5]", "`1.5` in `grid` is not a positive integer in `[package.metadata.gpucheck]` of Cargo.toml"),
+        ("args = \"x\"", "`args = \"x\"` in `[package.metadata.gpucheck]` of Cargo.toml: expected a table"),
+    ] {
+        let (code, _, err) = with(extra);
+        assert_eq!(code, Some(2), "{extra}: {err}");
+        assert!(err.contains(message), "{extra}: {err}");
+    }
+    std::fs::write(&manifest, &original).unwrap();
+}

@@ -31,7 +31,7 @@ pub fn corpus_dir() -> Option<PathBuf> {
     let test = std::thread::current().name().unwrap_or("a corpus test").to_string();
     let _ = writeln!(
         std::io::stderr(),
-        "{test}: skipped, no PTX corpus (set GPUCHECK_CORPUS to a folder of .ptx files, or put `shared/corpus/ptx` beside the checkout)"
+        "{test}: the checks over the PTX corpus are skipped: none found (set GPUCHECK_CORPUS to a folder of .ptx files, or put `shared/corpus/ptx` beside the checkout)"
     );
     None
 }

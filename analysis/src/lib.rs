@@ -133,6 +133,8 @@ pub struct Report {
     pub branches: Vec<BranchReport>,
     /// Every predicted race.
     pub races: Vec<RaceReport>,
+    /// The kernels' names (as in the PTX), in module order.
+    pub kernel_names: Vec<String>,
 }
 
 /// The block shape used for function `f`: `--block`, then the kernel's
@@ -193,6 +195,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.kernels += b.func.is_entry as usize;
         report.instructions += b.insts.len();
     }
+    report.kernel_names = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name.to_string()).collect();
     let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
     drop(bodies);
     let noreturn = ir::noreturn(module);

@@ -155,13 +155,13 @@ pub struct BuildArgs {
 
 #[derive(Args, Debug, Default, Clone)]
 pub struct OutputArgs {
-    /// Set lint(s) or group(s) (`correctness`, `perf`, `pedantic`, `all`) to allow; later flags win.
+    /// Set lint(s) or group(s) to allow; later flags win. Groups: `correctness`, `perf`, `pedantic`, `all` (every lint that is not pedantic); `warnings` is every lint at warn level, as in rustc (`-A warnings` hides them all).
     #[arg(short = 'A', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
     pub allow: Vec<String>,
     /// Set lint(s) or group(s) to warn.
     #[arg(short = 'W', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
     pub warn: Vec<String>,
-    /// Set lint(s) or group(s) to deny (reported as errors; exit status 1).
+    /// Set lint(s) or group(s) to deny (reported as errors; exit status 1). `-D warnings` makes every finding that would be a warning an error (pedantic lints stay off unless enabled): the CI setting.
     #[arg(short = 'D', value_name = "LINT", global = true, action = clap::ArgAction::Append)]
     pub deny: Vec<String>,
     /// Set lint(s) or group(s) to forbid (deny, and no `// gpucheck: allow` or later flag can lower it).

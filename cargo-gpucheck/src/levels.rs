@@ -1,7 +1,9 @@
 //! Lint levels: defaults, `[workspace.metadata.gpucheck.lints]`,
 //! `[package.metadata.gpucheck.lints]`, then `-A/-W/-D/-F NAME` on the
 //! command line (in order, last wins). Names may be lints or groups, with or
-//! without `gpucheck::`. `forbid` cannot be lowered afterwards.
+//! without `gpucheck::`. `forbid` cannot be lowered afterwards. `warnings`
+//! is rustc's: `-D warnings` makes every finding that would be a warning an
+//! error (whatever set it to warn, before or after), `-A warnings` hides them.
 //!
 //! Owns: resolving the level of each lint and the note saying where it came
 //! from (as rustc's "`#[warn(…)]` on by default"). Does not own: which
@@ -30,9 +32,18 @@ pub enum Source {
 #[derive(Clone, Debug)]
 pub struct Levels {
     map: HashMap<&'static str, (Level, Source)>,
-    /// Problems with the configuration (unknown names), reported once.
+    /// What `warnings` was last set to: the level every warning takes.
+    all_warnings: Option<(Level, Source)>,
+    /// Problems with the configuration that do not stop the check (unknown
+    /// lint names), reported once.
     pub warnings: Vec<String>,
+    /// Configuration that cannot be used (a level that is not one): the
+    /// check stops with exit status 2.
+    pub errors: Vec<String>,
 }
+
+/// rustc's name for every lint at warn level.
+const WARNINGS: &str = "warnings";
 
 fn flag_level(flag: char) -> Level {
     match flag {
@@ -45,12 +56,21 @@ fn flag_level(flag: char) -> Level {
 
 impl Default for Levels {
     fn default() -> Self {
-        Levels { map: LINTS.iter().map(|l| (l.name, (l.default, Source::Default))).collect(), warnings: vec![] }
+        Levels {
+            map: LINTS.iter().map(|l| (l.name, (l.default, Source::Default))).collect(),
+            all_warnings: None,
+            warnings: vec![],
+            errors: vec![],
+        }
     }
 }
 
 impl Levels {
     fn set(&mut self, name: &str, level: Level, source: Source) {
+        if name.strip_prefix("gpucheck::").unwrap_or(name) == WARNINGS {
+            self.all_warnings = Some((level, source));
+            return;
+        }
         match expand(name) {
             Some(lints) => {
                 for l in lints {
@@ -77,7 +97,7 @@ impl Levels {
     /// Apply a `lints` table from Cargo.toml metadata.
     pub fn apply_table(&mut self, table: &serde_json::Value, which: &'static str, manifest: &str) {
         let Some(obj) = table.as_object() else {
-            self.warnings.push(format!("`[{which}]` in {manifest} must be a table of `name = \"allow\"|\"warn\"|\"deny\"|\"forbid\"`"));
+            self.errors.push(format!("`[{which}]` in {manifest} must be a table of `name = \"allow\"|\"warn\"|\"deny\"|\"forbid\"`"));
             return;
         };
         // groups first, then single lints, so `perf = "deny"` + `x = "allow"` means what it says
@@ -88,7 +108,7 @@ impl Levels {
             match lv.and_then(Level::parse) {
                 Some(level) => self.set(k, level, Source::Table { table: which, manifest: manifest.to_string(), key: k.clone() }),
                 None => self
-                    .warnings
+                    .errors
                     .push(format!("`{k} = {v}` in `[{which}]` of {manifest}: expected \"allow\", \"warn\", \"deny\" or \"forbid\"")),
             }
         }
@@ -102,14 +122,21 @@ impl Levels {
     }
 
     pub fn level(&self, lint: &Lint) -> Level {
-        self.map.get(lint.name).map(|x| x.0).unwrap_or(lint.default)
+        let level = self.map.get(lint.name).map(|x| x.0).unwrap_or(lint.default);
+        match &self.all_warnings {
+            Some((promoted, _)) if level == Level::Warn => *promoted,
+            _ => level,
+        }
     }
 
     /// rustc-style note saying where the level came from.
     pub fn note(&self, lint: &'static Lint) -> String {
-        match self.map.get(lint.name) {
-            Some((_, src)) => describe(src, lint),
-            None => describe(&Source::Default, lint),
+        let (level, src) = self.map.get(lint.name).map(|(l, s)| (*l, s)).unwrap_or((lint.default, &Source::Default));
+        match &self.all_warnings {
+            Some((promoted, from)) if level == Level::Warn && *promoted != Level::Warn => {
+                format!("{}, and this warning is {} by {}", describe(src, lint), promoted.as_str(), warnings_source(from))
+            }
+            _ => describe(src, lint),
         }
     }
 }
@@ -128,6 +155,15 @@ fn describe(src: &Source, lint: &Lint) -> String {
                 format!("`-{flag} gpucheck::{}` implied by `-{flag} gpucheck::{n}`", lint.name)
             }
         }
+    }
+}
+
+/// Where `warnings` was set: `-D warnings`, or a Cargo table.
+fn warnings_source(src: &Source) -> String {
+    match src {
+        Source::CommandLine { flag, .. } => format!("`-{flag} {WARNINGS}`"),
+        Source::Table { table, manifest, key } => format!("`{key}` in `[{table}]` of {manifest}"),
+        Source::Default => WARNINGS.to_string(),
     }
 }
 
@@ -199,6 +235,34 @@ mod tests {
             vec!["unknown lint: `gpucheck::divergent_branches`; did you mean `gpucheck::divergent_branch`?".to_string()]
         );
         l.apply_table(&json!({"divergent_branch": "loud"}), "package.metadata.gpucheck.lints", "Cargo.toml");
-        assert!(l.warnings[1].contains("expected \"allow\""));
+        assert!(l.errors[0].contains("expected \"allow\""), "an unknown level is an error: {:?}", l.errors);
+    }
+
+    #[test]
+    fn warnings_as_in_rustc() {
+        use gpucheck_analysis::lints::{DATA_DEPENDENT_ACCESS, UNCOALESCED_GLOBAL_ACCESS};
+        // `-D warnings` turns every warning into an error, whatever made it a warning, set before or after
+        let mut l = Levels::default();
+        l.apply_flags(&flags_from_args(&["-D".into(), "warnings".into(), "-W".into(), "gpucheck::divergent_branch".into()]));
+        assert_eq!(l.level(&DIVERGENT_BRANCH), Level::Deny);
+        assert_eq!(l.level(&UNCOALESCED_GLOBAL_ACCESS), Level::Deny);
+        assert_eq!(
+            l.note(&UNCOALESCED_GLOBAL_ACCESS),
+            "`#[warn(gpucheck::uncoalesced_global_access)]` on by default, and this warning is deny by `-D warnings`"
+        );
+        // errors stay errors, pedantic lints stay off
+        assert_eq!(l.level(&BARRIER_DIVERGENCE), Level::Deny);
+        assert_eq!(l.level(&DATA_DEPENDENT_ACCESS), Level::Allow);
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        // `-A warnings` hides them; a pedantic lint enabled afterwards is a warning, so hidden too
+        let mut l = Levels::default();
+        l.apply_flags(&[('A', "warnings".into()), ('W', "pedantic".into())]);
+        assert_eq!((l.level(&DIVERGENT_BRANCH), l.level(&DATA_DEPENDENT_ACCESS)), (Level::Allow, Level::Allow));
+        assert_eq!(l.level(&BARRIER_DIVERGENCE), Level::Deny);
+        // and in a Cargo table
+        let mut l = Levels::default();
+        l.apply_table(&json!({"warnings": "deny"}), "workspace.metadata.gpucheck.lints", "Cargo.toml");
+        assert_eq!(l.level(&DIVERGENT_BRANCH), Level::Deny);
+        assert!(l.note(&DIVERGENT_BRANCH).ends_with("deny by `warnings` in `[workspace.metadata.gpucheck.lints]` of Cargo.toml"));
     }
 }

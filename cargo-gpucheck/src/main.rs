@@ -10,6 +10,7 @@
 
 mod build;
 mod cli;
+mod config;
 mod confirm;
 mod diagnostic;
 mod levels;
@@ -224,6 +225,8 @@ impl Sink {
 /// One analysed PTX file, ready to print.
 struct Checked {
     diags: Vec<Diagnostic>,
+    /// Configuration warnings: unknown keys, kernel tables naming no kernel.
+    config_warnings: Vec<String>,
     src: String,
     origin: Origin,
     status: String,
@@ -237,6 +240,26 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
     let paths = PathStyle { root: ws.root.clone() };
     let root_manifest = paths.display(&ws.root.join("Cargo.toml").to_string_lossy());
     let mut sink = Sink::new(o);
+    let levels_of = |k: &build::KernelCrate| {
+        let mut levels = Levels::default();
+        if let Some(t) = &ws.lints {
+            levels.apply_table(t, "workspace.metadata.gpucheck.lints", &root_manifest);
+        }
+        if let Some(t) = &k.lints {
+            levels.apply_table(t, "package.metadata.gpucheck.lints", &paths.display(&k.manifest_path.to_string_lossy()));
+        }
+        levels.apply_flags(flags);
+        levels
+    };
+    // configuration that cannot be used stops the check before the build
+    let mut bad: Vec<String> = ws.kernels.iter().flat_map(|k| levels_of(k).errors).collect();
+    bad.dedup();
+    if !bad.is_empty() {
+        for e in &bad {
+            eprintln!("error: {e}");
+        }
+        return Ok(sink.finish(&ws.root, true));
+    }
     let units = match build::build_all(&ws, &meta, b.quiet, b.jobs) {
         Ok(u) => u,
         Err(e) => {
@@ -247,14 +270,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
     let levels: Vec<Levels> = units
         .iter()
         .map(|u| {
-            let mut levels = Levels::default();
-            if let Some(t) = &ws.lints {
-                levels.apply_table(t, "workspace.metadata.gpucheck.lints", &root_manifest);
-            }
-            if let Some(t) = &u.krate.lints {
-                levels.apply_table(t, "package.metadata.gpucheck.lints", &paths.display(&u.krate.manifest_path.to_string_lossy()));
-            }
-            levels.apply_flags(flags);
+            let levels = levels_of(&u.krate);
             sink.config_warnings(&levels.warnings);
             levels
         })
@@ -264,6 +280,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
     let checked: Vec<Result<Checked>> = units.par_iter().zip(levels.par_iter()).map(|(u, l)| check_unit(u, o, l, &paths)).collect();
     for c in checked {
         let c = c?;
+        sink.config_warnings(&c.config_warnings);
         if !b.quiet && o.message_format == MessageFormat::Human {
             eprintln!("{}", c.status);
         }
@@ -311,7 +328,11 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         src_path: k.src_path.to_string_lossy().to_string(),
         edition: k.edition.clone(),
     };
-    Ok(Checked { diags, src, origin, status, accesses: report.accesses, ptx_display })
+    let mut names = report.kernel_names.clone();
+    names.extend(report.kernel_names.iter().map(|n| gpucheck_analysis::demangle(n)));
+    let mut config_warnings = k.config_warnings.clone();
+    config_warnings.extend(config::unknown_kernels(k.meta.as_ref(), &paths.display(&k.manifest_path.to_string_lossy()), &names));
+    Ok(Checked { diags, config_warnings, src, origin, status, accesses: report.accesses, ptx_display })
 }
 
 fn plural(n: usize, word: &str) -> String {

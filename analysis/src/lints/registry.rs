@@ -109,14 +109,16 @@ pub fn find(name: &str) -> Option<&'static Lint> {
     LINTS.iter().copied().find(|l| l.name == name)
 }
 
-/// The lints a name stands for: one lint, a group, or `all`.
+/// The lints a name stands for: one lint, a group, or `all` (every lint
+/// that is not pedantic, as `clippy::all`).
 pub fn expand(name: &str) -> Option<Vec<&'static Lint>> {
     let n = name.strip_prefix("gpucheck::").unwrap_or(name);
     if let Some(l) = find(n) {
         return Some(vec![l]);
     }
+    // as `clippy::all`: every lint that is not pedantic
     if n == "all" {
-        return Some(LINTS.to_vec());
+        return Some(LINTS.iter().copied().filter(|l| l.group != Group::Pedantic).collect());
     }
     if let Some(g) = Group::parse(n) {
         return Some(LINTS.iter().copied().filter(|l| l.group == g).collect());
@@ -127,9 +129,16 @@ pub fn expand(name: &str) -> Option<Vec<&'static Lint>> {
 /// The known lint or group name closest to `name` (for "did you mean").
 pub fn closest(name: &str) -> Option<&'static str> {
     let n = name.strip_prefix("gpucheck::").unwrap_or(name);
-    let candidates = LINTS.iter().map(|l| l.name).chain(GROUPS.iter().map(|g| g.name())).chain(["all"]);
-    let (d, best) = candidates.map(|c| (edit_distance(n, c), c)).min()?;
-    (d <= (n.len() / 3).max(2)).then_some(best)
+    let candidates = LINTS.iter().map(|l| l.name).chain(GROUPS.iter().map(|g| g.name())).chain(["all", "warnings"]);
+    closest_among(n, candidates)
+}
+
+/// The candidate closest to `name`: within a few edits (a typo), else the
+/// shortest one that contains it (`divergent` → `divergent_branch`).
+pub fn closest_among<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    let near = candidates.iter().map(|c| (edit_distance(name, c), *c)).min().filter(|(d, _)| *d <= (name.len() / 3).max(2));
+    near.map(|x| x.1).or_else(|| candidates.iter().filter(|c| name.len() >= 3 && c.contains(name)).min_by_key(|c| c.len()).copied())
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -164,12 +173,14 @@ mod tests {
         assert_eq!(in_groups, LINTS.len());
         assert!(expand("perf").unwrap().iter().any(|l| l.name == "uncoalesced_global_access"));
         assert!(expand("pedantic").unwrap().iter().all(|l| l.default == Level::Allow));
-        assert_eq!(expand("all").unwrap().len(), LINTS.len());
+        assert_eq!(expand("all").unwrap().len(), LINTS.len() - expand("pedantic").unwrap().len());
         assert!(expand("nope").is_none());
         assert_eq!(closest("divergent_branches"), Some("divergent_branch"));
         assert_eq!(closest("gpucheck::barier_divergence"), Some("barrier_divergence"));
         assert_eq!(closest("perff"), Some("perf"));
         assert_eq!(closest("completely_unrelated_name"), None);
+        assert_eq!(closest("divergent"), Some("divergent_branch"));
+        assert_eq!(closest("coalesc"), Some("uncoalesced_global_access"));
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub struct KernelCrate {
     pub lints: Option<serde_json::Value>,
     /// The whole `[package.metadata.gpucheck]` table (launch specifications for `confirm`).
     pub meta: Option<serde_json::Value>,
+    /// Problems with `[package.metadata.gpucheck]` that do not stop the check (unknown keys).
+    pub config_warnings: Vec<String>,
 }
 
 impl KernelCrate {
@@ -141,7 +143,10 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             _ => bail!("package `{}` has no library target: GPU kernels must live in a library crate", p.name),
         };
         let gm = p.metadata.get("gpucheck");
-        let (block, kernel_blocks) = launch_blocks(gm, p.manifest_path.as_str())?;
+        let manifest = display_manifest(p.manifest_path.as_std_path(), &meta.workspace_root);
+        let config_warnings =
+            gm.map(|g| crate::config::validate(g, &manifest)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
+        let (block, kernel_blocks) = launch_blocks(gm, &manifest)?;
         let manifest_path: PathBuf = p.manifest_path.clone().into();
         let root = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
         kernels.push(KernelCrate {
@@ -157,10 +162,16 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             kernel_blocks,
             lints: gm.and_then(|g| g.get("lints")).cloned(),
             meta: gm.cloned(),
+            config_warnings,
         });
     }
     let lints = meta.workspace_metadata.get("gpucheck").and_then(|g| g.get("lints")).cloned();
     Ok(Workspace { root: meta.workspace_root.clone().into(), target_dir: meta.target_directory.clone().into(), kernels, lints })
+}
+
+/// A manifest's path as messages show it: relative to the workspace root.
+fn display_manifest(manifest: &Path, root: &cargo_metadata::camino::Utf8Path) -> String {
+    manifest.strip_prefix(root.as_std_path()).unwrap_or(manifest).display().to_string()
 }
 
 /// Block shapes by kernel name.
@@ -170,14 +181,15 @@ pub type KernelBlocks = HashMap<String, [u32; 3]>;
 /// `[package.metadata.gpucheck]` table (`block`, `kernels.NAME.block`).
 pub fn launch_blocks(gm: Option<&serde_json::Value>, manifest: &str) -> Result<(Option<[u32; 3]>, KernelBlocks)> {
     let block = match gm.and_then(|g| g.get("block")) {
-        Some(v) => Some(block_value(v).with_context(|| format!("in `[package.metadata.gpucheck] block` of `{manifest}`"))?),
+        Some(v) => Some(crate::config::block(v).map_err(|e| anyhow::anyhow!("{e} in `[package.metadata.gpucheck]` of {manifest}"))?),
         None => None,
     };
     let mut kernel_blocks = HashMap::new();
     if let Some(ks) = gm.and_then(|g| g.get("kernels")).and_then(|k| k.as_object()) {
         for (name, k) in ks {
             if let Some(b) = k.get("block") {
-                let b = block_value(b).with_context(|| format!("in `[package.metadata.gpucheck.kernels.{name}] block` of `{manifest}`"))?;
+                let b = crate::config::block(b)
+                    .map_err(|e| anyhow::anyhow!("{e} in `[package.metadata.gpucheck.kernels.{name}]` of {manifest}"))?;
                 kernel_blocks.insert(name.clone(), b);
             }
         }
@@ -205,7 +217,10 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         }
         None => (stem, ptx.to_path_buf(), None),
     };
-    let (block, kernel_blocks) = launch_blocks(meta.as_ref(), &manifest_path.display().to_string())?;
+    let shown = manifest_path.display().to_string();
+    let config_warnings =
+        meta.as_ref().map(|g| crate::config::validate(g, &shown)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
+    let (block, kernel_blocks) = launch_blocks(meta.as_ref(), &shown)?;
     let root = std::path::absolute(&manifest_path)?.parent().map(Path::to_path_buf).unwrap_or_default();
     let krate = KernelCrate {
         name: name.clone(),
@@ -220,19 +235,9 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         kernel_blocks,
         lints: meta.as_ref().and_then(|g| g.get("lints")).cloned(),
         meta,
+        config_warnings,
     };
     Ok(Unit { krate, ptx: ptx.to_path_buf(), note: None })
-}
-
-/// `[x, y, z]`, `[x]` or `x` from Cargo.toml metadata.
-pub fn block_value(v: &serde_json::Value) -> Result<[u32; 3]> {
-    let nums: Vec<u64> = match v {
-        serde_json::Value::Number(n) => vec![n.as_u64().unwrap_or(0)],
-        serde_json::Value::Array(a) => a.iter().map(|x| x.as_u64().unwrap_or(0)).collect(),
-        _ => bail!("expected `block = [x, y, z]` (an array of 1 to 3 positive integers), found `{v}`"),
-    };
-    let s: Vec<String> = nums.iter().map(|n| n.to_string()).collect();
-    crate::cli::parse_block(&s.join(",")).map_err(|e| anyhow::anyhow!("expected `block = [x, y, z]` of positive integers: {e}"))
 }
 
 /// `cargo`, the rustup proxy, so that the package's toolchain file is

@@ -105,28 +105,12 @@ pub struct Spec {
     pub args: BTreeMap<String, String>,
 }
 
-fn dims(v: &serde_json::Value, what: &str) -> Result<[u32; 3], String> {
-    let nums: Vec<u64> = match v {
-        serde_json::Value::Number(n) => vec![n.as_u64().unwrap_or(0)],
-        serde_json::Value::Array(a) => a.iter().map(|x| x.as_u64().unwrap_or(0)).collect(),
-        _ => return Err(format!("expected `{what} = [x, y, z]`, found `{v}`")),
-    };
-    if nums.is_empty() || nums.len() > 3 || nums.contains(&0) {
-        return Err(format!("expected `{what} = [x, y, z]` of 1 to 3 positive integers, found `{v}`"));
-    }
-    let mut d = [1u32; 3];
-    for (i, n) in nums.iter().enumerate() {
-        d[i] = u32::try_from(*n).map_err(|_| format!("`{n}` is too large for `{what}`"))?;
-    }
-    Ok(d)
-}
-
 fn apply_table(spec: &mut Spec, t: &serde_json::Value, where_: &str) -> Result<(), String> {
     if let Some(g) = t.get("grid") {
-        spec.grid = Some(dims(g, "grid").map_err(|e| format!("{e} in {where_}"))?);
+        spec.grid = Some(crate::config::dims(g, "grid").map_err(|e| format!("{e} in {where_}"))?);
     }
     if let Some(b) = t.get("block") {
-        spec.block = Some(dims(b, "block").map_err(|e| format!("{e} in {where_}"))?);
+        spec.block = Some(crate::config::block(b).map_err(|e| format!("{e} in {where_}"))?);
     }
     if let Some(a) = t.get("args") {
         let obj = a.as_object().ok_or_else(|| format!("expected `args = {{ name = \"f32[1024]\", … }}` in {where_}"))?;

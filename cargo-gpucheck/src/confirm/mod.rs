@@ -93,6 +93,16 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
     for u in &units {
         let src = std::fs::read_to_string(&u.ptx).with_context(|| format!("reading PTX `{}`", u.ptx.display()))?;
         let module = ptx::parse(&src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
+        let names: Vec<String> = module
+            .functions
+            .iter()
+            .filter(|f| f.is_entry)
+            .flat_map(|f| [f.name.to_string(), gpucheck_analysis::demangle(f.name)])
+            .collect();
+        let manifest = paths.display(&u.krate.manifest_path.to_string_lossy());
+        for w in u.krate.config_warnings.iter().cloned().chain(crate::config::unknown_kernels(u.krate.meta.as_ref(), &manifest, &names)) {
+            eprintln!("warning: {w}");
+        }
         // the kernels to run, each with its launch
         let mut runs = Vec::new();
         for f in module.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
