@@ -100,6 +100,18 @@ fn build_failure_shows_cargo_errors_and_exits_2() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mismatched types"), "cargo's error is not shown:\n{err}");
     assert!(err.contains("could not build kernel crate `broken`"), "{err}");
+    // in JSON mode (an editor's check command) rustc's error is a cargo `compiler-message` on stdout
+    let out = gpucheck(&["--message-format", "json"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = json_lines(&out.stdout);
+    let e = lines.iter().find(|m| m["reason"] == "compiler-message").expect("rustc's error forwarded");
+    assert_eq!(e["message"]["level"], "error");
+    assert!(e["message"]["message"].as_str().unwrap().contains("mismatched types"), "{e}");
+    assert_eq!(e["message"]["spans"][0]["file_name"], "src/lib.rs");
+    assert_eq!(e["target"]["name"], "broken");
+    let last = lines.last().unwrap();
+    assert_eq!((last["reason"].as_str(), last["success"].as_bool()), (Some("build-finished"), Some(false)));
+    assert_eq!(lines.iter().filter(|m| m["reason"] == "build-finished").count(), 1, "only our own build-finished");
 }
 
 #[test]

@@ -260,7 +260,8 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
         }
         return Ok(sink.finish(&ws.root, true));
     }
-    let units = match build::build_all(&ws, &meta, b.quiet, b.jobs) {
+    let opts = build::BuildOpts { quiet: b.quiet, jobs: b.jobs, json: o.message_format == MessageFormat::Json };
+    let units = match build::build_all(&ws, &meta, opts) {
         Ok(u) => u,
         Err(e) => {
             eprintln!("error: {e:#}");

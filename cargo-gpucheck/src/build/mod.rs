@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use cargo_metadata::{DependencyKind, Metadata, MetadataCommand, Package};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// How a package's kernels become PTX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -283,10 +283,48 @@ pub fn toolchain_file(dir: &Path) -> Option<PathBuf> {
     dir.ancestors().flat_map(|d| [d.join("rust-toolchain.toml"), d.join("rust-toolchain")]).find(|p| p.is_file())
 }
 
+/// How to run the builds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildOpts {
+    /// Hide cargo's progress and the compiler's text output.
+    pub quiet: bool,
+    /// `-j N`.
+    pub jobs: Option<u32>,
+    /// Build with `--message-format=json` and pass the compiler's messages
+    /// (errors and warnings, as cargo's `compiler-message` records) through
+    /// to stdout, so that an editor reading our JSON shows them.
+    pub json: bool,
+}
+
+/// Run a `cargo build`: its progress on stderr; in JSON mode its
+/// `compiler-message` records forwarded to stdout, its other records
+/// dropped (ours end the stream), otherwise its stdout dropped.
+pub fn run_cargo(cmd: &mut Command, opts: BuildOpts, what: &str) -> Result<std::process::ExitStatus> {
+    cmd.stderr(Stdio::inherit()).stdin(Stdio::null());
+    if !opts.json {
+        cmd.stdout(Stdio::null());
+        return cmd.status().with_context(|| format!("could not run `{}` to build {what}", cmd.get_program().to_string_lossy()));
+    }
+    cmd.arg("--message-format=json").stdout(Stdio::piped());
+    let mut child = cmd.spawn().with_context(|| format!("could not run `{}` to build {what}", cmd.get_program().to_string_lossy()))?;
+    if let Some(out) = child.stdout.take() {
+        use std::io::{BufRead, Write};
+        let stdout = std::io::stdout();
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let forward = serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["reason"] == "compiler-message");
+            if forward {
+                let mut o = stdout.lock();
+                let _ = writeln!(o, "{line}");
+            }
+        }
+    }
+    child.wait().with_context(|| format!("waiting for cargo to build {what}"))
+}
+
 /// Build every package of the workspace; the PTX files to analyse, in
 /// package order. Packages that share a toolchain file are built by one
 /// cargo run (`-j` bounds its parallelism).
-pub fn build_all(ws: &Workspace, meta: &Metadata, quiet: bool, jobs: Option<u32>) -> Result<Vec<Unit>> {
+pub fn build_all(ws: &Workspace, meta: &Metadata, opts: BuildOpts) -> Result<Vec<Unit>> {
     let mut units = Vec::new();
     let nvptx: Vec<&KernelCrate> = ws.kernels.iter().filter(|k| k.backend == Backend::Nvptx).collect();
     let mut groups: Vec<(Option<PathBuf>, Vec<&KernelCrate>)> = Vec::new();
@@ -298,12 +336,12 @@ pub fn build_all(ws: &Workspace, meta: &Metadata, quiet: bool, jobs: Option<u32>
         }
     }
     for (_, group) in &groups {
-        for (k, ptx) in nvptx::build(group, &ws.target_dir.join("gpucheck"), quiet, jobs)? {
+        for (k, ptx) in nvptx::build(group, &ws.target_dir.join("gpucheck"), opts)? {
             units.push(Unit { krate: k.clone(), ptx, note: None });
         }
     }
     for host in ws.kernels.iter().filter(|k| k.backend == Backend::Nvvm) {
-        units.extend(nvvm::build(host, ws, meta, quiet, jobs)?);
+        units.extend(nvvm::build(host, ws, meta, opts)?);
     }
     // the order of the packages in the workspace, whatever the build order
     let pos = |u: &Unit| ws.kernels.iter().position(|k| k.root == u.krate.root).unwrap_or(usize::MAX);

@@ -13,7 +13,7 @@ use super::wrapper::{self, Kind};
 use super::KernelCrate;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::SystemTime;
 
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
@@ -41,17 +41,14 @@ pub fn command(ks: &[&KernelCrate], target_dir: &Path, quiet: bool, jobs: Option
 }
 
 /// Build kernel crates that share a toolchain; the PTX of each.
-pub fn build<'k>(ks: &[&'k KernelCrate], target_dir: &Path, quiet: bool, jobs: Option<u32>) -> Result<Vec<(&'k KernelCrate, PathBuf)>> {
+pub fn build<'k>(ks: &[&'k KernelCrate], target_dir: &Path, opts: super::BuildOpts) -> Result<Vec<(&'k KernelCrate, PathBuf)>> {
     std::fs::create_dir_all(target_dir).with_context(|| format!("creating `{}`", target_dir.display()))?;
     let record = target_dir.join("gpucheck-records.jsonl");
     let _ = std::fs::remove_file(&record);
-    let mut cmd = command(ks, target_dir, quiet, jobs);
+    let mut cmd = command(ks, target_dir, opts.quiet, opts.jobs);
     super::wrap(&mut cmd, &record)?;
-    cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).stdin(Stdio::null());
     let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
-    let status = cmd
-        .status()
-        .with_context(|| format!("could not run `{}` to build `{}`", cmd.get_program().to_string_lossy(), names.join("`, `")))?;
+    let status = super::run_cargo(&mut cmd, opts, &format!("`{}`", names.join("`, `")))?;
     if !status.success() {
         bail!("could not build kernel crate `{}` for {TARGET} (cargo exited with {status}); see cargo's errors above", names.join("`, `"));
     }

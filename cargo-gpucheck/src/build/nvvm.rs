@@ -15,7 +15,7 @@ use super::{KernelCrate, Unit, Workspace};
 use anyhow::{bail, Context, Result};
 use cargo_metadata::Metadata;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The command line, exposed for tests.
 pub fn command(host: &KernelCrate, target_dir: &Path, quiet: bool, jobs: Option<u32>) -> Command {
@@ -33,17 +33,15 @@ pub fn command(host: &KernelCrate, target_dir: &Path, quiet: bool, jobs: Option<
 }
 
 /// Build a host crate; one unit per kernel crate its build compiled with NVVM.
-pub fn build(host: &KernelCrate, ws: &Workspace, meta: &Metadata, quiet: bool, jobs: Option<u32>) -> Result<Vec<Unit>> {
+pub fn build(host: &KernelCrate, ws: &Workspace, meta: &Metadata, opts: super::BuildOpts) -> Result<Vec<Unit>> {
     let target_dir = ws.target_dir.join("gpucheck-nvvm");
     std::fs::create_dir_all(&target_dir).with_context(|| format!("creating `{}`", target_dir.display()))?;
     // kept across runs: a fresh host build runs no rustc, and the last records still hold
     let record = target_dir.join("gpucheck-records.jsonl");
     let before = wrapper::read(&record).len();
-    let mut cmd = command(host, &target_dir, quiet, jobs);
+    let mut cmd = command(host, &target_dir, opts.quiet, opts.jobs);
     super::wrap(&mut cmd, &record)?;
-    cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).stdin(Stdio::null());
-    let status =
-        cmd.status().with_context(|| format!("could not run `{}` to build `{}`", cmd.get_program().to_string_lossy(), host.name))?;
+    let status = super::run_cargo(&mut cmd, opts, &format!("`{}`", host.name))?;
     let records = wrapper::read(&record);
     let this_run = &records[before.min(records.len())..];
     if !status.success() {

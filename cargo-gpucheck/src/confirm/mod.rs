@@ -76,7 +76,8 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
     let (units, root) = if a.ptx.is_empty() {
         let meta = build::metadata(a.build.manifest_path.as_deref())?;
         let ws = build::workspace(&meta, &a.build.packages, a.build.backend)?;
-        (build::build_all(&ws, &meta, a.build.quiet, a.build.jobs)?, ws.root)
+        let opts = build::BuildOpts { quiet: a.build.quiet, jobs: a.build.jobs, json: a.message_format == MessageFormat::Json };
+        (build::build_all(&ws, &meta, opts)?, ws.root)
     } else {
         let units = a.ptx.iter().map(|p| build::ptx_unit(p, a.build.manifest_path.as_deref())).collect::<Result<Vec<_>>>()?;
         let root = units.first().map(|u| u.krate.root.clone()).unwrap_or_default();
