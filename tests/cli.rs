@@ -1,6 +1,7 @@
 //! CLI behaviour a user sees: help, bad input, exit statuses.
 
 use gpucheck_tests::*;
+use std::io::Write;
 
 #[test]
 fn help_explains_every_flag() {
@@ -127,4 +128,71 @@ fn lints_and_explain() {
     let out = gpucheck(&["explain", "shared_bank_conflicts"], &repo());
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `gpucheck::shared_bank_conflict`?"));
+}
+
+/// A kernel crate without a nightly toolchain file fails to build with
+/// cargo's "`-Z` flag is only accepted on the nightly channel"; the error
+/// then says what to do.
+#[test]
+fn a_build_failure_with_a_known_cause_gets_help() {
+    // the toolchain running the tests, pinned in the crate: a stable one cannot -Zbuild-std
+    let toolchain = std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_else(|_| "stable".into());
+    if toolchain.starts_with("nightly") {
+        let _ = writeln!(std::io::stderr(), "a_build_failure_with_a_known_cause_gets_help: skipped, the tests run on a nightly toolchain");
+        return;
+    }
+    let dir = scratch("gpucheck-test-stable");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[workspace]\n\n[package]\nname = \"stable_kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.gpucheck]\nblock = [64, 1, 1]\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("rust-toolchain.toml"), format!("[toolchain]\nchannel = \"{toolchain}\"\n")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "#![no_std]\n").unwrap();
+    let out = gpucheck(&["-q"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("only accepted on the nightly channel"), "cargo's own error is shown: {err}");
+    assert!(err.contains("help: kernel crates build with a nightly toolchain (-Zbuild-std=core): put a `rust-toolchain.toml`"), "{err}");
+}
+
+/// `cargo gpucheck new NAME` writes a kernel crate that builds, checks
+/// clean and confirms as it is; it will not overwrite a folder or take a
+/// name cargo would reject.
+#[test]
+fn new_writes_a_kernel_crate_that_checks_and_confirms() {
+    let base = scratch("gpucheck-test-new");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let out = gpucheck(&["new", "first-kernels"], &base);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = base.join("first-kernels");
+    for f in ["Cargo.toml", "rust-toolchain.toml", ".cargo/config.toml", "src/lib.rs"] {
+        assert!(dir.join(f).is_file(), "{f} written");
+    }
+    assert!(std::fs::read_to_string(dir.join("Cargo.toml")).unwrap().contains("name = \"first-kernels\""));
+    // share the level tests' target folder: core is built there already
+    let target = scratch("gpucheck-test-levels").join("target");
+    let run = |args: &[&str]| {
+        std::process::Command::new(binary()).arg("gpucheck").args(args).current_dir(&dir).env("CARGO_TARGET_DIR", &target).output().unwrap()
+    };
+    let out = run(&["--message-format", "json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let msgs = json_lines(&out.stdout);
+    assert!(msgs.iter().all(|m| m["reason"] != "compiler-message"), "the template checks clean: {msgs:?}");
+    let out = run(&["confirm", "-q", "--message-format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = json_lines(&out.stdout);
+    let kernels: std::collections::BTreeSet<&str> = rows.iter().map(|r| r["kernel"].as_str().unwrap()).collect();
+    assert_eq!(kernels.into_iter().collect::<Vec<_>>(), ["block_sum", "saxpy"]);
+    assert!(rows.iter().filter(|r| r["space"] != "branch").all(|r| r["verdict"] == "confirmed"), "{rows:?}");
+    // refusals
+    let out = gpucheck(&["new", "first-kernels"], &base);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists and is not empty"));
+    let out = gpucheck(&["new", "1st"], &base);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`1st` is not a valid package name"));
 }

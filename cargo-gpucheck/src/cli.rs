@@ -10,16 +10,16 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "cargo", bin_name = "cargo", styles = clap::builder::Styles::styled())]
 pub enum Cargo {
-    /// Static analysis of GPU kernels: uncoalesced accesses, bank conflicts, divergence, barrier divergence, data races, reported at Rust lines.
+    /// Static analysis of GPU kernels: uncoalesced accesses, bank conflicts, divergent branches, barrier divergence, data races, reported at Rust lines.
     #[command(version, long_about = LONG_ABOUT)]
     Gpucheck(GpucheckArgs),
 }
 
-const LONG_ABOUT: &str = "cargo gpucheck builds the GPU kernel crates of a workspace to PTX (rustc's nvptx64-nvidia-cuda target, with debug info), analyses the PTX statically, and prints rustc-style warnings at the Rust line that causes a divergent branch or a barrier that not every thread reaches.
+const LONG_ABOUT: &str = "cargo gpucheck builds the GPU kernel crates of a workspace to PTX (rustc's nvptx64-nvidia-cuda target, with debug info), analyses the PTX statically, and prints rustc-style warnings at the Rust line that causes an uncoalesced global access, a shared-memory bank conflict, a divergent branch, a barrier that not every thread reaches, or a data race within a block (and, with -W pedantic, misaligned rows, data-dependent addresses and reuse worth staging in shared memory).
 
 Kernel crates are the workspace packages with a [package.metadata.gpucheck] table, or those named with -p; Rust-CUDA host crates (a `cuda_builder` build-dependency) are built with rustc_codegen_nvvm through cargo-gpucheck as RUSTC_WRAPPER. `cargo gpucheck ptx FILE...` checks PTX from any producer (nvcc, clang, NVVM, Numba, Triton) instead. `cargo gpucheck confirm` runs kernels (on the built-in PTX interpreter or a real GPU) and compares what they do with the predictions.
 
-Lint levels come from the defaults, then [workspace.metadata.gpucheck.lints], then [package.metadata.gpucheck.lints], then -A/-W/-D/-F on the command line (last wins). `// gpucheck: allow(NAME)` on a finding's line or the line above it (or on a kernel's `fn` line) suppresses it. `cargo gpucheck lints` lists the lints; `cargo gpucheck explain NAME` explains one.
+Lint levels come from the defaults, then [workspace.metadata.gpucheck.lints], then [package.metadata.gpucheck.lints], then -A/-W/-D/-F on the command line (last wins). `// gpucheck: allow(NAME)` on a finding's line or the line above it (or on a kernel's `fn` line) suppresses it. `cargo gpucheck lints` lists the lints; `cargo gpucheck explain NAME` explains one; `cargo gpucheck new NAME` writes a kernel crate to start from.
 
 Exit status: 0 no error-level finding; 1 error-level findings; 2 the check could not be done (bad input, build failure).";
 
@@ -50,6 +50,15 @@ pub enum Command {
         /// Where to write it (default: stdout).
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
+    },
+    /// Write a new kernel crate that builds and checks as it is: Cargo.toml with a [package.metadata.gpucheck] launch table, the pinned nightly toolchain file, .cargo/config.toml for rust-analyzer, and two kernels (saxpy, and a block sum through shared memory).
+    New {
+        /// Package name.
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Folder to create (default: ./NAME); it must not exist or be empty.
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
     },
     /// List the lints: name, group, default level, summary.
     Lints {

@@ -14,6 +14,7 @@ mod config;
 mod confirm;
 mod diagnostic;
 mod levels;
+mod new;
 mod report;
 mod suppress;
 
@@ -68,6 +69,19 @@ fn run() -> Result<i32> {
             Ok(0)
         }
         Some(Command::Explain { name }) => explain(&name),
+        Some(Command::New { name, path }) => match new::run(&name, path.as_deref()) {
+            Ok(dir) => {
+                eprintln!(
+                    "     Created kernel crate `{name}` in {}: `cd {0} && cargo gpucheck`, then `cargo gpucheck confirm`",
+                    dir.display()
+                );
+                Ok(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                Ok(2)
+            }
+        },
         Some(Command::Confirm(mut c)) => {
             c.block = a.output.block;
             c.message_format = a.output.message_format;

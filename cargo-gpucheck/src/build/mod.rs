@@ -296,30 +296,81 @@ pub struct BuildOpts {
     pub json: bool,
 }
 
-/// Run a `cargo build`: its progress on stderr; in JSON mode its
-/// `compiler-message` records forwarded to stdout, its other records
-/// dropped (ours end the stream), otherwise its stdout dropped.
-pub fn run_cargo(cmd: &mut Command, opts: BuildOpts, what: &str) -> Result<std::process::ExitStatus> {
-    cmd.stderr(Stdio::inherit()).stdin(Stdio::null());
-    if !opts.json {
-        cmd.stdout(Stdio::null());
-        return cmd.status().with_context(|| format!("could not run `{}` to build {what}", cmd.get_program().to_string_lossy()));
+/// What a `cargo build` did: its status and what it wrote on stderr.
+pub struct CargoRun {
+    pub status: std::process::ExitStatus,
+    pub stderr: String,
+}
+
+/// Run a `cargo build`: its progress and the compiler's text on our stderr
+/// (copied as it comes, colours and progress bar kept on a terminal, and
+/// kept for [`build_hints`]); in JSON mode its `compiler-message` records
+/// forwarded to stdout and its other records dropped (ours end the
+/// stream), otherwise its stdout dropped.
+pub fn run_cargo(cmd: &mut Command, opts: BuildOpts, what: &str) -> Result<CargoRun> {
+    use std::io::{BufRead, IsTerminal, Read, Write};
+    if std::io::stderr().is_terminal() {
+        // cargo writes into a pipe now: ask for what it would show on the terminal
+        if std::env::var_os("CARGO_TERM_COLOR").is_none() && std::env::var_os("NO_COLOR").is_none() {
+            cmd.env("CARGO_TERM_COLOR", "always");
+        }
+        cmd.env("CARGO_TERM_PROGRESS_WHEN", "always")
+            .env("CARGO_TERM_PROGRESS_WIDTH", std::env::var("COLUMNS").unwrap_or_else(|_| "100".into()));
     }
-    cmd.arg("--message-format=json").stdout(Stdio::piped());
+    if opts.json {
+        cmd.arg("--message-format=json");
+    }
+    cmd.stdin(Stdio::null()).stdout(if opts.json { Stdio::piped() } else { Stdio::null() }).stderr(Stdio::piped());
     let mut child = cmd.spawn().with_context(|| format!("could not run `{}` to build {what}", cmd.get_program().to_string_lossy()))?;
+    let err = child.stderr.take();
+    let copier = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let Some(mut err) = err else { return kept };
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let _ = std::io::stderr().write_all(&buf[..n]);
+            kept.extend_from_slice(&buf[..n]);
+            if kept.len() > 1 << 20 {
+                kept.drain(..kept.len() - (1 << 19));
+            }
+        }
+        kept
+    });
     if let Some(out) = child.stdout.take() {
-        use std::io::{BufRead, Write};
         let stdout = std::io::stdout();
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            let forward = serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["reason"] == "compiler-message");
-            if forward {
-                let mut o = stdout.lock();
-                let _ = writeln!(o, "{line}");
+            if serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["reason"] == "compiler-message") {
+                let _ = writeln!(stdout.lock(), "{line}");
             }
         }
     }
-    child.wait().with_context(|| format!("waiting for cargo to build {what}"))
+    let status = child.wait().with_context(|| format!("waiting for cargo to build {what}"))?;
+    let stderr = String::from_utf8_lossy(&copier.join().unwrap_or_default()).into_owned();
+    Ok(CargoRun { status, stderr })
 }
+
+/// `help:` lines for build failures with a known cause, from cargo's stderr.
+pub fn build_hints(stderr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if stderr.contains("is only accepted on the nightly channel") {
+        out.push(format!(
+            "kernel crates build with a nightly toolchain (-Zbuild-std=core): put a `rust-toolchain.toml` beside Cargo.toml with `channel = \"{NIGHTLY}\"` and `components = [\"rust-src\"]` (`cargo gpucheck new NAME` writes a kernel crate with one)"
+        ));
+    }
+    if stderr.contains("llvm-bitcode-linker") {
+        out.push("a `cdylib` kernel crate is linked by rustc's bitcode linker, which is not installed; cargo gpucheck reads the library's own PTX and needs no linking: leave `crate-type` at the default (`rlib`), or install the linker with `rustup component add llvm-bitcode-linker llvm-tools`".to_string());
+    }
+    if stderr.contains("rust-src") && (stderr.contains("component") || stderr.contains("does not exist")) {
+        out.push("-Zbuild-std needs the standard library's sources: add `components = [\"rust-src\"]` to rust-toolchain.toml, or run `rustup component add rust-src` for the crate's toolchain".to_string());
+    }
+    out
+}
+
+/// The nightly the example kernels and `cargo gpucheck new` pin.
+pub const NIGHTLY: &str = "nightly-2026-05-20";
 
 /// Build every package of the workspace; the PTX files to analyse, in
 /// package order. Packages that share a toolchain file are built by one
@@ -347,4 +398,20 @@ pub fn build_all(ws: &Workspace, meta: &Metadata, opts: BuildOpts) -> Result<Vec
     let pos = |u: &Unit| ws.kernels.iter().position(|k| k.root == u.krate.root).unwrap_or(usize::MAX);
     units.sort_by_key(|u| (pos(u), u.krate.name.clone()));
     Ok(units)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_build_failures_get_help() {
+        let stable = "error: the `-Z` flag is only accepted on the nightly channel of Cargo, but this is the `stable` channel";
+        assert!(build_hints(stable)[0].contains("rust-toolchain.toml"), "{:?}", build_hints(stable));
+        let cdylib = "error: linker `llvm-bitcode-linker` not found\n  |\n  = note: No such file or directory (os error 2)";
+        assert!(build_hints(cdylib)[0].contains("crate-type"));
+        let src = "error: \"/root/.rustup/toolchains/nightly/lib/rustlib/src/rust/library/Cargo.lock\" does not exist, unable to build with the standard library, try:\n        rustup component add rust-src --toolchain nightly";
+        assert!(build_hints(src)[0].contains("rust-src"));
+        assert!(build_hints("error[E0308]: mismatched types").is_empty());
+    }
 }

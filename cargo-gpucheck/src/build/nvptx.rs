@@ -48,9 +48,14 @@ pub fn build<'k>(ks: &[&'k KernelCrate], target_dir: &Path, opts: super::BuildOp
     let mut cmd = command(ks, target_dir, opts.quiet, opts.jobs);
     super::wrap(&mut cmd, &record)?;
     let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
-    let status = super::run_cargo(&mut cmd, opts, &format!("`{}`", names.join("`, `")))?;
-    if !status.success() {
-        bail!("could not build kernel crate `{}` for {TARGET} (cargo exited with {status}); see cargo's errors above", names.join("`, `"));
+    let run = super::run_cargo(&mut cmd, opts, &format!("`{}`", names.join("`, `")))?;
+    if !run.status.success() {
+        let hints: String = super::build_hints(&run.stderr).iter().map(|h| format!("\nhelp: {h}")).collect();
+        bail!(
+            "could not build kernel crate `{}` for {TARGET} (cargo exited with {}); see cargo's errors above{hints}",
+            names.join("`, `"),
+            run.status
+        );
     }
     let records = wrapper::read(&record);
     let deps = target_dir.join(TARGET).join("release").join("deps");

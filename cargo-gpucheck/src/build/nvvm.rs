@@ -41,7 +41,7 @@ pub fn build(host: &KernelCrate, ws: &Workspace, meta: &Metadata, opts: super::B
     let before = wrapper::read(&record).len();
     let mut cmd = command(host, &target_dir, opts.quiet, opts.jobs);
     super::wrap(&mut cmd, &record)?;
-    let status = super::run_cargo(&mut cmd, opts, &format!("`{}`", host.name))?;
+    let status = super::run_cargo(&mut cmd, opts, &format!("`{}`", host.name))?.status;
     let records = wrapper::read(&record);
     let this_run = &records[before.min(records.len())..];
     if !status.success() {
