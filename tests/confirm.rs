@@ -283,3 +283,31 @@ fn confirm_runs_a_ptx_file_without_building() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no PTX file `no/such.ptx`"));
 }
+
+/// Barrier divergence observed by the interpreter: a barrier part of the
+/// block skips is a failing row (exit 1), predicted or not; a barrier
+/// predicted divergent that every thread reached in this run is listed
+/// as not observed; the others are confirmed.
+#[test]
+fn barrier_divergence_is_observed() {
+    let recs = records();
+    let row =
+        |k: &str| recs.iter().find(|r| r["kernel"] == k && r["space"] == "barrier").unwrap_or_else(|| panic!("no barrier row for {k}"));
+    let r = row("barrier_in_branch");
+    assert_eq!((r["verdict"].as_str(), r["predicted"]["divergent"].as_bool()), (Some("BARRIER DIVERGENCE"), Some(true)), "{r}");
+    assert_eq!((r["observed"]["fewest_threads"].as_u64(), r["observed"]["block_threads"].as_u64()), (Some(128), Some(256)), "{r}");
+    assert_eq!(row("barrier_outside_branch")["verdict"], "confirmed");
+    // `n` = 1000 in Cargo.toml: no thread of a 256-thread block returns early
+    assert_eq!(row("early_return_barrier")["verdict"], "not observed");
+    assert!(recs.iter().filter(|r| r["space"] == "barrier").all(|r| r["verdict"] != "MISMATCH"));
+    // with n = 100, threads 100..255 return before the barrier
+    example_build();
+    let out = gpucheck(
+        &["confirm", "-q", "--message-format", "json", "--kernel", "early_return_barrier", "--arg", "n=100"],
+        &repo().join("example-kernels"),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = json_lines(&out.stdout);
+    let b = rows.iter().find(|r| r["space"] == "barrier").unwrap();
+    assert_eq!((b["verdict"].as_str(), b["observed"]["fewest_threads"].as_u64()), (Some("BARRIER DIVERGENCE"), Some(100)), "{b}");
+}

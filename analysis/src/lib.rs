@@ -105,6 +105,19 @@ pub struct BranchReport {
     pub prediction: BranchPrediction,
 }
 
+/// A barrier (or a call that executes one) with the prediction whether
+/// every thread of the block reaches it.
+#[derive(Clone, Debug)]
+pub struct BarrierReport {
+    pub kernel: String,
+    pub function: usize,
+    pub inst: usize,
+    pub ptx_line: u32,
+    pub span: Option<SrcPos>,
+    /// Part of the block skips it (`barrier_divergence`).
+    pub divergent: bool,
+}
+
 /// A predicted race between two accesses of one function.
 #[derive(Clone, Debug)]
 pub struct RaceReport {
@@ -133,6 +146,8 @@ pub struct Report {
     pub branches: Vec<BranchReport>,
     /// Every predicted race.
     pub races: Vec<RaceReport>,
+    /// Every reachable barrier with its prediction.
+    pub barriers: Vec<BarrierReport>,
     /// The kernels' names (as in the PTX), in module order.
     pub kernel_names: Vec<String>,
 }
@@ -206,6 +221,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.accesses.extend(r.accesses);
         report.branches.extend(r.branches);
         report.races.extend(r.races);
+        report.barriers.extend(r.barriers);
     }
     report
 }
@@ -216,6 +232,7 @@ struct FunctionReport {
     accesses: Vec<AccessReport>,
     branches: Vec<BranchReport>,
     races: Vec<RaceReport>,
+    barriers: Vec<BarrierReport>,
 }
 
 fn check_function(
@@ -300,7 +317,19 @@ fn check_function(
             space: facts.accesses[r.first].access.space,
         })
         .collect();
-    FunctionReport { findings, accesses, branches, races }
+    let barriers = facts
+        .barriers
+        .iter()
+        .map(|b| BarrierReport {
+            kernel: kernel.clone(),
+            function: f.index,
+            inst: b.inst.index(),
+            ptx_line: f.insts[b.inst].ast.pos.line,
+            span: cx.resolve(b.inst).primary,
+            divergent: b.divergence.is_some(),
+        })
+        .collect();
+    FunctionReport { findings, accesses, branches, races, barriers }
 }
 
 /// A symbol as people write it: Rust (legacy and v0) names demangled

@@ -36,6 +36,25 @@ pub struct BranchFact {
     pub split: Split,
 }
 
+/// A barrier (or a call to a function that executes one), and whether not
+/// every thread of the block reaches it.
+#[derive(Clone, Debug)]
+pub struct BarrierFact {
+    pub inst: InstId,
+    /// Why part of the block skips it (`None`: every thread reaches it).
+    pub divergence: Option<BarrierCause>,
+}
+
+/// Why a barrier is not reached by every thread of the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierCause {
+    /// The barrier instruction is predicated on a thread-dependent value.
+    Predicated,
+    /// A thread-dependent branch (index in `KernelFacts::branches`) decides
+    /// whether it runs: the innermost such branch.
+    Branch(usize),
+}
+
 /// A global or shared access with its predicted cost.
 #[derive(Clone, Debug)]
 pub struct AccessFact {
@@ -61,8 +80,9 @@ pub struct KernelFacts<'f, 'a> {
     /// Races between accesses (`first`, `second` index `accesses`).
     pub races: Vec<Race>,
     /// Instructions every thread of the block must reach: barriers, and
-    /// calls to functions that execute one.
-    pub barriers: Vec<InstId>,
+    /// calls to functions that execute one (reachable ones), with whether
+    /// they are reached by part of the block.
+    pub barriers: Vec<BarrierFact>,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -79,7 +99,12 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             })
             .collect();
         let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
-        let barriers = f.insts.keys().filter(|&i| f.insts[i].is_block_barrier() || barrier_call(i)).collect();
+        let barriers = f
+            .insts
+            .keys()
+            .filter(|&i| (f.insts[i].is_block_barrier() || barrier_call(i)) && f.cfg.reachable(f.cfg.block_of(i)))
+            .map(|inst| BarrierFact { inst, divergence: barrier_divergence(f, d, &branches, inst, barrier_call(inst)) })
+            .collect();
         let evals = Evals::new(f, d, shape);
         let mut lanes = Lanes::new(&evals, &branches);
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
@@ -108,6 +133,34 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
         self.branch_at[b].map(|k| &self.branches[k as usize])
     }
+}
+
+/// Why barrier `i` is not reached by every thread of the block (GPUVerify's
+/// barrier divergence): predicated on a thread-dependent value, or decided
+/// by a thread-dependent branch. `bar.sync id, count` and `barrier.sync`
+/// without `.aligned` take whole warps, possibly from different code, so
+/// control that is uniform within each warp is fine for them; a branch
+/// evaluated for every thread with all of them on one side is no cause.
+fn barrier_divergence(f: &FunctionIr<'_>, d: &Divergence, branches: &[BranchFact], i: InstId, via_call: bool) -> Option<BarrierCause> {
+    let inst = &f.insts[i];
+    if let Some(g) = inst.ast.guard {
+        if d.operand(f, i, &crate::ptx::Operand::Reg(g.reg)).is_divergent() {
+            return Some(BarrierCause::Predicated);
+        }
+    }
+    let b = f.cfg.block_of(i);
+    let counted = !via_call && inst.is_warp_granular_barrier();
+    let splits_warps = |x: &BranchFact| {
+        !d.at(f, x.br.cond, x.br.block).is_warp_uniform()
+            && !matches!(x.split, Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
+    };
+    let proven_uniform = |x: &BranchFact| matches!(x.split, Split::Exact { ref taken, .. } if taken.iter().all(|t| *t == taken[0]));
+    branches
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.controls(b) && (!counted || splits_warps(x)) && !proven_uniform(x))
+        .min_by_key(|(_, x)| x.controlled.count())
+        .map(|(k, _)| BarrierCause::Branch(k))
 }
 
 impl BranchFact {

@@ -189,7 +189,11 @@ pub enum Op {
         a: Src,
         bits: u32,
     },
-    Bar,
+    /// A barrier; `whole_block`: every thread of the block must arrive (no
+    /// thread count operand).
+    Bar {
+        whole_block: bool,
+    },
     /// `call` of function `func` (module index): where the caller keeps
     /// the arguments and wants the results (call-scratch offset, bytes).
     Call {
@@ -600,7 +604,7 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: InstId) -> Result<Op, InterpError>
             Op::MatchAny { d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, bits: ty.bits() }
         }
         Opcode::Bar | Opcode::Barrier if inst.has(Flag::WARP) => Op::Nop,
-        Opcode::Bar | Opcode::Barrier if !inst.has(Flag::RED) && !inst.has(Flag::ARRIVE) => Op::Bar,
+        Opcode::Bar | Opcode::Barrier if !inst.has(Flag::RED) && !inst.has(Flag::ARRIVE) => Op::Bar { whole_block: ops.len() < 2 },
         Opcode::Bra | Opcode::Brx => {
             let label = match ops.first() {
                 Some(Operand::Sym(s)) => *s,

@@ -8,6 +8,7 @@
 use super::decode::{self, Addr, Op, Program, Src, Step, Symbols, CALL_PARAM, NO_RPC};
 use super::memory::Conflict;
 use super::memory::{self, Fault, Global, Shadow, Touch, LOCAL_WINDOW, SHARED_WINDOW};
+use super::BarrierObs;
 use super::{Arg, BranchObs, InterpError, Launch, Observed, RaceSeen, SiteKey, SiteObs};
 use crate::ir::inst::{AtomOp, ShflMode, Space, VoteMode};
 use crate::ir::scalar::{self, mask, sext, ThreadPos};
@@ -61,6 +62,9 @@ struct Warp {
     local: Vec<Vec<u8>>,
     local_base: u64,
     state: State,
+    /// While at a barrier: its site key, the lanes that arrived, and whether
+    /// every thread of the block must arrive.
+    at_barrier: Option<(usize, u32, bool)>,
     /// Warp index in the block, thread index (linear) of lane 0.
     index: u32,
     first: u32,
@@ -107,6 +111,7 @@ struct Tally {
     sites: BTreeMap<usize, SiteObs>,
     branches: BTreeMap<usize, BranchObs>,
     divergent_barriers: BTreeMap<usize, u64>,
+    barriers: BTreeMap<usize, BarrierObs>,
     races: Vec<Conflict>,
     warp_insts: u64,
     lane_insts: u64,
@@ -122,6 +127,9 @@ impl Tally {
         }
         for (k, v) in o.divergent_barriers {
             *self.divergent_barriers.entry(k).or_default() += v;
+        }
+        for (k, v) in o.barriers {
+            self.barriers.entry(k).or_default().merge(&v);
         }
         for r in o.races {
             if !self.races.iter().any(|x| (x.kind, x.shared, x.first, x.second) == (r.kind, r.shared, r.first, r.second)) {
@@ -276,6 +284,7 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         sites: tally.sites.into_iter().map(|(x, v)| (key(x), v)).collect(),
         branches: tally.branches.into_iter().map(|(x, v)| (key(x), v)).collect(),
         divergent_barriers: tally.divergent_barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
+        barriers: tally.barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
         races,
         warp_insts: tally.warp_insts,
         lane_insts: tally.lane_insts,
@@ -305,6 +314,7 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Tally, shadow: &mut Shad
                 local: vec![vec![0u8; prog.local_bytes as usize]; 32],
                 local_base: 0,
                 state: State::Running,
+                at_barrier: None,
                 index: w,
                 first,
             };
@@ -331,9 +341,24 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Tally, shadow: &mut Shad
             return Ok(());
         }
         if warps.iter().all(|w| w.state != State::Running) {
-            // every warp still alive waits at a barrier: release them
+            // every warp still alive waits at a barrier: how many threads of the
+            // block arrived at each barrier instruction, then release them
+            let mut arrived: BTreeMap<usize, (u32, bool)> = BTreeMap::new();
             for w in warps.iter_mut().filter(|w| w.state == State::AtBarrier) {
+                if let Some((key, mask, whole)) = w.at_barrier.take() {
+                    let e = arrived.entry(key).or_insert((0, whole));
+                    e.0 += mask.count_ones();
+                }
                 w.state = State::Running;
+            }
+            for (key, (threads, whole)) in arrived {
+                let e = obs.barriers.entry(key).or_default();
+                e.episodes += 1;
+                e.fewest = if e.episodes == 1 { threads } else { e.fewest.min(threads) };
+                if whole && threads < n {
+                    e.partial += 1;
+                }
+                e.block_threads = n;
             }
             shadow.epoch += 1;
         } else if !progressed {
@@ -615,7 +640,7 @@ impl Cx<'_, '_> {
                         });
                     }
                 }
-                Op::Bar => {
+                Op::Bar { whole_block } => {
                     w.stack.last_mut().unwrap().pc = next;
                     if m == 0 {
                         continue;
@@ -625,6 +650,7 @@ impl Cx<'_, '_> {
                         *self.obs.divergent_barriers.entry(key).or_default() += 1;
                     }
                     w.state = State::AtBarrier;
+                    w.at_barrier = Some((key, m, *whole_block));
                     return Ok(());
                 }
                 _ => self.exec(w, key, op, m)?,
@@ -935,7 +961,7 @@ impl Cx<'_, '_> {
                 }
             }
             Op::Nop => {}
-            Op::Bar | Op::Bra { .. } | Op::Exit | Op::Ret | Op::Trap | Op::Call { .. } => {}
+            Op::Bar { .. } | Op::Bra { .. } | Op::Exit | Op::Ret | Op::Trap | Op::Call { .. } => {}
         }
         Ok(())
     }

@@ -183,6 +183,37 @@ impl BranchObs {
     }
 }
 
+/// What one barrier instruction saw: each time the warps of a block were
+/// released from it (an episode), how many of the block's threads had
+/// arrived.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BarrierObs {
+    pub episodes: u64,
+    /// Episodes of a whole-block barrier that part of the block did not
+    /// reach (it had exited, or waited at another barrier): barrier
+    /// divergence.
+    pub partial: u64,
+    /// The fewest threads that arrived in one episode.
+    pub fewest: u32,
+    /// Threads of a block.
+    pub block_threads: u32,
+}
+
+impl BarrierObs {
+    fn merge(&mut self, o: &BarrierObs) {
+        self.fewest = if self.episodes == 0 {
+            o.fewest
+        } else if o.episodes == 0 {
+            self.fewest
+        } else {
+            self.fewest.min(o.fewest)
+        };
+        self.episodes += o.episodes;
+        self.partial += o.partial;
+        self.block_threads = self.block_threads.max(o.block_threads);
+    }
+}
+
 /// A race seen between two threads of one block in one barrier interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RaceSeen {
@@ -203,6 +234,8 @@ pub struct Observed {
     pub branches: BTreeMap<SiteKey, BranchObs>,
     /// Barriers reached while part of the warp was elsewhere: executions.
     pub divergent_barriers: BTreeMap<SiteKey, u64>,
+    /// Per barrier instruction: how many threads of the block arrived.
+    pub barriers: BTreeMap<SiteKey, BarrierObs>,
     pub races: Vec<RaceSeen>,
     pub warp_insts: u64,
     pub lane_insts: u64,

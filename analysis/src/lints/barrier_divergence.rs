@@ -4,14 +4,15 @@
 //! count, or guarded by a thread-dependent predicate. Calls to functions
 //! that execute a barrier count as barriers.
 //!
-//! Owns: finding the controlling branch and saying which threads skip.
+//! Owns: saying which threads skip the barrier and why. The decision that
+//! a barrier is reached by part of the block is a fact
+//! (`crate::facts::BarrierFact`), which `confirm` also judges.
 
 use super::{thread_ranges, Finding, LintCx, Metric, Place, Text};
 use crate::divergence::split::Split;
 use crate::divergence::{sources, AbsVal};
-use crate::facts::BranchFact;
+use crate::facts::{BarrierCause, BranchFact};
 use crate::ir::{BlockId, InstId};
-use crate::ptx::Operand;
 
 declare_lint! {
     /// ### What it does
@@ -58,19 +59,15 @@ declare_lint! {
 }
 
 pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
-    let (f, d) = (cx.facts.f, cx.facts.d);
-    for &i in &cx.facts.barriers {
+    let f = cx.facts.f;
+    for x in &cx.facts.barriers {
+        let Some(cause) = x.divergence else { continue };
+        let i = x.inst;
         let inst = &f.insts[i];
-        let b = f.cfg.block_of(i);
-        if !f.cfg.reachable(b) {
-            continue;
-        }
-        let via_call = !inst.is_block_barrier();
-        let what = if via_call { "call to a function that executes a barrier" } else { "barrier" };
-        // a predicated barrier
-        if let Some(g) = inst.ast.guard {
-            let gv = d.operand(f, i, &Operand::Reg(g.reg));
-            if gv.is_divergent() {
+        let what = if inst.is_block_barrier() { "barrier" } else { "call to a function that executes a barrier" };
+        match cause {
+            BarrierCause::Predicated => {
+                let g = inst.ast.guard.expect("a predicated barrier has a guard");
                 let mut fd =
                     cx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
                 fd.note(format!(
@@ -80,26 +77,9 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                 ));
                 fd.help("execute the barrier unconditionally; predicate only the work around it");
                 out.push(fd);
-                continue;
             }
+            BarrierCause::Branch(k) => out.push(report(cx, i, &cx.facts.branches[k], what)),
         }
-        // `bar.sync id, count` and `barrier.sync` without `.aligned`: whole warps take
-        // part, possibly from different code, so control uniform within each warp is fine
-        let counted = !via_call && inst.is_warp_granular_barrier();
-        let splits_warps = |x: &BranchFact| {
-            !d.at(f, x.br.cond, x.br.block).is_warp_uniform()
-                && !matches!(x.split, Split::Exact { split: 0, .. } | Split::Bounded { split: 0, .. })
-        };
-        // evaluated for every thread of the block, all take the same side: no one skips
-        let proven_uniform = |x: &BranchFact| matches!(x.split, Split::Exact { ref taken, .. } if taken.iter().all(|t| *t == taken[0]));
-        let cause = cx
-            .facts
-            .branches
-            .iter()
-            .filter(|x| x.controls(b) && (!counted || splits_warps(x)) && !proven_uniform(x))
-            .min_by_key(|x| x.controlled.count());
-        let Some(cause) = cause else { continue };
-        out.push(report(cx, i, cause, what));
     }
 }
 

@@ -56,6 +56,8 @@ pub struct Seen {
     pub branches: BTreeMap<SiteKey, BranchSeen>,
     /// Races (the CPU engine only).
     pub races: Vec<RaceSeen>,
+    /// Barriers: how many threads of the block arrived (the CPU engine only).
+    pub barriers: BTreeMap<SiteKey, interp::BarrierObs>,
     /// Whether the engine observes branches and races at all.
     pub control: bool,
     /// PTX line of each instruction the engine saw, by function.
@@ -203,6 +205,7 @@ fn cpu(module: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &launch::Prepared,
             .map(|(k, b)| (*k, BranchSeen { executions: b.executions, splits: b.splits, warps_split: SiteSeen::from(&b.warps_split) }))
             .collect(),
         races: obs.races.clone(),
+        barriers: obs.barriers.clone(),
         control: true,
         lines: obs.lines,
         lane_insts: obs.lane_insts,

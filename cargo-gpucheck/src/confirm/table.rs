@@ -43,8 +43,10 @@ pub enum Verdict {
     Observed,
     /// A race was seen.
     Race,
-    /// A predicted race the run did not show.
+    /// A predicted race or barrier divergence the run did not show.
     NotObserved,
+    /// Part of the block skipped a barrier, as predicted.
+    BarrierDivergence,
 }
 
 impl Verdict {
@@ -58,11 +60,12 @@ impl Verdict {
             Verdict::Observed => "observed",
             Verdict::Race => "RACE",
             Verdict::NotObserved => "not observed",
+            Verdict::BarrierDivergence => "BARRIER DIVERGENCE",
         }
     }
     /// A verdict that makes `confirm` exit 1.
     pub fn is_failure(self) -> bool {
-        matches!(self, Verdict::Mismatch | Verdict::Race)
+        matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence)
     }
     fn is_success(self) -> bool {
         matches!(self, Verdict::Confirmed | Verdict::ConfirmedMisaligned | Verdict::WithinBound)
@@ -233,6 +236,48 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             json_observed: jo,
         });
     }
+    // barriers: every one the kernel can reach, with how many threads arrived
+    for b in report.barriers.iter().filter(|b| functions.contains(&b.function)) {
+        let k = key(b.function, b.inst);
+        let obs = seen.barriers.get(&k);
+        let (place, file, line, col) = place(paths, b.span.as_ref(), b.ptx_line);
+        let predicted = if b.divergent { "part of the block skips it" } else { "every thread reaches it" };
+        let (observed, jo) = match obs {
+            None => ("not executed".to_string(), Value::Null),
+            Some(o) => (
+                if o.partial > 0 {
+                    format!(
+                        "reached by as few as {} of {} threads ({} of {} releases partial)",
+                        o.fewest, o.block_threads, o.partial, o.episodes
+                    )
+                } else {
+                    format!("every thread, {} releases", o.episodes)
+                },
+                json!({"releases": o.episodes, "partial_releases": o.partial, "fewest_threads": o.fewest, "block_threads": o.block_threads}),
+            ),
+        };
+        let verdict = match (b.divergent, obs) {
+            (_, None) => Verdict::NotRun,
+            (true, Some(o)) if o.partial > 0 => Verdict::BarrierDivergence,
+            (false, Some(o)) if o.partial > 0 => Verdict::Mismatch,
+            (true, Some(_)) => Verdict::NotObserved,
+            (false, Some(_)) => Verdict::Confirmed,
+        };
+        out.push(Row {
+            place,
+            line,
+            col,
+            file,
+            ptx_line: b.ptx_line,
+            key: k,
+            what: "barrier",
+            predicted: predicted.into(),
+            observed,
+            verdict,
+            json_predicted: json!({"divergent": b.divergent}),
+            json_observed: jo,
+        });
+    }
     // races: seen (predicted or not), and predicted but not seen
     let at = |k: SiteKey| report.accesses.iter().find(|a| (a.function, a.inst) == (k.func, k.inst));
     let mut seen_pairs = BTreeSet::new();
@@ -373,13 +418,15 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
             let w0 = rows.iter().map(|r| r.place.len()).max().unwrap_or(4).max(4);
             let w1 = rows.iter().map(|r| r.predicted.chars().count()).max().unwrap_or(9).max(9);
             let w2 = rows.iter().map(|r| r.observed.chars().count()).max().unwrap_or(8).max(8);
-            println!("{:w0$}  {:6}  {:w1$}  {:w2$}  verdict", "line", "space", "predicted", "observed");
+            println!("{:w0$}  {:7}  {:w1$}  {:w2$}  verdict", "line", "what", "predicted", "observed");
             for r in rows {
-                println!("{:w0$}  {:6}  {:w1$}  {:w2$}  {}", r.place, r.what, r.predicted, r.observed, r.verdict.as_str());
+                println!("{:w0$}  {:7}  {:w1$}  {:w2$}  {}", r.place, r.what, r.predicted, r.observed, r.verdict.as_str());
             }
-            let bad = rows.iter().filter(|r| r.verdict.is_failure()).count();
-            let ok = rows.iter().filter(|r| r.verdict.is_success()).count();
-            println!("{kernel}: {ok} confirmed, {bad} mismatches or races\n");
+            let count = |f: &dyn Fn(Verdict) -> bool| rows.iter().filter(|r| f(r.verdict)).count();
+            let (ok, bad, unseen) = (count(&Verdict::is_success), count(&Verdict::is_failure), count(&|v| v == Verdict::NotObserved));
+            println!(
+                "{kernel}: {ok} confirmed, {bad} failed (mismatch, race or barrier divergence), {unseen} predicted but not observed\n"
+            );
         }
     }
 }
