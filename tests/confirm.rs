@@ -136,10 +136,47 @@ fn launch_errors_are_clear() {
     // `a` holds 64 floats: thread 64 reads past it, at the Rust line of the read
     assert!(err.contains("src/memory.rs:19:19: the CPU engine stopped: PTX line"), "{err}");
     assert!(err.contains("out-of-bounds global access of 4 bytes") && err.contains("by thread (64, 0, 0) of block (0, 0, 0)"), "{err}");
-    // unknown kernel
-    let out = gpucheck(&["confirm", "-q", "--kernel", "nope", "--grid", "1"], &dir);
+    // an unknown kernel is an error naming the closest and listing the kernels
+    let out = gpucheck(&["confirm", "-q", "--kernel", "saxpi", "--grid", "1"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no kernel to run"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(err.contains("no kernel `saxpi` in the PTX; did you mean `saxpy`? kernels: accepted_divergence, "), "{err}");
+    // an argument that names no parameter of the kernels to run
+    let out = gpucheck(&["confirm", "-q", "--kernel", "saxpy", "--arg", "bogus=3"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("argument `bogus` names no parameter of the kernels to run: saxpy(a, x, y, n, "), "{err}");
+    // confirm prints tables or JSON, not SARIF
+    let out = gpucheck(&["confirm", "-q", "--message-format", "sarif"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SARIF is for findings"));
+    // sizes are checked before anything is allocated, numbers against the parameter's type
+    let out = gpucheck(&["confirm", "-q", "--kernel", "saxpy", "--arg", "x=f32[99999999999]"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("`f32[99999999999]` would take 399999999996 bytes; a buffer holds at most 1073741824 bytes"), "{err}");
+    let out = gpucheck(&["confirm", "-q", "--kernel", "saxpy", "--arg", "n=-5"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("argument `n`: `-5` is negative, but the parameter is a `usize`"), "{err}");
+}
+
+/// A kernel whose launch cannot be made is skipped with a warning; the
+/// others run.
+#[test]
+fn a_kernel_that_cannot_launch_is_skipped() {
+    example_build();
+    // `a = 2.5` for saxpy's scalar is also given to fan2's pointer `a`: fan2 cannot launch
+    let out = gpucheck(
+        &["confirm", "-q", "--message-format", "json", "--kernel", "fan2", "--kernel", "saxpy", "--arg", "a=2.5"],
+        &repo().join("example-kernels"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("warning: skipping kernel `fan2`: argument `a` is a pointer (`*mut f32`)"), "{err}");
+    let kernels: std::collections::BTreeSet<String> =
+        json_lines(&out.stdout).iter().map(|r| r["kernel"].as_str().unwrap().to_string()).collect();
+    assert_eq!(kernels.into_iter().collect::<Vec<_>>(), ["saxpy"]);
 }
 
 #[test]

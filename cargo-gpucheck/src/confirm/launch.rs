@@ -64,6 +64,9 @@ pub enum Value {
     Scalar(String),
 }
 
+/// The largest buffer an argument may ask for (the interpreter holds it in memory).
+pub const MAX_BUFFER_BYTES: usize = 1 << 30;
+
 pub fn parse_value(text: &str) -> Result<Value, String> {
     let t = text.trim();
     if let Some(open) = t.find('[') {
@@ -75,6 +78,14 @@ pub fn parse_value(text: &str) -> Result<Value, String> {
             .replace('_', "")
             .parse()
             .map_err(|_| format!("`{}` is not a length in `{t}`", &t[open + 1..close]))?;
+        let bytes = (len as u128) * elem.size() as u128;
+        if bytes > MAX_BUFFER_BYTES as u128 {
+            return Err(format!(
+                "`{t}` would take {} bytes; a buffer holds at most {MAX_BUFFER_BYTES} bytes (1 GiB: {} elements of `{elem_s}`)",
+                bytes,
+                MAX_BUFFER_BYTES / elem.size()
+            ));
+        }
         let fill = match t[close + 1..].trim().strip_prefix(':').map(str::trim) {
             None | Some("rand") | Some("random") => Fill::Rand,
             Some("iota") => Fill::Iota,
@@ -237,6 +248,23 @@ pub struct Prepared {
     pub shown: Vec<String>,
 }
 
+/// Every name an argument of kernel `f` can be given by: Rust parameter
+/// names (and `NAME.len` of a slice), PTX parameter names, indices.
+pub fn param_names(f: &ptx::Function<'_>, rust: Option<&[(String, String)]>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (n, t) in rust.unwrap_or(&[]) {
+        out.push(n.clone());
+        if slice_elem(t).is_some() {
+            out.push(format!("{n}.len"));
+        }
+    }
+    for (i, p) in f.params.iter().enumerate() {
+        out.push(p.name.to_string());
+        out.push(i.to_string());
+    }
+    out
+}
+
 fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     move || {
@@ -298,7 +326,35 @@ fn scalar_bits(text: &str, ptx_ty: &str, rust_ty: Option<&str>) -> Result<u64, S
     let digits = digits.replace('_', "");
     let v = if let Some(h) = digits.strip_prefix("0x") { u64::from_str_radix(h, 16) } else { digits.parse::<u64>() }
         .map_err(|_| format!("`{text}` is not an integer"))?;
-    Ok(if neg { (v as i64).wrapping_neg() as u64 } else { v })
+    // the parameter's type: the Rust one when known (`usize` in a `.b64`), else the PTX one
+    let (signed, bits) = match (rust_ty.map(str::trim), ty) {
+        (Some(r), _) if r.starts_with('u') || r.starts_with('i') => {
+            let bits = match &r[1..] {
+                "size" => 64,
+                n => n.parse().unwrap_or(64),
+            };
+            (Some(r.starts_with('i')), bits)
+        }
+        (_, Some(Ty::U(b))) => (Some(false), b as u32),
+        (_, Some(Ty::S(b))) => (Some(true), b as u32),
+        (_, Some(t)) => (None, t.bits()),
+        _ => (None, 64),
+    };
+    let type_name = rust_ty.map(str::to_string).unwrap_or_else(|| ptx_ty.trim_start_matches('.').to_string());
+    let max_unsigned = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let max_positive = max_unsigned >> 1;
+    if neg && signed == Some(false) && v != 0 {
+        return Err(format!("`{text}` is negative, but the parameter is a `{type_name}`"));
+    }
+    let fits = match (neg, signed) {
+        (true, _) => v <= max_positive + 1,
+        (false, Some(true)) => v <= max_positive,
+        (false, _) => v <= max_unsigned,
+    };
+    if !fits {
+        return Err(format!("`{text}` does not fit the parameter's type `{type_name}`"));
+    }
+    Ok(if neg { (v as i64).wrapping_neg() as u64 & max_unsigned } else { v })
 }
 
 /// Match the given argument texts to the kernel's PTX parameters (by Rust
@@ -411,8 +467,17 @@ mod tests {
         assert_eq!(fill(Elem::I(4, false), 3, Fill::Iota, 1), [0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0]);
         assert_eq!(fill(Elem::F32, 4, Fill::Rand, 7), fill(Elem::F32, 4, Fill::Rand, 7), "deterministic");
         assert_eq!(scalar_bits("2.5", ".f32", None), Ok(2.5f32.to_bits() as u64));
-        assert_eq!(scalar_bits("-1", ".u64", None), Ok(u64::MAX));
+        assert_eq!(scalar_bits("-1", ".s64", None), Ok(u64::MAX));
+        assert_eq!(scalar_bits("-1", ".b32", None), Ok(0xffff_ffff));
         assert_eq!(scalar_bits("0x10", ".u32", None), Ok(16));
+        // numbers are checked against the parameter's type
+        assert_eq!(scalar_bits("-5", ".u32", None), Err("`-5` is negative, but the parameter is a `u32`".to_string()));
+        assert_eq!(scalar_bits("-5", ".u64", Some("usize")), Err("`-5` is negative, but the parameter is a `usize`".to_string()));
+        assert!(scalar_bits("4294967296", ".u32", None).unwrap_err().contains("does not fit"));
+        assert!(scalar_bits("128", ".s8", None).unwrap_err().contains("does not fit"));
+        assert_eq!(scalar_bits("-128", ".s8", None), Ok(0x80));
+        // sizes are checked before anything is allocated
+        assert!(parse_value("f32[99999999999]").unwrap_err().contains("a buffer holds at most 1073741824 bytes"));
     }
 
     #[test]

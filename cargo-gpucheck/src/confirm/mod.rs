@@ -86,27 +86,50 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
         (units, root)
     };
     let paths = PathStyle { root };
+    if a.message_format == MessageFormat::Sarif {
+        bail!("confirm prints a table (`--message-format human`) or JSON records (`--message-format json`); SARIF is for findings");
+    }
     let cli_spec = launch::Spec {
         grid: a.grid,
         block: a.block,
         args: a.args.iter().map(|s| launch::parse_arg(s).map_err(anyhow::Error::msg)).collect::<Result<_>>()?,
     };
-    let mut rows_all = Vec::new();
-    let mut ran = 0;
-    for u in &units {
-        let src = std::fs::read_to_string(&u.ptx).with_context(|| format!("reading PTX `{}`", u.ptx.display()))?;
-        let module = ptx::parse(&src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
-        let names: Vec<String> = module
-            .functions
+    let sources: Vec<String> = units
+        .iter()
+        .map(|u| std::fs::read_to_string(&u.ptx).with_context(|| format!("reading PTX `{}`", u.ptx.display())))
+        .collect::<Result<_>>()?;
+    let modules: Vec<ptx::Module<'_>> = sources
+        .iter()
+        .zip(&units)
+        .map(|(src, u)| ptx::parse(src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display())))
+        .collect::<Result<_>>()?;
+    let kernel_names = |m: &ptx::Module<'_>| -> Vec<(String, String)> {
+        m.functions
             .iter()
-            .filter(|f| f.is_entry)
-            .flat_map(|f| [f.name.to_string(), gpucheck_analysis::demangle(f.name)])
-            .collect();
+            .filter(|f| f.is_entry && f.body.is_some())
+            .map(|f| (f.name.to_string(), gpucheck_analysis::demangle(f.name)))
+            .collect()
+    };
+    // kernels named on the command line must exist
+    let all_kernels: Vec<(String, String)> = modules.iter().flat_map(kernel_names).collect();
+    for k in &a.kernels {
+        if !all_kernels.iter().any(|(m, d)| m == k || d == k) {
+            let names: Vec<&str> = all_kernels.iter().map(|x| x.1.as_str()).collect();
+            let hint = gpucheck_analysis::lints::registry::closest_among(k, names.iter().copied())
+                .map(|c| format!("did you mean `{c}`? "))
+                .unwrap_or_default();
+            bail!("no kernel `{k}` in the PTX; {hint}kernels: {}", if names.is_empty() { "none".to_string() } else { names.join(", ") });
+        }
+    }
+    // the kernels to run, per unit, each with its launch; a kernel whose launch cannot be made is skipped
+    let mut plans = Vec::new();
+    let mut skipped = 0;
+    for ((u, module), src) in units.iter().zip(&modules).zip(&sources) {
+        let names: Vec<String> = kernel_names(module).into_iter().flat_map(|(m, d)| [m, d]).collect();
         let manifest = paths.display(&u.krate.manifest_path.to_string_lossy());
         for w in u.krate.config_warnings.iter().cloned().chain(crate::config::unknown_kernels(u.krate.meta.as_ref(), &manifest, &names)) {
             eprintln!("warning: {w}");
         }
-        // the kernels to run, each with its launch
         let mut runs = Vec::new();
         for f in module.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
             let name = gpucheck_analysis::demangle(f.name);
@@ -119,30 +142,71 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             if !wanted {
                 continue;
             }
-            let spec = launch::spec(u.krate.meta.as_ref(), f.name, &cli_spec).map_err(anyhow::Error::msg)?;
+            let spec = match launch::spec(u.krate.meta.as_ref(), f.name, &cli_spec) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("warning: skipping kernel `{name}`: {e}");
+                    skipped += 1;
+                    continue;
+                }
+            };
             let block = spec.block.or_else(|| u.krate.kernel_blocks.get(f.name).copied()).or(f.perf.reqntid).or(u.krate.block);
             let Some(block) = block else {
-                bail!("no block shape for kernel `{}`: pass --block X,Y,Z or set `block` in [package.metadata.gpucheck]", f.name);
+                eprintln!(
+                    "warning: skipping kernel `{name}`: no block shape; pass --block X,Y,Z or set `block` in [package.metadata.gpucheck]"
+                );
+                skipped += 1;
+                continue;
             };
-            runs.push((f, spec, block));
+            let rust = launch::rust_params(&u.krate.root, f.name);
+            runs.push((f, spec, block, rust));
         }
+        plans.push((u, module, src, runs));
+    }
+    // arguments named on the command line must name a parameter of a kernel to run
+    let params: Vec<(String, Vec<String>)> = plans
+        .iter()
+        .flat_map(|(_, _, _, runs)| {
+            runs.iter().map(|(f, _, _, rust)| (gpucheck_analysis::demangle(f.name), launch::param_names(f, rust.as_deref())))
+        })
+        .collect();
+    for name in cli_spec.args.keys() {
+        if !params.is_empty() && !params.iter().any(|(_, ps)| ps.contains(name)) {
+            let list: Vec<String> = params
+                .iter()
+                .map(|(k, ps)| {
+                    format!("{k}({})", ps.iter().filter(|p| p.parse::<usize>().is_err()).cloned().collect::<Vec<_>>().join(", "))
+                })
+                .collect();
+            bail!("argument `{name}` names no parameter of the kernels to run: {}", list.join("; "));
+        }
+    }
+    let mut rows_all = Vec::new();
+    let mut ran = 0;
+    for (u, module, src, runs) in plans {
         if runs.is_empty() {
             continue;
         }
         // the static predictions, for exactly the block shapes run: the module is analysed once
         let mut opts = Options { package_block: u.krate.block, kernel_blocks: u.krate.kernel_blocks.clone(), ..Default::default() };
-        for (f, _, block) in &runs {
+        for (f, _, block, _) in &runs {
             opts.kernel_blocks.insert(f.name.to_string(), *block);
         }
         let is_local = |p: &str| u.krate.is_local(p);
-        let report = gpucheck_analysis::check_module(&module, &opts, &is_local);
-        for (f, spec, block) in runs {
+        let report = gpucheck_analysis::check_module(module, &opts, &is_local);
+        for (f, spec, block, rust) in runs {
             let grid = spec.grid.unwrap_or([1, 1, 1]);
             let launch = Launch { grid, block, dynamic_shared: 0 };
-            let rust = launch::rust_params(&u.krate.root, f.name);
-            let mut mem = Global::default();
-            let prepared = launch::prepare(f, rust.as_deref(), &spec.args, &mut mem).map_err(anyhow::Error::msg)?;
             let kernel = gpucheck_analysis::demangle(f.name);
+            let mut mem = Global::default();
+            let prepared = match launch::prepare(f, rust.as_deref(), &spec.args, &mut mem) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("warning: skipping kernel `{kernel}`: {e}");
+                    skipped += 1;
+                    continue;
+                }
+            };
             if a.message_format == MessageFormat::Human {
                 eprintln!(
                     "  Confirming {kernel} on the {} engine: grid {}×{}×{}, block {}×{}×{}; {}",
@@ -157,7 +221,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                 );
             }
             let seen = match a.engine {
-                Engine::Cpu => cpu(&module, f.name, &launch, &prepared, &mut mem).map_err(|e| {
+                Engine::Cpu => cpu(module, f.name, &launch, &prepared, &mut mem).map_err(|e| {
                     // point at the Rust line of a faulting access
                     let at = match &e {
                         interp::InterpError::Fault { site, .. } | interp::InterpError::Trap { site, .. } => {
@@ -170,8 +234,8 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                         None => anyhow::anyhow!("the CPU engine stopped: {e}"),
                     }
                 })?,
-                Engine::Cuda => cuda::run(&src, &module, f.name, &launch, &prepared)?,
-                Engine::CudaOnCpu => cuda::run_instrumented_on_cpu(&src, f.name, &launch, &prepared, &mut mem)?,
+                Engine::Cuda => cuda::run(src, module, f.name, &launch, &prepared)?,
+                Engine::CudaOnCpu => cuda::run_instrumented_on_cpu(src, f.name, &launch, &prepared, &mut mem)?,
             };
             // the kernel's own function and every function the run went through
             let index = module.functions.iter().position(|x| std::ptr::eq(x, f)).unwrap_or(0);
@@ -184,6 +248,9 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
         }
     }
     if ran == 0 {
+        if skipped > 0 {
+            bail!("no kernel to run: {} skipped (see the warnings above)", skipped);
+        }
         bail!(
             "no kernel to run: name kernels with --kernel NAME (with --grid/--block/--arg), or give them a launch in Cargo.toml:\n  [package.metadata.gpucheck.kernels.NAME]\n  grid = [x, y, z]\n  args = {{ x = \"f32[1048576]\", n = \"1048576\" }}"
         );
