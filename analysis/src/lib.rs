@@ -57,6 +57,9 @@ pub struct AccessReport {
     pub inst: usize,
     pub ptx_line: u32,
     pub span: Option<SrcPos>,
+    /// The call site the code at `span` was inlined at, when it is in the
+    /// package too (tells apart two calls of one helper).
+    pub via: Option<SrcPos>,
     pub space: &'static str,
     pub kind: &'static str,
     pub width: u32,
@@ -100,6 +103,9 @@ pub struct BranchReport {
     pub inst: usize,
     pub ptx_line: u32,
     pub span: Option<SrcPos>,
+    /// The call site the code at `span` was inlined at, when it is in the
+    /// package too (tells apart two calls of one helper).
+    pub via: Option<SrcPos>,
     /// Warps per block of the shape the prediction is for.
     pub warps: usize,
     pub prediction: BranchPrediction,
@@ -114,6 +120,9 @@ pub struct BarrierReport {
     pub inst: usize,
     pub ptx_line: u32,
     pub span: Option<SrcPos>,
+    /// The call site the code at `span` was inlined at, when it is in the
+    /// package too (tells apart two calls of one helper).
+    pub via: Option<SrcPos>,
     /// Part of the block skips it (`barrier_divergence`).
     pub divergent: bool,
 }
@@ -260,6 +269,7 @@ fn check_function(
                 inst: a.inst.index(),
                 ptx_line: f.insts[a.inst].ast.pos.line,
                 span: cx.resolve(a.inst).primary,
+                via: cx.call_site(a.inst),
                 space: a.space.name(),
                 kind: a.kind.name(),
                 width: a.width,
@@ -300,6 +310,7 @@ fn check_function(
                 inst: i.index(),
                 ptx_line: inst.ast.pos.line,
                 span: cx.resolve(i).primary,
+                via: cx.call_site(i),
                 warps: shape.warps(),
                 prediction,
             })
@@ -326,6 +337,7 @@ fn check_function(
             inst: b.inst.index(),
             ptx_line: f.insts[b.inst].ast.pos.line,
             span: cx.resolve(b.inst).primary,
+            via: cx.call_site(b.inst),
             divergent: b.divergence.is_some(),
         })
         .collect();

@@ -168,6 +168,16 @@ impl LintCx<'_, '_, '_> {
         self.srcmap.resolve(self.facts.f, i, self.is_local)
     }
 
+    /// The package frame that instruction `i`'s reported line was inlined
+    /// at (the next frame outward that is in the package), if any.
+    pub fn call_site(&self, i: InstId) -> Option<SrcPos> {
+        let r = self.resolve(i);
+        let primary = r.primary.filter(|_| !r.approximate)?;
+        let k = r.frames.iter().position(|p| *p == primary)?;
+        // (a frame on the same line is an expression's own inlined method: no call site to tell apart)
+        r.frames[k + 1..].iter().find(|p| (self.is_local)(&p.file) && (p.file != primary.file || p.line != primary.line)).cloned()
+    }
+
     /// Where instruction `i` is, for a note.
     pub fn place(&self, i: InstId) -> Place {
         match self.resolve(i).primary {

@@ -90,9 +90,18 @@ pub struct Row {
 }
 
 /// (shown place, file, line, column) of a source position, else of the PTX line.
-fn place(paths: &PathStyle, span: Option<&SrcPos>, ptx_line: u32) -> (String, String, u32, u32) {
+fn place(paths: &PathStyle, span: Option<&SrcPos>, via: Option<&SrcPos>, ptx_line: u32) -> (String, String, u32, u32) {
     match span {
-        Some(s) => (format!("{}:{}:{}", paths.display(&s.file), s.line, s.col), paths.display(&s.file), s.line, s.col),
+        Some(s) => {
+            let file = paths.display(&s.file);
+            // a helper's line inlined at one of several call sites: which one
+            let inlined = match via {
+                Some(v) if v.file == s.file => format!(" (inlined at {}:{})", v.line, v.col),
+                Some(v) => format!(" (inlined at {}:{}:{})", paths.display(&v.file), v.line, v.col),
+                None => String::new(),
+            };
+            (format!("{file}:{}:{}{inlined}", s.line, s.col), file, s.line, s.col)
+        }
         None => (format!("PTX line {ptx_line}"), String::new(), 0, 0),
     }
 }
@@ -124,7 +133,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         let k = key(a.function, a.inst);
         predicted_sites.insert(k);
         let obs = seen.sites.get(&k).map(|x| &x.1);
-        let (pl, file, line, col) = place(paths, a.span.as_ref(), a.ptx_line);
+        let (pl, file, line, col) = place(paths, a.span.as_ref(), a.via.as_ref(), a.ptx_line);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
             ("global", Some((t, w, ideal)), _) => {
                 let (text, misaligned) = match a.misaligned {
@@ -219,7 +228,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             }
             (_, Some(_)) => Verdict::Observed,
         };
-        let (pl, file, line, col) = place(paths, b.span.as_ref(), b.ptx_line);
+        let (pl, file, line, col) = place(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
         let (observed, jo) = branch_text(obs, b.warps);
         out.push(Row {
             place: pl,
@@ -240,7 +249,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
     for b in report.barriers.iter().filter(|b| functions.contains(&b.function)) {
         let k = key(b.function, b.inst);
         let obs = seen.barriers.get(&k);
-        let (place, file, line, col) = place(paths, b.span.as_ref(), b.ptx_line);
+        let (place, file, line, col) = place(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
         let predicted = if b.divergent { "part of the block skips it" } else { "every thread reaches it" };
         let (observed, jo) = match obs {
             None => ("not executed".to_string(), Value::Null),
@@ -379,6 +388,24 @@ fn branch_text(obs: Option<&BranchSeen>, warps: usize) -> (String, Value) {
     }
 }
 
+/// Rows the compiler copied (an unrolled loop: the same place, prediction,
+/// observation and verdict) folded into the first, with their count; the
+/// order of first appearance kept.
+fn fold(rows: &[Row]) -> Vec<(&Row, usize)> {
+    let mut out: Vec<(&Row, usize)> = Vec::new();
+    for r in rows {
+        let same = |x: &Row| {
+            (x.place == r.place, x.what == r.what, x.predicted == r.predicted, x.observed == r.observed) == (true, true, true, true)
+                && x.verdict == r.verdict
+        };
+        match out.iter_mut().find(|(x, _)| same(x)) {
+            Some((_, n)) => *n += 1,
+            None => out.push((r, 1)),
+        }
+    }
+    out
+}
+
 pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: &str) {
     match a.message_format {
         MessageFormat::Json | MessageFormat::Sarif => {
@@ -389,9 +416,9 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
                         "reason": "gpucheck-confirm",
                         "package": package,
                         "kernel": kernel,
-                        "file": r.file,
-                        "line": r.line,
-                        "column": r.col,
+                        "file": (!r.file.is_empty()).then_some(&r.file),
+                        "line": (r.line > 0).then_some(r.line),
+                        "column": (r.line > 0).then_some(r.col),
                         "ptx_line": r.ptx_line,
                         "function": r.key.func,
                         "inst": r.key.inst,
@@ -415,12 +442,13 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
             if let Some(ms) = seen.kernel_ms {
                 eprintln!("    uninstrumented kernel time (CUDA events): {ms:.3} ms");
             }
-            let w0 = rows.iter().map(|r| r.place.len()).max().unwrap_or(4).max(4);
+            let w0 = rows.iter().map(|r| r.place.chars().count() + 4).max().unwrap_or(4).max(4);
             let w1 = rows.iter().map(|r| r.predicted.chars().count()).max().unwrap_or(9).max(9);
             let w2 = rows.iter().map(|r| r.observed.chars().count()).max().unwrap_or(8).max(8);
             println!("{:w0$}  {:7}  {:w1$}  {:w2$}  verdict", "line", "what", "predicted", "observed");
-            for r in rows {
-                println!("{:w0$}  {:7}  {:w1$}  {:w2$}  {}", r.place, r.what, r.predicted, r.observed, r.verdict.as_str());
+            for (r, n) in fold(rows) {
+                let place = if n > 1 { format!("{} ×{n}", r.place) } else { r.place.clone() };
+                println!("{place:w0$}  {:7}  {:w1$}  {:w2$}  {}", r.what, r.predicted, r.observed, r.verdict.as_str());
             }
             let count = |f: &dyn Fn(Verdict) -> bool| rows.iter().filter(|r| f(r.verdict)).count();
             let (ok, bad, unseen) = (count(&Verdict::is_success), count(&Verdict::is_failure), count(&|v| v == Verdict::NotObserved));
@@ -439,11 +467,33 @@ mod tests {
     use std::path::PathBuf;
 
     fn branch(prediction: BranchPrediction, inst: usize) -> BranchReport {
-        BranchReport { kernel: "k".into(), function: 0, inst, ptx_line: 10 + inst as u32, span: None, warps: 8, prediction }
+        BranchReport { kernel: "k".into(), function: 0, inst, ptx_line: 10 + inst as u32, span: None, via: None, warps: 8, prediction }
     }
 
     fn seen_split(typical: u32, max: u32) -> BranchSeen {
         BranchSeen { executions: 32, splits: max as u64, warps_split: SiteSeen { requests: 4, mode: typical, max, mean: typical as f64 } }
+    }
+
+    #[test]
+    fn unrolled_copies_fold() {
+        let row = |place: &str, observed: &str, inst: usize| Row {
+            place: place.into(),
+            line: 1,
+            col: 1,
+            file: "src/lib.rs".into(),
+            ptx_line: inst as u32,
+            key: SiteKey { func: 0, inst },
+            what: "global",
+            predicted: "4 sectors/req".into(),
+            observed: observed.into(),
+            verdict: Verdict::Confirmed,
+            json_predicted: Value::Null,
+            json_observed: Value::Null,
+        };
+        let rows =
+            [row("src/lib.rs:1:1", "4", 1), row("src/lib.rs:2:1", "4", 2), row("src/lib.rs:1:1", "4", 3), row("src/lib.rs:1:1", "5", 4)];
+        let folded: Vec<(u32, usize)> = fold(&rows).iter().map(|(r, n)| (r.ptx_line, *n)).collect();
+        assert_eq!(folded, [(1, 2), (2, 1), (4, 1)], "same place and numbers fold; other numbers stay apart");
     }
 
     #[test]
