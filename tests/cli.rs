@@ -196,3 +196,36 @@ fn new_writes_a_kernel_crate_that_checks_and_confirms() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`1st` is not a valid package name"));
 }
+
+/// Small things a newcomer hit: `explain` takes groups and suggests by
+/// substring, `-q` after `ptx`, an empty PTX file is a warning,
+/// `--all-accesses` without JSON says it is ignored, a binary file's bytes
+/// are escaped, a PTX file's summary does not call it a `lib`.
+#[test]
+fn first_hour_messages() {
+    let dir = scratch("gpucheck-test-first-hour");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = gpucheck(&["explain", "perf"], &dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text.starts_with("gpucheck::perf is a group of 3 lints") && text.contains("gpucheck::shared_bank_conflict"), "{text}");
+    let out = gpucheck(&["explain", "divergent"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `gpucheck::divergent_branch`?"));
+    std::fs::write(dir.join("empty.ptx"), "").unwrap();
+    let out = gpucheck(&["ptx", "-q", "empty.ptx", "--all-accesses"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("warning: no kernels or functions found in `empty.ptx`: nothing was checked"), "{err}");
+    assert!(err.contains("warning: `--all-accesses` prints its records only with `--message-format json`; ignored"), "{err}");
+    assert!(!err.contains("Checking"), "-q hides the status line: {err}");
+    std::fs::write(dir.join("bin.ptx"), b".version 7.0\n.target sm_70\n\x01\x02\x7f junk").unwrap();
+    let out = gpucheck(&["ptx", "bin.ptx"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("found `\\u{1}") && err.contains("is this a binary file?") && !err.contains('\u{1}'), "{err}");
+    std::fs::copy(repo().join("analysis/tests/nvvm/idioms.ptx"), dir.join("file.s")).unwrap();
+    let out = gpucheck(&["ptx", "file.s"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("error: could not check `file.s` (PTX) due to"), "{err}");
+}

@@ -78,6 +78,9 @@ pub struct PtxArgs {
     /// PTX files to check.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Hide the status line of each file.
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -102,7 +102,7 @@ fn run() -> Result<i32> {
         }
         Some(Command::Ptx(p)) => {
             let out = merge(&a.output, &p.output);
-            check_ptx_files(&p.files, &out, &flags)
+            check_ptx_files(&p.files, &out, &flags, p.quiet || a.build.quiet)
         }
         None => check_workspace(&a.build, &a.output, &flags),
     }
@@ -127,11 +127,23 @@ fn explain(name: &str) -> Result<i32> {
             print!("{}", l.explanation());
             Ok(0)
         }
-        None => {
-            let hint = registry::closest(name).map(|c| format!("; did you mean `gpucheck::{c}`?")).unwrap_or_default();
-            eprintln!("error: no lint named `{name}`{hint}\n  (`cargo gpucheck lints` lists them)");
-            Ok(2)
-        }
+        None => match registry::expand(name) {
+            // a group (or `all`): its lints
+            Some(lints) => {
+                let n = name.strip_prefix("gpucheck::").unwrap_or(name);
+                println!("gpucheck::{n} is a group of {} lints; `cargo gpucheck explain NAME` explains each:\n", lints.len());
+                let w = lints.iter().map(|l| l.name.len()).max().unwrap_or(10);
+                for l in lints {
+                    println!("  gpucheck::{:w$}  {:6}  {}", l.name, l.default.as_str(), l.summary);
+                }
+                Ok(0)
+            }
+            None => {
+                let hint = registry::closest(name).map(|c| format!("; did you mean `gpucheck::{c}`?")).unwrap_or_default();
+                eprintln!("error: no lint or group named `{name}`{hint}\n  (`cargo gpucheck lints` lists them)");
+                Ok(2)
+            }
+        },
     }
 }
 
@@ -175,13 +187,17 @@ struct Sink {
 
 impl Sink {
     fn new(o: &OutputArgs) -> Sink {
-        Sink {
+        let mut sink = Sink {
             fmt: o.message_format,
             color: o.message_format == MessageFormat::Human && color(o.color),
             errors: 0,
             sarif: vec![],
             warned: vec![],
+        };
+        if o.all_accesses && o.message_format != MessageFormat::Json {
+            sink.config_warnings(&["`--all-accesses` prints its records only with `--message-format json`; ignored".to_string()]);
         }
+        sink
     }
 
     /// Configuration warnings (unknown lints…), each once, on stderr.
@@ -202,7 +218,7 @@ impl Sink {
                 for d in &diags {
                     eprintln!("{}\n", report::human::render(d, &ptx, self.color));
                 }
-                if let Some(s) = report::human::summary(&origin.package_name, "lib", &diags) {
+                if let Some(s) = report::human::summary(&origin.package_name, origin.kind, &diags) {
                     eprintln!("{s}");
                 }
             }
@@ -337,6 +353,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     diagnostic::sort(&mut diags);
     let origin = Origin {
         package_name: k.name.clone(),
+        kind: "lib",
         package_id: k.package_id.clone(),
         manifest_path: k.manifest_path.to_string_lossy().to_string(),
         target_name: k.target_name.clone(),
@@ -354,7 +371,7 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
+fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)], quiet: bool) -> Result<i32> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let paths = PathStyle { root: cwd.clone() };
     let mut levels = Levels::default();
@@ -384,7 +401,10 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) 
         if o.all_accesses && o.message_format == MessageFormat::Json {
             report::json::print_accesses(&report.accesses, &display, &paths);
         }
-        if o.message_format == MessageFormat::Human {
+        if report.functions == 0 {
+            sink.config_warnings(&[format!("no kernels or functions found in `{display}`: nothing was checked")]);
+        }
+        if o.message_format == MessageFormat::Human && !quiet {
             eprintln!(
                 "    Checking {display} ({}; {}, {}, {})",
                 gpucheck_analysis::producer(&src),
@@ -397,6 +417,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)]) 
         let abs = cwd.join(file);
         let origin = Origin {
             package_name: display.clone(),
+            kind: "PTX",
             package_id: format!("path+file://{}", abs.display()),
             manifest_path: abs.to_string_lossy().to_string(),
             target_name: file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default(),

@@ -56,8 +56,13 @@ fn describe(t: &Token<'_>) -> String {
     match t.kind {
         Tok::Eof => "end of file".to_string(),
         _ => {
-            let s: String = t.text.chars().take(40).collect();
-            format!("`{}`", s)
+            // control bytes (a binary file) shown escaped, not raw
+            let s: String = t.text.chars().take(40).flat_map(char::escape_debug).collect();
+            if t.kind == Tok::Unknown && !t.text.chars().all(|c| c.is_ascii_graphic()) {
+                format!("`{s}` (not PTX text: is this a binary file?)")
+            } else {
+                format!("`{s}`")
+            }
         }
     }
 }
@@ -992,6 +997,10 @@ $L__BB1_2:
         assert_eq!(e.expected, "`,` or `;` after an operand");
         let e = parse("garbage").unwrap_err();
         assert!(e.to_string().starts_with("1:1: expected a directive"));
+        // a binary file's bytes are escaped, not printed raw
+        let e = parse(".version 7.0\n\u{1}\u{2} junk").unwrap_err();
+        assert!(e.to_string().contains("found `\\u{1}"), "{e}");
+        assert!(e.to_string().contains("is this a binary file?"), "{e}");
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub mod sarif;
 #[derive(Clone, Debug)]
 pub struct Origin {
     pub package_name: String,
+    /// `lib` for a package, `PTX` for a PTX file checked on its own.
+    pub kind: &'static str,
     pub package_id: String,
     pub manifest_path: String,
     pub target_name: String,
