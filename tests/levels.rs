@@ -181,3 +181,17 @@ fn the_gpucheck_table_is_validated() {
     }
     std::fs::write(&manifest, &original).unwrap();
 }
+
+/// `/* gpucheck: allow(…) */` block comments suppress like line comments.
+#[test]
+fn block_comment_allows() {
+    let dir = kernel_ws("levels_f", "", "");
+    let (_, before, _) = run(&dir, &[]);
+    assert!(level_and_note(&before, "divergent_branch").is_some());
+    let src = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), src.replace("if t % 2 == 0 {", "if t % 2 == 0 { /* gpucheck: allow(divergent_branch) */"))
+        .unwrap();
+    let (_, after, err) = run(&dir, &[]);
+    assert!(level_and_note(&after, "divergent_branch").is_none(), "{after:?} {err}");
+    assert!(after.iter().all(|m| m["gpucheck"]["lint"] != "unused_gpucheck_allow"), "{after:?}");
+}

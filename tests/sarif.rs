@@ -63,3 +63,67 @@ fn ptx_sarif_validates_even_without_rust_spans() {
     validate(&log);
     assert!(!log["runs"][0]["results"].as_array().unwrap().is_empty());
 }
+
+/// Results carry `partialFingerprints` that code scanning uses to track a
+/// finding across commits: unique within a run, and unchanged when the
+/// code above a finding moves it to another line.
+#[test]
+fn fingerprints_survive_moved_lines() {
+    let dir = scratch("gpucheck-test-sarif-fingerprints");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ek = repo().join("example-kernels");
+    for f in ["Cargo.toml", "rust-toolchain.toml"] {
+        std::fs::copy(ek.join(f), dir.join(f)).unwrap();
+    }
+    copy_tree(&ek.join("src"), &dir.join("src"));
+    let target = scratch("gpucheck-test-levels").join("target");
+    let run = || -> Vec<(String, u64)> {
+        let out = std::process::Command::new(binary())
+            .args(["gpucheck", "-q", "--message-format", "sarif"])
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .unwrap();
+        let log: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let mut v: Vec<(String, u64)> = log["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["partialFingerprints"]["gpucheck/v1"].as_str().expect("a fingerprint").to_string(),
+                    r["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = run();
+    assert!(before.len() > 10);
+    let unique: std::collections::BTreeSet<&String> = before.iter().map(|x| &x.0).collect();
+    assert_eq!(unique.len(), before.len(), "fingerprints are unique");
+    // three lines added at the top of every file: every finding moves, no fingerprint changes
+    for e in std::fs::read_dir(dir.join("src")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let (doc, rest): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("//!"));
+        std::fs::write(&p, format!("{}\n// moved\n// down\n// three lines\n{}\n", doc.join("\n"), rest.join("\n"))).unwrap();
+    }
+    let after = run();
+    assert_eq!(after.iter().map(|x| &x.0).collect::<Vec<_>>(), before.iter().map(|x| &x.0).collect::<Vec<_>>());
+    assert!(after.iter().zip(&before).any(|(a, b)| a.1 != b.1), "the lines did move");
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            copy_tree(&p, &to.join(p.file_name().unwrap()));
+        } else {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}

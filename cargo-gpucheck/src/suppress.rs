@@ -1,4 +1,5 @@
-//! `// gpucheck: allow(NAME, …)` comments in the package's Rust sources.
+//! `// gpucheck: allow(NAME, …)` comments (line or `/* … */` block comments)
+//! in the package's Rust sources.
 //!
 //! A comment suppresses findings of the named lints (or groups) on its own
 //! line or the line below it, and on the line of a kernel's `fn` (or the line
@@ -24,12 +25,14 @@ pub struct AllowComment {
     pub names: Vec<String>,
 }
 
-/// `// gpucheck: allow(a, b)` on one line: the comment's column and names.
+/// `// gpucheck: allow(a, b)` (or `/* gpucheck: allow(a, b) */`) on one
+/// line: the comment's column and names.
 pub fn parse_line(line: &str) -> Option<(u32, Vec<String>)> {
     let mut from = 0;
-    while let Some(p) = line[from..].find("//") {
+    let next = |from: usize| [line[from..].find("//"), line[from..].find("/*")].into_iter().flatten().min();
+    while let Some(p) = next(from) {
         let start = from + p;
-        let rest = line[start + 2..].trim_start_matches(['/', '!', ' ']);
+        let rest = line[start + 2..].trim_start_matches(['/', '!', '*', ' ']);
         if let Some(r) = rest.strip_prefix("gpucheck:") {
             let r = r.trim_start();
             if let Some(args) = r.strip_prefix("allow(").and_then(|a| a.split_once(')')).map(|x| x.0) {
@@ -196,6 +199,8 @@ mod tests {
         assert_eq!(parse_line("    if t % 2 == 0 { // gpucheck: allow(divergent_branch)"), Some((21, vec!["divergent_branch".into()])));
         assert_eq!(parse_line("// gpucheck:allow(a, gpucheck::b)"), Some((1, vec!["a".into(), "gpucheck::b".into()])));
         assert_eq!(parse_line("let url = \"http://x\"; // gpucheck: allow(perf)").map(|x| x.1), Some(vec!["perf".into()]));
+        assert_eq!(parse_line("    x += 1; /* gpucheck: allow(divergent_branch) */"), Some((13, vec!["divergent_branch".into()])));
+        assert_eq!(parse_line("/** gpucheck: allow(perf) */").map(|x| x.1), Some(vec!["perf".into()]));
         assert_eq!(parse_line("// gpucheck: deny(x)"), None);
         assert_eq!(parse_line("let x = 1; // allow(x)"), None);
     }

@@ -55,6 +55,8 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
                 .build()
         })
         .collect();
+    let mut lines = SourceLines::default();
+    let mut seen: BTreeMap<u64, u32> = BTreeMap::new();
     let results: Vec<sarif::Result> = diags
         .iter()
         .map(|d| {
@@ -76,7 +78,16 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
             let related: Vec<sarif::Location> =
                 d.secondary.iter().map(|(sf, _, l, c, ce, label)| location(&uri(sf), *l, *c, *ce, Some(label))).collect();
             let level = if d.level.is_error() { sarif::ResultLevel::Error } else { sarif::ResultLevel::Warning };
+            // the same finding across commits: lint, file, kernel and the text of the line (not
+            // its number), and which of the identical ones it is
+            let text_of_line = d.abs_file.as_ref().and_then(|p| lines.get(p, d.line)).unwrap_or_default();
+            let key = fnv1a(&[f.lint.name, &file, &f.kernel, text_of_line.trim()]);
+            let n = seen.entry(key).or_insert(0);
+            *n += 1;
+            let mut fingerprints = BTreeMap::new();
+            fingerprints.insert("gpucheck/v1".to_string(), format!("{key:016x}:{n}"));
             sarif::Result::builder()
+                .partial_fingerprints(fingerprints)
                 .rule_id(format!("gpucheck::{}", f.lint.name))
                 .rule_index(rule_index)
                 .level(level)
@@ -100,4 +111,33 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
         sarif::Run::builder().tool(sarif::Tool::builder().driver(driver).build()).results(results).original_uri_base_ids(base).build();
     let log = sarif::Sarif::builder().version(serde_json::json!("2.1.0")).schema(sarif::SCHEMA_URL).runs(vec![run]).build();
     serde_json::to_value(log).unwrap_or_default()
+}
+
+/// FNV-1a over the parts (with a separator): stable across runs, platforms
+/// and Rust versions, as a fingerprint must be.
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0xff]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Source files read once, for the text of a finding's line.
+#[derive(Default)]
+struct SourceLines {
+    files: BTreeMap<std::path::PathBuf, Vec<String>>,
+}
+
+impl SourceLines {
+    fn get(&mut self, path: &std::path::Path, line: u32) -> Option<String> {
+        let lines = self
+            .files
+            .entry(path.to_path_buf())
+            .or_insert_with(|| std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default());
+        lines.get((line as usize).checked_sub(1)?).cloned()
+    }
 }
