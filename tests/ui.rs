@@ -111,7 +111,6 @@ fn human_output_is_rustc_style() {
 12 |         _syncthreads(); //~ ERROR barrier_divergence
    |         ^^^^^^^^^^^^^^^
    |
-   = note: the instruction comes from $RUST/library/core/src/../../stdarch/crates/core_arch/src/nvptx/mod.rs:57:5, inlined here
    = note: the branch at src/barriers.rs:11:8 depends on threadIdx.x; threads 128..255 of each block skip this barrier
    = note: block shape 256×1×1 from [package.metadata.gpucheck]
    = help: move the barrier out of the conditional so that every thread of the block reaches it
@@ -119,7 +118,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 7 previous errors; 19 warnings emitted (17 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 8 previous errors; 19 warnings emitted (24 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
@@ -228,4 +227,19 @@ fn forbid_overrules_allow_comments() {
     assert!(accepted["message"]["children"].to_string().contains("has no effect: the lint is forbidden"));
     // and the comment counts as used: no unused_gpucheck_allow for it
     assert!(!msgs.iter().any(|m| m["gpucheck"]["lint"] == "unused_gpucheck_allow" && m["message"]["spans"][0]["line_start"] != 109));
+}
+
+/// Races that exist only because threads skip a divergent barrier are
+/// notes of that one `barrier_divergence` error, not errors of their own.
+#[test]
+fn races_from_a_skipped_barrier_are_its_notes() {
+    let r = run_json();
+    let of_kernel: Vec<&serde_json::Value> = r.messages.iter().filter(|m| m["gpucheck"]["kernel"] == "reduce_barrier_in_branch").collect();
+    let lints: std::collections::BTreeSet<&str> = of_kernel.iter().map(|m| m["gpucheck"]["lint"].as_str().unwrap()).collect();
+    assert_eq!(lints.into_iter().collect::<Vec<_>>(), ["barrier_divergence"], "{of_kernel:#?}");
+    let b = find("reduce_barrier_in_branch", "barrier_divergence");
+    assert!(b["gpucheck"]["races_from_skipping"].as_u64().unwrap() >= 1, "{b}");
+    let notes = b["message"]["children"].to_string();
+    assert!(notes.contains("between threads that reach this barrier and threads that skip it follow from it"), "{notes}");
+    assert!(notes.contains("read-after-write: thread 0 reads element"), "{notes}");
 }

@@ -38,3 +38,25 @@ pub unsafe extern "ptx-kernel" fn early_return_barrier(out: *mut u32, n: usize) 
     _syncthreads(); //~ ERROR barrier_divergence
     *out.add(t) = *s.add((t + 1) % n);
 }
+
+/// Bad: a tree reduction whose barrier is inside `if t < s`: threads
+/// `t ≥ s` skip it, and the races between iterations that follow are
+/// notes of this one error, not errors of their own.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn reduce_barrier_in_branch(x: *const f32, out: *mut f32) {
+    let s_mem = smem_a() as *mut f32;
+    let t = tid();
+    *s_mem.add(t) = *x.add(gid());
+    _syncthreads();
+    let mut s = 128;
+    while s > 0 {
+        if t < s {
+            *s_mem.add(t) += *s_mem.add(t + s);
+            _syncthreads(); //~ ERROR barrier_divergence
+        }
+        s /= 2;
+    }
+    if t == 0 {
+        *out.add(gid() / 256) = *s_mem;
+    }
+}

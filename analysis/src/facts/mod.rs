@@ -99,7 +99,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             })
             .collect();
         let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
-        let barriers = f
+        let barriers: Vec<BarrierFact> = f
             .insts
             .keys()
             .filter(|&i| (f.insts[i].is_block_barrier() || barrier_call(i)) && f.cfg.reachable(f.cfg.block_of(i)))
@@ -121,7 +121,8 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             })
             .collect();
         let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
-        let races = crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call);
+        let mut races = crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call);
+        attribute_to_barriers(f, &branches, &barriers, &sites, &barrier_call, &mut races);
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);
@@ -132,6 +133,42 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// The fact of the divergent branch ending block `b`, if any.
     pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
         self.branch_at[b].map(|k| &self.branches[k as usize])
+    }
+}
+
+/// Races that exist only because threads skip a divergent barrier: with
+/// the edges by which its deciding branch skips it cut, the two accesses
+/// no longer share an interval. Such a race is the barrier's consequence,
+/// reported with it.
+fn attribute_to_barriers(
+    f: &FunctionIr<'_>,
+    branches: &[BranchFact],
+    barriers: &[BarrierFact],
+    sites: &[Access],
+    barrier_call: &dyn Fn(InstId) -> bool,
+    races: &mut [Race],
+) {
+    let cfg = &f.cfg;
+    for (bi, bar) in barriers.iter().enumerate() {
+        let Some(BarrierCause::Branch(k)) = bar.divergence else { continue };
+        if races.iter().all(|r| r.through_barrier.is_some()) {
+            return;
+        }
+        let br = branches[k].br;
+        let target = cfg.block_of(bar.inst);
+        let stop = cfg.ipdom(br.block);
+        let skips: Vec<BlockId> =
+            cfg.blocks[br.block].succs.iter().copied().filter(|&s| cfg.region(&[s], stop).binary_search(&target).is_err()).collect();
+        if skips.is_empty() {
+            continue;
+        }
+        let cut = |from: BlockId, to: BlockId| from == br.block && skips.contains(&to);
+        let kept = crate::races::intervals_cut(f, sites, barrier_call, &cut);
+        for r in races.iter_mut().filter(|r| r.through_barrier.is_none()) {
+            if !kept[r.first].contains(&r.second) {
+                r.through_barrier = Some(bi);
+            }
+        }
     }
 }
 

@@ -60,8 +60,9 @@ declare_lint! {
 
 pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let f = cx.facts.f;
-    for x in &cx.facts.barriers {
+    for (bi, x) in cx.facts.barriers.iter().enumerate() {
         let Some(cause) = x.divergence else { continue };
+        let at = out.len();
         let i = x.inst;
         let inst = &f.insts[i];
         let what = if inst.is_block_barrier() { "barrier" } else { "call to a function that executes a barrier" };
@@ -80,7 +81,37 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             }
             BarrierCause::Branch(k) => out.push(report(cx, i, &cx.facts.branches[k], what)),
         }
+        if let Some(fd) = out.get_mut(at) {
+            consequences(cx, bi, fd);
+        }
     }
+}
+
+/// The races that exist only because threads skip barrier `bi`: notes of
+/// its finding (a few, and how many), not findings of their own.
+fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
+    let races: Vec<&crate::races::Race> = cx.facts.races.iter().filter(|r| r.through_barrier == Some(bi)).collect();
+    if races.is_empty() {
+        return;
+    }
+    let accesses = &cx.facts.accesses;
+    let verb = |k: crate::ir::inst::AccessKind| if k == crate::ir::inst::AccessKind::Load { "reads" } else { "writes" };
+    fd.note(format!(
+        "{} {} between threads that reach this barrier and threads that skip it follow from it:",
+        races.len(),
+        if races.len() == 1 { "race" } else { "races" }
+    ));
+    for r in races.iter().take(3) {
+        let (a, b) = (&accesses[r.first].access, &accesses[r.second].access);
+        let (t1, t2) = r.threads;
+        let elem = r.offset / a.width.max(1) as i64;
+        fd.note_text(Text::At {
+            before: format!("{}: thread {t2} {} element {elem} of {} memory at ", r.kind.describe(), verb(b.kind), b.space.name()),
+            at: cx.place(b.inst),
+            after: format!(" while thread {t1} {} it", verb(a.kind)),
+        });
+    }
+    fd.metrics.push(("races_from_skipping", Metric::Int(races.len() as i64)));
 }
 
 fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, what: &str) -> Finding {

@@ -206,8 +206,10 @@ impl LintCx<'_, '_, '_> {
             for fr in r.frames.iter().skip_while(|x| *x != p).skip(1) {
                 fd.note_text(Text::InlinedInto(fr.clone()));
             }
+            // a library function the reported line calls directly (`_syncthreads()`, `a.add(i)`)
+            // is what the user wrote: only a deeper chain is worth a note
             let inner: Vec<&SrcPos> = r.frames.iter().take_while(|x| *x != p).collect();
-            if let Some(first) = inner.first() {
+            if let (Some(first), true) = (inner.first(), inner.len() > 1) {
                 fd.note_text(Text::InlinedFrom((*first).clone()));
             }
         }

@@ -47,7 +47,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
 pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
     let accesses = &cx.facts.accesses;
-    for r in &cx.facts.races {
+    // races that come from threads skipping a divergent barrier are told with that barrier
+    for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none()) {
         let (a, b) = (&accesses[r.first].access, &accesses[r.second].access);
         if a.space != space {
             continue;

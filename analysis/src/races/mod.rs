@@ -24,6 +24,18 @@ use std::collections::{BTreeSet, HashMap};
 /// that share a barrier interval with it (itself included when it can meet
 /// itself, which is always: two threads run the same instruction).
 pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn(InstId) -> bool) -> Vec<BTreeSet<usize>> {
+    intervals_cut(f, accesses, barrier_calls, &|_, _| false)
+}
+
+/// [`intervals`] with the CFG edges `cut(from, to)` not followed: the
+/// intervals as they would be if no thread took those edges (the side of a
+/// branch that skips a barrier, say).
+pub fn intervals_cut(
+    f: &FunctionIr<'_>,
+    accesses: &[Access],
+    barrier_calls: &dyn Fn(InstId) -> bool,
+    cut: &dyn Fn(BlockId, BlockId) -> bool,
+) -> Vec<BTreeSet<usize>> {
     let n = f.insts.len();
     let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
     for (k, a) in accesses.iter().enumerate() {
@@ -69,7 +81,7 @@ pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn
                 }
             }
             if !stopped {
-                for &succ in &cfg.blocks[b].succs {
+                for &succ in cfg.blocks[b].succs.iter().filter(|&&s| !cut(b, s)) {
                     work.push(cfg.blocks[succ].start.index());
                 }
             }
@@ -94,6 +106,10 @@ pub struct Race {
     pub threads: (usize, usize),
     /// Byte offset (from the base) both touch.
     pub offset: i64,
+    /// The divergent barrier (index in `KernelFacts::barriers`) that
+    /// separates the two accesses for the threads that reach it: the race
+    /// comes from the threads that skip it (set by the facts layer).
+    pub through_barrier: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -163,7 +179,14 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
                 let (x, t1) = va[i];
                 if t1 != t2 {
                     let byte = x.max(y);
-                    let r = Race { first: ka, second: kb, kind, threads: (t1, t2), offset: byte - byte.rem_euclid(a.width.max(1) as i64) };
+                    let r = Race {
+                        first: ka,
+                        second: kb,
+                        kind,
+                        threads: (t1, t2),
+                        offset: byte - byte.rem_euclid(a.width.max(1) as i64),
+                        through_barrier: None,
+                    };
                     // smallest thread ids make the clearest witness
                     if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {
                         best = Some(r);

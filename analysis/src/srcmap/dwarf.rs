@@ -20,6 +20,9 @@ pub struct InlineRange {
     pub call_file: u32,
     pub call_line: u32,
     pub call_col: u32,
+    /// The file the inlined function is declared in (`DW_AT_decl_file` of
+    /// its abstract origin), when the DWARF says.
+    pub callee_file: Option<u32>,
 }
 
 struct Assembled {
@@ -192,7 +195,13 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
             };
             let (call_file, call_line, call_col) =
                 (num(gimli::DW_AT_call_file), num(gimli::DW_AT_call_line), num(gimli::DW_AT_call_column));
-            let mut push = |lo: u64, hi: u64| out.push(InlineRange { lo, hi, depth: depth.max(0) as u32, call_file, call_line, call_col });
+            let callee_file = match entry.attr_value(gimli::DW_AT_abstract_origin) {
+                Ok(Some(gimli::AttributeValue::UnitRef(o))) => decl_file(&header, &abbrevs, o, 4),
+                _ => None,
+            };
+            let mut push = |lo: u64, hi: u64| {
+                out.push(InlineRange { lo, hi, depth: depth.max(0) as u32, call_file, call_line, call_col, callee_file })
+            };
             match (low, entry.attr_value(gimli::DW_AT_high_pc)) {
                 (Some(lo), Ok(Some(gimli::AttributeValue::Addr(hi)))) => push(lo, hi),
                 (Some(lo), Ok(Some(v))) => push(lo, lo.saturating_add(v.udata_value().unwrap_or(0))),
@@ -220,6 +229,32 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
         }
     }
     Some(out)
+}
+
+/// `DW_AT_decl_file` of the entry at `offset`, following
+/// `DW_AT_specification`/`DW_AT_abstract_origin` a few hops.
+fn decl_file<R: gimli::Reader>(
+    header: &gimli::UnitHeader<R>,
+    abbrevs: &gimli::Abbreviations,
+    offset: gimli::UnitOffset<R::Offset>,
+    hops: u32,
+) -> Option<u32> {
+    let mut cursor = header.entries_at_offset(abbrevs, offset).ok()?;
+    let (_, entry) = cursor.next_dfs().ok()??;
+    match entry.attr_value(gimli::DW_AT_decl_file).ok()? {
+        Some(gimli::AttributeValue::FileIndex(v)) => return Some(v as u32),
+        Some(v) => return v.udata_value().map(|x| x as u32),
+        None => {}
+    }
+    if hops == 0 {
+        return None;
+    }
+    for at in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
+        if let Ok(Some(gimli::AttributeValue::UnitRef(o))) = entry.attr_value(at) {
+            return decl_file(header, abbrevs, o, hops - 1);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

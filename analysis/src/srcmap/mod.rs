@@ -73,6 +73,11 @@ impl<'m> SourceMap<'m> {
         self.inline.is_some()
     }
 
+    /// Do two file indices name the same file (the PTX may list a file twice)?
+    fn same_file(&self, a: u32, b: u32) -> bool {
+        a == b || matches!((self.module.file(a), self.module.file(b)), (Some(x), Some(y)) if x == y)
+    }
+
     fn pos(&self, file: u32, line: u32, col: u32) -> Option<SrcPos> {
         let path = self.module.file(file)?;
         Some(SrcPos { file: path.to_string(), line, col })
@@ -92,12 +97,22 @@ impl<'m> SourceMap<'m> {
             let addr = b + i.index() as u64;
             let mut hits: Vec<&dwarf::InlineRange> = inl.iter().filter(|r| r.lo <= addr && addr < r.hi).collect();
             hits.sort_by_key(|r| std::cmp::Reverse(r.depth));
+            // the chain must hold together: a range whose inlined function is declared in
+            // another file than the position it would contain is one the instruction was only
+            // scheduled into (its `.loc` says so), not a frame of it
+            let mut inner_file = f.locs.get(i).copied().flatten().map(|l| l.inlined_at.map(|x| x.0).unwrap_or(l.file));
             for r in hits {
+                if let (Some(callee), Some(inner)) = (r.callee_file, inner_file) {
+                    if !self.same_file(callee, inner) {
+                        continue;
+                    }
+                }
                 if let Some(p) = self.pos(r.call_file, r.call_line, r.call_col) {
                     if frames.last() != Some(&p) {
                         frames.push(p);
                     }
                 }
+                inner_file = Some(r.call_file);
             }
         }
         let primary = frames.iter().find(|p| is_local(&p.file)).cloned();
