@@ -243,3 +243,17 @@ fn races_from_a_skipped_barrier_are_its_notes() {
     assert!(notes.contains("between threads that reach this barrier and threads that skip it follow from it"), "{notes}");
     assert!(notes.contains("read-after-write: thread 0 reads element"), "{notes}");
 }
+
+/// An access finding underlines its one operand, not the statement: on
+/// `*output.add(…) = *input.add(…)` the store and the load each get theirs.
+#[test]
+fn access_spans_are_the_operand() {
+    let text = |kernel: &str, lint: &str| -> String {
+        let s = &find(kernel, lint)["message"]["spans"][0];
+        let line = s["text"][0]["text"].as_str().unwrap();
+        let (a, b) = (s["column_start"].as_u64().unwrap() as usize, s["column_end"].as_u64().unwrap() as usize);
+        line.chars().skip(a - 1).take(b - a).collect()
+    };
+    assert_eq!(text("transpose_naive", "uncoalesced_global_access"), "*output.add(x * height + y + j)");
+    assert_eq!(text("transpose_naive", "misaligned_global_access"), "*input.add((y + j) * width + x)");
+}

@@ -77,6 +77,59 @@ fn comment_end(line: &str, col: u32) -> u32 {
     }
 }
 
+/// End column (exclusive) of the memory access starting at `col`: the one
+/// operand (`*a.add(i)`, `*p`, `x[i]`, `(*p).f`), not the expression it is
+/// part of (`*a.add(i) * *b.add(j)`); [`span_end`] when it is not one.
+pub fn access_end(line: &str, col: u32) -> u32 {
+    let chars: Vec<char> = line.chars().collect();
+    let start = (col.max(1) - 1) as usize;
+    let mut i = start;
+    // a balanced group from `i` (which holds the opener), the index after it
+    let group = |mut i: usize| -> Option<usize> {
+        let mut depth = 0i32;
+        while i < chars.len() {
+            match chars[i] {
+                '(' | '[' => depth += 1,
+                ')' | ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        None
+    };
+    let ident = |mut i: usize| {
+        while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == ':') {
+            i += 1;
+        }
+        i
+    };
+    if chars.get(i) == Some(&'*') {
+        i += 1;
+    }
+    let head = match chars.get(i) {
+        Some('(') => group(i),
+        Some(c) if c.is_alphabetic() || *c == '_' => Some(ident(i)),
+        _ => None,
+    };
+    let Some(mut end) = head else { return span_end(line, col) };
+    loop {
+        match chars.get(end) {
+            Some('.') if chars.get(end + 1).is_some_and(|c| c.is_alphabetic() || *c == '_') => end = ident(end + 1),
+            Some('(') | Some('[') => match group(end) {
+                Some(e) => end = e,
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    (end.max(start + 1) + 1) as u32
+}
+
 pub fn span_end(line: &str, col: u32) -> u32 {
     let chars: Vec<char> = line.chars().collect();
     let start = (col.max(1) - 1) as usize;
@@ -179,7 +232,15 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             Some(s) => {
                 let abs = paths.absolute(&s.file);
                 let end = line_text(&abs, s.line)
-                    .map(|t| if f.lint.name == UNUSED_GPUCHECK_ALLOW.name { comment_end(&t, s.col) } else { span_end(&t, s.col) })
+                    .map(|t| {
+                        if f.lint.name == UNUSED_GPUCHECK_ALLOW.name {
+                            comment_end(&t, s.col)
+                        } else if f.access {
+                            access_end(&t, s.col)
+                        } else {
+                            span_end(&t, s.col)
+                        }
+                    })
                     .unwrap_or(s.col + 1);
                 (Some(paths.display(&s.file)), Some(abs), s.line, s.col, end)
             }
@@ -195,7 +256,10 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             .iter()
             .map(|(p, label)| {
                 let abs = paths.absolute(&p.file);
-                let end = line_text(&abs, p.line).map(|t| span_end(&t, p.col)).unwrap_or(p.col + 1);
+                // the other access of a race is an access too
+                let end = line_text(&abs, p.line)
+                    .map(|t| if f.access { access_end(&t, p.col) } else { span_end(&t, p.col) })
+                    .unwrap_or(p.col + 1);
                 (paths.display(&p.file), abs, p.line, p.col, end, label.clone())
             })
             .collect();
@@ -254,6 +318,14 @@ mod tests {
         assert_eq!(span_end("    while i < l {", 11), 16);
         assert_eq!(span_end("    foo(a, b) // c", 5), 14);
         assert_eq!(span_end("", 3), 4);
+        // an access is its one operand
+        let l = "            acc += *a.add(row * n + k) * *b.add(k * n + col);";
+        assert_eq!(access_end(l, 20), 39, "`*a.add(row * n + k)`");
+        assert_eq!(access_end(l, 42), 61, "`*b.add(k * n + col)`");
+        assert_eq!(access_end("    let v = *data.add(i) & 255;", 13), 25);
+        assert_eq!(access_end("    s[t] = (*p).x + 1;", 5), 9);
+        assert_eq!(access_end("    s[t] = (*p).x + 1;", 12), 18);
+        assert_eq!(access_end("    *out = 1;", 5), 9);
     }
 
     #[test]

@@ -170,6 +170,7 @@ impl Suppressions {
                     secondary: vec![],
                     notes: vec![],
                     metrics: vec![],
+                    access: false,
                 };
                 if expand(name).is_some() {
                     f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");

@@ -136,6 +136,9 @@ pub struct Finding {
     pub notes: Vec<Note>,
     /// Numbers behind the message (`diverging_warps`, `warps_per_block`, …).
     pub metrics: Vec<(&'static str, Metric)>,
+    /// The reported instruction is a memory access (its span is the one
+    /// operand, not the statement).
+    pub access: bool,
 }
 
 impl Finding {
@@ -201,6 +204,7 @@ impl LintCx<'_, '_, '_> {
             secondary: vec![],
             notes: vec![],
             metrics: vec![],
+            access: self.facts.f.insts[i].access().is_some(),
         };
         if let Some(p) = &r.primary {
             for fr in r.frames.iter().skip_while(|x| *x != p).skip(1) {
