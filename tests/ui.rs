@@ -118,7 +118,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 8 previous errors; 19 warnings emitted (24 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 19 warnings emitted (24 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
@@ -256,4 +256,16 @@ fn access_spans_are_the_operand() {
     };
     assert_eq!(text("transpose_naive", "uncoalesced_global_access"), "*output.add(x * height + y + j)");
     assert_eq!(text("transpose_naive", "misaligned_global_access"), "*input.add((y + j) * width + x)");
+}
+
+/// A barrier note names the threads of the iteration it describes: with a
+/// loop counter in the condition, the first iteration's, and that later
+/// iterations skip more.
+#[test]
+fn barrier_notes_name_the_iteration() {
+    let notes = find("reduce_barrier_in_branch_loop", "barrier_divergence")["message"]["children"].to_string();
+    assert!(
+        notes.contains("in the first iteration, threads 128..255 of each block skip this barrier; in later iterations, more"),
+        "{notes}"
+    );
 }

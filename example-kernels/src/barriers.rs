@@ -60,3 +60,25 @@ pub unsafe extern "ptx-kernel" fn reduce_barrier_in_branch(x: *const f32, out: *
         *out.add(gid() / 256) = *s_mem;
     }
 }
+
+/// Bad: the same with the first stride from the block size, so the loop
+/// stays a loop: the note names the threads that skip in the first
+/// iteration.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn reduce_barrier_in_branch_loop(x: *const f32, out: *mut f32) {
+    let s_mem = smem_a() as *mut f32;
+    let t = tid();
+    *s_mem.add(t) = *x.add(gid());
+    _syncthreads();
+    let mut s = block_dim() / 2;
+    while s > 0 {
+        if t < s {
+            *s_mem.add(t) += *s_mem.add(t + s);
+            _syncthreads(); //~ ERROR barrier_divergence
+        }
+        s /= 2;
+    }
+    if t == 0 {
+        *out.add(gid() / block_dim()) = *s_mem;
+    }
+}

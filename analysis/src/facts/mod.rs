@@ -43,6 +43,28 @@ pub struct BarrierFact {
     pub inst: InstId,
     /// Why part of the block skips it (`None`: every thread reaches it).
     pub divergence: Option<BarrierCause>,
+    /// Which threads skip it, when the deciding branch could be evaluated
+    /// for every thread (loop counters at their first value).
+    pub skipping: Option<Skipping>,
+}
+
+/// The threads of a block that skip a divergent barrier.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipping {
+    /// `first[t]`: thread t skips it in the first iteration of the loops around.
+    pub first: Vec<bool>,
+    /// How the set changes in the second iteration (the condition depends
+    /// on a loop counter): `None` when it does not.
+    pub later: Option<Later>,
+}
+
+/// How the threads skipping a barrier change after the first iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Later {
+    /// Those, and more.
+    More,
+    /// Others.
+    Others,
 }
 
 /// Why a barrier is not reached by every thread of the block.
@@ -103,10 +125,16 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .insts
             .keys()
             .filter(|&i| (f.insts[i].is_block_barrier() || barrier_call(i)) && f.cfg.reachable(f.cfg.block_of(i)))
-            .map(|inst| BarrierFact { inst, divergence: barrier_divergence(f, d, &branches, inst, barrier_call(inst)) })
+            .map(|inst| BarrierFact { inst, divergence: barrier_divergence(f, d, &branches, inst, barrier_call(inst)), skipping: None })
             .collect();
         let evals = Evals::new(f, d, shape);
         let mut lanes = Lanes::new(&evals, &branches);
+        let mut barriers = barriers;
+        for b in barriers.iter_mut() {
+            if let Some(BarrierCause::Branch(k)) = b.divergence {
+                b.skipping = skipping(f, &branches[k].br, b.inst, &mut lanes, k);
+            }
+        }
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
             .into_iter()
             .map(|access| {
@@ -134,6 +162,30 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
         self.branch_at[b].map(|k| &self.branches[k as usize])
     }
+}
+
+/// The threads that skip barrier `bar` because of branch `k` (`br`), in the
+/// first iteration, and whether the second differs.
+fn skipping(f: &FunctionIr<'_>, br: &DivBranch, bar: InstId, lanes: &mut Lanes<'_, '_, '_>, k: usize) -> Option<Skipping> {
+    let cfg = &f.cfg;
+    let target =
+        f.insts[br.inst].branch_label().and_then(|l| f.labels.get(l)).filter(|x| x.index() < f.insts.len()).map(|&x| cfg.block_of(x));
+    let stop = cfg.ipdom(br.block);
+    let b = cfg.block_of(bar);
+    let reaches = |s: BlockId| cfg.region(&[s], stop).binary_search(&b).is_ok();
+    let taken_reaches = target.is_some_and(reaches);
+    let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s))
+        || (cfg.blocks[br.block].succs.len() == 1 && target.is_none());
+    let skip = |taken: &[bool]| -> Vec<bool> { taken.iter().map(|&t| if t { !taken_reaches } else { !fall_reaches }).collect() };
+    let first = skip(&lanes.direction(k, 0)?);
+    let later = lanes.direction(k, 1).map(|t| skip(&t)).filter(|second| *second != first).map(|second| {
+        if first.iter().zip(&second).all(|(a, b)| !a || *b) {
+            Later::More
+        } else {
+            Later::Others
+        }
+    });
+    Some(Skipping { first, later })
 }
 
 /// Races that exist only because threads skip a divergent barrier: with

@@ -11,7 +11,7 @@
 use super::{thread_ranges, Finding, LintCx, Metric, Place, Text};
 use crate::divergence::split::Split;
 use crate::divergence::{sources, AbsVal};
-use crate::facts::{BarrierCause, BranchFact};
+use crate::facts::{BarrierCause, BranchFact, Later, Skipping};
 use crate::ir::{BlockId, InstId};
 
 declare_lint! {
@@ -79,7 +79,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                 fd.help("execute the barrier unconditionally; predicate only the work around it");
                 out.push(fd);
             }
-            BarrierCause::Branch(k) => out.push(report(cx, i, &cx.facts.branches[k], what)),
+            BarrierCause::Branch(k) => out.push(report(cx, i, &cx.facts.branches[k], x.skipping.as_ref(), what)),
         }
         if let Some(fd) = out.get_mut(at) {
             consequences(cx, bi, fd);
@@ -114,7 +114,7 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
     fd.metrics.push(("races_from_skipping", Metric::Int(races.len() as i64)));
 }
 
-fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, what: &str) -> Finding {
+fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, skipping: Option<&Skipping>, what: &str) -> Finding {
     let (f, d) = (cx.facts.f, cx.facts.d);
     let cfg = &f.cfg;
     let br = &cause.br;
@@ -131,6 +131,17 @@ fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, what: &str) ->
     let who = if in_loop_exit.is_some() {
         "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times"
             .to_string()
+    } else if let Some(s) = skipping.filter(|s| s.first.iter().any(|x| *x)) {
+        // evaluated for every thread, loop counters at their first value
+        if let Some(later) = s.later {
+            format!(
+                "in the first iteration, {} of each block skip this barrier; in later iterations, {}",
+                thread_ranges(&s.first),
+                if later == Later::More { "more" } else { "others" }
+            )
+        } else {
+            format!("{} of each block skip this barrier", thread_ranges(&s.first))
+        }
     } else {
         match split {
             Split::Exact { taken, .. } => {
