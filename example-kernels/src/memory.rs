@@ -218,3 +218,22 @@ pub unsafe extern "ptx-kernel" fn stencil3(a: *const f32, out: *mut f32) {
     let i = gid() + 1;
     *out.add(i) = *a.add(i - 1) + *a.add(i) + *a.add(i + 1); //~ WARN shared_memory_opportunity
 }
+
+/// A struct of pointers passed by value, a common way to pass many arrays;
+/// `confirm` fills it by field (`p = { src = "f32[2048]", … }`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Strided {
+    pub src: *const f32,
+    pub dst: *mut f32,
+    pub n: usize,
+}
+
+/// Bad: every lane reads 8 bytes after the previous one, through a struct.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn gather_struct(p: Strided) {
+    let i = gid();
+    if i < p.n {
+        *p.dst.add(i) = *p.src.add(2 * i);
+    }
+}

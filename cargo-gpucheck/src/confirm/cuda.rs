@@ -30,7 +30,7 @@ pub fn run(_src: &str, _m: &ptx::Module<'_>, _kernel: &str, _l: &Launch, _p: &Pr
 mod device {
     use super::*;
     use anyhow::bail;
-    use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
+    use cudarc::driver::{CudaContext, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
     use cudarc::nvrtc::Ptx;
     use gpucheck_analysis::interp::Arg;
     use gpucheck_analysis::ir::inst::Ty;
@@ -52,7 +52,21 @@ mod device {
         B16(u16),
         B32(u32),
         B64(u64),
+        /// The index of an aggregate's bytes.
+        Aggregate(usize),
     }
+
+    /// The most bytes an aggregate argument may have (the kernel parameter
+    /// space of sm_70 and later is 4 KiB).
+    const PARAM_BYTES: usize = 4096;
+
+    /// An aggregate argument's bytes: the driver copies as many as the
+    /// kernel's parameter declares from the start.
+    #[repr(C, align(16))]
+    struct ParamBytes([u8; PARAM_BYTES]);
+
+    // SAFETY: plain bytes, passed by pointer; the driver reads the parameter's declared size
+    unsafe impl cudarc::driver::DeviceRepr for ParamBytes {}
 
     fn d<E: std::fmt::Debug>(what: &'static str) -> impl Fn(E) -> anyhow::Error {
         move |e| anyhow!("CUDA: {what}: {e:?}")
@@ -88,10 +102,31 @@ mod device {
                 .map_err(d("copying the inputs"))?;
             let mut scalars: Vec<Option<Scalar>> = Vec::new();
             let mut which: Vec<Option<usize>> = Vec::new();
+            // aggregates (structs by value), their pointer fields set to the device buffers
+            let mut aggregates: Vec<Box<ParamBytes>> = Vec::new();
+            for (k, arg) in p.args.iter().enumerate() {
+                let Arg::Bytes(image) = arg else { continue };
+                if image.len() > PARAM_BYTES {
+                    bail!("an aggregate parameter of {} bytes is larger than the {PARAM_BYTES} the CUDA engine passes", image.len());
+                }
+                let mut bytes = Box::new(ParamBytes([0; PARAM_BYTES]));
+                bytes.0[..image.len()].copy_from_slice(image);
+                for &(_, offset, b) in p.pointer_fields.iter().filter(|x| x.0 == k) {
+                    let (ptr, _sync) = slices[b].device_ptr(&stream);
+                    bytes.0[offset..offset + 8].copy_from_slice(&ptr.to_le_bytes());
+                }
+                aggregates.push(bytes);
+            }
+            let mut next_aggregate = 0;
             for (param, arg) in f.params.iter().zip(&p.args) {
                 let buffer = match arg {
                     Arg::Bits(bits) => p.buffers.iter().position(|b| b.addr == *bits && pointer_sized(param.ty)),
-                    Arg::Bytes(_) => bail!("aggregate parameters are not supported by the CUDA engine"),
+                    Arg::Bytes(_) => {
+                        scalars.push(Some(Scalar::Aggregate(next_aggregate)));
+                        which.push(None);
+                        next_aggregate += 1;
+                        continue;
+                    }
                 };
                 which.push(buffer);
                 let bits = match arg {
@@ -123,6 +158,9 @@ mod device {
                     }
                     (None, Some(Scalar::B64(v))) => {
                         lb.arg(v);
+                    }
+                    (None, Some(Scalar::Aggregate(a))) => {
+                        lb.arg(&*aggregates[*a]);
                     }
                     (None, None) => {}
                 }

@@ -125,14 +125,22 @@ fn apply_table(spec: &mut Spec, t: &serde_json::Value, where_: &str) -> Result<(
     }
     if let Some(a) = t.get("args") {
         let obj = a.as_object().ok_or_else(|| format!("expected `args = {{ name = \"f32[1024]\", … }}` in {where_}"))?;
+        // a struct's fields as a nested table: `p = { n = "1024", src = "f32[1024]" }`
+        let mut items: Vec<(String, &serde_json::Value)> = Vec::new();
         for (k, v) in obj {
+            match v.as_object() {
+                Some(fields) => items.extend(fields.iter().map(|(f, v)| (format!("{k}.{f}"), v))),
+                None => items.push((k.clone(), v)),
+            }
+        }
+        for (k, v) in items {
             let text = match v {
                 serde_json::Value::String(s) => s.clone(),
                 serde_json::Value::Number(n) => n.to_string(),
                 other => return Err(format!("argument `{k}` in {where_}: expected a string or number, found `{other}`")),
             };
             parse_value(&text).map_err(|e| format!("argument `{k}` in {where_}: {e}"))?;
-            spec.args.insert(k.clone(), text);
+            spec.args.insert(k, text);
         }
     }
     Ok(())
@@ -162,65 +170,167 @@ pub fn configured(meta: Option<&serde_json::Value>, kernel: &str) -> bool {
     meta.is_some_and(|m| m.get("grid").is_some() || m.get("kernels").and_then(|k| k.get(kernel)).is_some_and(|k| k.get("grid").is_some()))
 }
 
-/// `(name, type)` of the parameters of `fn kernel(…)` in the `.rs` files under `root`.
-pub fn rust_params(root: &Path, kernel: &str) -> Option<Vec<(String, String)>> {
+/// A kernel's Rust signature: its parameters `(name, type)`, and the
+/// field layout of the structs passed by value among them (`Err`: why it
+/// cannot be known).
+#[derive(Debug, Clone, Default)]
+pub struct RustKernel {
+    pub params: Vec<(String, String)>,
+    pub structs: BTreeMap<String, Result<Vec<Field>, String>>,
+}
+
+/// A field of a `#[repr(C)]` struct: its name (`inner.x` for a nested
+/// struct's), Rust type, byte offset and size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    pub name: String,
+    pub ty: String,
+    pub offset: usize,
+    pub size: usize,
+}
+
+/// The `.rs` files under `root/src`.
+fn sources(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
     let mut stack = vec![root.join("src")];
-    let needle = format!("fn {kernel}(");
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).ok()?.flatten() {
-            let p = e.path();
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for p in rd.flatten().map(|e| e.path()) {
             if p.is_dir() {
                 stack.push(p);
-                continue;
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.extend(std::fs::read_to_string(&p).ok());
             }
-            if p.extension().is_none_or(|x| x != "rs") {
-                continue;
+        }
+    }
+    out
+}
+
+/// The text between the bracket opening at the start of `rest` (already
+/// consumed) and its match.
+fn enclosed(rest: &str, open: char, close: char) -> Option<&str> {
+    let mut depth = 1;
+    for (i, c) in rest.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(&rest[..i]);
             }
-            let text = std::fs::read_to_string(&p).ok()?;
-            let Some(at) = text.find(&needle) else { continue };
-            let rest = &text[at + needle.len()..];
-            // the parameter list up to the matching `)`
-            let mut depth = 1;
-            let mut end = 0;
-            for (i, c) in rest.char_indices() {
-                match c {
-                    '(' | '<' | '[' => depth += 1,
-                    ')' | '>' | ']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = i;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let list = &rest[..end];
-            let mut params = Vec::new();
-            let (mut depth, mut start) = (0, 0);
-            let bytes: Vec<char> = list.chars().collect();
-            let mut parts = Vec::new();
-            for (i, c) in bytes.iter().enumerate() {
-                match c {
-                    '(' | '<' | '[' => depth += 1,
-                    ')' | '>' | ']' => depth -= 1,
-                    ',' if depth == 0 => {
-                        parts.push(bytes[start..i].iter().collect::<String>());
-                        start = i + 1;
-                    }
-                    _ => {}
-                }
-            }
-            parts.push(bytes[start..].iter().collect::<String>());
-            for part in parts.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-                let (name, ty) = part.split_once(':')?;
-                let name = name.trim().trim_start_matches("mut ").trim();
-                params.push((name.to_string(), ty.trim().to_string()));
-            }
-            return Some(params);
         }
     }
     None
+}
+
+/// `name: Type` items of a comma-separated list, splitting at depth 0.
+fn typed_items(list: &str) -> Vec<(String, String)> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '(' | '<' | '[' | '{' => depth += 1,
+            ')' | '>' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&list[start..]);
+    parts
+        .iter()
+        .filter_map(|part| {
+            // attributes and visibility before the name
+            let mut s = part.trim();
+            while let Some(rest) = s.strip_prefix("#[") {
+                s = rest.split_once(']').map(|x| x.1.trim()).unwrap_or("");
+            }
+            let s = s.strip_prefix("pub(crate)").or_else(|| s.strip_prefix("pub")).unwrap_or(s).trim();
+            let (name, ty) = s.split_once(':')?;
+            let name = name.trim().trim_start_matches("mut ").trim();
+            (!name.is_empty()).then(|| (name.to_string(), ty.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Size and alignment of a primitive or pointer type.
+fn primitive(ty: &str) -> Option<(usize, usize)> {
+    let ty = ty.trim();
+    if ty.starts_with('*') || ty.starts_with('&') {
+        return Some((8, 8));
+    }
+    Some(match ty {
+        "u8" | "i8" | "bool" => (1, 1),
+        "u16" | "i16" => (2, 2),
+        "u32" | "i32" | "f32" => (4, 4),
+        "u64" | "i64" | "f64" | "usize" | "isize" => (8, 8),
+        _ => return None,
+    })
+}
+
+/// The C layout of struct `name` (fields flattened, nested structs as
+/// `outer.inner`), its size and alignment.
+fn layout(srcs: &[String], name: &str, depth: u32) -> Result<(Vec<Field>, usize, usize), String> {
+    let needle = format!("struct {name}");
+    let (text, at) = srcs
+        .iter()
+        .find_map(|t| {
+            t.match_indices(&needle)
+                .map(|(i, _)| i)
+                .find(|&i| {
+                    let after = &t[i + needle.len()..];
+                    after.trim_start().starts_with('{') || after.starts_with('<')
+                })
+                .map(|i| (t, i))
+        })
+        .ok_or_else(|| format!("no `struct {name}` found in the package's sources"))?;
+    let before = &text[..at];
+    let attrs = &before[before.rfind(['}', ';']).map(|i| i + 1).unwrap_or(0)..];
+    if !attrs.replace(' ', "").contains("#[repr(C") {
+        return Err(format!("`struct {name}` is not `#[repr(C)]`, so Rust does not fix the order of its fields"));
+    }
+    let body_at = text[at..].find('{').ok_or("no struct body")? + at + 1;
+    let body = enclosed(&text[body_at..], '{', '}').ok_or("unterminated struct body")?;
+    let (mut fields, mut offset, mut align) = (Vec::new(), 0usize, 1usize);
+    for (field, ty) in typed_items(body) {
+        let (size, a, inner) = match primitive(&ty) {
+            Some((s, a)) => (s, a, None),
+            None if depth < 4 => {
+                let (inner, s, a) = layout(srcs, ty.trim(), depth + 1)?;
+                (s, a, Some(inner))
+            }
+            None => return Err(format!("field `{field}: {ty}` of `struct {name}`: type not supported")),
+        };
+        offset = offset.div_ceil(a) * a;
+        match inner {
+            Some(inner) => {
+                fields.extend(inner.into_iter().map(|f| Field { name: format!("{field}.{}", f.name), offset: offset + f.offset, ..f }))
+            }
+            None => fields.push(Field { name: field, ty, offset, size }),
+        }
+        offset += size;
+        align = align.max(a);
+    }
+    Ok((fields, offset.div_ceil(align) * align, align))
+}
+
+/// The Rust signature of `fn kernel(…)` in the `.rs` files under `root`,
+/// with the layout of the structs its parameters take by value.
+pub fn rust_params(root: &Path, kernel: &str) -> Option<RustKernel> {
+    let srcs = sources(root);
+    let needle = format!("fn {kernel}(");
+    let (text, at) = srcs.iter().find_map(|t| t.find(&needle).map(|i| (t, i)))?;
+    let params = typed_items(enclosed(&text[at + needle.len()..], '(', ')')?);
+    let mut structs = BTreeMap::new();
+    for (_, ty) in &params {
+        let t = ty.trim();
+        if primitive(t).is_none() && slice_elem(t).is_none() && t.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            structs.insert(t.to_string(), layout(&srcs, t, 0).map(|x| x.0));
+        }
+    }
+    Some(RustKernel { params, structs })
 }
 
 /// `T` of a slice type `&[T]`, `&'a mut [T]`.
@@ -240,22 +350,29 @@ pub struct Buffer {
 }
 
 /// The PTX parameters' values, with the buffers made for them.
+#[derive(Debug)]
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct Prepared {
     pub args: Vec<Arg>,
     pub buffers: Vec<Buffer>,
+    /// Pointer fields of aggregate arguments: (argument, byte offset,
+    /// buffer), for an engine whose buffers live at other addresses.
+    pub pointer_fields: Vec<(usize, usize, usize)>,
     /// `name=value` as used, for the report.
     pub shown: Vec<String>,
 }
 
 /// Every name an argument of kernel `f` can be given by: Rust parameter
 /// names (and `NAME.len` of a slice), PTX parameter names, indices.
-pub fn param_names(f: &ptx::Function<'_>, rust: Option<&[(String, String)]>) -> Vec<String> {
+pub fn param_names(f: &ptx::Function<'_>, rust: Option<&RustKernel>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (n, t) in rust.unwrap_or(&[]) {
+    for (n, t) in rust.map(|r| r.params.as_slice()).unwrap_or(&[]) {
         out.push(n.clone());
         if slice_elem(t).is_some() {
             out.push(format!("{n}.len"));
+        }
+        if let Some(Ok(fields)) = rust.and_then(|r| r.structs.get(t.trim())) {
+            out.extend(fields.iter().map(|x| format!("{n}.{}", x.name)));
         }
     }
     for (i, p) in f.params.iter().enumerate() {
@@ -361,13 +478,14 @@ fn scalar_bits(text: &str, ptx_ty: &str, rust_ty: Option<&str>) -> Result<u64, S
 /// name, PTX name or index), make the buffers, and say what is missing.
 pub fn prepare(
     f: &ptx::Function<'_>,
-    rust: Option<&[(String, String)]>,
+    rust_kernel: Option<&RustKernel>,
     given: &BTreeMap<String, String>,
     mem: &mut Global,
 ) -> Result<Prepared, String> {
     // a slice parameter (`&[T]`, `&mut [T]`) is a (pointer, length) pair in PTX (Rust-CUDA)
-    let expanded: Option<Vec<(String, String)>> = rust.map(|r| {
-        r.iter()
+    let expanded: Option<Vec<(String, String)>> = rust_kernel.map(|r| {
+        r.params
+            .iter()
             .flat_map(|(n, t)| match slice_elem(t) {
                 Some(e) => vec![(n.clone(), format!("*const {e}")), (format!("{n}.len"), "usize".to_string())],
                 None => vec![(n.clone(), t.clone())],
@@ -377,6 +495,7 @@ pub fn prepare(
     let rust = expanded.as_deref().filter(|r| r.len() == f.params.len());
     let mut args = Vec::new();
     let mut buffers = Vec::new();
+    let mut pointer_fields = Vec::new();
     let mut shown = Vec::new();
     let mut missing = Vec::new();
     // elements of the buffer made for each named argument (for slice lengths)
@@ -392,6 +511,66 @@ pub fn prepare(
             if let Some(n) = display.strip_suffix(".len").and_then(|base| lens.get(base)) {
                 found = Some((display.clone(), n.to_string()));
             }
+        }
+        // a struct passed by value: its fields by name
+        if let Some(bytes) = p.array {
+            let fields = rty.and_then(|t| rust_kernel.and_then(|r| r.structs.get(t.trim())));
+            match fields {
+                Some(Ok(fields)) => {
+                    let mut image = vec![0u8; bytes as usize];
+                    for field in fields {
+                        let name = format!("{display}.{}", field.name);
+                        let Some(text) = given.get(&name).or_else(|| given.get(&format!("{}.{}", p.name, field.name))) else {
+                            let hint = if field.ty.starts_with('*') { format!("{name}=f32[N]") } else { format!("{name}=VALUE") };
+                            missing.push(format!("  `{name}` ({}: field of `{}`): --arg {hint}", field.ty, rty.unwrap_or("")));
+                            continue;
+                        };
+                        let bits = match parse_value(text)? {
+                            Value::Buffer { elem, len, fill: how } => {
+                                if !(field.ty.starts_with('*') || field.ty.starts_with('&')) {
+                                    return Err(format!("field `{name}` is a `{}`, not a pointer: give a value, not `{text}`", field.ty));
+                                }
+                                let data = fill(elem, len, how, i as u64 + 1 + field.offset as u64);
+                                let addr = mem.alloc(&data);
+                                pointer_fields.push((args.len(), field.offset, buffers.len()));
+                                buffers.push(Buffer { addr, bytes: data });
+                                addr
+                            }
+                            Value::Scalar(v) => {
+                                if field.ty.starts_with('*') || field.ty.starts_with('&') {
+                                    return Err(format!(
+                                        "field `{name}` is a pointer (`{}`): give a buffer such as `{name}=f32[1024]`, not `{v}`",
+                                        field.ty
+                                    ));
+                                }
+                                let ptx_ty = match field.size {
+                                    1 => ".b8",
+                                    2 => ".b16",
+                                    4 => if field.ty == "f32" { ".f32" } else { ".b32" },
+                                    _ => if field.ty == "f64" { ".f64" } else { ".b64" },
+                                };
+                                scalar_bits(&v, ptx_ty, Some(&field.ty)).map_err(|e| format!("field `{name}`: {e}"))?
+                            }
+                        };
+                        let end = (field.offset + field.size).min(image.len());
+                        if field.offset < end {
+                            image[field.offset..end].copy_from_slice(&bits.to_le_bytes()[..end - field.offset]);
+                        }
+                        shown.push(format!("{name}={text}"));
+                    }
+                    args.push(Arg::Bytes(image));
+                }
+                Some(Err(why)) => {
+                    return Err(format!("argument `{display}` is a struct passed by value (`{} {}[{bytes}]`), whose fields cannot be given: {why}", p.ty, p.name))
+                }
+                None => {
+                    return Err(format!(
+                        "argument `{display}` is an aggregate (`{} {}[{bytes}]`): give its fields as `--arg {display}.FIELD=VALUE`, which needs the kernel's Rust source with a `#[repr(C)]` struct",
+                        p.ty, p.name
+                    ))
+                }
+            }
+            continue;
         }
         let Some((key, text)) = found else {
             let pointee = rty.and_then(|t| t.strip_prefix("*const ").or_else(|| t.strip_prefix("*mut "))).map(str::trim);
@@ -433,14 +612,6 @@ pub fn prepare(
                         ));
                     }
                 }
-                if p.array.is_some() {
-                    return Err(format!(
-                        "argument `{display}` is an aggregate (`{} {}[{}]`), which confirm cannot fill yet",
-                        p.ty,
-                        p.name,
-                        p.array.unwrap_or(0)
-                    ));
-                }
                 args.push(Arg::Bits(scalar_bits(&s, p.ty, rty).map_err(|e| format!("argument `{display}`: {e}"))?));
             }
         }
@@ -449,12 +620,56 @@ pub fn prepare(
     if !missing.is_empty() {
         return Err(format!("kernel `{}` needs values for:\n{}", f.name, missing.join("\n")));
     }
-    Ok(Prepared { args, buffers, shown })
+    Ok(Prepared { args, buffers, pointer_fields, shown })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kernel(params: &[(&str, &str)]) -> RustKernel {
+        RustKernel { params: params.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(), structs: BTreeMap::new() }
+    }
+
+    #[test]
+    fn struct_layouts_and_fields() {
+        let dir = std::env::temp_dir().join(format!("gpucheck-structs-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(
+            dir.join("src/lib.rs"),
+            "#[repr(C)]\n#[derive(Clone, Copy)]\npub struct Strided {\n    pub src: *const f32,\n    pub n: u32,\n    pub dst: *mut f32,\n    pub s: Pair,\n}\n#[repr(C)]\npub struct Pair { a: u8, b: u16 }\npub struct Loose { a: u8, b: u64 }\npub unsafe extern \"ptx-kernel\" fn g(p: Strided, q: Loose) {}",
+        )
+        .unwrap();
+        let k = rust_params(&dir, "g").unwrap();
+        let fields = k.structs["Strided"].clone().unwrap();
+        let layout: Vec<(&str, usize, usize)> = fields.iter().map(|f| (f.name.as_str(), f.offset, f.size)).collect();
+        assert_eq!(layout, [("src", 0, 8), ("n", 8, 4), ("dst", 16, 8), ("s.a", 24, 1), ("s.b", 26, 2)]);
+        assert!(k.structs["Loose"].as_ref().unwrap_err().contains("not `#[repr(C)]`"));
+        // filled by field, from a PTX aggregate parameter
+        let src = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry g(.param .align 8 .b8 g_param_0[32], .param .align 8 .b8 g_param_1[16])\n{\n ret;\n}\n";
+        let m = ptx::parse(src).unwrap();
+        let given: BTreeMap<String, String> = [("p.src", "f32[4]"), ("p.n", "4"), ("p.dst", "f32[4]"), ("p.s.a", "7"), ("p.s.b", "513")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let mut mem = Global::default();
+        let e = prepare(&m.functions[0], Some(&k), &given, &mut mem).unwrap_err();
+        assert!(e.contains("`q` is a struct passed by value") && e.contains("not `#[repr(C)]`"), "{e}");
+        let k1 = RustKernel { params: k.params[..1].to_vec(), structs: k.structs.clone() };
+        let src1 = src.replace(", .param .align 8 .b8 g_param_1[16]", "");
+        let m1 = ptx::parse(&src1).unwrap();
+        let p = prepare(&m1.functions[0], Some(&k1), &given, &mut mem).unwrap();
+        let Arg::Bytes(b) = &p.args[0] else { panic!("an aggregate") };
+        assert_eq!(b.len(), 32);
+        assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), p.buffers[0].addr);
+        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 4);
+        assert_eq!((b[24], u16::from_le_bytes(b[26..28].try_into().unwrap())), (7, 513));
+        // a missing field is named
+        let mut partial = given.clone();
+        partial.remove("p.n");
+        assert!(prepare(&m1.functions[0], Some(&k1), &partial, &mut mem).unwrap_err().contains("`p.n` (u32: field of `Strided`)"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn values() {
@@ -501,10 +716,7 @@ mod tests {
     fn missing_arguments_are_listed_with_how_to_give_them() {
         let src = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry saxpy(.param .f32 p0, .param .u64 p1, .param .u64 p2, .param .u64 p3)\n{\n ret;\n}\n";
         let m = ptx::parse(src).unwrap();
-        let rust: Vec<(String, String)> = [("a", "f32"), ("x", "*const f32"), ("y", "*mut f32"), ("n", "usize")]
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
+        let rust = kernel(&[("a", "f32"), ("x", "*const f32"), ("y", "*mut f32"), ("n", "usize")]);
         let given: BTreeMap<String, String> = [("x".to_string(), "f32[8]".to_string()), ("3".to_string(), "8".to_string())].into();
         let mut mem = Global::default();
         let e = prepare(&m.functions[0], Some(&rust), &given, &mut mem).err().unwrap();
@@ -534,8 +746,7 @@ mod tests {
         let src = include_str!("../../../analysis/tests/nvvm/idioms.ptx");
         let m = ptx::parse(src).unwrap();
         let f = m.functions.iter().find(|f| f.name == "exp_slice").unwrap();
-        let rust: Vec<(String, String)> =
-            [("x", "&[f32]"), ("y", "&mut [f32]")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let rust = kernel(&[("x", "&[f32]"), ("y", "&mut [f32]")]);
         let given: BTreeMap<String, String> =
             [("x", "f32[100]"), ("y", "f32[80]")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         let mut mem = Global::default();
@@ -559,7 +770,7 @@ mod tests {
             "pub unsafe extern \"ptx-kernel\" fn saxpy(a: f32, x: *const f32,\n    mut y: *mut f32, n: usize, m: [u32; 2]) {}",
         )
         .unwrap();
-        let p = rust_params(&dir, "saxpy").unwrap();
+        let p = rust_params(&dir, "saxpy").unwrap().params;
         let names: Vec<&str> = p.iter().map(|x| x.0.as_str()).collect();
         assert_eq!(names, ["a", "x", "y", "n", "m"]);
         assert_eq!(p[1].1, "*const f32");

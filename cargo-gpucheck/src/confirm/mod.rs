@@ -167,7 +167,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
     let params: Vec<(String, Vec<String>)> = plans
         .iter()
         .flat_map(|(_, _, _, runs)| {
-            runs.iter().map(|(f, _, _, rust)| (gpucheck_analysis::demangle(f.name), launch::param_names(f, rust.as_deref())))
+            runs.iter().map(|(f, _, _, rust)| (gpucheck_analysis::demangle(f.name), launch::param_names(f, rust.as_ref())))
         })
         .collect();
     for name in cli_spec.args.keys() {
@@ -199,7 +199,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             let launch = Launch { grid, block, dynamic_shared: 0 };
             let kernel = gpucheck_analysis::demangle(f.name);
             let mut mem = Global::default();
-            let prepared = match launch::prepare(f, rust.as_deref(), &spec.args, &mut mem) {
+            let prepared = match launch::prepare(f, rust.as_ref(), &spec.args, &mut mem) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("warning: skipping kernel `{kernel}`: {e}");

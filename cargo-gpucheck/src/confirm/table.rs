@@ -194,7 +194,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             predicted: "— (not analysed)".into(),
             observed: seen_text(s, unit),
             verdict: Verdict::Observed,
-            json_predicted: Value::Null,
+            json_predicted: json!({"analysed": false}),
             json_observed: json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests}),
         });
     }
