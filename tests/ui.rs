@@ -118,7 +118,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 19 warnings emitted (24 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 20 warnings emitted (24 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
@@ -268,4 +268,18 @@ fn barrier_notes_name_the_iteration() {
         notes.contains("in the first iteration, threads 128..255 of each block skip this barrier; in later iterations, more"),
         "{notes}"
     );
+}
+
+/// The fields of one array of structs read in one loop are one diagnostic:
+/// the first field's access, the others as secondary spans.
+#[test]
+fn fields_of_one_record_array_are_one_finding() {
+    let r = run_json();
+    let of: Vec<&serde_json::Value> = r.messages.iter().filter(|m| m["gpucheck"]["kernel"] == "aos_norms").collect();
+    assert_eq!(of.len(), 1, "{of:#?}");
+    let g = &of[0]["gpucheck"];
+    assert_eq!((g["fields"].as_u64(), g["record_bytes"].as_u64(), g["accesses"].as_u64()), (Some(3), Some(16), Some(3)), "{g}");
+    let spans = of[0]["message"]["spans"].as_array().unwrap();
+    let labels: Vec<&str> = spans.iter().map(|s| s["label"].as_str().unwrap_or("")).collect();
+    assert_eq!(labels, ["the field at byte 0", "the field at byte 4", "the field at byte 8"]);
 }

@@ -43,6 +43,20 @@ pub unsafe extern "ptx-kernel" fn aos_field_read(p: *const Particle, out: *mut f
     *out.add(i) = (*p.add(i)).x; //~ WARN uncoalesced_global_access
 }
 
+/// Bad: three fields of each particle read in one loop: one layout
+/// problem, one diagnostic (the other fields are secondary spans).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn aos_norms(p: *const Particle, out: *mut f32, n: usize) {
+    let mut i = gid();
+    let mut acc = 0.0f32;
+    while i < n {
+        let q = p.add(i);
+        acc += (*q).x * (*q).x + (*q).y * (*q).y + (*q).z * (*q).z; //~ WARN uncoalesced_global_access
+        i += grid_stride();
+    }
+    *out.add(gid()) = acc;
+}
+
 /// Good twin: a structure of arrays.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn soa_field_read(xs: *const f32, out: *mut f32) {

@@ -6,7 +6,7 @@
 
 use super::{Finding, LintCx, Metric};
 use crate::ir::inst::Space;
-use crate::memory::Method;
+use crate::memory::{Access, Method, Prediction};
 
 declare_lint! {
     /// ### What it does
@@ -67,6 +67,7 @@ pub fn describe_strides(strides: [i64; 3], width: u32, shape_dims: [u32; 3]) -> 
 
 pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let shape = cx.facts.shape;
+    let mut reported: Vec<(&Access, &Prediction)> = Vec::new();
     for x in &cx.facts.accesses {
         let (a, Some(p)) = (&x.access, &x.prediction) else { continue };
         if a.space != Space::Global || p.ideal == 0 {
@@ -80,36 +81,148 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         if x.unmasked.is_some_and(|(s, ideal)| ideal > 0 && (s as f64 / ideal as f64) < cx.coalescing_threshold) {
             continue;
         }
-        let apart = match p.lane_stride {
-            Some(s) if s.abs() >= a.width as i64 && shape.block[0] >= 2 => {
-                format!(": each lane {} {} bytes apart", a.kind.verb(), s.abs())
-            }
-            _ => String::new(),
-        };
-        let message = format!("{} sectors per warp request, ideal {}{}", p.sectors.0, p.ideal, apart);
-        let label = describe_strides(p.strides, a.width, shape.block);
-        let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
-        fd.note(format!(
-            "one warp request moves {} bytes to use {} ({} of {} warps per block; worst warp {} sectors)",
-            p.sectors.0 as u64 * 32,
-            p.ideal as u64 * 32,
-            p.requests,
-            shape.warps(),
-            p.sectors.1
-        ));
-        if let Method::Affine { symbolic: true } = p.method {
-            fd.note(format!(
-                "a stride depends on a value not known statically; it was taken as {} bytes or more",
-                crate::memory::SYMBOLIC_STRIDE
-            ));
-        }
-        cx.shape_note(&mut fd);
-        fd.help("make threadIdx.x the fastest-varying index of the access (consecutive lanes, consecutive addresses); for a transpose, stage the tile through shared memory; for an array of structs, use a structure of arrays");
-        fd.metrics.push(("sectors_per_request", Metric::Int(p.sectors.0 as i64)));
-        fd.metrics.push(("ideal_sectors_per_request", Metric::Int(p.ideal as i64)));
-        fd.metrics.push(("worst_sectors_per_request", Metric::Int(p.sectors.1 as i64)));
-        fd.metrics.push(("requests", Metric::Int(p.requests as i64)));
-        fd.metrics.push(("bytes_per_lane", Metric::Int(a.width as i64)));
-        out.push(fd);
+        reported.push((a, p));
     }
+    // the fields of one array of structs read (or written) in one loop: one diagnostic
+    let mut groups: Vec<(RecordKey, Vec<Member>)> = Vec::new();
+    for &(a, p) in &reported {
+        let key = record_key(cx, a, p);
+        let field = key.as_ref().and_then(|k| field_offset(shape, p, k.stride));
+        match (key, field) {
+            (Some(k), Some(off)) => match groups.iter_mut().find(|g| g.0 == k) {
+                Some(g) => g.1.push((a, p, off)),
+                None => groups.push((k, vec![(a, p, off)])),
+            },
+            _ => out.push(single(cx, a, p)),
+        }
+    }
+    for (k, members) in groups {
+        let mut fields: Vec<i64> = members.iter().map(|m| m.2).collect();
+        fields.sort_unstable();
+        fields.dedup();
+        if fields.len() < 2 {
+            out.extend(members.iter().map(|m| single(cx, m.0, m.1)));
+            continue;
+        }
+        out.push(record(cx, &k, &members, &fields));
+    }
+}
+
+/// An access of a group, its prediction and its field's byte offset.
+type Member<'x> = (&'x Access, &'x Prediction, i64);
+
+/// What groups accesses as fields of one array of records: the pointer,
+/// the record size (the lanes' stride), the byte strides along y and z,
+/// reads or writes, and the innermost loop.
+#[derive(Clone, Debug, PartialEq)]
+struct RecordKey {
+    root: crate::ir::ValueId,
+    stride: i64,
+    strides_yz: [i64; 2],
+    load: bool,
+    in_loop: Option<crate::ir::LoopId>,
+}
+
+fn record_key(cx: &LintCx<'_, '_, '_>, a: &Access, p: &Prediction) -> Option<RecordKey> {
+    let f = cx.facts.f;
+    let stride = p.lane_stride?.abs();
+    // a record holds more than the one element read, and its size is known (a stride
+    // taken as large for an unknown row pitch is no record size)
+    if stride < 2 * a.width as i64 || cx.facts.shape.block[0] < 2 || matches!(p.method, Method::Affine { symbolic: true }) {
+        return None;
+    }
+    Some(RecordKey {
+        root: crate::memory::root(f, a.addr_value?),
+        stride,
+        strides_yz: [p.strides[1], p.strides[2]],
+        load: a.kind == crate::ir::inst::AccessKind::Load,
+        in_loop: f.cfg.loop_of(f.cfg.block_of(a.inst)),
+    })
+}
+
+/// The byte offset of the access in its record: the first active thread's
+/// offset less its steps along x, y and z, modulo the record size.
+fn field_offset(shape: &crate::model::Shape, p: &Prediction, record: i64) -> Option<i64> {
+    let (t, off) = p.offsets.iter().enumerate().find_map(|(t, o)| o.map(|o| (t, o)))?;
+    let lane = shape.lanes().get(t)?;
+    let base = off - p.strides[0] * lane.tid[0] - p.strides[1] * lane.tid[1] - p.strides[2] * lane.tid[2];
+    Some(base.rem_euclid(record))
+}
+
+/// One access.
+fn single(cx: &LintCx<'_, '_, '_>, a: &Access, p: &Prediction) -> Finding {
+    let shape = cx.facts.shape;
+    let apart = match p.lane_stride {
+        Some(s) if s.abs() >= a.width as i64 && shape.block[0] >= 2 => {
+            format!(": each lane {} {} bytes apart", a.kind.verb(), s.abs())
+        }
+        _ => String::new(),
+    };
+    let message = format!("{} sectors per warp request, ideal {}{}", p.sectors.0, p.ideal, apart);
+    let label = describe_strides(p.strides, a.width, shape.block);
+    let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
+    explain_cost(cx, &mut fd, p);
+    fd.help("make threadIdx.x the fastest-varying index of the access (consecutive lanes, consecutive addresses); for a transpose, stage the tile through shared memory; for an array of structs, use a structure of arrays");
+    metrics(&mut fd, a, p);
+    fd
+}
+
+/// Several fields of one array of records: one finding at the first, the
+/// others as secondary spans.
+fn record(cx: &LintCx<'_, '_, '_>, k: &RecordKey, members: &[Member], fields: &[i64]) -> Finding {
+    let (a, p, _) = members.iter().min_by_key(|m| m.0.inst).copied().expect("a group has members");
+    let verb = if k.load { "reads" } else { "writes" };
+    let message = format!(
+        "{verb} {} fields of each {}-byte record of one array: lanes are {} bytes apart, {} sectors per warp request where {} would do",
+        fields.len(),
+        k.stride,
+        k.stride,
+        p.sectors.0,
+        p.ideal
+    );
+    let label = format!("the field at byte {}", field_offset(cx.facts.shape, p, k.stride).unwrap_or(0));
+    let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
+    for (m, _, off) in members.iter().filter(|m| m.0.inst != a.inst) {
+        if let Some(pos) = cx.resolve(m.inst).primary {
+            if !fd.secondary.iter().any(|(q, _)| *q == pos) && fd.span.as_ref() != Some(&pos) {
+                fd.secondary.push((pos, format!("the field at byte {off}")));
+            }
+        }
+    }
+    explain_cost(cx, &mut fd, p);
+    fd.note(format!(
+        "fields at bytes {} of each record; the {} accesses of the group are one layout problem",
+        fields.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "),
+        members.len()
+    ));
+    fd.help("store the fields as a structure of arrays (one array per field), so that consecutive lanes read consecutive elements; or stage whole records through shared memory");
+    metrics(&mut fd, a, p);
+    fd.metrics.push(("fields", Metric::Int(fields.len() as i64)));
+    fd.metrics.push(("record_bytes", Metric::Int(k.stride)));
+    fd.metrics.push(("accesses", Metric::Int(members.len() as i64)));
+    fd
+}
+
+fn explain_cost(cx: &LintCx<'_, '_, '_>, fd: &mut Finding, p: &Prediction) {
+    let shape = cx.facts.shape;
+    fd.note(format!(
+        "one warp request moves {} bytes to use {} ({} of {} warps per block; worst warp {} sectors)",
+        p.sectors.0 as u64 * 32,
+        p.ideal as u64 * 32,
+        p.requests,
+        shape.warps(),
+        p.sectors.1
+    ));
+    if let Method::Affine { symbolic: true } = p.method {
+        fd.note(format!("a stride depends on a value not known statically; it was taken as {} bytes or more", crate::memory::SYMBOLIC_STRIDE));
+    }
+    cx.shape_note(fd);
+}
+
+fn metrics(fd: &mut Finding, a: &Access, p: &Prediction) {
+    fd.metrics.push(("sectors_per_request", Metric::Int(p.sectors.0 as i64)));
+    fd.metrics.push(("ideal_sectors_per_request", Metric::Int(p.ideal as i64)));
+    fd.metrics.push(("worst_sectors_per_request", Metric::Int(p.sectors.1 as i64)));
+    fd.metrics.push(("requests", Metric::Int(p.requests as i64)));
+    fd.metrics.push(("bytes_per_lane", Metric::Int(a.width as i64)));
 }
