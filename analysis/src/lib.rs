@@ -137,6 +137,9 @@ pub struct RaceReport {
     pub second: usize,
     pub kind: races::RaceKind,
     pub space: ir::inst::Space,
+    /// The witness threads (linear ids in the block) of `first` and `second`,
+    /// as the finding names them.
+    pub threads: (usize, usize),
 }
 
 /// The result of checking one PTX module.
@@ -326,6 +329,7 @@ fn check_function(
             second: facts.accesses[r.second].access.inst.index(),
             kind: r.kind,
             space: facts.accesses[r.first].access.space,
+            threads: r.threads,
         })
         .collect();
     let barriers = facts

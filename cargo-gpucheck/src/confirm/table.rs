@@ -293,10 +293,21 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
     for r in &seen.races {
         let pair = (r.first.min(r.second), r.first.max(r.second));
         seen_pairs.insert(pair);
-        let predicted = report.races.iter().any(|p| {
+        let prediction = report.races.iter().find(|p| {
             let (x, y) = (key(p.function, p.first), key(p.function, p.second));
             (x.min(y), x.max(y)) == pair
         });
+        // the static witness, as the finding names it (it may be another pair of threads)
+        let predicted_text = match prediction {
+            Some(p) => {
+                let line = |i: usize| at(key(p.function, i)).and_then(|a| a.span.as_ref()).map(|s| format!("{}:{}", s.line, s.col));
+                match (line(p.first), line(p.second)) {
+                    (Some(a), Some(b)) => format!("race: thread {} at {a}, thread {} at {b}", p.threads.0, p.threads.1),
+                    _ => format!("race: threads {} and {}", p.threads.0, p.threads.1),
+                }
+            }
+            None => "no race".to_string(),
+        };
         let who = |t: Option<u32>| t.map_or("several threads".to_string(), |t| format!("thread {t}"));
         let (l1, l2) = (seen.line(r.first), seen.line(r.second));
         // the two accesses in the order of the threads named
@@ -310,10 +321,13 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             ptx_line: l1,
             key: r.first,
             what: if r.shared { "shared" } else { "global" },
-            predicted: if predicted { "race".into() } else { "no race".into() },
+            predicted: predicted_text,
             observed: format!("{}: {} then {}", r.kind.describe(), who(r.first_thread), who(Some(r.second_thread))),
             verdict: Verdict::Race,
-            json_predicted: json!({"race": predicted}),
+            json_predicted: match prediction {
+                Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1}),
+                None => json!({"race": false}),
+            },
             json_observed: json!({
                 "race": r.kind.describe(),
                 "first_ptx_line": l1,
