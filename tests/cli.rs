@@ -229,3 +229,14 @@ fn first_hour_messages() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("error: could not check `file.s` (PTX) due to"), "{err}");
 }
+
+/// `--help` says what the tool finds: every analysis, not only branches.
+#[test]
+fn help_names_every_analysis() {
+    let out = gpucheck(&["--help"], &repo());
+    // (clap wraps the text: compare with single spaces)
+    let text = String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    for what in ["uncoalesced global access", "bank conflict", "divergent branch", "barrier", "data race", "cargo gpucheck new"] {
+        assert!(text.contains(what), "--help does not mention {what}:\n{text}");
+    }
+}

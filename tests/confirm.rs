@@ -392,3 +392,13 @@ fn struct_parameters_are_filled_by_field() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("warning: skipping kernel `gather_struct`: field `p.src` is a pointer (`*const f32`): give a buffer such as `p.src=f32[1024]`, not `2.5`"), "{err}");
 }
+
+/// Two calls of one inlined helper are told apart: each row of the helper's
+/// code names the call site it was inlined at (JSON `inlined_at`).
+#[test]
+fn call_sites_of_an_inlined_helper_are_told_apart() {
+    let rows: Vec<&serde_json::Value> =
+        records().iter().filter(|r| r["kernel"] == "twice_inlined" && r["space"] == "global" && r["line"] == 118).collect();
+    let sites: std::collections::BTreeSet<u64> = rows.iter().filter_map(|r| r["inlined_at"]["line"].as_u64()).collect();
+    assert_eq!(sites.into_iter().collect::<Vec<_>>(), [126, 127], "{rows:?}");
+}

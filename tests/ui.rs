@@ -283,3 +283,11 @@ fn fields_of_one_record_array_are_one_finding() {
     let labels: Vec<&str> = spans.iter().map(|s| s["label"].as_str().unwrap_or("")).collect();
     assert_eq!(labels, ["the field at byte 0", "the field at byte 4", "the field at byte 8"]);
 }
+
+/// A load that is not inlined says nothing about inlining (a DWARF range
+/// the instruction was only scheduled into is not a frame of it).
+#[test]
+fn no_inline_note_on_a_load_that_is_not_inlined() {
+    let children = find("transpose_naive", "misaligned_global_access")["message"]["children"].to_string();
+    assert!(!children.contains("inlined into"), "{children}");
+}

@@ -87,10 +87,21 @@ pub struct Row {
     pub verdict: Verdict,
     pub json_predicted: Value,
     pub json_observed: Value,
+    /// The call site a helper's line was inlined at (`{file, line, column}`), or null.
+    pub via: Value,
 }
 
-/// (shown place, file, line, column) of a source position, else of the PTX line.
-fn place(paths: &PathStyle, span: Option<&SrcPos>, via: Option<&SrcPos>, ptx_line: u32) -> (String, String, u32, u32) {
+/// (shown place, file, line, column) of a source position, else of the PTX
+/// line; and the call site it was inlined at, as JSON.
+fn place_via(paths: &PathStyle, span: Option<&SrcPos>, via: Option<&SrcPos>, ptx_line: u32) -> ((String, String, u32, u32), Value) {
+    let json_via = match (span, via) {
+        (Some(_), Some(v)) => json!({"file": paths.display(&v.file), "line": v.line, "column": v.col}),
+        _ => Value::Null,
+    };
+    (place_text(paths, span, via, ptx_line), json_via)
+}
+
+fn place_text(paths: &PathStyle, span: Option<&SrcPos>, via: Option<&SrcPos>, ptx_line: u32) -> (String, String, u32, u32) {
     match span {
         Some(s) => {
             let file = paths.display(&s.file);
@@ -133,7 +144,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         let k = key(a.function, a.inst);
         predicted_sites.insert(k);
         let obs = seen.sites.get(&k).map(|x| &x.1);
-        let (pl, file, line, col) = place(paths, a.span.as_ref(), a.via.as_ref(), a.ptx_line);
+        let ((pl, file, line, col), via) = place_via(paths, a.span.as_ref(), a.via.as_ref(), a.ptx_line);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
             ("global", Some((t, w, ideal)), _) => {
                 let (text, misaligned) = match a.misaligned {
@@ -177,6 +188,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             verdict,
             json_predicted: jp,
             json_observed: jo,
+            via,
         });
     }
     // sites the run saw that the analysis has no record of
@@ -196,6 +208,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             verdict: Verdict::Observed,
             json_predicted: json!({"analysed": false}),
             json_observed: json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests}),
+            via: Value::Null,
         });
     }
     if !seen.control {
@@ -228,7 +241,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             }
             (_, Some(_)) => Verdict::Observed,
         };
-        let (pl, file, line, col) = place(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
+        let ((pl, file, line, col), via) = place_via(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
         let (observed, jo) = branch_text(obs, b.warps);
         out.push(Row {
             place: pl,
@@ -243,13 +256,14 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             verdict,
             json_predicted: jp,
             json_observed: jo,
+            via,
         });
     }
     // barriers: every one the kernel can reach, with how many threads arrived
     for b in report.barriers.iter().filter(|b| functions.contains(&b.function)) {
         let k = key(b.function, b.inst);
         let obs = seen.barriers.get(&k);
-        let (place, file, line, col) = place(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
+        let ((place, file, line, col), via) = place_via(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
         let predicted = if b.divergent { "part of the block skips it" } else { "every thread reaches it" };
         let (observed, jo) = match obs {
             None => ("not executed".to_string(), Value::Null),
@@ -285,6 +299,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             verdict,
             json_predicted: json!({"divergent": b.divergent}),
             json_observed: jo,
+            via,
         });
     }
     // races: seen (predicted or not), and predicted but not seen
@@ -335,6 +350,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
                 "first_thread": r.first_thread,
                 "second_thread": r.second_thread,
             }),
+            via: Value::Null,
         });
     }
     for p in report.races.iter().filter(|p| functions.contains(&p.function)) {
@@ -358,6 +374,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             verdict: Verdict::NotObserved,
             json_predicted: json!({"race": true, "kind": p.kind.describe()}),
             json_observed: json!({"race": false}),
+            via: Value::Null,
         });
     }
     out
@@ -434,6 +451,7 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
                         "line": (r.line > 0).then_some(r.line),
                         "column": (r.line > 0).then_some(r.col),
                         "ptx_line": r.ptx_line,
+                        "inlined_at": r.via,
                         "function": r.key.func,
                         "inst": r.key.inst,
                         "space": r.what,
@@ -503,6 +521,7 @@ mod tests {
             verdict: Verdict::Confirmed,
             json_predicted: Value::Null,
             json_observed: Value::Null,
+            via: Value::Null,
         };
         let rows =
             [row("src/lib.rs:1:1", "4", 1), row("src/lib.rs:2:1", "4", 2), row("src/lib.rs:1:1", "4", 3), row("src/lib.rs:1:1", "5", 4)];
