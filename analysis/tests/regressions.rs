@@ -136,3 +136,57 @@ fn dwarf_range_at_the_end_of_the_address_space() {
     assert!(r.has_dwarf);
     assert_eq!(r.kernels, 1);
 }
+
+/// `%ntid.x` read on both arms of a thread-dependent `if`/`else` (the
+/// compiler materialises it twice) joins to the same uniform value: the
+/// tree reduction after it has a uniform trip count and its barrier is
+/// reached by every thread (issue: uniform joins).
+const NTID_ON_BOTH_ARMS: &str = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.shared .align 4 .b8 tile[1024];
+.visible .entry reduce(.param .u64 p, .param .u32 stop) .reqntid 256, 1, 1 {
+    .reg .pred %p<4>; .reg .b32 %r<12>; .reg .f32 %f<4>; .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    ld.param.u32 %r2, [stop];
+    shl.b32 %r7, %r1, 2;
+    mov.u32 %r8, tile;
+    add.s32 %r9, %r8, %r7;
+    setp.lt.u32 %p1, %r1, %r2;
+    @%p1 bra $Lthen;
+    mov.f32 %f1, 0f00000000;
+    mov.u32 %r5, %ntid.x;
+    bra.uni $Ljoin;
+$Lthen:
+    mov.f32 %f1, 0f3F800000;
+    mov.u32 %r5, %ntid.x;
+$Ljoin:
+    st.shared.f32 [%r9], %f1;
+    bar.sync 0;
+    shr.u32 %r6, %r5, 1;
+$Lloop:
+    setp.eq.u32 %p2, %r6, 0;
+    @%p2 bra $Ldone;
+    setp.ge.u32 %p3, %r1, %r6;
+    @%p3 bra $Lskip;
+    shl.b32 %r10, %r6, 2;
+    add.s32 %r11, %r9, %r10;
+    ld.shared.f32 %f2, [%r11];
+    ld.shared.f32 %f3, [%r9];
+    add.f32 %f3, %f3, %f2;
+    st.shared.f32 [%r9], %f3;
+$Lskip:
+    bar.sync 0;
+    shr.u32 %r6, %r6, 1;
+    bra.uni $Lloop;
+$Ldone:
+    ret;
+}"#;
+
+#[test]
+fn a_join_of_one_uniform_value_is_uniform() {
+    let fs = findings(NTID_ON_BOTH_ARMS);
+    let barrier: Vec<&Finding> = fs.iter().filter(|f| f.lint.name == "barrier_divergence").collect();
+    assert!(barrier.is_empty(), "{barrier:#?}");
+}

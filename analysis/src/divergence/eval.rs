@@ -239,19 +239,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 }
 
 /// Follow plain copies (`mov`, `cvt` between integers) back to the value copied.
-pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
-    for _ in 0..8 {
-        let Some(i) = f.def_inst(v) else { return v };
-        let inst = &f.insts[i];
-        if !matches!(inst.opcode, Opcode::Mov | Opcode::Cvt) || inst.ast.guard.is_some() || inst.is_float() {
-            return v;
-        }
-        match f.operand_value(i, 1) {
-            Some(x) => v = x,
-            None => return v,
-        }
-    }
-    v
+pub fn through_copies(f: &FunctionIr<'_>, v: ValueId) -> ValueId {
+    f.through_copies(v)
 }
 
 /// Candidate sample values for a uniform leaf: the first values of a loop

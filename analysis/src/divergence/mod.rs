@@ -292,8 +292,10 @@ impl Problem for Problem_<'_, '_, '_> {
                 for j in join_blocks(f, b) {
                     for &p in &f.ssa.block_phis[j] {
                         let ph = &f.ssa.phis[p];
+                        // a join of one value (the same register copy, or the same special
+                        // register read on each side) is that value, whichever side ran
                         let first = ph.incoming.first().map(|x| x.1);
-                        if !ph.incoming.iter().all(|x| Some(x.1) == first) {
+                        if !first.is_some_and(|v0| ph.incoming.iter().all(|x| f.same_value(x.1, v0))) {
                             phis.push(p);
                             self.sync_sources[p].push(b);
                         }

@@ -214,6 +214,75 @@ impl<'a> FunctionIr<'a> {
     pub fn block_of(&self, i: InstId) -> BlockId {
         self.cfg.block_of(i)
     }
+
+    /// Follow plain copies (`mov`, `cvt` between integers, unguarded) back
+    /// to the value copied.
+    pub fn through_copies(&self, mut v: ValueId) -> ValueId {
+        for _ in 0..8 {
+            let Some(i) = self.def_inst(v) else { return v };
+            let inst = &self.insts[i];
+            if !matches!(inst.opcode, inst::Opcode::Mov | inst::Opcode::Cvt) || inst.ast.guard.is_some() || inst.is_float() {
+                return v;
+            }
+            match self.operand_value(i, 1) {
+                Some(x) => v = x,
+                None => return v,
+            }
+        }
+        v
+    }
+
+    /// Do `a` and `b` hold the same bits in every thread, whichever path
+    /// reached them (value numbering): the same value through copies (the
+    /// same special register read twice, say), or the same pure operation
+    /// on the same operands (constants, kernel parameters, equal values).
+    pub fn same_value(&self, a: ValueId, b: ValueId) -> bool {
+        self.same_value_within(a, b, 8)
+    }
+
+    fn same_value_within(&self, a: ValueId, b: ValueId, depth: u32) -> bool {
+        let (a, b) = (self.through_copies(a), self.through_copies(b));
+        if a == b {
+            return true;
+        }
+        let (ValueDef::Inst { inst: ia, slot: sa }, ValueDef::Inst { inst: ib, slot: sb }) = (self.ssa.values[a], self.ssa.values[b]) else {
+            return false;
+        };
+        if depth == 0 || sa != sb {
+            return false;
+        }
+        let (x, y) = (&self.insts[ia], &self.insts[ib]);
+        // no memory, no other lanes, no calls: the result depends on the operands only
+        // (kernel parameters and constants are the same memory everywhere)
+        let pure = |i: &Inst<'_>| {
+            i.ast.guard.is_none()
+                && i.call_target().is_none()
+                && !i.lane_exchanging()
+                && match i.access() {
+                    None => !i.is_block_barrier(),
+                    Some(inst::AccessKind::Load) => matches!(i.space, Some(inst::Space::Param) | Some(inst::Space::Const)),
+                    Some(_) => false,
+                }
+        };
+        let same_op = (x.opcode, x.ty, x.dty, x.cmp, x.bool_op, x.sub, x.flags, x.round, x.space, x.vec)
+            == (y.opcode, y.ty, y.dty, y.cmp, y.bool_op, y.sub, y.flags, y.round, y.space, y.vec);
+        let (ox, oy) = (x.operands(), y.operands());
+        if !pure(x) || !pure(y) || !same_op || ox.len() != oy.len() {
+            return false;
+        }
+        // the sources (operand 0 is the destination of an instruction that writes one)
+        (usize::from(x.has_dest())..ox.len()).all(|k| match (self.operand_value(ia, k), self.operand_value(ib, k)) {
+            (Some(u), Some(v)) => {
+                let offsets = match (&ox[k], &oy[k]) {
+                    (Operand::Addr(p), Operand::Addr(q)) => p.offset == q.offset,
+                    _ => true,
+                };
+                offsets && self.same_value_within(u, v, depth - 1)
+            }
+            (None, None) => ox[k] == oy[k],
+            _ => false,
+        })
+    }
 }
 
 #[cfg(test)]
