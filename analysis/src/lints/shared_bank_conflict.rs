@@ -3,7 +3,7 @@
 //!
 //! Owns: the decision and the message (degree, stride, padding advice).
 
-use super::uncoalesced_global_access::describe_strides;
+use super::uncoalesced_global_access::describe_addresses;
 use super::{Finding, LintCx, Metric};
 use crate::ir::inst::Space;
 
@@ -46,7 +46,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let stride = p.lane_stride.unwrap_or(0).abs();
         let how = if stride > 0 { format!(": lanes stride {stride} bytes") } else { String::new() };
         let message = format!("{}-way shared memory bank conflict{how}", p.conflict.0);
-        let label = describe_strides(p.strides, a.width, cx.facts.shape.block);
+        let label = describe_addresses(p, a.width, cx.facts.shape);
         let mut fd = cx.finding(&SHARED_BANK_CONFLICT, a.inst, message, label);
         fd.note(format!(
             "each warp request is split into {} transactions ({} warps per block; worst warp {}-way)",

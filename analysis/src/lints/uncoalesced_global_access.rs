@@ -44,6 +44,32 @@ declare_lint! {
     }
 }
 
+/// The label of an access: its strides in thread terms when the address is
+/// affine; when it was evaluated lane by lane (`tid / 2`, `tid & 31`…),
+/// the pattern of the first warp's addresses, so that "the same address
+/// in every lane" is said only when it is true.
+pub fn describe_addresses(p: &Prediction, width: u32, shape: &crate::model::Shape) -> String {
+    if !matches!(p.method, Method::Evaluated) {
+        return describe_strides(p.strides, width, shape.block);
+    }
+    let warp: Vec<i64> = p.offsets.iter().take(crate::model::WARP).flatten().copied().collect();
+    let mut distinct = warp.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    match distinct.len() {
+        0 | 1 => "the same address in every lane".to_string(),
+        n => {
+            let gaps: Vec<i64> = distinct.windows(2).map(|w| w[1] - w[0]).collect();
+            let even = gaps.iter().all(|g| *g == gaps[0]) && warp.len() % n == 0;
+            match (even, warp.len() / n) {
+                (true, 1) => format!("lanes {} bytes apart", gaps[0]),
+                (true, per) => format!("{per} lanes share each address: {n} addresses, {} bytes apart", gaps[0]),
+                (false, _) => format!("{n} distinct addresses in a warp of {} lanes", warp.len()),
+            }
+        }
+    }
+}
+
 /// "stride 32 × 4 bytes along threadIdx.x" from per-dimension byte strides.
 pub fn describe_strides(strides: [i64; 3], width: u32, shape_dims: [u32; 3]) -> String {
     let names = ["threadIdx.x", "threadIdx.y", "threadIdx.z"];
@@ -159,7 +185,7 @@ fn single(cx: &LintCx<'_, '_, '_>, a: &Access, p: &Prediction) -> Finding {
         _ => String::new(),
     };
     let message = format!("{} sectors per warp request, ideal {}{}", p.sectors.0, p.ideal, apart);
-    let label = describe_strides(p.strides, a.width, shape.block);
+    let label = describe_addresses(p, a.width, shape);
     let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
     explain_cost(cx, &mut fd, p);
     fd.help("make threadIdx.x the fastest-varying index of the access (consecutive lanes, consecutive addresses); for a transpose, stage the tile through shared memory; for an array of structs, use a structure of arrays");
