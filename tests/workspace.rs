@@ -29,10 +29,15 @@ use core::arch::nvptx::*;
 #[panic_handler]
 fn p(_: &core::panic::PanicInfo) -> ! {{ loop {{}} }}
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn k_{n}(out: *mut u32) {{
+pub unsafe extern "ptx-kernel" fn k_{n}(out: *mut u32, n: usize) {{
     let t = _thread_idx_x() as usize;
     if t % {m} == 0 {{
-        *out.add(t) = 1;
+        // a loop: work worth a warning when warps split around it
+        let mut j = 0;
+        while j < n {{
+            *out.add(j * 256 + t) = 1;
+            j += 1;
+        }}
     }}
 }}
 "#,

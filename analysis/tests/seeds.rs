@@ -233,7 +233,8 @@ fn divergent_branch_counts_warps() {
     };
     let count = |src: String| -> Option<i64> {
         let r = check(&src, &Options::default(), &|_| true).unwrap();
-        r.findings.iter().find(|f| f.lint.name == "divergent_branch").map(|f| {
+        // (around one store the split is cheap: the pedantic lint carries the same count)
+        r.findings.iter().find(|f| matches!(f.lint.name, "divergent_branch" | "cheap_divergent_branch")).map(|f| {
             match f.metrics.iter().find(|m| m.0 == "diverging_warps").unwrap().1 {
                 gpucheck_analysis::Metric::Int(n) => n,
                 _ => panic!(),
@@ -250,6 +251,22 @@ fn divergent_branch_counts_warps() {
     assert_eq!(count(k("setp.eq.u32 %p1, %r1, 0;", "256")), None);
     // tid % 16 < 8 in a 64-thread block: both warps
     assert_eq!(count(k("and.b32 %r2, %r1, 15;\n setp.lt.u32 %p1, %r2, 8;", "64")), Some(2));
+}
+
+/// A split is worth a default-level warning when it decides real work: one
+/// store is `cheap_divergent_branch` (pedantic), a loop `divergent_branch`.
+#[test]
+fn a_split_around_a_few_instructions_is_cheap() {
+    let body = |work: &str| {
+        format!(".version 7.0\n.target sm_70\n.entry k() .reqntid 256 {{\n .reg .pred %p<3>; .reg .b32 %r<6>;\n mov.u32 %r1, %tid.x;\n and.b32 %r2, %r1, 1;\n setp.eq.u32 %p1, %r2, 0;\n @%p1 bra $L;\n{work}$L:\n ret;\n}}\n")
+    };
+    let lints = |src: String| -> Vec<&'static str> {
+        check(&src, &Options::default(), &|_| true).unwrap().findings.iter().map(|f| f.lint.name).collect()
+    };
+    assert_eq!(lints(body(" st.global.u32 [0], %r1;\n")), ["cheap_divergent_branch"]);
+    let looped =
+        " mov.u32 %r3, 0;\n$Lloop:\n add.u32 %r3, %r3, 1;\n st.global.u32 [0], %r3;\n setp.lt.u32 %p2, %r3, 100;\n @%p2 bra $Lloop;\n";
+    assert_eq!(lints(body(looped)), ["divergent_branch"]);
 }
 
 /// The words of a finding's notes (positions left out).

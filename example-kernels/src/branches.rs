@@ -126,3 +126,15 @@ pub unsafe extern "ptx-kernel" fn twice_inlined(a: *const f32, out: *mut f32, n:
     odd_lanes_work(a, out, t, 0, n);
     odd_lanes_work(a, out.add(256), t, 1, n);
 }
+
+/// Good at the default level: every warp splits, but around one store (a
+/// few instructions): only the pedantic `cheap_divergent_branch`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn quarter_store(a: *const f32, out: *mut f32) {
+    let i = gid();
+    let v = *a.add(i) * 2.0;
+    *out.add(i) = v;
+    if tid() % 4 == 0 { //~ WARN cheap_divergent_branch
+        *out.add(65536 + i / 4) = v;
+    }
+}

@@ -237,6 +237,22 @@ pub fn count(taken: &[bool]) -> (usize, bool) {
     (split, single && split > 0)
 }
 
+/// [`count`] over the lanes that reach the branch (`active[t]`).
+pub fn count_active(taken: &[bool], active: &[bool]) -> (usize, bool) {
+    let mut split = 0;
+    let mut single = true;
+    for (w, on) in taken.chunks(WARP).zip(active.chunks(WARP)) {
+        let (t, n) = w.iter().zip(on).filter(|x| *x.1).fold((0, 0), |(t, n), (x, _)| (t + *x as usize, n + 1));
+        if t > 0 && t < n {
+            split += 1;
+            if t != 1 && n - t != 1 {
+                single = false;
+            }
+        }
+    }
+    (split, single && split > 0)
+}
+
 /// Worst case over an unknown threshold θ of `f(tid) CMP θ`, f affine.
 fn bounded(c: [Coef; 3], cmp: Cmp, shape: &Shape) -> Option<Split> {
     let dims_used = (0..3).filter(|&k| !c[k].is_zero()).count();

@@ -32,9 +32,33 @@ pub struct BranchFact {
     /// Blocks whose execution the branch decides (reachable from its
     /// successors without passing its immediate post-dominator).
     pub controlled: BitSet,
-    /// How many warps of a block it splits.
+    /// How many warps of a block it splits (lanes that do not reach it —
+    /// returned, or skipped by an outer branch — are not counted).
     pub split: Split,
+    /// What the code it decides costs.
+    pub cost: BranchCost,
 }
+
+/// The code a branch decides: instructions on each side (up to its
+/// immediate post-dominator), and whether a loop, a call or a barrier is
+/// among them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BranchCost {
+    pub taken: u32,
+    pub other: u32,
+    pub heavy: bool,
+}
+
+impl BranchCost {
+    /// A few straight-line instructions (a guarded store, say): splitting a
+    /// warp around them costs little.
+    pub fn is_cheap(&self) -> bool {
+        !self.heavy && self.taken + self.other <= CHEAP_INSTRUCTIONS
+    }
+}
+
+/// The most instructions a branch may decide and still be cheap.
+pub const CHEAP_INSTRUCTIONS: u32 = 6;
 
 /// A barrier (or a call to a function that executes one), and whether not
 /// every thread of the block reaches it.
@@ -117,7 +141,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .map(|br| {
                 let mut controlled = BitSet::new(f.cfg.len());
                 controlled_blocks(f, br.block).into_iter().for_each(|b| controlled.insert(b.index()));
-                BranchFact { br: *br, controlled, split: classify(f, d, br, shape) }
+                BranchFact { br: *br, controlled, split: classify(f, d, br, shape), cost: branch_cost(f, br) }
             })
             .collect();
         let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
@@ -129,6 +153,14 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .collect();
         let evals = Evals::new(f, d, shape);
         let mut lanes = Lanes::new(&evals, &branches);
+        // lanes that never reach a branch (returned, or outside an outer guard) do not split it
+        let recount: Vec<Option<(usize, bool)>> = branches
+            .iter()
+            .map(|b| match &b.split {
+                Split::Exact { taken, .. } => Some(crate::divergence::split::count_active(taken, &lanes.active(b.br.block, 0))),
+                _ => None,
+            })
+            .collect();
         let mut barriers = barriers;
         for b in barriers.iter_mut() {
             if let Some(BarrierCause::Branch(k)) = b.divergence {
@@ -155,6 +187,13 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);
         }
+        drop(lanes);
+        let mut branches = branches;
+        for (b, r) in branches.iter_mut().zip(recount) {
+            if let (Split::Exact { split, single_lane, .. }, Some((n, single))) = (&mut b.split, r) {
+                (*split, *single_lane) = (n, single);
+            }
+        }
         KernelFacts { f, d, sums, shape, branches, accesses, races, barriers, branch_at }
     }
 
@@ -162,6 +201,32 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
         self.branch_at[b].map(|k| &self.branches[k as usize])
     }
+}
+
+/// The instructions each side of a branch runs before its immediate
+/// post-dominator, and whether a loop, call or barrier is among them.
+fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
+    let cfg = &f.cfg;
+    let stop = cfg.ipdom(br.block);
+    let target =
+        f.insts[br.inst].branch_label().and_then(|l| f.labels.get(l)).filter(|x| x.index() < f.insts.len()).map(|&x| cfg.block_of(x));
+    let mut heavy = false;
+    let mut side = |starts: Vec<BlockId>| -> u32 {
+        let region = cfg.region(&starts, stop);
+        let mut n = 0;
+        for &b in &region {
+            heavy |= cfg.loop_with_header(b).is_some_and(|l| region.binary_search(&cfg.loops[l].latches[0]).is_ok());
+            for i in cfg.blocks[b].insts() {
+                let inst = &f.insts[i];
+                heavy |= inst.is_block_barrier() || inst.call_target().is_some();
+                n += 1;
+            }
+        }
+        n
+    };
+    let taken = side(target.into_iter().collect());
+    let other = side(cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect());
+    BranchCost { taken, other, heavy }
 }
 
 /// The threads that skip barrier `bar` because of branch `k` (`br`), in the

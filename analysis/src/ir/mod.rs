@@ -245,7 +245,8 @@ impl<'a> FunctionIr<'a> {
         if a == b {
             return true;
         }
-        let (ValueDef::Inst { inst: ia, slot: sa }, ValueDef::Inst { inst: ib, slot: sb }) = (self.ssa.values[a], self.ssa.values[b]) else {
+        let (ValueDef::Inst { inst: ia, slot: sa }, ValueDef::Inst { inst: ib, slot: sb }) = (self.ssa.values[a], self.ssa.values[b])
+        else {
             return false;
         };
         if depth == 0 || sa != sb {

@@ -4,7 +4,9 @@
 //! a block takes both paths (or the only warp does, for a condition that is
 //! not a boundary check), or when a loop's trip count varies within a warp.
 //! Boundary checks (≤ 1 warp), single-lane branches and data-dependent
-//! branches (unpredictable statically) are not reported.
+//! branches (unpredictable statically) are not reported; a branch that
+//! decides only a few straight-line instructions is reported as the
+//! pedantic `cheap_divergent_branch`.
 
 use super::{Finding, LintCx, Metric};
 use crate::divergence::sources;
@@ -90,7 +92,9 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             ),
             _ => (format!("branch splits {n} of {warps} warps in each block"), format!("condition depends on {on}")),
         };
-        let mut fd = cx.finding(&DIVERGENT_BRANCH, br.inst, message, label);
+        // a few straight-line instructions decided: real, but cheap (pedantic)
+        let lint = if b.cost.is_cheap() && !matches!(split, Split::TripCount) { &super::CHEAP_DIVERGENT_BRANCH } else { &DIVERGENT_BRANCH };
+        let mut fd = cx.finding(lint, br.inst, message, label);
         match split {
             Split::Exact { witness, .. } if !witness.is_empty() => {
                 let w: Vec<String> = witness.iter().map(|(r, v)| format!("`{r}` = {v}")).collect();
@@ -110,6 +114,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         fd.metrics.push(("warps_per_block", Metric::Int(warps as i64)));
         fd.metrics.push(("divergent_fraction", Metric::Float(if warps > 0 { n as f64 / warps as f64 } else { 0.0 })));
         fd.metrics.push(("block", Metric::Text(format!("{:?}", cx.facts.shape.block))));
+        fd.metrics.push(("instructions_decided", Metric::Int((b.cost.taken + b.cost.other) as i64)));
         out.push(fd);
     }
 }

@@ -25,8 +25,9 @@ use crate::srcmap::{Resolved, SourceMap, SrcPos};
 pub use registry::{Group, Level, Lint};
 
 /// The lint modules, the registry and the pass list, from one list. A
-/// lint without a pass is reported by the binary (it needs the package's
-/// source files).
+/// lint without a pass of its own is emitted by another pass
+/// (`cheap_divergent_branch` by `divergent_branch`) or by the binary
+/// (`unused_gpucheck_allow`, which needs the package's source files).
 macro_rules! lints {
     ($($module:ident :: $lint:ident $(=> $check:ident)?),* $(,)?) => {
         $(mod $module;)*
@@ -55,6 +56,7 @@ lints! {
     data_dependent_access::DATA_DEPENDENT_ACCESS => check,
     shared_memory_opportunity::SHARED_MEMORY_OPPORTUNITY => check,
     misaligned_global_access::MISALIGNED_GLOBAL_ACCESS => check,
+    cheap_divergent_branch::CHEAP_DIVERGENT_BRANCH,
 }
 
 #[derive(Clone, Debug, PartialEq)]
