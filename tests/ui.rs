@@ -118,7 +118,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 20 warnings emitted (24 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 22 warnings emitted (24 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
@@ -278,10 +278,16 @@ fn fields_of_one_record_array_are_one_finding() {
     let of: Vec<&serde_json::Value> = r.messages.iter().filter(|m| m["gpucheck"]["kernel"] == "aos_norms").collect();
     assert_eq!(of.len(), 1, "{of:#?}");
     let g = &of[0]["gpucheck"];
-    assert_eq!((g["fields"].as_u64(), g["record_bytes"].as_u64(), g["accesses"].as_u64()), (Some(3), Some(16), Some(3)), "{g}");
+    // vx, vy, vz of a 28-byte body: 12 bytes used of each 28, 28 sectors per warp where 12 would do
+    assert_eq!((g["fields"].as_u64(), g["record_bytes"].as_u64(), g["accesses"].as_u64()), (Some(3), Some(28), Some(3)), "{g}");
+    assert_eq!(
+        (g["group_sectors"].as_u64(), g["group_ideal_sectors"].as_u64(), g["group_bytes_used"].as_u64()),
+        (Some(28), Some(12), Some(384)),
+        "{g}"
+    );
     let spans = of[0]["message"]["spans"].as_array().unwrap();
     let labels: Vec<&str> = spans.iter().map(|s| s["label"].as_str().unwrap_or("")).collect();
-    assert_eq!(labels, ["the field at byte 0", "the field at byte 4", "the field at byte 8"]);
+    assert_eq!(labels, ["the field at byte 12", "the field at byte 16", "the field at byte 20"]);
 }
 
 /// A load that is not inlined says nothing about inlining (a DWARF range

@@ -43,18 +43,96 @@ pub unsafe extern "ptx-kernel" fn aos_field_read(p: *const Particle, out: *mut f
     *out.add(i) = (*p.add(i)).x; //~ WARN uncoalesced_global_access
 }
 
-/// Bad: three fields of each particle read in one loop: one layout
-/// problem, one diagnostic (the other fields are secondary spans).
+/// A body of seven floats (28 bytes).
+#[repr(C)]
+pub struct Body {
+    pub x: f32,
+    pub y: f32,
+    pub z: f32,
+    pub vx: f32,
+    pub vy: f32,
+    pub vz: f32,
+    pub m: f32,
+}
+
+/// Bad: three of the seven fields of each body read in one loop: the warp
+/// moves 28 bytes per lane to use 12; one diagnostic names the fields.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn aos_norms(p: *const Particle, out: *mut f32, n: usize) {
+pub unsafe extern "ptx-kernel" fn aos_norms(p: *const Body, out: *mut f32, n: usize) {
     let mut i = gid();
     let mut acc = 0.0f32;
     while i < n {
         let q = p.add(i);
-        acc += (*q).x * (*q).x + (*q).y * (*q).y + (*q).z * (*q).z; //~ WARN uncoalesced_global_access
+        acc += (*q).vx * (*q).vx + (*q).vy * (*q).vy + (*q).vz * (*q).vz; //~ WARN uncoalesced_global_access
         i += grid_stride();
     }
     *out.add(gid()) = acc;
+}
+
+/// An 18-byte block of a quantised format: a scale and 16 bytes.
+#[repr(C, packed)]
+pub struct Block18 {
+    pub scale: u16,
+    pub q: [u8; 16],
+}
+
+/// Good: each thread reads its own 18-byte block field by field; each load
+/// alone touches many sectors, but together the warp's loads use every
+/// byte of the sectors they touch, and L1 serves the repeats.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn packed_blocks(b: *const Block18, out: *mut f32) {
+    let i = gid();
+    let blk = b.add(i);
+    let scale = (*blk).scale as f32;
+    let mut acc = 0u32;
+    let mut k = 0;
+    while k < 16 {
+        acc += (*blk).q[k] as u32;
+        k += 1;
+    }
+    *out.add(i) = scale * acc as f32;
+}
+
+/// Good (pedantic hint): `x[2i]` and `x[2i+1]` together read every byte of
+/// their sectors; one 8-byte access would do both.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn pair_sum(x: *const f32, out: *mut f32) {
+    let i = gid();
+    *out.add(i) = *x.add(2 * i) + *x.add(2 * i + 1); //~ WARN vectorizable_access
+}
+
+/// Bad twin: `x[2i]` alone reads every other float.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn even_only(x: *const f32, out: *mut f32) {
+    let i = gid();
+    *out.add(i) = *x.add(2 * i); //~ WARN uncoalesced_global_access
+}
+
+/// Bad: each thread writes 8 consecutive outputs, so the lanes of a store
+/// are 32 bytes apart and every store request touches 8× the sectors it
+/// needs (stores are not merged in L1).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn eight_per_thread(x: *const f32, out: *mut f32) {
+    let i = gid();
+    let v = *x.add(i);
+    let mut l = 0;
+    while l < 8 {
+        *out.add(8 * i + l) = v + l as f32; //~ WARN uncoalesced_global_access
+        l += 1;
+    }
+}
+
+/// Good twin: the same outputs, neighbouring lanes writing neighbouring ones.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn eight_per_warp(x: *const f32, out: *mut f32) {
+    let i = gid();
+    let v = *x.add(i);
+    let (w, lane) = (i / 32, i % 32);
+    let mut l = 0;
+    while l < 8 {
+        *out.add(w * 256 + l * 32 + lane) = v + l as f32;
+        l += 1;
+    }
 }
 
 /// Good twin: a structure of arrays.
@@ -198,7 +276,7 @@ pub unsafe extern "ptx-kernel" fn fan2(m: *const f32, a: *mut f32, b: *mut f32, 
     let x = tid + t + 1;
     let mut y = t;
     while y < n {
-        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN uncoalesced_global_access
+        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN uncoalesced_global_access //~ WARN vectorizable_access
         y += 1;
     }
     *b.add(x) -= *m.add(n * x + t) * *b.add(t); //~ WARN uncoalesced_global_access

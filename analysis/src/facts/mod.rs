@@ -19,6 +19,7 @@ use crate::divergence::{controlled_blocks, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId};
+use crate::memory::footprint::Group;
 use crate::memory::{Access, Evals, Prediction, Query};
 use crate::model::Shape;
 use crate::races::Race;
@@ -112,6 +113,8 @@ pub struct AccessFact {
     /// ideal) with every thread active, to tell waste that comes from the
     /// guard from waste that comes from the address.
     pub unmasked: Option<(u32, u32)>,
+    /// The warp footprint group it belongs to (index in `KernelFacts::groups`).
+    pub group: Option<usize>,
 }
 
 /// Everything the lint passes read about one function.
@@ -123,6 +126,9 @@ pub struct KernelFacts<'f, 'a> {
     /// One per divergent branch, in the order of `d.branches`.
     pub branches: Vec<BranchFact>,
     pub accesses: Vec<AccessFact>,
+    /// Loads of one warp to one array in one loop iteration (through L1),
+    /// and stores likewise, judged together (`crate::memory::footprint`).
+    pub groups: Vec<Group>,
     /// Races between accesses (`first`, `second` index `accesses`).
     pub races: Vec<Race>,
     /// Instructions every thread of the block must reach: barriers, and
@@ -177,7 +183,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                     .then(|| crate::memory::predict(&evals, &access, &vec![true; shape.threads()]))
                     .flatten()
                     .map(|p| (p.sectors.0, p.ideal));
-                AccessFact { access, prediction, unmasked }
+                AccessFact { access, prediction, unmasked, group: None }
             })
             .collect();
         let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
@@ -194,7 +200,14 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                 (*split, *single_lane) = (n, single);
             }
         }
-        KernelFacts { f, d, sums, shape, branches, accesses, races, barriers, branch_at }
+        let groups = crate::memory::footprint::groups(&evals, &accesses);
+        let mut accesses = accesses;
+        for (gi, g) in groups.iter().enumerate() {
+            for &k in &g.members {
+                accesses[k].group = Some(gi);
+            }
+        }
+        KernelFacts { f, d, sums, shape, branches, accesses, groups, races, barriers, branch_at }
     }
 
     /// The fact of the divergent branch ending block `b`, if any.

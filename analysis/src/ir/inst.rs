@@ -528,6 +528,9 @@ impl Flag {
     pub const LEFT: u32 = 1 << 20;
     /// `prmt` in one of its special modes (`.f4e`, `.b4e`, `.rc8`, `.ecl`, `.ecr`, `.rc16`).
     pub const PRMT_MODE: u32 = 1 << 21;
+    /// A cache operator that does not keep the line in L1: `.cg` (L2 only),
+    /// `.cs` (streaming, evict first), `.cv` (fetch again).
+    pub const NO_L1: u32 = 1 << 22;
 }
 
 /// One decoded PTX instruction, with the syntax it came from.
@@ -701,6 +704,7 @@ pub fn decode<'a>(ast: &'a Instruction<'a>) -> Inst<'a> {
             (_, "to") => inst.flags |= Flag::TO,
             (_, "uni") => inst.flags |= Flag::UNI,
             (_, "nc") => inst.flags |= Flag::NC,
+            (Opcode::Ld | Opcode::Ldu, "cg" | "cs" | "cv") => inst.flags |= Flag::NO_L1,
             (_, "volatile") => inst.flags |= Flag::VOLATILE,
             (_, "relaxed" | "acquire" | "release" | "acq_rel" | "mmio") => inst.flags |= Flag::STRONG,
             (_, "sync") => inst.flags |= Flag::SYNC,
@@ -854,6 +858,14 @@ impl<'a> Inst<'a> {
         self.is_block_barrier()
             && !self.has(Flag::RED)
             && (self.operands().len() >= 2 || (self.opcode == Opcode::Barrier && !self.has(Flag::ALIGNED)))
+    }
+
+    /// A load whose sectors stay in L1 for the warp's next loads (a global
+    /// load without `.cg`/`.cs`/`.cv`, `.volatile` or a memory-ordering
+    /// qualifier): loads of one warp that share sectors then move them
+    /// from L2 once.
+    pub fn through_l1(&self) -> bool {
+        matches!(self.opcode, Opcode::Ld | Opcode::Ldu) && !self.has(Flag::NO_L1) && !self.has(Flag::VOLATILE) && !self.has(Flag::STRONG)
     }
 
     /// The memory access an instruction makes (`ld`, `ldu`, `st`, `atom`, `red`).

@@ -57,6 +57,7 @@ lints! {
     shared_memory_opportunity::SHARED_MEMORY_OPPORTUNITY => check,
     misaligned_global_access::MISALIGNED_GLOBAL_ACCESS => check,
     cheap_divergent_branch::CHEAP_DIVERGENT_BRANCH,
+    vectorizable_access::VECTORIZABLE_ACCESS => check,
 }
 
 #[derive(Clone, Debug, PartialEq)]

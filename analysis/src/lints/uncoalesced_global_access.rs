@@ -17,6 +17,20 @@ declare_lint! {
     /// (`--coalescing-threshold` changes it). Contiguous 8- and 16-byte elements
     /// are ideal; so is a misaligned `x[i + 1]` (5 sectors for 4).
     ///
+    /// Loads are judged with the warp's other loads of the same array in the same
+    /// loop iteration: global loads are cached in L1 by default on sm_70 and later
+    /// (CUDA C++ Programming Guide, "Compute Capability 7.x: Global Memory"), so the
+    /// sectors a warp's loads share move from L2 once, and what counts is the union
+    /// of the sectors they touch against the bytes they use. A packed struct read
+    /// field by field, or `x[2i]` with `x[2i+1]`, is then ideal. Not so for loads that
+    /// skip L1 (`.cg`, `.cs`, `.cv`, `.volatile`, ordered loads: PTX ISA, "Cache
+    /// Operators"), for a group whose footprint exceeds a warp's share of L1 (4 KB:
+    /// 128–256 KB per SM for up to 64 warps), and for stores, which L1 writes
+    /// through to L2 request by request (CUDA C++ Best Practices Guide, "Coalesced
+    /// Access to Global Memory"): a thread writing 8 consecutive outputs stays
+    /// reported. Several fields of one array of structs read in one loop are one
+    /// diagnostic naming the fields.
+    ///
     /// ### Why is this bad
     /// Memory moves in sectors: a warp whose lanes read 4 bytes each, 128 bytes
     /// apart, moves 32 sectors (1024 bytes) to use 128 — an eighth of the
@@ -93,7 +107,7 @@ pub fn describe_strides(strides: [i64; 3], width: u32, shape_dims: [u32; 3]) -> 
 
 pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let shape = cx.facts.shape;
-    let mut reported: Vec<(&Access, &Prediction)> = Vec::new();
+    let mut reported: Vec<(&crate::facts::AccessFact, &Access, &Prediction)> = Vec::new();
     for x in &cx.facts.accesses {
         let (a, Some(p)) = (&x.access, &x.prediction) else { continue };
         if a.space != Space::Global || p.ideal == 0 {
@@ -107,19 +121,29 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         if x.unmasked.is_some_and(|(s, ideal)| ideal > 0 && (s as f64 / ideal as f64) < cx.coalescing_threshold) {
             continue;
         }
-        reported.push((a, p));
+        // judged with the warp's other loads of the array (L1 keeps what the first brought),
+        // or, for a store pair one vector store would make, left to `vectorizable_access`
+        if let Some(g) = x.group.map(|g| &cx.facts.groups[g]) {
+            let group_ratio = g.sectors.0 as f64 / g.ideal.max(1) as f64;
+            match g.kind {
+                crate::ir::inst::AccessKind::Load if g.shares_l1() && group_ratio < cx.coalescing_threshold => continue,
+                crate::ir::inst::AccessKind::Store if g.vector.is_some() && g.sectors.0 <= g.ideal && ratio <= 2.0 => continue,
+                _ => {}
+            }
+        }
+        reported.push((x, a, p));
     }
     // the fields of one array of structs read (or written) in one loop: one diagnostic
     let mut groups: Vec<(RecordKey, Vec<Member>)> = Vec::new();
-    for &(a, p) in &reported {
+    for &(x, a, p) in &reported {
         let key = record_key(cx, a, p);
         let field = key.as_ref().and_then(|k| field_offset(shape, p, k.stride));
         match (key, field) {
             (Some(k), Some(off)) => match groups.iter_mut().find(|g| g.0 == k) {
-                Some(g) => g.1.push((a, p, off)),
-                None => groups.push((k, vec![(a, p, off)])),
+                Some(g) => g.1.push((x, p, off)),
+                None => groups.push((k, vec![(x, p, off)])),
             },
-            _ => out.push(single(cx, a, p)),
+            _ => out.push(single(cx, x, p)),
         }
     }
     for (k, members) in groups {
@@ -135,7 +159,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 }
 
 /// An access of a group, its prediction and its field's byte offset.
-type Member<'x> = (&'x Access, &'x Prediction, i64);
+type Member<'x> = (&'x crate::facts::AccessFact, &'x Prediction, i64);
 
 /// What groups accesses as fields of one array of records: the pointer,
 /// the record size (the lanes' stride), the byte strides along y and z,
@@ -176,8 +200,9 @@ fn field_offset(shape: &crate::model::Shape, p: &Prediction, record: i64) -> Opt
 }
 
 /// One access.
-fn single(cx: &LintCx<'_, '_, '_>, a: &Access, p: &Prediction) -> Finding {
+fn single(cx: &LintCx<'_, '_, '_>, x: &crate::facts::AccessFact, p: &Prediction) -> Finding {
     let shape = cx.facts.shape;
+    let a = &x.access;
     let apart = match p.lane_stride {
         Some(s) if s.abs() >= a.width as i64 && shape.block[0] >= 2 => {
             format!(": each lane {} {} bytes apart", a.kind.verb(), s.abs())
@@ -189,14 +214,15 @@ fn single(cx: &LintCx<'_, '_, '_>, a: &Access, p: &Prediction) -> Finding {
     let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
     explain_cost(cx, &mut fd, p);
     fd.help("make threadIdx.x the fastest-varying index of the access (consecutive lanes, consecutive addresses); for a transpose, stage the tile through shared memory; for an array of structs, use a structure of arrays");
-    metrics(&mut fd, a, p);
+    metrics(cx, &mut fd, x, p);
     fd
 }
 
 /// Several fields of one array of records: one finding at the first, the
 /// others as secondary spans.
 fn record(cx: &LintCx<'_, '_, '_>, k: &RecordKey, members: &[Member], fields: &[i64]) -> Finding {
-    let (a, p, _) = members.iter().min_by_key(|m| m.0.inst).copied().expect("a group has members");
+    let (x, p, _) = members.iter().min_by_key(|m| m.0.access.inst).copied().expect("a group has members");
+    let a = &x.access;
     let verb = if k.load { "reads" } else { "writes" };
     let message = format!(
         "{verb} {} fields of each {}-byte record of one array: lanes are {} bytes apart, {} sectors per warp request where {} would do",
@@ -208,21 +234,31 @@ fn record(cx: &LintCx<'_, '_, '_>, k: &RecordKey, members: &[Member], fields: &[
     );
     let label = format!("the field at byte {}", field_offset(cx.facts.shape, p, k.stride).unwrap_or(0));
     let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
-    for (m, _, off) in members.iter().filter(|m| m.0.inst != a.inst) {
-        if let Some(pos) = cx.resolve(m.inst).primary {
+    for (m, _, off) in members.iter().filter(|m| m.0.access.inst != a.inst) {
+        if let Some(pos) = cx.resolve(m.access.inst).primary {
             if !fd.secondary.iter().any(|(q, _)| *q == pos) && fd.span.as_ref() != Some(&pos) {
                 fd.secondary.push((pos, format!("the field at byte {off}")));
             }
         }
     }
     explain_cost(cx, &mut fd, p);
+    if let Some(g) = x.group.map(|g| &cx.facts.groups[g]).filter(|g| g.shares_l1()) {
+        fd.note(format!(
+            "together the warp's {} loads of the array move {} bytes to use {} ({} sectors where {} would do)",
+            g.members.len(),
+            g.sectors.0 as u64 * 32,
+            g.bytes_used,
+            g.sectors.0,
+            g.ideal
+        ));
+    }
     fd.note(format!(
         "fields at bytes {} of each record; the {} accesses of the group are one layout problem",
         fields.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "),
         members.len()
     ));
     fd.help("store the fields as a structure of arrays (one array per field), so that consecutive lanes read consecutive elements; or stage whole records through shared memory");
-    metrics(&mut fd, a, p);
+    metrics(cx, &mut fd, x, p);
     fd.metrics.push(("fields", Metric::Int(fields.len() as i64)));
     fd.metrics.push(("record_bytes", Metric::Int(k.stride)));
     fd.metrics.push(("accesses", Metric::Int(members.len() as i64)));
@@ -245,7 +281,15 @@ fn explain_cost(cx: &LintCx<'_, '_, '_>, fd: &mut Finding, p: &Prediction) {
     cx.shape_note(fd);
 }
 
-fn metrics(fd: &mut Finding, a: &Access, p: &Prediction) {
+fn metrics(cx: &LintCx<'_, '_, '_>, fd: &mut Finding, x: &crate::facts::AccessFact, p: &Prediction) {
+    let a = &x.access;
+    // the warp's footprint with the other accesses of its group
+    if let Some(g) = x.group.map(|g| &cx.facts.groups[g]) {
+        fd.metrics.push(("group_sectors", Metric::Int(g.sectors.0 as i64)));
+        fd.metrics.push(("group_ideal_sectors", Metric::Int(g.ideal as i64)));
+        fd.metrics.push(("group_bytes_used", Metric::Int(g.bytes_used as i64)));
+        fd.metrics.push(("group_members", Metric::Int(g.members.len() as i64)));
+    }
     fd.metrics.push(("sectors_per_request", Metric::Int(p.sectors.0 as i64)));
     fd.metrics.push(("ideal_sectors_per_request", Metric::Int(p.ideal as i64)));
     fd.metrics.push(("worst_sectors_per_request", Metric::Int(p.sectors.1 as i64)));

@@ -15,6 +15,8 @@
 //! Owns: access sites and their predictions. Does not own: which lanes are
 //! active (the caller passes a mask) or deciding what to warn (lints).
 
+pub mod footprint;
+
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::divergence::{AbsVal, Coef, Divergence};
 use crate::ir::inst::{Opcode, Space, Special};
