@@ -402,3 +402,23 @@ fn call_sites_of_an_inlined_helper_are_told_apart() {
     let sites: std::collections::BTreeSet<u64> = rows.iter().filter_map(|r| r["inlined_at"]["line"].as_u64()).collect();
     assert_eq!(sites.into_iter().collect::<Vec<_>>(), [126, 127], "{rows:?}");
 }
+
+/// Every access group's footprint (the union of the sectors a warp's loads
+/// of one array touch in one loop iteration) is what the interpreter sees.
+#[test]
+fn every_group_footprint_is_confirmed() {
+    let groups: Vec<&serde_json::Value> = records().iter().filter(|r| r["space"] == "group" && !r["observed"].is_null()).collect();
+    assert!(groups.len() >= 10, "{}", groups.len());
+    for r in &groups {
+        assert_eq!(r["observed"]["typical"], r["predicted"]["group_sectors"], "{r}");
+        assert_eq!(r["verdict"], "confirmed", "{r}");
+    }
+    let kernel = |k: &str| groups.iter().find(|r| r["kernel"] == k).unwrap_or_else(|| panic!("no group row for {k}"));
+    // 3 of 7 fields: 28 sectors per warp where 12 would do; 18-byte blocks read field by field: ideal
+    assert_eq!(
+        (kernel("aos_norms")["predicted"]["group_sectors"].as_u64(), kernel("aos_norms")["predicted"]["group_ideal_sectors"].as_u64()),
+        (Some(28), Some(12))
+    );
+    let pb = &kernel("packed_blocks")["predicted"];
+    assert_eq!(pb["group_sectors"], pb["group_ideal_sectors"]);
+}

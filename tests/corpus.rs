@@ -81,7 +81,8 @@ fn rust_cuda_corpus() {
     let pt = run("rust-cuda-path_tracer.ptx");
     assert_eq!(pt.kernels, 3);
     // (default-level ones; the pedantic ones are hints such as vectorizable_access)
-    let shown: Vec<&gpucheck_analysis::Finding> = pt.findings.iter().filter(|f| f.lint.default != gpucheck_analysis::Level::Allow).collect();
+    let shown: Vec<&gpucheck_analysis::Finding> =
+        pt.findings.iter().filter(|f| f.lint.default != gpucheck_analysis::Level::Allow).collect();
     let lints: std::collections::BTreeSet<&str> = shown.iter().map(|f| f.lint.name).collect();
     assert_eq!(lints.into_iter().collect::<Vec<_>>(), ["uncoalesced_global_access"]);
     for f in shown {

@@ -127,6 +127,22 @@ pub struct BarrierReport {
     pub divergent: bool,
 }
 
+/// A warp's footprint over a group of accesses to one array in one loop
+/// iteration (`memory::footprint`): the union of their sectors per warp.
+#[derive(Clone, Debug)]
+pub struct GroupReport {
+    pub kernel: String,
+    pub function: usize,
+    /// The members (instruction indices), in order.
+    pub members: Vec<usize>,
+    /// Loads (judged together, through L1) or stores.
+    pub loads: bool,
+    /// Sectors of the union per warp: (typical, worst); the ideal; bytes used.
+    pub sectors: (u32, u32),
+    pub ideal: u32,
+    pub bytes_used: u32,
+}
+
 /// A predicted race between two accesses of one function.
 #[derive(Clone, Debug)]
 pub struct RaceReport {
@@ -160,6 +176,8 @@ pub struct Report {
     pub races: Vec<RaceReport>,
     /// Every reachable barrier with its prediction.
     pub barriers: Vec<BarrierReport>,
+    /// Every access group's footprint prediction.
+    pub groups: Vec<GroupReport>,
     /// The kernels' names (as in the PTX), in module order.
     pub kernel_names: Vec<String>,
 }
@@ -234,6 +252,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.branches.extend(r.branches);
         report.races.extend(r.races);
         report.barriers.extend(r.barriers);
+        report.groups.extend(r.groups);
     }
     report
 }
@@ -245,6 +264,7 @@ struct FunctionReport {
     branches: Vec<BranchReport>,
     races: Vec<RaceReport>,
     barriers: Vec<BarrierReport>,
+    groups: Vec<GroupReport>,
 }
 
 fn check_function(
@@ -345,7 +365,20 @@ fn check_function(
             divergent: b.divergence.is_some(),
         })
         .collect();
-    FunctionReport { findings, accesses, branches, races, barriers }
+    let groups = facts
+        .groups
+        .iter()
+        .map(|g| GroupReport {
+            kernel: kernel.clone(),
+            function: f.index,
+            members: g.members.iter().map(|&k| facts.accesses[k].access.inst.index()).collect(),
+            loads: g.kind == memory::AccessKind::Load,
+            sectors: g.sectors,
+            ideal: g.ideal,
+            bytes_used: g.bytes_used,
+        })
+        .collect();
+    FunctionReport { findings, accesses, branches, races, barriers, groups }
 }
 
 /// A symbol as people write it: Rust (legacy and v0) names demangled

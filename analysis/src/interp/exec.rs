@@ -8,14 +8,14 @@
 use super::decode::{self, Addr, Op, Program, Src, Step, Symbols, CALL_PARAM, NO_RPC};
 use super::memory::Conflict;
 use super::memory::{self, Fault, Global, Shadow, Touch, LOCAL_WINDOW, SHARED_WINDOW};
-use super::BarrierObs;
 use super::{Arg, BranchObs, InterpError, Launch, Observed, RaceSeen, SiteKey, SiteObs};
+use super::{BarrierObs, Histogram};
 use crate::ir::inst::{AtomOp, ShflMode, Space, VoteMode};
 use crate::ir::scalar::{self, mask, sext, ThreadPos};
 use crate::ptx::{Module, Stmt};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
 use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Warp instructions one block may execute before the run is stopped.
 const BLOCK_BUDGET: u64 = 1 << 31;
@@ -62,6 +62,9 @@ struct Warp {
     local: Vec<Vec<u8>>,
     local_base: u64,
     state: State,
+    /// Per watched group: the sectors its members touched in this instance
+    /// (loop iteration) and the members seen.
+    footprint: HashMap<usize, (BTreeSet<i64>, Vec<usize>)>,
     /// While at a barrier: its site key, the lanes that arrived, and whether
     /// every thread of the block must arrive.
     at_barrier: Option<(usize, u32, bool)>,
@@ -98,6 +101,8 @@ struct Kernel<'p> {
     lines: Vec<u32>,
     /// The instruction each site key stands for.
     keys: Vec<SiteKey>,
+    /// Access groups watched (`interp::run_watching`): the group of a site key.
+    group_of: HashMap<usize, usize>,
     launch: Launch,
     params: Vec<u8>,
     shared_bytes: usize,
@@ -112,6 +117,8 @@ struct Tally {
     branches: BTreeMap<usize, BranchObs>,
     divergent_barriers: BTreeMap<usize, u64>,
     barriers: BTreeMap<usize, BarrierObs>,
+    /// Per watched group: the union of its members' sectors per warp instance.
+    groups: BTreeMap<usize, Histogram>,
     races: Vec<Conflict>,
     warp_insts: u64,
     lane_insts: u64,
@@ -130,6 +137,9 @@ impl Tally {
         }
         for (k, v) in o.barriers {
             self.barriers.entry(k).or_default().merge(&v);
+        }
+        for (k, v) in o.groups {
+            self.groups.entry(k).or_default().merge(&v);
         }
         for r in o.races {
             if !self.races.iter().any(|x| (x.kind, x.shared, x.first, x.second) == (r.kind, r.shared, r.first, r.second)) {
@@ -153,7 +163,14 @@ fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
     crate::ir::inst::decl_bytes(v.ty) * n * vec
 }
 
-pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: &mut Global) -> Result<Observed, InterpError> {
+pub fn run(
+    module: &Module<'_>,
+    name: &str,
+    launch: &Launch,
+    args: &[Arg],
+    mem: &mut Global,
+    groups: &[Vec<SiteKey>],
+) -> Result<Observed, InterpError> {
     let Some(index) = module.functions.iter().position(|f| f.name == name && f.is_entry && f.body.is_some()) else {
         let kernels: Vec<&str> = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name).collect();
         return Err(InterpError::Launch(format!("no kernel `{name}` in the PTX (kernels: {})", kernels.join(", "))));
@@ -239,7 +256,22 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         progs.insert(fi, prog);
     }
     let mem: &Global = mem;
-    let k = Kernel { progs, entry: index, bases, lines, keys, launch: *launch, params: pbuf, shared_bytes: shared_bytes as usize, mem };
+    // the access groups to watch: site key → group
+    let dense: HashMap<SiteKey, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+    let group_of: HashMap<usize, usize> =
+        groups.iter().enumerate().flat_map(|(g, members)| members.iter().filter_map(|m| dense.get(m)).map(move |&d| (d, g))).collect();
+    let k = Kernel {
+        progs,
+        entry: index,
+        bases,
+        lines,
+        keys,
+        launch: *launch,
+        params: pbuf,
+        shared_bytes: shared_bytes as usize,
+        mem,
+        group_of,
+    };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
     let tally = (0..nblocks)
@@ -285,6 +317,7 @@ pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: 
         branches: tally.branches.into_iter().map(|(x, v)| (key(x), v)).collect(),
         divergent_barriers: tally.divergent_barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
         barriers: tally.barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
+        groups: tally.groups,
         races,
         warp_insts: tally.warp_insts,
         lane_insts: tally.lane_insts,
@@ -314,6 +347,7 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Tally, shadow: &mut Shad
                 local: vec![vec![0u8; prog.local_bytes as usize]; 32],
                 local_base: 0,
                 state: State::Running,
+                footprint: HashMap::new(),
                 at_barrier: None,
                 index: w,
                 first,
@@ -504,7 +538,7 @@ impl Cx<'_, '_> {
     }
 
     /// Count one warp request of a memory site and feed the race shadow.
-    fn observe(&mut self, w: &Warp, pc: usize, at: &[(usize, Where)], len: u32, touch: Touch) {
+    fn observe(&mut self, w: &mut Warp, pc: usize, at: &[(usize, Where)], len: u32, touch: Touch) {
         let Some(&(_, first)) = at.first() else { return };
         match first {
             Where::Global(_) => {
@@ -514,6 +548,20 @@ impl Cx<'_, '_> {
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "global";
                 site.hist.add(s);
+                // a watched group: the union of its members' sectors in one instance (a member seen
+                // again starts the next: the next loop iteration)
+                if let Some(&g) = self.k.group_of.get(&pc) {
+                    let (sectors, seen) = w.footprint.entry(g).or_default();
+                    if seen.contains(&pc) {
+                        self.obs.groups.entry(g).or_default().add(sectors.len() as u32);
+                        sectors.clear();
+                        seen.clear();
+                    }
+                    seen.push(pc);
+                    for &(a, n) in &addrs {
+                        sectors.extend(a.div_euclid(crate::model::SECTOR)..=(a + n as i64 - 1).div_euclid(crate::model::SECTOR));
+                    }
+                }
             }
             Where::Shared(_) => {
                 let addrs: Vec<(i64, u32)> =
@@ -553,6 +601,10 @@ impl Cx<'_, '_> {
                     continue;
                 }
                 w.state = State::Done;
+                // the last instance of each group the warp was in
+                for (g, (sectors, _)) in w.footprint.drain() {
+                    self.obs.groups.entry(g).or_default().add(sectors.len() as u32);
+                }
                 return Ok(());
             };
             if top.mask == 0 || top.pc == top.rpc {

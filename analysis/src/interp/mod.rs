@@ -236,6 +236,10 @@ pub struct Observed {
     pub divergent_barriers: BTreeMap<SiteKey, u64>,
     /// Per barrier instruction: how many threads of the block arrived.
     pub barriers: BTreeMap<SiteKey, BarrierObs>,
+    /// Per watched access group (index in the list given to
+    /// [`run_watching`]): the sectors of the union of its members' bytes,
+    /// per warp and loop iteration.
+    pub groups: BTreeMap<usize, Histogram>,
     pub races: Vec<RaceSeen>,
     pub warp_insts: u64,
     pub lane_insts: u64,
@@ -256,5 +260,20 @@ impl Observed {
 /// `launch`, with device memory `mem` (allocate the buffers the pointer
 /// arguments point to before). Returns what it observed; results are in `mem`.
 pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: &mut Global) -> Result<Observed, InterpError> {
-    exec::run(module, name, launch, args, mem)
+    exec::run(module, name, launch, args, mem, &[])
+}
+
+/// [`run`], also watching access groups (each a list of global access
+/// sites): per warp, the sectors of the union of a group's bytes in each
+/// loop iteration (a member executed again starts the next), to confirm
+/// a footprint prediction.
+pub fn run_watching(
+    module: &Module<'_>,
+    name: &str,
+    launch: &Launch,
+    args: &[Arg],
+    mem: &mut Global,
+    groups: &[Vec<SiteKey>],
+) -> Result<Observed, InterpError> {
+    exec::run(module, name, launch, args, mem, groups)
 }

@@ -58,6 +58,9 @@ pub struct Seen {
     pub races: Vec<RaceSeen>,
     /// Barriers: how many threads of the block arrived (the CPU engine only).
     pub barriers: BTreeMap<SiteKey, interp::BarrierObs>,
+    /// Access groups (index in the report's `groups`): sectors of the union
+    /// per warp and loop iteration (the CPU engine only).
+    pub groups: BTreeMap<usize, SiteSeen>,
     /// Whether the engine observes branches and races at all.
     pub control: bool,
     /// PTX line of each instruction the engine saw, by function.
@@ -221,7 +224,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                 );
             }
             let seen = match a.engine {
-                Engine::Cpu => cpu(module, f.name, &launch, &prepared, &mut mem).map_err(|e| {
+                Engine::Cpu => cpu(module, f.name, &launch, &prepared, &mut mem, &report.groups).map_err(|e| {
                     // point at the Rust line of a faulting access
                     let at = match &e {
                         interp::InterpError::Fault { site, .. } | interp::InterpError::Trap { site, .. } => {
@@ -260,9 +263,18 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
 }
 
 /// The CPU engine: the interpreter, its observations turned into `Seen`.
-fn cpu(module: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &launch::Prepared, mem: &mut Global) -> Result<Seen, interp::InterpError> {
+fn cpu(
+    module: &ptx::Module<'_>,
+    kernel: &str,
+    l: &Launch,
+    p: &launch::Prepared,
+    mem: &mut Global,
+    groups: &[gpucheck_analysis::GroupReport],
+) -> Result<Seen, interp::InterpError> {
     let started = std::time::Instant::now();
-    let obs = interp::run(module, kernel, l, &p.args, mem)?;
+    let watch: Vec<Vec<SiteKey>> =
+        groups.iter().map(|g| g.members.iter().map(|&inst| SiteKey { func: g.function, inst }).collect()).collect();
+    let obs = interp::run_watching(module, kernel, l, &p.args, mem, &watch)?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(Seen {
         sites: obs.sites.iter().map(|(k, s)| (*k, (s.space, SiteSeen::from(&s.hist)))).collect(),
@@ -273,6 +285,7 @@ fn cpu(module: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &launch::Prepared,
             .collect(),
         races: obs.races.clone(),
         barriers: obs.barriers.clone(),
+        groups: obs.groups.iter().map(|(g, h)| (*g, SiteSeen::from(h))).collect(),
         control: true,
         lines: obs.lines,
         lane_insts: obs.lane_insts,

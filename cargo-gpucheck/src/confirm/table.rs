@@ -302,8 +302,40 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             via,
         });
     }
-    // races: seen (predicted or not), and predicted but not seen
     let at = |k: SiteKey| report.accesses.iter().find(|a| (a.function, a.inst) == (k.func, k.inst));
+    // access groups: the warp's footprint over their members
+    for (gi, g) in report.groups.iter().enumerate().filter(|(_, g)| functions.contains(&g.function)) {
+        let first = at(key(g.function, g.members[0]));
+        let ((place, file, line, col), via) =
+            place_via(paths, first.and_then(|a| a.span.as_ref()), first.and_then(|a| a.via.as_ref()), first.map_or(0, |a| a.ptx_line));
+        let verb = if g.loads { "loads" } else { "stores" };
+        let obs = seen.groups.get(&gi);
+        let verdict = match obs {
+            None => Verdict::NotRun,
+            Some(s) if s.mode == g.sectors.0 => Verdict::Confirmed,
+            Some(_) => Verdict::Mismatch,
+        };
+        out.push(Row {
+            place: format!("{place} (+{})", g.members.len() - 1),
+            line,
+            col,
+            file,
+            ptx_line: first.map_or(0, |a| a.ptx_line),
+            key: key(g.function, g.members[0]),
+            what: "group",
+            predicted: format!("{} sectors/warp for {} {verb} (ideal {})", g.sectors.0, g.members.len(), g.ideal),
+            observed: match obs {
+                Some(s) => seen_text(s, " sectors/warp"),
+                None => "not executed".into(),
+            },
+            verdict,
+            json_predicted: json!({"group_sectors": g.sectors.0, "worst_group_sectors": g.sectors.1, "group_ideal_sectors": g.ideal,
+                                   "group_bytes_used": g.bytes_used, "members": g.members.len()}),
+            json_observed: obs.map_or(Value::Null, |s| json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests})),
+            via,
+        });
+    }
+    // races: seen (predicted or not), and predicted but not seen
     let mut seen_pairs = BTreeSet::new();
     for r in &seen.races {
         let pair = (r.first.min(r.second), r.first.max(r.second));
