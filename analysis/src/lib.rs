@@ -68,6 +68,9 @@ pub struct AccessReport {
     /// Global: the typical sectors per request when a runtime row pitch or
     /// offset misaligns the warps' rows (only when that costs more).
     pub misaligned: Option<u32>,
+    /// Global: the lane stride is a value read from memory; `sectors` is
+    /// for a large one, this for 1.
+    pub sectors_at_stride_one: Option<u32>,
     /// Shared: (typical, worst) conflict degree.
     pub conflict: Option<(u32, u32)>,
     pub requests: usize,
@@ -298,6 +301,7 @@ fn check_function(
                 width: a.width,
                 sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
                 misaligned: p.as_ref().filter(|_| global).and_then(|p| p.misaligned).map(|m| m.sectors),
+                sectors_at_stride_one: p.as_ref().and_then(|p| p.runtime_stride).map(|r| r.sectors_at_one),
                 conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
                 requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
                 unpredictable: p.is_none(),

@@ -223,7 +223,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
         lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
     };
     let mut out: Vec<Diagnostic> = Vec::new();
-    let mut index: HashMap<(String, Option<String>, u32, u32, String), usize> = HashMap::new();
+    let mut index: HashMap<(String, Option<String>, u32, u32), usize> = HashMap::new();
     for f in findings {
         if levels.level(f.lint) == Level::Allow {
             continue;
@@ -246,7 +246,9 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             }
             None => (None, None, f.ptx_line, f.ptx_col, f.ptx_col + 1),
         };
-        let key = (f.lint.name.to_string(), file.clone(), line, col, f.message.clone());
+        // one diagnostic per lint and place: the copies the compiler made (unrolled, inlined) may differ in
+        // their numbers (a misaligned copy, another witness), the bug is the same
+        let key = (f.lint.name.to_string(), file.clone(), line, col);
         if let Some(&i) = index.get(&key) {
             out[i].duplicates += 1;
             continue;

@@ -329,3 +329,34 @@ pub unsafe extern "ptx-kernel" fn gather_struct(p: Strided) {
         *p.dst.add(i) = *p.src.add(2 * i);
     }
 }
+
+/// Pedantic: thread `i` reduces row `i` of a tensor whose row stride is
+/// read from a strides array: neighbouring lanes are `strides[0]` elements
+/// apart, cheap only when that is 1.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn reduce_rows_strided(x: *const f32, strides: *const usize, out: *mut f32, len: usize) {
+    let i = gid();
+    let s = *strides;
+    let mut acc = 0.0f32;
+    let mut k = 0;
+    while k < len {
+        acc += *x.add(i * s + k); //~ WARN stride_dependent_access
+        k += 1;
+    }
+    *out.add(i) = acc;
+}
+
+/// Good twin: neighbouring lanes read neighbouring elements; the loop
+/// walks the strided dimension.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn reduce_cols_strided(x: *const f32, strides: *const usize, out: *mut f32, len: usize) {
+    let i = gid();
+    let s = *strides;
+    let mut acc = 0.0f32;
+    let mut k = 0;
+    while k < len {
+        acc += *x.add(k * s + i); //~ WARN misaligned_global_access
+        k += 1;
+    }
+    *out.add(i) = acc;
+}

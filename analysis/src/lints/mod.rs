@@ -58,6 +58,7 @@ lints! {
     misaligned_global_access::MISALIGNED_GLOBAL_ACCESS => check,
     cheap_divergent_branch::CHEAP_DIVERGENT_BRANCH,
     vectorizable_access::VECTORIZABLE_ACCESS => check,
+    stride_dependent_access::STRIDE_DEPENDENT_ACCESS => check,
 }
 
 #[derive(Clone, Debug, PartialEq)]

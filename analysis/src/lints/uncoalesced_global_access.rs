@@ -110,7 +110,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let mut reported: Vec<(&crate::facts::AccessFact, &Access, &Prediction)> = Vec::new();
     for x in &cx.facts.accesses {
         let (a, Some(p)) = (&x.access, &x.prediction) else { continue };
-        if a.space != Space::Global || p.ideal == 0 {
+        // a lane stride read from memory: its cost is said with the condition (`stride_dependent_access`)
+        if a.space != Space::Global || p.ideal == 0 || p.runtime_stride.is_some() {
             continue;
         }
         let ratio = p.sectors.0 as f64 / p.ideal as f64;

@@ -73,7 +73,8 @@ pub fn groups(ev: &Evals<'_, '_>, accesses: &[AccessFact]) -> Vec<Group> {
     let mut by_key: Vec<(Key, Vec<usize>)> = Vec::new();
     for (k, x) in accesses.iter().enumerate() {
         let a = &x.access;
-        if a.space != Space::Global || x.prediction.is_none() {
+        // (a lane stride read from memory has no single footprint: its cost is conditional)
+        if a.space != Space::Global || x.prediction.as_ref().is_none_or(|p| p.runtime_stride.is_some()) {
             continue;
         }
         let load = match a.kind {
@@ -91,17 +92,28 @@ pub fn groups(ev: &Evals<'_, '_>, accesses: &[AccessFact]) -> Vec<Group> {
     by_key.into_iter().filter(|g| g.1.len() >= 2).filter_map(|(key, members)| footprint(ev, accesses, members, key.2)).collect()
 }
 
-/// Per-thread byte addresses of an access (pointers at their aligned base),
-/// `None` for a thread that does not execute it.
-fn addresses(ev: &Evals<'_, '_>, x: &AccessFact) -> Option<Vec<Option<i64>>> {
+/// Per-thread byte addresses of an access (pointers at their aligned base,
+/// other runtime values at `scalar`), `None` for a thread that does not
+/// execute it.
+fn addresses(ev: &Evals<'_, '_>, x: &AccessFact, scalar: i64) -> Option<Vec<Option<i64>>> {
     let a = &x.access;
-    let vals = ev.eval(a.addr_value?, Query::block(0))?;
+    let vals = ev.eval(a.addr_value?, Query { scalar: Some(scalar), ..Query::block(0) })?;
     let p = x.prediction.as_ref()?;
     Some(vals.iter().enumerate().map(|(t, v)| p.offsets.get(t).copied().flatten().map(|_| v + a.offset)).collect())
 }
 
 fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, load: bool) -> Option<Group> {
-    let addrs: Vec<Vec<Option<i64>>> = members.iter().map(|&k| addresses(ev, &accesses[k])).collect::<Option<_>>()?;
+    let addrs: Vec<Vec<Option<i64>>> = members.iter().map(|&k| addresses(ev, &accesses[k], super::SCALAR_SAMPLE)).collect::<Option<_>>()?;
+    // members whose distance from each other is a runtime value (`x[k*s + i]` for several k) have
+    // no footprint that holds for every value: no group
+    let other: Vec<Vec<Option<i64>>> =
+        members.iter().map(|&k| addresses(ev, &accesses[k], super::SCALAR_SAMPLE + 1)).collect::<Option<_>>()?;
+    let apart = |a: &[Vec<Option<i64>>]| -> Vec<Option<i64>> {
+        a.iter().map(|m| m.iter().zip(&a[0]).find_map(|(x, y)| Some((*x)? - (*y)?))).collect()
+    };
+    if apart(&addrs) != apart(&other) {
+        return None;
+    }
     let widths: Vec<i64> = members.iter().map(|&k| accesses[k].access.width as i64).collect();
     let threads = ev.shape.threads();
     let mut per_warp: Vec<(u32, u32, u32)> = Vec::new();

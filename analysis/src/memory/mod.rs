@@ -78,10 +78,27 @@ pub enum MisalignCause {
     UnknownBase,
 }
 
+/// A lane stride that is a value read from memory (`x[i * strides[d]]`):
+/// known only at run time, the cost depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimeStride {
+    /// The loaded value the stride is a multiple of.
+    pub value: ValueId,
+    /// The load that read it.
+    pub load: InstId,
+    /// Bytes between neighbouring lanes per unit of the value.
+    pub bytes_per_unit: i64,
+    /// Sectors per request (typical warp) when the value is 1.
+    pub sectors_at_one: u32,
+}
+
 /// What one warp request of an access costs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prediction {
     pub method: Method,
+    /// The lane stride is a value read from memory: `sectors` is for a
+    /// large one, `sectors_at_one` for 1.
+    pub runtime_stride: Option<RuntimeStride>,
     /// Warps with at least one active lane (requests per block).
     pub requests: usize,
     /// Global: sectors per request, (typical warp, worst warp).
@@ -405,6 +422,36 @@ fn moved_by_runtime_value(ev: &Evals<'_, '_>, a: &Access) -> bool {
     })
 }
 
+fn active_of(active: &[bool], n: usize) -> Vec<bool> {
+    (0..n).map(|t| active.get(t).copied().unwrap_or(true)).collect()
+}
+
+/// The lane stride of an affine global access when it is a multiple of a
+/// value loaded from memory, with the cost when that value is 1.
+fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &[i64], active: &[bool], stride: i64) -> Option<RuntimeStride> {
+    let f = ev.f;
+    let AbsVal::Affine { c, .. } = a.addr else { return None };
+    let Coef::Lin { k: 0, m, sym } = c[0] else { return None };
+    if a.space != Space::Global || (sym as usize) >= f.ssa.values.len() {
+        return None;
+    }
+    let value = ValueId::new(sym as usize);
+    let load = f.def_inst(f.through_copies(value)).filter(|&i| f.insts[i].access() == Some(AccessKind::Load))?;
+    // the same lanes with neighbouring lanes `m` bytes apart (the value at 1)
+    let lanes = ev.shape.lanes();
+    let mut per_warp = Vec::new();
+    for w in 0..ev.shape.warps() {
+        let at_one: Vec<(i64, u32)> = (w * WARP..((w + 1) * WARP).min(lanes.len()))
+            .filter(|&t| active[t])
+            .map(|t| (addrs[t] - stride * lanes[t].tid[0] + m * lanes[t].tid[0], a.width))
+            .collect();
+        if !at_one.is_empty() {
+            per_warp.push(sectors(&at_one));
+        }
+    }
+    Some(RuntimeStride { value, load, bytes_per_unit: m, sectors_at_one: mode(&per_warp).0 })
+}
+
 /// Most frequent value (ties: the larger).
 fn mode(v: &[(u32, u32)]) -> (u32, u32) {
     let mut counts: HashMap<(u32, u32), usize> = HashMap::new();
@@ -455,8 +502,10 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool]) -> Option<Predic
     let typical = mode(&per_warp);
     let conf = mode(&per_warp_conf).0;
     let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
+    let runtime_stride = runtime_stride(ev, a, &addrs, &active_of(active, addrs.len()), strides[0]);
     Some(Prediction {
         method,
+        runtime_stride,
         requests,
         sectors: (typical.0, per_warp.iter().map(|x| x.0).max().unwrap_or(0)),
         ideal: typical.1,

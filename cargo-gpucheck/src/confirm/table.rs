@@ -33,6 +33,9 @@ pub enum Verdict {
     /// The observation is the value predicted for rows that a runtime
     /// pitch or offset misaligns.
     ConfirmedMisaligned,
+    /// The observation is the value predicted for a stride (read from
+    /// memory) of 1.
+    ConfirmedUnitStride,
     /// A bound held in every block.
     WithinBound,
     Mismatch,
@@ -54,6 +57,7 @@ impl Verdict {
         match self {
             Verdict::Confirmed => "confirmed",
             Verdict::ConfirmedMisaligned => "confirmed (misaligned rows)",
+            Verdict::ConfirmedUnitStride => "confirmed (stride 1)",
             Verdict::WithinBound => "within bound",
             Verdict::Mismatch => "MISMATCH",
             Verdict::NotRun => "not executed",
@@ -68,7 +72,7 @@ impl Verdict {
         matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence)
     }
     fn is_success(self) -> bool {
-        matches!(self, Verdict::Confirmed | Verdict::ConfirmedMisaligned | Verdict::WithinBound)
+        matches!(self, Verdict::Confirmed | Verdict::ConfirmedMisaligned | Verdict::ConfirmedUnitStride | Verdict::WithinBound)
     }
 }
 
@@ -147,15 +151,18 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         let ((pl, file, line, col), via) = place_via(paths, a.span.as_ref(), a.via.as_ref(), a.ptx_line);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
             ("global", Some((t, w, ideal)), _) => {
-                let (text, misaligned) = match a.misaligned {
+                let (mut text, misaligned) = match a.misaligned {
                     Some(m) => (format!("; {m} if rows are misaligned"), json!(m)),
                     None => (String::new(), Value::Null),
                 };
+                if let Some(one) = a.sectors_at_stride_one {
+                    text += &format!("; {one} if the stride read from memory is 1");
+                }
                 (
                     format!("{t} sectors/req (worst {w}, ideal {ideal}{text})"),
                     Some(t),
                     json!({"sectors_per_request": t, "worst_sectors_per_request": w, "ideal_sectors_per_request": ideal,
-                           "misaligned_sectors_per_request": misaligned}),
+                           "misaligned_sectors_per_request": misaligned, "sectors_per_request_at_stride_1": a.sectors_at_stride_one}),
                 )
             }
             ("shared", _, Some((t, w))) => {
@@ -173,6 +180,9 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             (None, Some(_)) => Verdict::Observed,
             (Some(t), Some(s)) if s.mode == t => Verdict::Confirmed,
             (Some(_), Some(s)) if a.misaligned == Some(s.mode) => Verdict::ConfirmedMisaligned,
+            (Some(_), Some(s)) if a.sectors_at_stride_one == Some(s.mode) => Verdict::ConfirmedUnitStride,
+            // a stride read from memory between 1 and large: between the two predictions
+            (Some(t), Some(s)) if a.sectors_at_stride_one.is_some_and(|one| one <= s.mode && s.mode <= t) => Verdict::WithinBound,
             _ => Verdict::Mismatch,
         };
         out.push(Row {
