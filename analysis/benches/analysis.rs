@@ -57,6 +57,22 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
+/// A shared-memory-heavy module (140 kernels, ≈166 k instructions, ≈42 k
+/// shared accesses, two barriers a round, an unrolled 64-load interval per
+/// kernel): the whole check. Compare with `ptxas -arch=sm_80` on the same
+/// file (`cargo run --release -p gpucheck-analysis --example gen -- 140 80 shared`).
+fn shared_heavy(c: &mut Criterion) {
+    let src = synth::shared_module(140, 80);
+    let m = ptx::parse(&src).unwrap();
+    let n = m.instruction_count();
+    eprintln!("shared-heavy: {} bytes, {n} instructions", src.len());
+    let mut g = c.benchmark_group("shared-heavy");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function("check", |b| b.iter(|| check_module(&m, &Options::default(), &|_| true)));
+    g.finish();
+}
+
 /// The per-kernel facts alone (branch splits, access sites, active lanes,
 /// predictions, races), per kernel of the largest corpus file (without the
 /// corpus, of a generated module); IR and divergence are set up once.
@@ -133,5 +149,5 @@ fn scaling(c: &mut Criterion) {
     }
 }
 
-criterion_group!(analysis, benches, facts, scaling);
+criterion_group!(analysis, benches, facts, scaling, shared_heavy);
 criterion_main!(analysis);

@@ -9,8 +9,6 @@
 //! with the same ones). Does not own: addresses (see `crate::memory`) or
 //! which lanes are active (see `crate::facts`).
 
-use std::collections::HashMap;
-
 /// Threads per warp.
 pub const WARP: usize = 32;
 /// Bytes per global-memory sector.
@@ -134,19 +132,24 @@ pub fn conflict_degree(addrs: &[(i64, u32)], width: u32) -> u32 {
         _ => 32,
     };
     let mut worst = 0;
+    let mut words: Vec<i64> = Vec::with_capacity(group * 4);
     for g in addrs.chunks(group) {
-        let mut banks: HashMap<i64, Vec<i64>> = HashMap::new();
+        // the distinct words the lanes of this part of the warp need, then per bank
+        words.clear();
         for &(a, w) in g {
             let mut word = a.div_euclid(4);
             while word * 4 < a + w as i64 {
-                let b = banks.entry(word.rem_euclid(32)).or_default();
-                if !b.contains(&word) {
-                    b.push(word);
-                }
+                words.push(word);
                 word += 1;
             }
         }
-        worst = worst.max(banks.values().map(|v| v.len() as u32).max().unwrap_or(0));
+        words.sort_unstable();
+        words.dedup();
+        let mut per_bank = [0u32; 32];
+        for &w in &words {
+            per_bank[w.rem_euclid(32) as usize] += 1;
+        }
+        worst = worst.max(per_bank.iter().copied().max().unwrap_or(0));
     }
     worst
 }

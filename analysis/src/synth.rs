@@ -36,6 +36,49 @@ pub fn module(kernels: usize, segments: usize) -> String {
     s
 }
 
+/// A shared-memory-heavy module: `kernels` kernels that each stage
+/// `segments` rounds through a shared tile (a store of the thread's own
+/// element, a barrier, two loads of neighbours, a barrier), in loops of
+/// ten rounds: about 14 instructions and 3 shared accesses a round; then
+/// an unrolled inner product of 64 shared loads in one barrier interval.
+pub fn shared_module(kernels: usize, segments: usize) -> String {
+    let mut s = String::with_capacity(kernels * segments * 400);
+    s.push_str("//\n// synthetic shared-memory module (gpucheck-analysis synth)\n//\n.version 7.0\n.target sm_80\n.address_size 64\n\n");
+    for k in 0..kernels {
+        let _ = writeln!(s, ".shared .align 4 .b8 tile_k{k}[4352];");
+        let _ = writeln!(s, ".visible .entry s{k}(\n\t.param .u64 s{k}_param_0,\n\t.param .u32 s{k}_param_1\n)\n{{");
+        s.push_str("\t.reg .pred \t%p<8>;\n\t.reg .b32 \t%r<16>;\n\t.reg .f32 \t%f<8>;\n\t.reg .b64 \t%rd<8>;\n\n");
+        let _ = writeln!(
+            s,
+            "\tld.param.u64 \t%rd1, [s{k}_param_0];\n\tcvta.to.global.u64 \t%rd1, %rd1;\n\tld.param.u32 \t%r1, [s{k}_param_1];"
+        );
+        let _ = writeln!(
+            s,
+            "\tmov.u32 \t%r2, %tid.x;\n\tshl.b32 \t%r3, %r2, 2;\n\tmov.u32 \t%r4, tile_k{k};\n\tadd.s32 \t%r5, %r4, %r3;\n\tmov.u32 \t%r9, 0;\n\tmov.f32 \t%f1, 0f3F800000;"
+        );
+        for i in 0..segments {
+            if i % 10 == 0 {
+                let _ = writeln!(s, "$L_s{k}_loop{i}:");
+            }
+            let _ = write!(
+                s,
+                "\tst.shared.f32 \t[%r5], %f1;\n\tbar.sync \t0;\n\tld.shared.f32 \t%f2, [%r5+4];\n\tld.shared.f32 \t%f3, [%r5+128];\n\tadd.rn.f32 \t%f4, %f2, %f3;\n\tfma.rn.f32 \t%f5, %f4, %f2, %f3;\n\tfma.rn.f32 \t%f6, %f5, %f4, %f2;\n\tsub.rn.f32 \t%f7, %f6, %f5;\n\tmax.f32 \t%f4, %f7, %f4;\n\tmin.f32 \t%f4, %f4, %f6;\n\tmul.rn.f32 \t%f1, %f4, 0f3F000000;\n\tbar.sync \t0;\n\tadd.s32 \t%r9, %r9, 1;\n"
+            );
+            if i % 10 == 9 {
+                let _ = writeln!(s, "\tsetp.lt.s32 \t%p3, %r9, %r1;\n\t@%p3 bra \t$L_s{k}_loop{};", i - 9);
+            }
+        }
+        // an unrolled inner product over the tile: 64 loads in one barrier interval
+        for j in 0..64 {
+            let _ = writeln!(s, "\tld.shared.f32 \t%f2, [%r5+{}];\n\tfma.rn.f32 \t%f1, %f2, %f2, %f1;", (j % 16) * 256);
+        }
+        s.push_str(
+            "\tbar.sync \t0;\n\tmul.wide.u32 \t%rd2, %r2, 4;\n\tadd.s64 \t%rd3, %rd1, %rd2;\n\tst.global.f32 \t[%rd3], %f1;\n\tret;\n}\n\n",
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

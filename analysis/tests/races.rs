@@ -7,7 +7,6 @@ use gpucheck_analysis::ir;
 use gpucheck_analysis::memory::{accesses, Access, AccessKind};
 use gpucheck_analysis::races::{conflict, intervals, RaceKind};
 use gpucheck_analysis::{check, ptx, Options};
-use std::collections::BTreeSet;
 
 /// GPUVerify Fig. 3 (scan 1a): guarded read, barrier, guarded write, barrier, in a loop.
 fn scan(first_barrier: bool, second_barrier: bool) -> String {
@@ -64,7 +63,7 @@ fn load_meets_store(src: &str) -> bool {
         assert_eq!(a.len(), 2);
         assert_eq!((a[0].kind, a[1].kind), (AccessKind::Load, AccessKind::Store));
         let iv = intervals(f, &a, &|_| false);
-        iv[0].contains(&1)
+        iv.share(0, 1)
     })
 }
 
@@ -105,9 +104,11 @@ fn every_access_meets_itself_and_entry_bounds_intervals() {
     let src = ".version 7.0\n.target sm_70\n.shared .align 4 .b8 s[1024];\n.entry k() {\n .reg .pred %p<2>; .reg .b32 %r<8>;\n mov.u32 %r1, %tid.x;\n mov.u32 %r7, s;\n shl.b32 %r2, %r1, 2;\n add.s32 %r2, %r2, %r7;\n ld.shared.u32 %r3, [%r2];\n bar.sync 0;\n$L:\n st.shared.u32 [%r2], %r3;\n add.s32 %r3, %r3, 1;\n setp.lt.u32 %p1, %r3, 10;\n @%p1 bra $L;\n ret;\n}\n";
     with_accesses(src, |f, _, a| {
         let iv = intervals(f, &a, &|_| false);
-        // the load (before the barrier) never meets the store (after it)
-        assert_eq!(iv[0], BTreeSet::from([0]));
-        assert_eq!(iv[1], BTreeSet::from([1]));
+        // the load (before the barrier) never meets the store (after it); each meets itself
+        assert!(!iv.share(0, 1));
+        assert!(iv.share(0, 0) && iv.share(1, 1));
+        // one interval from the entry (the load), one after the barrier, around the back edge (the store)
+        assert_eq!(iv.members, [vec![0], vec![1]]);
     });
 }
 

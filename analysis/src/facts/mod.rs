@@ -295,7 +295,7 @@ fn attribute_to_barriers(
         let cut = |from: BlockId, to: BlockId| from == br.block && skips.contains(&to);
         let kept = crate::races::intervals_cut(f, sites, barrier_call, &cut);
         for r in races.iter_mut().filter(|r| r.through_barrier.is_none()) {
-            if !kept[r.first].contains(&r.second) {
+            if !kept.share(r.first, r.second) {
                 r.through_barrier = Some(bi);
             }
         }

@@ -454,9 +454,13 @@ fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &[i64], active: &[bool]
 
 /// Most frequent value (ties: the larger).
 fn mode(v: &[(u32, u32)]) -> (u32, u32) {
-    let mut counts: HashMap<(u32, u32), usize> = HashMap::new();
+    // few distinct values: a list beats a hash map
+    let mut counts: Vec<((u32, u32), usize)> = Vec::new();
     for x in v {
-        *counts.entry(*x).or_default() += 1;
+        match counts.iter_mut().find(|c| c.0 == *x) {
+            Some(c) => c.1 += 1,
+            None => counts.push((*x, 1)),
+        }
     }
     counts.into_iter().max_by_key(|(k, c)| (*c, *k)).map(|x| x.0).unwrap_or((0, 0))
 }

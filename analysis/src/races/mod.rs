@@ -14,82 +14,137 @@
 //! check. Does not own: address values and guards (`crate::memory`,
 //! `crate::facts`) or messages (lints).
 
+use crate::ir::dataflow::{solve, BitSet, Problem};
 use crate::ir::space::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
 use std::collections::{BTreeSet, HashMap};
 
-/// For every access (by index into `accesses`), the indices of the accesses
-/// that share a barrier interval with it (itself included when it can meet
-/// itself, which is always: two threads run the same instruction).
-pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn(InstId) -> bool) -> Vec<BTreeSet<usize>> {
+/// The barrier intervals of a function: the stretches of execution from
+/// the entry or a barrier to the next barrier, and the accesses each holds.
+#[derive(Clone, Debug, Default)]
+pub struct Intervals {
+    /// Per interval (0: from the entry; k: after the k-th barrier), its
+    /// accesses (indices into the accesses), sorted.
+    pub members: Vec<Vec<usize>>,
+    /// Per access, its intervals, sorted.
+    pub of: Vec<Vec<u32>>,
+}
+
+impl Intervals {
+    /// Do accesses `a` and `b` share an interval (so may run between the
+    /// same two barriers)?
+    pub fn share(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.of[a], &self.of[b]);
+        let (mut i, mut j) = (0, 0);
+        while i < x.len() && j < y.len() {
+            match x[i].cmp(&y[j]) {
+                std::cmp::Ordering::Equal => return true,
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+            }
+        }
+        false
+    }
+}
+
+/// The barrier intervals of `accesses` (`barrier_calls(i)`: instruction
+/// `i` calls a function that executes a barrier), following loop back edges.
+pub fn intervals(f: &FunctionIr<'_>, accesses: &[Access], barrier_calls: &dyn Fn(InstId) -> bool) -> Intervals {
     intervals_cut(f, accesses, barrier_calls, &|_, _| false)
 }
 
 /// [`intervals`] with the CFG edges `cut(from, to)` not followed: the
 /// intervals as they would be if no thread took those edges (the side of a
-/// branch that skips a barrier, say).
+/// branch that skips a barrier, say). One forward dataflow problem per
+/// function: a block's value is the set of intervals that can be open when
+/// it ends.
 pub fn intervals_cut(
     f: &FunctionIr<'_>,
     accesses: &[Access],
     barrier_calls: &dyn Fn(InstId) -> bool,
     cut: &dyn Fn(BlockId, BlockId) -> bool,
-) -> Vec<BTreeSet<usize>> {
-    let n = f.insts.len();
-    let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (k, a) in accesses.iter().enumerate() {
-        at.entry(a.inst.index()).or_default().push(k);
-    }
-    let is_bar = |i: usize| f.insts[InstId::new(i)].is_block_barrier() || barrier_calls(InstId::new(i));
-    // interval starts: the entry and the instruction after each barrier
-    let mut starts: Vec<usize> = vec![0];
-    for i in 0..n {
-        if is_bar(i) {
-            starts.push(i + 1);
-        }
-    }
-    let mut out = vec![BTreeSet::new(); accesses.len()];
+) -> Intervals {
     let cfg = &f.cfg;
-    for s in starts {
-        // walk instructions from `s` until barriers, across blocks
-        let mut members: Vec<usize> = Vec::new();
-        let mut seen_block: IdVec<BlockId, bool> = IdVec::filled(cfg.len(), false);
-        let mut work: Vec<usize> = vec![s];
-        let mut first = true;
-        while let Some(start) = work.pop() {
-            if start >= n {
-                continue;
+    let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_calls(i);
+    // interval k+1 opens after the k-th barrier instruction
+    let mut id_of: HashMap<InstId, u32> = HashMap::new();
+    for i in f.insts.keys().filter(|&i| is_bar(i)) {
+        let next = id_of.len() as u32 + 1;
+        id_of.insert(i, next);
+    }
+    let n = id_of.len() + 1;
+    let last_barrier: IdVec<BlockId, Option<u32>> =
+        IdVec::from_vec(cfg.blocks.iter().map(|b| b.insts().filter_map(|i| id_of.get(&i).copied()).next_back()).collect());
+    struct Open<'c, 'f> {
+        f: &'c FunctionIr<'f>,
+        last_barrier: &'c IdVec<BlockId, Option<u32>>,
+        cut: &'c dyn Fn(BlockId, BlockId) -> bool,
+        n: usize,
+    }
+    impl Open<'_, '_> {
+        /// The intervals open when block `b` starts.
+        fn entry(&self, b: BlockId, state: &[BitSet]) -> BitSet {
+            let mut v = BitSet::new(self.n);
+            if b.index() == 0 {
+                v.insert(0);
             }
-            let b = cfg.block_of(InstId::new(start));
-            if !first && start == cfg.blocks[b].start.index() {
-                if seen_block[b] {
-                    continue;
-                }
-                seen_block[b] = true;
-            }
-            first = false;
-            let end = cfg.blocks[b].end.index();
-            let mut stopped = false;
-            for i in start..end {
-                if is_bar(i) {
-                    stopped = true;
-                    break;
-                }
-                if let Some(ks) = at.get(&i) {
-                    members.extend(ks);
+            for &p in &self.f.cfg.blocks[b].preds {
+                if !(self.cut)(p, b) {
+                    v.union_with(&state[p.index()]);
                 }
             }
-            if !stopped {
-                for &succ in cfg.blocks[b].succs.iter().filter(|&&s| !cut(b, s)) {
-                    work.push(cfg.blocks[succ].start.index());
+            v
+        }
+    }
+    impl Problem for Open<'_, '_> {
+        type Value = BitSet;
+        fn transfer(&mut self, node: usize, state: &[BitSet]) -> BitSet {
+            let b = BlockId::new(node);
+            match self.last_barrier[b] {
+                Some(k) => {
+                    let mut v = BitSet::new(self.n);
+                    v.insert(k as usize);
+                    v
                 }
+                None => self.entry(b, state),
             }
         }
-        members.sort_unstable();
-        members.dedup();
-        for &k in &members {
-            out[k].extend(members.iter().copied());
+        fn join(&self, a: &BitSet, b: &BitSet) -> BitSet {
+            let mut v = a.clone();
+            v.union_with(b);
+            v
+        }
+        fn dependents(&mut self, node: usize, _: &[BitSet], out: &mut Vec<usize>) {
+            let b = BlockId::new(node);
+            out.extend(self.f.cfg.blocks[b].succs.iter().filter(|&&s| !(self.cut)(b, s)).map(|s| s.index()));
+        }
+    }
+    let mut problem = Open { f, last_barrier: &last_barrier, cut, n };
+    let order: Vec<usize> = cfg.rpo.iter().map(|b| b.index()).collect();
+    let state = solve(&mut problem, vec![BitSet::new(n); cfg.len()], &order);
+    // each access: the interval of the barrier before it in its block, else those open at the block's start
+    let mut out = Intervals { members: vec![Vec::new(); n], of: vec![Vec::new(); accesses.len()] };
+    let mut by_inst: HashMap<InstId, Vec<usize>> = HashMap::new();
+    for (k, a) in accesses.iter().enumerate() {
+        by_inst.entry(a.inst).or_default().push(k);
+    }
+    for (b, blk) in cfg.blocks.iter_enumerated() {
+        if !cfg.reachable(b) {
+            continue;
+        }
+        let mut current: Vec<u32> = problem.entry(b, &state).iter().map(|x| x as u32).collect();
+        for i in blk.insts() {
+            if let Some(&k) = id_of.get(&i) {
+                current = vec![k];
+            }
+            for &a in by_inst.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
+                out.of[a] = current.clone();
+                for &iv in &current {
+                    out.members[iv as usize].push(a);
+                }
+            }
         }
     }
     out
@@ -222,18 +277,32 @@ pub fn find(
     }
     let intervals = intervals(f, accesses, barrier_call);
     let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::memory::root(f, v))).collect();
-    let mut pairs = Vec::new();
-    for (ka, set) in intervals.iter().enumerate() {
-        for &kb in set.iter().filter(|&&kb| kb >= ka) {
-            let (a, b) = (&accesses[ka], &accesses[kb]);
-            let possible = (a.kind.writes() || b.kind.writes())
-                && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
-                && a.space == b.space;
-            if possible && roots[ka].is_some() && roots[ka] == roots[kb] {
-                pairs.push((ka, kb));
+    // the pairs of one interval through one pointer, one of them writing (atomics among
+    // themselves excepted), each once
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut seen: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    for members in &intervals.members {
+        let mut by_root: HashMap<ValueId, Vec<usize>> = HashMap::new();
+        for &k in members {
+            if let Some(r) = roots[k] {
+                by_root.entry(r).or_default().push(k);
+            }
+        }
+        for ks in by_root.values() {
+            for (x, &ka) in ks.iter().enumerate() {
+                for &kb in &ks[x..] {
+                    let (a, b) = (&accesses[ka], &accesses[kb]);
+                    let possible = (a.kind.writes() || b.kind.writes())
+                        && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
+                        && a.space == b.space;
+                    if possible && seen.insert((ka.min(kb), ka.max(kb))) {
+                        pairs.push((ka.min(kb), ka.max(kb)));
+                    }
+                }
             }
         }
     }
+    pairs.sort_unstable();
     let found = races_at(evals, accesses, &pairs, Some(active));
     if !shape.is_assumed() || found.is_empty() {
         return found;
