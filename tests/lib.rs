@@ -113,6 +113,11 @@ pub struct Mark {
 
 /// Every mark in the `.rs` files under `dir` (paths relative to `base`).
 pub fn marks(base: &Path, dir: &Path) -> Vec<Mark> {
+    marks_in(base, dir, "rs")
+}
+
+/// Every mark in the files with extension `ext` under `dir` (paths relative to `base`).
+pub fn marks_in(base: &Path, dir: &Path, ext: &str) -> Vec<Mark> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -120,7 +125,7 @@ pub fn marks(base: &Path, dir: &Path) -> Vec<Mark> {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
+            } else if p.extension().is_some_and(|x| x == ext) {
                 let text = std::fs::read_to_string(&p).unwrap();
                 let rel = p.strip_prefix(base).unwrap().to_string_lossy().to_string();
                 for (i, line) in text.lines().enumerate() {

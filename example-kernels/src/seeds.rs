@@ -15,7 +15,7 @@ pub unsafe extern "ptx-kernel" fn avg_square(m: *const f32, v: *mut f32, c: usiz
         let n = t + c * c;
         let mut i = t;
         while i < n {
-            sum += *m.add(i);
+            sum += *m.add(i); //~ WARN misaligned_global_access
             d += 1;
             i += c;
         }
@@ -36,7 +36,7 @@ pub unsafe extern "ptx-kernel" fn sum_triangle(m: *const f32, v: *mut f32, c: us
         let mut i = t;
         while i < l { //~ WARN divergent_branch
             if d % 2 == 1 {
-                sum += *m.add(i);
+                sum += *m.add(i); //~ WARN misaligned_global_access
             }
             d += 1;
             i += c;

@@ -49,6 +49,10 @@ pub struct Evaluator<'f, 'a> {
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
     pub first_iteration: bool,
+    /// Evaluate loop-header phis that step by a loop-invariant amount
+    /// (`p = phi(p0, p + s)`: counters, pointers walked along an array) at
+    /// this iteration of their loop (1: the second).
+    pub iteration: Option<usize>,
 }
 
 const MAX_DEPTH: u32 = 48;
@@ -64,6 +68,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             leaves: HashMap::new(),
             cache: RefCell::new(HashMap::new()),
             first_iteration: false,
+            iteration: None,
         }
     }
 
@@ -121,6 +126,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             if let (true, Some(x)) = (self.first_iteration, self.header_phi_entry(v)) {
                 return self.value_d(x, depth + 1);
             }
+            if let Some(r) = self.induction(v, depth) {
+                return r;
+            }
             if let ValueDef::Inst { inst, slot } = self.f.ssa.values[v] {
                 // uniform computations of known things (e.g. %ntid.x * 2) still evaluate
                 match self.inst(inst, slot as usize, depth + 1) {
@@ -140,6 +148,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 if let Some(k) = self.leaves.get(&v) {
                     return Ok(self.splat(*k));
                 }
+                if let Some(r) = self.induction(v, depth) {
+                    return r;
+                }
                 match self.header_phi_entry(v).filter(|_| self.first_iteration) {
                     Some(x) => self.value_d(x, depth + 1),
                     None => Err(EvalErr::Opaque),
@@ -147,6 +158,56 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
             ValueDef::Inst { inst, slot } => self.inst(inst, slot as usize, depth + 1),
         }
+    }
+
+    /// A loop-header phi `p = phi(p0, p op s)` (`op` an addition or
+    /// subtraction, `s` defined outside the loop) at [`Self::iteration`]:
+    /// `p0` stepped that many times by the update's own semantics. `None`:
+    /// not such a phi, or no iteration asked for.
+    fn induction(&self, v: ValueId, depth: u32) -> Option<Result<Vals, EvalErr>> {
+        let n = self.iteration?;
+        let entry = self.header_phi_entry(v)?;
+        let ValueDef::Phi(p) = self.f.ssa.values[v] else { return None };
+        let (f, cfg) = (self.f, &self.f.cfg);
+        let ph = &f.ssa.phis[p];
+        let l = cfg.loop_with_header(ph.block)?;
+        let mut update = None;
+        for &(pred, iv) in &ph.incoming {
+            if cfg.in_loop(pred, l) {
+                let li = f.def_inst(iv)?;
+                if update.is_some_and(|u| u != li) {
+                    return None;
+                }
+                update = Some(li);
+            }
+        }
+        let li = update?;
+        let inst = &f.insts[li];
+        if !matches!(inst.opcode, Opcode::Add | Opcode::Sub) || inst.ast.guard.is_some() || inst.is_float() {
+            return None;
+        }
+        // the phi itself, stepped by a value from outside the loop
+        let uses_phi = matches!(inst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
+        let invariant = match inst.operand(2)? {
+            Operand::Imm(_) => true,
+            Operand::Reg(r) => f.ssa.use_of(li, r).is_some_and(|s| f.def_block(s).is_none_or(|b| !cfg.in_loop(b, l))),
+            _ => false,
+        };
+        if !uses_phi || !invariant {
+            return None;
+        }
+        let op = scalar::prepare(inst, 0)?;
+        let ty = scalar::dest_ty(inst, 0)?;
+        Some((|| {
+            let mut x = self.value_d(entry, depth + 1)?;
+            let step = self.operand(li, inst.operand(2).ok_or(EvalErr::Opaque)?, depth + 1)?;
+            for _ in 0..n {
+                let mut out = Vec::with_capacity(x.len());
+                op.apply_lanes(&[&x[..], &step[..]], ty, &mut out).ok_or(EvalErr::Opaque)?;
+                x = Rc::new(out);
+            }
+            Ok(x)
+        })())
     }
 
     /// For a loop-header phi: its single value from outside the loop.
@@ -301,6 +362,32 @@ pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i6
             }
             out
         }
-        _ => vec![],
+        ValueDef::Inst { .. } => threshold_samples(f, v),
     }
+}
+
+/// Samples for a uniform value of unknown content (a kernel parameter, a
+/// value loaded from a lane-invariant address) that is compared against
+/// constants: each constant and its neighbours, so that a condition such as
+/// `t % 2 == 1 && n >= 1` is evaluated on both sides of `n`'s own test.
+/// The caller keeps the worst case and names the value it used.
+fn threshold_samples(f: &FunctionIr<'_>, v: ValueId) -> Vec<i64> {
+    let mut out = vec![];
+    for u in &f.ssa.users[v] {
+        let crate::ir::User::Inst(i) = *u else { continue };
+        let inst = &f.insts[i];
+        if inst.opcode != Opcode::Setp || inst.operands().len() != 3 || f.ssa.uses(i).len() != 1 {
+            continue;
+        }
+        for o in &inst.operands()[1..] {
+            if let Operand::Imm(k) = o {
+                for x in [*k - 1, *k, *k + 1] {
+                    if !out.contains(&x) && out.len() < 6 {
+                        out.push(x);
+                    }
+                }
+            }
+        }
+    }
+    out
 }

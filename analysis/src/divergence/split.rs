@@ -309,9 +309,12 @@ fn bounded(c: [Coef; 3], cmp: Cmp, shape: &Shape) -> Option<Split> {
     }
 }
 
-/// A short name for a value in messages: its register, or the special
-/// register it copies.
+/// A short name for a value in messages: the kernel parameter it is read
+/// from, or its register.
 pub fn describe_value(f: &FunctionIr<'_>, v: ValueId) -> String {
-    let r = f.ssa.reg_of(v, &f.insts);
-    r.to_string()
+    match f.def_inst(v).and_then(|i| f.insts[i].param_read()) {
+        Some((p, 0)) => p.to_string(),
+        Some((p, off)) => format!("{p}+{off}"),
+        None => f.ssa.reg_of(v, &f.insts).to_string(),
+    }
 }

@@ -198,6 +198,15 @@ impl<'a> FunctionIr<'a> {
         }
     }
 
+    /// The block where `v` is defined (`None`: on entry, before every block).
+    pub fn def_block(&self, v: ValueId) -> Option<BlockId> {
+        match self.ssa.values[v] {
+            ValueDef::Inst { inst, .. } => Some(self.cfg.block_of(inst)),
+            ValueDef::Phi(p) => Some(self.ssa.phis[p].block),
+            ValueDef::Entry(_) => None,
+        }
+    }
+
     /// SSA value read through operand `k` of instruction `i` (see `opvals`).
     #[inline]
     pub fn operand_value(&self, i: InstId, k: usize) -> Option<ValueId> {

@@ -98,7 +98,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         match split {
             Split::Exact { witness, .. } if !witness.is_empty() => {
                 let w: Vec<String> = witness.iter().map(|(r, v)| format!("`{r}` = {v}")).collect();
-                fd.note(format!("counted with {} (a loop counter or block index; other values may split fewer warps)", w.join(", ")));
+                fd.note(format!("counted with {} (sampled values of a loop counter, block index or parameter; other values may split fewer warps)", w.join(", ")));
             }
             Split::Bounded { .. } => {
                 fd.note("the bound is not known statically: this is the worst case over all its values");

@@ -225,20 +225,35 @@ fn record(cx: &LintCx<'_, '_, '_>, k: &RecordKey, members: &[Member], fields: &[
     let (x, p, _) = members.iter().min_by_key(|m| m.0.access.inst).copied().expect("a group has members");
     let a = &x.access;
     let verb = if k.load { "reads" } else { "writes" };
-    let message = format!(
-        "{verb} {} fields of each {}-byte record of one array: lanes are {} bytes apart, {} sectors per warp request where {} would do",
-        fields.len(),
-        k.stride,
-        k.stride,
-        p.sectors.0,
-        p.ideal
-    );
-    let label = format!("the field at byte {}", field_offset(cx.facts.shape, p, k.stride).unwrap_or(0));
+    // every byte of the "record" accessed, element by element: a run of
+    // consecutive elements per lane (`y[8 * t + l]` for l in 0..8), not a struct
+    let w = a.width as i64;
+    let run = members.iter().all(|m| m.0.access.width == a.width) && fields.iter().enumerate().all(|(i, &o)| o == i as i64 * w) && fields.len() as i64 * w == k.stride;
+    let name = |off: i64| if run { format!("element {} of each lane's run", off / w) } else { format!("the field at byte {off}") };
+    let message = if run {
+        format!(
+            "each lane {verb} {} consecutive {w}-byte elements: lanes are {} bytes apart, {} sectors per warp request where {} would do",
+            fields.len(),
+            k.stride,
+            p.sectors.0,
+            p.ideal
+        )
+    } else {
+        format!(
+            "{verb} {} fields of each {}-byte record of one array: lanes are {} bytes apart, {} sectors per warp request where {} would do",
+            fields.len(),
+            k.stride,
+            k.stride,
+            p.sectors.0,
+            p.ideal
+        )
+    };
+    let label = name(field_offset(cx.facts.shape, p, k.stride).unwrap_or(0));
     let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
     for (m, _, off) in members.iter().filter(|m| m.0.access.inst != a.inst) {
         if let Some(pos) = cx.resolve(m.access.inst).primary {
             if !fd.secondary.iter().any(|(q, _)| *q == pos) && fd.span.as_ref() != Some(&pos) {
-                fd.secondary.push((pos, format!("the field at byte {off}")));
+                fd.secondary.push((pos, name(*off)));
             }
         }
     }
@@ -253,12 +268,21 @@ fn record(cx: &LintCx<'_, '_, '_>, k: &RecordKey, members: &[Member], fields: &[
             g.ideal
         ));
     }
-    fd.note(format!(
-        "fields at bytes {} of each record; the {} accesses of the group are one layout problem",
-        fields.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "),
-        members.len()
-    ));
-    fd.help("store the fields as a structure of arrays (one array per field), so that consecutive lanes read consecutive elements; or stage whole records through shared memory");
+    if run {
+        fd.note(format!("the {} accesses of the run are one layout problem: each request of the warp touches one element per lane, {} bytes apart", members.len(), k.stride));
+        fd.help(format!(
+            "let neighbouring lanes {} neighbouring elements: make the lane's index the fastest-varying one (`y[l * blockDim.x + t]` rather than `y[{} * t + l]`), or stage the run through shared memory",
+            if k.load { "read" } else { "write" },
+            fields.len()
+        ));
+    } else {
+        fd.note(format!(
+            "fields at bytes {} of each record; the {} accesses of the group are one layout problem",
+            fields.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "),
+            members.len()
+        ));
+        fd.help("store the fields as a structure of arrays (one array per field), so that consecutive lanes read consecutive elements; or stage whole records through shared memory");
+    }
     metrics(cx, &mut fd, x, p);
     fd.metrics.push(("fields", Metric::Int(fields.len() as i64)));
     fd.metrics.push(("record_bytes", Metric::Int(k.stride)));

@@ -191,6 +191,7 @@ impl<'f, 'a> Evals<'f, 'a> {
             let lanes = if q.first_thread_only { &shape.lanes()[..1] } else { shape.lanes() };
             let mut ev = Evaluator::new(f, d, shape.block, lanes);
             ev.first_iteration = q.iteration == 0;
+            ev.iteration = (q.iteration > 0).then_some(q.iteration);
             ev
         });
         let pointers = self.pointers.get_or_init(|| loaded_pointers(f));
@@ -407,7 +408,12 @@ fn same_sector_offset(ev: &Evals<'_, '_>, a: &Access) -> bool {
 /// The address of the first thread of block `ctaid`, with `scalar` for the
 /// non-pointer parameters.
 fn first_thread_address(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64) -> Option<i64> {
-    let q = Query { first_thread_only: true, ctaid, scalar: Some(scalar), iteration: 0 };
+    first_thread_address_at(ev, a, ctaid, scalar, 0)
+}
+
+/// [`first_thread_address`] in the given iteration of the loops around.
+fn first_thread_address_at(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64, iteration: usize) -> Option<i64> {
+    let q = Query { first_thread_only: true, ctaid, scalar: Some(scalar), iteration };
     Some(ev.eval(a.addr_value?, q)?.first()? + a.offset)
 }
 
@@ -419,6 +425,21 @@ fn moved_by_runtime_value(ev: &Evals<'_, '_>, a: &Access) -> bool {
     (0..2).any(|ctaid| {
         let at = |scalar| first_thread_address(ev, a, ctaid, scalar);
         matches!((at(SCALAR_SAMPLE), at(SCALAR_SAMPLE + 1)), (Some(x), Some(y)) if (x - y).rem_euclid(SECTOR) != 0)
+    }) || moved_by_iteration(ev, a)
+}
+
+/// Does the next iteration of the loop around move the first thread's
+/// address by other than a whole number of sectors (`x[k * s + t]` with
+/// `s` a runtime value, `x[k + t]`)? Then the first iteration's alignment
+/// is not every iteration's.
+fn moved_by_iteration(ev: &Evals<'_, '_>, a: &Access) -> bool {
+    let f = ev.f;
+    if f.cfg.loop_of(f.cfg.block_of(a.inst)).is_none() {
+        return false;
+    }
+    [SCALAR_SAMPLE, SCALAR_SAMPLE + 1].into_iter().any(|scalar| {
+        let at = |iteration| first_thread_address_at(ev, a, 0, scalar, iteration);
+        matches!((at(0), at(1)), (Some(x), Some(y)) if (x - y).rem_euclid(SECTOR) != 0)
     })
 }
 

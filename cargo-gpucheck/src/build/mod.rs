@@ -44,6 +44,9 @@ pub struct KernelCrate {
     pub meta: Option<serde_json::Value>,
     /// Problems with `[package.metadata.gpucheck]` that do not stop the check (unknown keys).
     pub config_warnings: Vec<String>,
+    /// A PTX file given without a manifest: every source file it names is
+    /// the user's, as `cargo gpucheck ptx` takes it.
+    pub any_source_is_local: bool,
 }
 
 impl KernelCrate {
@@ -51,7 +54,9 @@ impl KernelCrate {
     /// (findings point into it).
     pub fn is_local(&self, file: &str) -> bool {
         let p = Path::new(file);
-        if p.is_absolute() {
+        if self.any_source_is_local {
+            true
+        } else if p.is_absolute() {
             p.starts_with(&self.root)
         } else {
             self.root.join(p).exists()
@@ -163,6 +168,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             lints: gm.and_then(|g| g.get("lints")).cloned(),
             meta: gm.cloned(),
             config_warnings,
+            any_source_is_local: false,
         });
     }
     let lints = meta.workspace_metadata.get("gpucheck").and_then(|g| g.get("lints")).cloned();
@@ -234,6 +240,7 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         block,
         kernel_blocks,
         lints: meta.as_ref().and_then(|g| g.get("lints")).cloned(),
+        any_source_is_local: manifest.is_none(),
         meta,
         config_warnings,
     };

@@ -85,7 +85,12 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
         (build::build_all(&ws, &meta, opts)?, ws.root)
     } else {
         let units = a.ptx.iter().map(|p| build::ptx_unit(p, a.build.manifest_path.as_deref())).collect::<Result<Vec<_>>>()?;
-        let root = units.first().map(|u| u.krate.root.clone()).unwrap_or_default();
+        // paths as `cargo gpucheck ptx` shows them: relative to the manifest's
+        // folder, or to the current one for a PTX file given alone
+        let root = match a.build.manifest_path {
+            Some(_) => units.first().map(|u| u.krate.root.clone()).unwrap_or_default(),
+            None => std::env::current_dir().unwrap_or_default(),
+        };
         (units, root)
     };
     let paths = PathStyle { root };

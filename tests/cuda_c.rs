@@ -1,0 +1,210 @@
+//! CUDA C fixtures (tests/fixtures/cuda/*.cu), compiled by the test with
+//! clang-19 for sm_80 at -O2 with line tables, as a user's nvcc/clang PTX
+//! would be: `cargo gpucheck ptx` must report exactly the findings their
+//! `//~` marks name, and `confirm` must confirm every kernel's predictions
+//! on the CPU engine.
+//!
+//! Each fixture says how to check and run it in header comments:
+//! `// gpucheck: FLAGS` (flags for `ptx` and `confirm`, e.g. `--block 256`)
+//! and `// confirm KERNEL: FLAGS` (grid and arguments, one line per kernel).
+//!
+//! clang-19 comes from `GPUCHECK_CLANG` or PATH, the CUDA folder for its
+//! `--cuda-path` from `GPUCHECK_CUDA_PATH` or target/cuda-tools/root (both
+//! installed by `.ci/setup`). Without them the tests print one line saying
+//! they were skipped, unless `GPUCHECK_REQUIRE_CUDA_C=1` (set by CI) makes
+//! that a failure.
+
+use gpucheck_tests::*;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+struct Toolchain {
+    clang: PathBuf,
+    cuda: PathBuf,
+}
+
+fn toolchain() -> Option<&'static Toolchain> {
+    static TC: OnceLock<Option<Toolchain>> = OnceLock::new();
+    TC.get_or_init(|| {
+        let clang = std::env::var_os("GPUCHECK_CLANG").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("clang-19"));
+        let cuda = std::env::var_os("GPUCHECK_CUDA_PATH").map(PathBuf::from).unwrap_or_else(|| repo().join("target/cuda-tools/root"));
+        let has_clang = Command::new(&clang).arg("--version").output().is_ok_and(|o| o.status.success());
+        let has_cuda = cuda.join("include/cuda_runtime.h").exists();
+        if has_clang && has_cuda {
+            return Some(Toolchain { clang, cuda });
+        }
+        let why = match (has_clang, has_cuda) {
+            (false, _) => format!("`{}` not found (install clang-19, or set GPUCHECK_CLANG)", clang.display()),
+            _ => format!("no CUDA headers in `{}` (run `bash .ci/setup`, or set GPUCHECK_CUDA_PATH)", cuda.display()),
+        };
+        assert!(std::env::var("GPUCHECK_REQUIRE_CUDA_C").is_err(), "GPUCHECK_REQUIRE_CUDA_C is set but {why}");
+        None
+    })
+    .as_ref()
+    .or_else(|| {
+        // written past the test harness's capture, so that it shows
+        let test = std::thread::current().name().unwrap_or("a CUDA C test").to_string();
+        let _ = writeln!(
+            std::io::stderr(),
+            "{test}: the CUDA C fixtures are skipped: clang-19 or the CUDA headers are missing (run `bash .ci/setup`)"
+        );
+        None
+    })
+}
+
+struct Fixture {
+    cu: PathBuf,
+    ptx: PathBuf,
+    flags: Vec<String>,
+    /// (kernel, flags) for `confirm`
+    runs: Vec<(String, Vec<String>)>,
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+/// Every fixture, compiled once per test process.
+fn fixtures(tc: &Toolchain) -> &'static [Fixture] {
+    static FX: OnceLock<Vec<Fixture>> = OnceLock::new();
+    FX.get_or_init(|| {
+        let dir = repo().join("tests/fixtures/cuda");
+        let out = scratch("gpucheck-test-cuda-c");
+        std::fs::create_dir_all(&out).unwrap();
+        let mut cus: Vec<PathBuf> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "cu")).collect();
+        cus.sort();
+        cus.into_iter()
+            .map(|cu| {
+                let ptx = out.join(cu.file_stem().unwrap()).with_extension("ptx");
+                let res = Command::new(&tc.clang)
+                    .arg(format!("--cuda-path={}", tc.cuda.display()))
+                    .args(["--cuda-device-only", "--cuda-gpu-arch=sm_80", "-O2", "-gline-tables-only", "-Wno-unknown-cuda-version", "-S"])
+                    .arg(&cu)
+                    .arg("-o")
+                    .arg(&ptx)
+                    .output()
+                    .expect("running clang");
+                assert!(res.status.success(), "clang {}: {}", cu.display(), String::from_utf8_lossy(&res.stderr));
+                let text = std::fs::read_to_string(&cu).unwrap();
+                let mut flags = vec![];
+                let mut runs = vec![];
+                for line in text.lines() {
+                    if let Some(f) = line.strip_prefix("// gpucheck: ") {
+                        flags = words(f);
+                    } else if let Some((k, f)) = line.strip_prefix("// confirm ").and_then(|l| l.split_once(": ")) {
+                        runs.push((k.to_string(), words(f)));
+                    }
+                }
+                assert!(!runs.is_empty(), "{}: no `// confirm KERNEL: FLAGS` line", cu.display());
+                Fixture { cu, ptx, flags, runs }
+            })
+            .collect()
+    })
+}
+
+fn run(args: &[String]) -> std::process::Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    gpucheck(&args, &repo())
+}
+
+#[test]
+fn cuda_c_findings_match_marks_exactly() {
+    let Some(tc) = toolchain() else { return };
+    let fx = fixtures(tc);
+    assert!(fx.len() >= 4, "the CUDA C fixtures are missing");
+    let base = repo();
+    let expected: BTreeSet<Mark> = marks_in(&base, &base.join("tests/fixtures/cuda"), "cu").into_iter().collect();
+    let mut got = BTreeSet::new();
+    for f in fx {
+        let mut args = words("ptx --message-format json -W gpucheck::pedantic");
+        args.insert(1, f.ptx.display().to_string());
+        args.extend(f.flags.iter().cloned());
+        let out = run(&args);
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{}: {}", f.cu.display(), String::from_utf8_lossy(&out.stderr));
+        for m in json_lines(&out.stdout).iter().filter(|m| m["reason"] == "compiler-message") {
+            let msg = &m["message"];
+            let span = msg["spans"].as_array().unwrap().iter().find(|s| s["is_primary"] == true).expect("a primary span");
+            got.insert(Mark {
+                file: span["file_name"].as_str().unwrap().to_string(),
+                line: span["line_start"].as_u64().unwrap() as u32,
+                level: if msg["level"] == "error" { "ERROR" } else { "WARN" }.into(),
+                lint: m["gpucheck"]["lint"].as_str().unwrap().to_string(),
+            });
+        }
+    }
+    let missing: Vec<_> = expected.difference(&got).collect();
+    let extra: Vec<_> = got.difference(&expected).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "missing findings: {missing:#?}\nextra findings: {extra:#?}");
+}
+
+/// Verdicts that agree with the prediction (a sampled branch is `observed`:
+/// its split was counted with other values than the run's). Anything else
+/// (a mismatch, a race, barrier divergence) fails.
+const AGREE: [&str; 5] = ["confirmed", "confirmed (stride 1)", "confirmed (misaligned rows)", "within bound", "observed"];
+
+#[test]
+fn cuda_c_predictions_are_confirmed() {
+    let Some(tc) = toolchain() else { return };
+    let mut rows = 0;
+    for f in fixtures(tc) {
+        for (kernel, flags) in &f.runs {
+            let mut args = words("confirm --message-format json --ptx");
+            args.push(f.ptx.display().to_string());
+            args.extend(["--kernel".into(), kernel.clone()]);
+            args.extend(f.flags.iter().cloned());
+            args.extend(flags.iter().cloned());
+            let out = run(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{} {kernel}: {err}", f.cu.display());
+            let recs: Vec<_> = json_lines(&out.stdout).into_iter().filter(|r| r["reason"] == "gpucheck-confirm").collect();
+            assert!(recs.iter().any(|r| r["verdict"] == "confirmed"), "{kernel}: nothing confirmed: {recs:#?}");
+            for r in &recs {
+                assert_eq!(r["kernel"], kernel.as_str());
+                let v = r["verdict"].as_str().unwrap_or("");
+                // a copy the run did not reach (an unrolled loop's remainder) is fine when
+                // another copy of the same line was judged
+                let judged = |r: &serde_json::Value| AGREE.contains(&r["verdict"].as_str().unwrap_or(""));
+                assert!(judged(r) || (v == "not executed" && recs.iter().any(|q| q["line"] == r["line"] && judged(q))), "{kernel}: {r}");
+                // every row points at the fixture's source line
+                assert!(Path::new(r["file"].as_str().unwrap_or("")).ends_with(f.cu.strip_prefix(repo()).unwrap()), "{r}");
+            }
+            rows += recs.len();
+        }
+    }
+    assert!(rows >= 30, "only {rows} confirm rows");
+}
+
+/// The twins' numbers: the group of a packed record is ideal, the 3 of 7
+/// fields are named, the 8-outputs-per-thread store costs 8× its ideal,
+/// the column reduction's stride comes from `strides[0]`.
+#[test]
+fn cuda_c_twins_carry_their_numbers() {
+    let Some(tc) = toolchain() else { return };
+    let fx = fixtures(tc);
+    let findings = |name: &str| -> Vec<serde_json::Value> {
+        let f = fx.iter().find(|f| f.cu.file_stem().unwrap() == name).unwrap();
+        let mut args = words("ptx --message-format json -W gpucheck::pedantic");
+        args.insert(1, f.ptx.display().to_string());
+        args.extend(f.flags.iter().cloned());
+        json_lines(&run(&args).stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect()
+    };
+    let metric = |m: &serde_json::Value, k: &str| m["gpucheck"][k].clone();
+    let pr = findings("packed_records");
+    assert_eq!(pr.len(), 1, "{pr:#?}");
+    assert_eq!(pr[0]["gpucheck"]["kernel"], "body_norms");
+    let text = pr[0]["message"]["rendered"].as_str().unwrap();
+    assert!(text.contains("3 fields of each 28-byte record"), "{text}");
+    let pairs = findings("pairs");
+    let eight = pairs.iter().find(|m| m["gpucheck"]["kernel"] == "eight_per_thread").expect("eight_per_thread warned");
+    assert_eq!((metric(eight, "sectors_per_request"), metric(eight, "ideal_sectors_per_request")), (32.into(), 4.into()), "{eight:#}");
+    let red = findings("reductions");
+    let cols = red.iter().find(|m| m["gpucheck"]["lint"] == "stride_dependent_access").expect("reduce_cols reported");
+    assert_eq!(cols["gpucheck"]["kernel"], "reduce_cols");
+    let text = cols["message"]["rendered"].as_str().unwrap();
+    assert!(text.contains("when the stride read from memory is 1"), "{text}");
+    assert!(!red.iter().any(|m| m["gpucheck"]["kernel"] == "reduce_rows" && m["gpucheck"]["lint"] == "stride_dependent_access"));
+}
