@@ -1,7 +1,8 @@
 //! `misaligned_global_access`: global accesses that are coalesced when
 //! their rows (or offsets) start on a 32-byte sector, but whose alignment
-//! is a runtime value — a row pitch along `threadIdx.y`, or an offset
-//! added to the base — and that touch more sectors when it is not.
+//! is a runtime value — a row pitch along `threadIdx.y`, an offset added
+//! to the base, a loop's runtime step — and that touch more sectors when it
+//! is not.
 //!
 //! Owns: the decision and the message. Does not own: the misaligned
 //! prediction (`crate::memory::Prediction::misaligned`), read from the facts.
@@ -14,10 +15,12 @@ declare_lint! {
     /// ### What it does
     /// Predicts, for a global access whose rows have a runtime pitch
     /// (`a[y * w + x]` with `w` a parameter) or whose address adds a runtime
-    /// offset (`a[i + off]`), the sectors one warp request touches when the
-    /// row or offset does not start on a 32-byte sector, and reports when
-    /// that is more than when it does (e.g. 5 instead of 4 for 32 `f32`).
-    /// The typical prediction of other lints assumes aligned rows.
+    /// offset (`a[i + off]`), or that a loop walks by a runtime number of
+    /// elements (`a[k * s + t]`, `i += c`), the sectors one warp request
+    /// touches when the row, offset or iteration does not start on a
+    /// 32-byte sector, and reports when that is more than when it does
+    /// (e.g. 5 instead of 4 for 32 `f32`). The typical prediction of other
+    /// lints assumes aligned rows and the loop's first iteration.
     ///
     /// ### Why is this bad
     /// A warp reading 128 contiguous bytes that start in the middle of a
@@ -42,7 +45,7 @@ declare_lint! {
         name: "misaligned_global_access",
         group: Pedantic,
         default: Allow,
-        summary: "a global access touches more sectors when its runtime row pitch or offset is not a multiple of 32 bytes",
+        summary: "a global access touches more sectors when a runtime row pitch, offset or loop step moves it off a 32-byte boundary",
     }
 }
 
