@@ -183,6 +183,50 @@ pub struct Report {
     pub groups: Vec<GroupReport>,
     /// The kernels' names (as in the PTX), in module order.
     pub kernel_names: Vec<String>,
+    /// How each function's memory instructions were analysed.
+    pub coverage: Vec<CoverageReport>,
+}
+
+/// How the memory instructions (`ld`/`ldu`/`st`/`atom`/`red`, vector forms
+/// included) of one function were analysed; the categories add up to
+/// `total`.
+#[derive(Clone, Debug, Default)]
+pub struct CoverageReport {
+    pub kernel: String,
+    pub function: usize,
+    /// A kernel (`.entry`), else a device function.
+    pub entry: bool,
+    pub total: usize,
+    pub predicted: usize,
+    pub data_dependent: usize,
+    /// Local, constant and parameter memory (no coalescing question).
+    pub other_space: usize,
+    /// Predicted or data-dependent accesses whose space is not known,
+    /// analysed as global.
+    pub assumed_global: Vec<SkippedSite>,
+    /// Not analysed, each with its reason.
+    pub skipped: Vec<SkippedSite>,
+}
+
+impl CoverageReport {
+    /// Not analysed, per reason key, in a stable order.
+    pub fn not_analysed(&self) -> Vec<(&'static str, &'static str, usize)> {
+        let mut by: std::collections::BTreeMap<&'static str, (&'static str, usize)> = Default::default();
+        for s in &self.skipped {
+            by.entry(s.key).or_insert((s.reason, 0)).1 += 1;
+        }
+        by.into_iter().map(|(k, (r, n))| (k, r, n)).collect()
+    }
+}
+
+/// A memory instruction named in a coverage report.
+#[derive(Clone, Debug)]
+pub struct SkippedSite {
+    pub inst: usize,
+    pub ptx_line: u32,
+    pub span: Option<SrcPos>,
+    pub key: &'static str,
+    pub reason: &'static str,
 }
 
 /// The block shape used for function `f`: `--block`, then the kernel's
@@ -246,9 +290,9 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     report.kernel_names = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name.to_string()).collect();
     let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
     drop(bodies);
-    let noreturn = ir::noreturn(module);
+    let mcx = ir::ModuleCx::new(module);
     let per_fn: Vec<FunctionReport> =
-        indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &noreturn), &sums, &srcmap, opts, is_local)).collect();
+        indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local)).collect();
     for r in per_fn {
         report.findings.extend(r.findings);
         report.accesses.extend(r.accesses);
@@ -256,6 +300,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.races.extend(r.races);
         report.barriers.extend(r.barriers);
         report.groups.extend(r.groups);
+        report.coverage.push(r.coverage);
     }
     report
 }
@@ -268,6 +313,7 @@ struct FunctionReport {
     races: Vec<RaceReport>,
     barriers: Vec<BarrierReport>,
     groups: Vec<GroupReport>,
+    coverage: CoverageReport,
 }
 
 fn check_function(
@@ -382,7 +428,30 @@ fn check_function(
             bytes_used: g.bytes_used,
         })
         .collect();
-    FunctionReport { findings, accesses, branches, races, barriers, groups }
+    let cov = &facts.coverage;
+    let site = |i: ir::InstId, key: &'static str, reason: &'static str| SkippedSite {
+        inst: i.index(),
+        ptx_line: f.insts[i].ast.pos.line,
+        span: cx.resolve(i).primary,
+        key,
+        reason,
+    };
+    let coverage = CoverageReport {
+        kernel: kernel.clone(),
+        function: f.index,
+        entry: f.func.is_entry,
+        total: cov.total,
+        predicted: cov.predicted,
+        data_dependent: cov.data_dependent,
+        other_space: cov.other_space,
+        assumed_global: cov
+            .assumed_global
+            .iter()
+            .map(|&i| site(i, "assumed_global", "address space not known: analysed as global"))
+            .collect(),
+        skipped: cov.skipped.iter().map(|&(i, why)| site(i, why.key(), why.reason())).collect(),
+    };
+    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage }
 }
 
 /// A symbol as people write it: Rust (legacy and v0) names demangled

@@ -204,7 +204,17 @@ impl Problem_<'_, '_, '_> {
     }
     /// The nodes that read what instruction `i` writes or decides.
     fn inst_dependents(&self, i: InstId, out: &mut Vec<usize>) {
-        out.extend(self.f.ssa.defs(i).iter().map(|v| v.index()));
+        let f = self.f;
+        out.extend(f.ssa.defs(i).iter().map(|v| v.index()));
+        // an argument stored for a call: the reads of its return value later in the block
+        if f.insts[i].opcode == Opcode::St && f.insts[i].space == Some(Space::Param) {
+            let b = f.cfg.block_of(i);
+            for j in f.cfg.blocks[b].insts().filter(|j| j.index() > i.index()) {
+                if f.insts[j].param_read().is_some() {
+                    out.extend(f.ssa.defs(j).iter().map(|v| v.index()));
+                }
+            }
+        }
         if self.is_term[i] {
             out.push(self.branch_node(self.f.cfg.block_of(i)));
         }

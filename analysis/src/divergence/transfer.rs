@@ -158,7 +158,22 @@ fn raw_value<V: Values>(d: &V, f: &FunctionIr<'_>, sums: &Summaries<'_>, inst: &
             }
         }
         Opcode::Ld | Opcode::Ldu => {
-            if let Some((p, off)) = inst.param_read() {
+            if let Some(call) = inst.param_read().and_then(|(p, _)| f.call_returning(i, p)) {
+                // a call's return value: uniform when the callee computes it from its
+                // arguments alone and every argument is uniform
+                let c = &f.insts[call];
+                let pure = c.call_target().is_some_and(|t| sums.thread_invariant.contains(t) || !sums.defined.contains(t));
+                let args = c.call_args().iter().map(|a| match a {
+                    Operand::Sym(name) => f.call_argument(call, name).map(|v| d.at(f, v, f.cfg.block_of(call))),
+                    Operand::Imm(_) => Some(AbsVal::konst(0)),
+                    _ => None,
+                });
+                if pure && args.into_iter().all(|a| a.is_some_and(|a| a.is_uniform())) {
+                    AbsVal::uniform(None)
+                } else {
+                    AbsVal::Top { data: true }
+                }
+            } else if let Some((p, off)) = inst.param_read() {
                 // reloads of the same parameter are the same symbol
                 AbsVal::symbol(name_key(p, off))
             } else if inst.space == Some(Space::Param) {

@@ -115,6 +115,96 @@ pub struct AccessFact {
     pub unmasked: Option<(u32, u32)>,
     /// The warp footprint group it belongs to (index in `KernelFacts::groups`).
     pub group: Option<usize>,
+    /// Some thread of the block shape executes it (as far as guards tell).
+    pub reached: bool,
+}
+
+/// How the memory instructions of a function were analysed: every
+/// `ld`/`ldu`/`st`/`atom`/`red` (vector forms included) in exactly one
+/// category.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Coverage {
+    pub total: usize,
+    /// Global or shared, cost predicted.
+    pub predicted: usize,
+    /// Global or shared, the address depends on loaded data (no prediction possible).
+    pub data_dependent: usize,
+    /// Local, constant and parameter memory: per-thread or broadcast, no
+    /// coalescing or bank question.
+    pub other_space: usize,
+    /// Not analysed, and why.
+    pub skipped: Vec<(InstId, Skip)>,
+    /// Of the predicted and data-dependent ones, those whose address
+    /// space is not known: analysed as global.
+    pub assumed_global: Vec<InstId>,
+}
+
+/// Why a memory instruction was not analysed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Skip {
+    /// In a device function, its address is computed from the function's
+    /// arguments (analysed once for all callers, without their context).
+    FromArguments,
+    /// No thread of the block shape executes it (unreachable code, or
+    /// guards that exclude every thread of the assumed block).
+    Unreached,
+    /// Its address could not be evaluated per thread.
+    NotEvaluable,
+}
+
+impl Skip {
+    /// The reason, as printed.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Skip::FromArguments => "address computed from a device function's arguments (not analysed per call site yet)",
+            Skip::Unreached => "no thread of the block shape executes it",
+            Skip::NotEvaluable => "address could not be evaluated per thread",
+        }
+    }
+
+    /// A short key for JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            Skip::FromArguments => "from_arguments",
+            Skip::Unreached => "unreached",
+            Skip::NotEvaluable => "not_evaluable",
+        }
+    }
+}
+
+/// Sort every memory instruction of `f` into one category.
+fn coverage(f: &FunctionIr<'_>, accesses: &[AccessFact]) -> Coverage {
+    let by_inst: HashMap<InstId, &AccessFact> = accesses.iter().map(|a| (a.access.inst, a)).collect();
+    let mut c = Coverage::default();
+    for (i, inst) in f.insts.iter_enumerated() {
+        if inst.access().is_none() {
+            continue;
+        }
+        c.total += 1;
+        let Some(a) = by_inst.get(&i) else {
+            if matches!(f.spaces.analysed(f, i).0, Space::Global | Space::Shared) {
+                c.skipped.push((i, if f.cfg.reachable(f.cfg.block_of(i)) { Skip::FromArguments } else { Skip::Unreached }));
+            } else {
+                c.other_space += 1;
+            }
+            continue;
+        };
+        if a.prediction.is_some() {
+            c.predicted += 1;
+        } else if a.access.addr.data() {
+            c.data_dependent += 1;
+        } else if !a.reached || !f.cfg.reachable(f.cfg.block_of(i)) {
+            c.skipped.push((i, Skip::Unreached));
+            continue;
+        } else {
+            c.skipped.push((i, Skip::NotEvaluable));
+            continue;
+        }
+        if a.access.assumed {
+            c.assumed_global.push(i);
+        }
+    }
+    c
 }
 
 /// Everything the lint passes read about one function.
@@ -135,6 +225,8 @@ pub struct KernelFacts<'f, 'a> {
     /// calls to functions that execute one (reachable ones), with whether
     /// they are reached by part of the block.
     pub barriers: Vec<BarrierFact>,
+    /// Every memory instruction, by how it was analysed.
+    pub coverage: Coverage,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -183,11 +275,18 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                     .then(|| crate::memory::predict(&evals, &access, &vec![true; shape.threads()]))
                     .flatten()
                     .map(|p| (p.sectors.0, p.ideal));
-                AccessFact { access, prediction, unmasked, group: None }
+                let reached = mask.iter().any(|&on| on);
+                AccessFact { access, prediction, unmasked, group: None, reached }
             })
             .collect();
         let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
-        let mut races = crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call);
+        // which threads run a device function, and with what arguments, is its
+        // callers' to say: its accesses are not paired without that context
+        let mut races = if f.func.is_entry {
+            crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call)
+        } else {
+            Vec::new()
+        };
         attribute_to_barriers(f, &branches, &barriers, &sites, &barrier_call, &mut races);
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
         for (k, x) in branches.iter().enumerate() {
@@ -207,7 +306,8 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                 accesses[k].group = Some(gi);
             }
         }
-        KernelFacts { f, d, sums, shape, branches, accesses, groups, races, barriers, branch_at }
+        let coverage = coverage(f, &accesses);
+        KernelFacts { f, d, sums, shape, branches, accesses, groups, races, barriers, coverage, branch_at }
     }
 
     /// The fact of the divergent branch ending block `b`, if any.

@@ -179,8 +179,8 @@ pub fn run(
     if threads == 0 || threads > 1024 || launch.grid.contains(&0) {
         return Err(InterpError::Launch(format!("bad launch: block {:?} (1 to 1024 threads), grid {:?}", launch.block, launch.grid)));
     }
-    let noreturn = crate::ir::noreturn(module);
-    let kfir = crate::ir::lower_one(module, index, &noreturn);
+    let mcx = crate::ir::ModuleCx::new(module);
+    let kfir = crate::ir::lower_one(module, index, &mcx);
     let func = kfir.func;
     // module variables: shared ones get offsets in the block's shared memory, others device memory
     let mut shared: HashMap<String, u64> = HashMap::new();
@@ -242,7 +242,7 @@ pub fn run(
         if progs.contains_key(&fi) {
             continue;
         }
-        let fir = if fi == index { None } else { Some(crate::ir::lower_one(module, fi, &noreturn)) };
+        let fir = if fi == index { None } else { Some(crate::ir::lower_one(module, fi, &mcx)) };
         let fir_ref = fir.as_ref().unwrap_or(&kfir);
         let prog = decode::decode(fir_ref, &syms)?;
         for inst in &prog.insts {

@@ -839,6 +839,28 @@ impl<'a> Inst<'a> {
         self.operands().iter().find_map(|o| if let Operand::Sym(s) = o { Some(*s) } else { None })
     }
 
+    /// The argument list of a `call` (`call (ret), f, (a, b)` → `a, b`):
+    /// the list after the target; empty for other instructions.
+    pub fn call_args(&self) -> &'a [Operand<'a>] {
+        if self.opcode != Opcode::Call {
+            return &[];
+        }
+        let ops = self.operands();
+        let Some(t) = ops.iter().position(|o| matches!(o, Operand::Sym(_) | Operand::Reg(_))) else { return &[] };
+        ops[t + 1..].iter().find_map(|o| if let Operand::List(l) = o { Some(&l[..]) } else { None }).unwrap_or(&[])
+    }
+
+    /// The return list of a `call` (`call (r), f, (a)` → `r`): the list
+    /// before the target; empty for other instructions.
+    pub fn call_returns(&self) -> &'a [Operand<'a>] {
+        if self.opcode != Opcode::Call {
+            return &[];
+        }
+        let ops = self.operands();
+        let t = ops.iter().position(|o| matches!(o, Operand::Sym(_) | Operand::Reg(_))).unwrap_or(0);
+        ops[..t].iter().find_map(|o| if let Operand::List(l) = o { Some(&l[..]) } else { None }).unwrap_or(&[])
+    }
+
     /// A `call` through a register (an indirect call).
     pub fn is_indirect_call(&self) -> bool {
         self.opcode == Opcode::Call && self.call_target().is_none()

@@ -52,8 +52,8 @@ const NO_VALUE: u32 = u32::MAX;
 
 /// Lower every function with a body. `noreturn` functions end blocks.
 pub fn lower<'a>(m: &'a Module<'a>) -> Vec<FunctionIr<'a>> {
-    let noreturn = noreturn(m);
-    m.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, _)| lower_one(m, i, &noreturn)).collect()
+    let cx = ModuleCx::new(m);
+    m.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, _)| lower_one(m, i, &cx)).collect()
 }
 
 /// Names of the module's `noreturn` functions (calls to them end blocks).
@@ -61,10 +61,29 @@ pub fn noreturn<'a>(m: &'a Module<'a>) -> HashSet<&'a str> {
     m.functions.iter().filter(|f| f.noreturn).map(|f| f.name).collect()
 }
 
+/// What lowering one function needs to know of the whole module: which
+/// calls never return, and the spaces device functions' parameters receive.
+pub struct ModuleCx<'a> {
+    pub noreturn: HashSet<&'a str>,
+    pub params: space::ParamSpaces,
+}
+
+impl<'a> ModuleCx<'a> {
+    pub fn new(m: &'a Module<'a>) -> ModuleCx<'a> {
+        let noreturn = noreturn(m);
+        let params = space::ParamSpaces::compute(m, &noreturn);
+        ModuleCx { noreturn, params }
+    }
+}
+
 /// Lower function `index` of the module (it must have a body).
-pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, noreturn: &HashSet<&'a str>) -> FunctionIr<'a> {
+pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>) -> FunctionIr<'a> {
+    lower_function_with(m, index, &cx.noreturn, &cx.params)
+}
+
+fn lower_function_with<'a>(m: &'a Module<'a>, index: usize, noreturn: &HashSet<&'a str>, params: &space::ParamSpaces) -> FunctionIr<'a> {
     let mut ir = lower_function(&m.functions[index], index, noreturn);
-    ir.spaces = space::Spaces::infer(m, &ir);
+    ir.spaces = space::Spaces::infer(m, &ir, params);
     ir
 }
 
@@ -209,6 +228,35 @@ impl<'a> FunctionIr<'a> {
 
     /// SSA value read through operand `k` of instruction `i` (see `opvals`).
     #[inline]
+    /// The value stored to call parameter `name` before call `call`
+    /// (`st.param.b64 [param0], %rd5`), searched back in the call's block.
+    pub fn call_argument(&self, call: InstId, name: &str) -> Option<ValueId> {
+        let start = self.cfg.blocks[self.cfg.block_of(call)].insts().next()?;
+        (start.index()..call.index()).rev().map(InstId::new).find_map(|i| {
+            let x = &self.insts[i];
+            if x.opcode != inst::Opcode::St || x.space != Some(inst::Space::Param) {
+                return None;
+            }
+            match x.operand(0) {
+                Some(Operand::Addr(a)) if matches!(a.base, Some(Operand::Sym(s)) if s == name) && a.offset == 0 => self.operand_value(i, 1),
+                _ => None,
+            }
+        })
+    }
+
+    /// For `ld.param` of a name that is not one of the function's own
+    /// parameters: the call (earlier in its block) that returns it.
+    pub fn call_returning(&self, ld: InstId, name: &str) -> Option<InstId> {
+        if self.func.params.iter().any(|p| p.name == name) {
+            return None;
+        }
+        let start = self.cfg.blocks[self.cfg.block_of(ld)].insts().next()?;
+        (start.index()..ld.index())
+            .rev()
+            .map(InstId::new)
+            .find(|&i| self.insts[i].call_returns().iter().any(|o| matches!(o, Operand::Sym(s) if *s == name)))
+    }
+
     pub fn operand_value(&self, i: InstId, k: usize) -> Option<ValueId> {
         let i = i.index();
         let s = self.opval_start[i] as usize + k;

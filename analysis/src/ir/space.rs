@@ -7,31 +7,61 @@
 //! `.shared` symbols → shared; `cvta.local`, `__local_depot`, `%SP`/`%SPL`
 //! → local; `.const` symbols → const. Pointer arithmetic keeps the space of
 //! its pointer operand; merging two different spaces gives `Generic`.
-//! Solved over the SSA values with the crate's dataflow engine.
 //!
-//! Owns: the per-SSA-value space and the space of each memory access. Does
-//! not own: address values (the affine domain) or any lint.
+//! A 64-bit value loaded from memory that is not local (a pointer in a
+//! `__constant__` struct, a field of a struct parameter, a pointer stored in
+//! global memory, a call's return value) is a global pointer, as CUDA's
+//! allocations are global: a *weak* fact that any definite space it meets
+//! (`shared_base + n` with `n` loaded) overrides. A device function's
+//! parameter takes the join of the spaces its call sites pass
+//! (`ParamSpaces`, callers before callees). Solved over the SSA values with
+//! the crate's dataflow engine.
+//!
+//! Owns: the per-SSA-value space and the space of each memory access
+//! (`Spaces::access`; `Spaces::assumed` says an access's space is not known
+//! and is analysed as global). Does not own: address values (the affine
+//! domain) or any lint.
 
 use super::dataflow::{self, Problem};
 pub use super::inst::Space;
 use super::inst::{Inst, Opcode, Ty};
 use super::{FunctionIr, IdVec, InstId, User, ValueDef, ValueId};
 use crate::ptx::{Module, Operand};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
+use std::collections::{HashMap, HashSet};
 
-/// Least upper bound of two facts: `Unknown` is bottom, two different
-/// spaces make `Generic`.
-pub fn join(a: Space, b: Space) -> Space {
+/// What is known of one pointer value: its space, and whether that is only
+/// the default for a value loaded from memory (`weak`: a definite space
+/// met in a join wins over it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fact {
+    pub space: Space,
+    pub weak: bool,
+}
+
+impl Fact {
+    const UNKNOWN: Fact = Fact { space: Space::Unknown, weak: false };
+    const LOADED: Fact = Fact { space: Space::Global, weak: true };
+    fn strong(space: Space) -> Fact {
+        Fact { space, weak: false }
+    }
+}
+
+/// Least upper bound of two facts: `Unknown` is bottom, a weak fact gives
+/// way to a definite one, two different definite spaces make `Generic`.
+pub fn join(a: Fact, b: Fact) -> Fact {
     match (a, b) {
-        (Space::Unknown, x) | (x, Space::Unknown) => x,
-        (a, b) if a == b => a,
-        _ => Space::Generic,
+        (Fact { space: Space::Unknown, .. }, x) | (x, Fact { space: Space::Unknown, .. }) => x,
+        (a, b) if a.space == b.space => Fact { space: a.space, weak: a.weak && b.weak },
+        (a, b) if a.weak && !b.weak => b,
+        (a, b) if b.weak && !a.weak => a,
+        _ => Fact::strong(Space::Generic),
     }
 }
 
 /// Spaces of the pointer values of one function.
 pub struct Spaces {
-    vals: IdVec<ValueId, Space>,
+    vals: IdVec<ValueId, Fact>,
 }
 
 /// The inference as a dataflow problem over the function's SSA values.
@@ -39,25 +69,27 @@ struct Inference<'f, 'a> {
     f: &'f FunctionIr<'a>,
     symbols: HashMap<&'a str, Space>,
     pointer_params: Vec<&'a str>,
+    /// A device function's parameters: the spaces its callers pass.
+    own_params: HashMap<&'a str, Fact>,
 }
 
 impl Problem for Inference<'_, '_> {
-    type Value = Space;
-    fn transfer(&mut self, v: usize, vals: &[Space]) -> Space {
+    type Value = Fact;
+    fn transfer(&mut self, v: usize, vals: &[Fact]) -> Fact {
         let f = self.f;
         match f.ssa.values[ValueId::new(v)] {
-            ValueDef::Entry(r) if matches!(f.ssa.regs[r as usize], "%SP" | "%SPL") => Space::Local,
-            ValueDef::Entry(_) => Space::Unknown,
-            ValueDef::Phi(p) => f.ssa.phis[p].incoming.iter().fold(Space::Unknown, |acc, (_, iv)| join(acc, vals[iv.index()])),
+            ValueDef::Entry(r) if matches!(f.ssa.regs[r as usize], "%SP" | "%SPL") => Fact::strong(Space::Local),
+            ValueDef::Entry(_) => Fact::UNKNOWN,
+            ValueDef::Phi(p) => f.ssa.phis[p].incoming.iter().fold(Fact::UNKNOWN, |acc, (_, iv)| join(acc, vals[iv.index()])),
             // the space of the first destination (a pointer is a single register)
             ValueDef::Inst { inst, slot: 0 } => self.inst_space(inst, vals),
-            ValueDef::Inst { .. } => Space::Unknown,
+            ValueDef::Inst { .. } => Fact::UNKNOWN,
         }
     }
-    fn join(&self, a: &Space, b: &Space) -> Space {
+    fn join(&self, a: &Fact, b: &Fact) -> Fact {
         join(*a, *b)
     }
-    fn dependents(&mut self, v: usize, _: &[Space], out: &mut Vec<usize>) {
+    fn dependents(&mut self, v: usize, _: &[Fact], out: &mut Vec<usize>) {
         let f = self.f;
         for u in &f.ssa.users[ValueId::new(v)] {
             match *u {
@@ -70,37 +102,52 @@ impl Problem for Inference<'_, '_> {
 }
 
 impl Inference<'_, '_> {
-    fn inst_space(&self, i: InstId, vals: &[Space]) -> Space {
+    fn inst_space(&self, i: InstId, vals: &[Fact]) -> Fact {
         let f = self.f;
         let inst = &f.insts[i];
-        let of = |k: usize| -> Space {
+        let of = |k: usize| -> Fact {
             match inst.operand(k) {
                 Some(Operand::Sym(s)) | Some(Operand::SymOff(s, _)) => {
-                    self.symbols.get(s).copied().unwrap_or(if s.starts_with("__local_depot") { Space::Local } else { Space::Unknown })
+                    Fact::strong(self.symbols.get(s).copied().unwrap_or(if s.starts_with("__local_depot") {
+                        Space::Local
+                    } else {
+                        Space::Unknown
+                    }))
                 }
-                Some(_) => f.operand_value(i, k).map(|v| vals[v.index()]).unwrap_or(Space::Unknown),
-                None => Space::Unknown,
+                Some(_) => f.operand_value(i, k).map(|v| vals[v.index()]).unwrap_or(Fact::UNKNOWN),
+                None => Fact::UNKNOWN,
             }
         };
+        let pointer_sized = inst.ty.is_some_and(|t| t.bits() == 64 && !t.is_float()) && inst.vec <= 1;
         match inst.opcode {
             // cvta.to.global (generic → global window) and cvta.global (global → generic) both keep the space
-            Opcode::Cvta => inst.space.unwrap_or(Space::Unknown),
-            Opcode::Ld if inst.space == Some(Space::Param) => match inst.param_read() {
-                Some((p, _)) if self.pointer_params.contains(&p) && inst.ty.is_some_and(|t| t.bits() == 64 && !t.is_float()) => {
-                    Space::Global
-                }
-                _ => Space::Unknown,
+            Opcode::Cvta => Fact::strong(inst.space.unwrap_or(Space::Unknown)),
+            Opcode::Ld | Opcode::Ldu if inst.space == Some(Space::Param) => match inst.param_read() {
+                Some((p, _)) if pointer_sized && self.pointer_params.contains(&p) => Fact::strong(Space::Global),
+                Some((p, 0)) if self.own_params.contains_key(p) => self.own_params[p],
+                // a struct parameter's field, a call's return value
+                _ if pointer_sized => Fact::LOADED,
+                _ => Fact::UNKNOWN,
             },
+            // a pointer read from memory other than the thread's own stack
+            Opcode::Ld | Opcode::Ldu if pointer_sized => {
+                let from = inst.space.unwrap_or_else(|| inst.address_operand().map_or(Space::Unknown, |k| of(k).space));
+                if matches!(from, Space::Local) {
+                    Fact::UNKNOWN
+                } else {
+                    Fact::LOADED
+                }
+            }
             Opcode::Mov | Opcode::Cvt => of(1),
             Opcode::Add | Opcode::Sub | Opcode::Selp => join(of(1), of(2)),
             Opcode::Mad => join(join(of(1), of(2)), of(3)),
-            _ => Space::Unknown,
+            _ => Fact::UNKNOWN,
         }
     }
 }
 
 impl Spaces {
-    pub fn infer(m: &Module<'_>, f: &FunctionIr<'_>) -> Spaces {
+    pub fn infer<'a>(m: &Module<'a>, f: &FunctionIr<'a>, params: &ParamSpaces) -> Spaces {
         let mut symbols: HashMap<&str, Space> = HashMap::new();
         for g in &m.globals {
             if let Some(s) = Space::of_decl(g.space) {
@@ -138,8 +185,21 @@ impl Spaces {
             }
         }
         order.extend(f.ssa.values.iter_enumerated().filter(|(_, d)| matches!(d, ValueDef::Entry(_))).map(|(v, _)| v.index()));
-        let mut problem = Inference { f, symbols, pointer_params };
-        let vals = dataflow::solve(&mut problem, vec![Space::Unknown; f.ssa.values.len()], &order);
+        let own_params: HashMap<&str, Fact> = if f.func.is_entry {
+            HashMap::new()
+        } else {
+            f.func
+                .params
+                .iter()
+                .enumerate()
+                .map(|(k, p)| {
+                    let declared = p.ptr_space.and_then(Space::parse).map(Fact::strong);
+                    (p.name, declared.unwrap_or_else(|| params.get(f.index, k)))
+                })
+                .collect()
+        };
+        let mut problem = Inference { f, symbols, pointer_params, own_params };
+        let vals = dataflow::solve(&mut problem, vec![Fact::UNKNOWN; f.ssa.values.len()], &order);
         Spaces { vals: IdVec::from_vec(vals) }
     }
 
@@ -156,7 +216,7 @@ impl Spaces {
             return s;
         }
         match inst.address_operand().and_then(|k| f.operand_value(i, k)) {
-            Some(v) => match self.vals[v] {
+            Some(v) => match self.vals[v].space {
                 Space::Unknown => Space::Generic,
                 s => s,
             },
@@ -164,8 +224,107 @@ impl Spaces {
         }
     }
 
+    /// The space a memory access is analysed in: `Generic` (no space known,
+    /// or several) is analysed as global, CUDA's default for memory that
+    /// is not a block's or a thread's own; `assumed` says so.
+    pub fn analysed(&self, f: &FunctionIr<'_>, i: InstId) -> (Space, bool) {
+        match self.access(f, i) {
+            Space::Generic | Space::Unknown => (Space::Global, true),
+            s => (s, false),
+        }
+    }
+
+    /// The space of a value, a weak one (a loaded 64-bit value) included.
     pub fn of(&self, v: ValueId) -> Space {
-        self.vals[v]
+        self.vals[v].space
+    }
+
+    /// The space of a value known to be a pointer (not a weak fact: a
+    /// loaded 64-bit value may as well be a length).
+    pub fn definite(&self, v: ValueId) -> Space {
+        match self.vals[v] {
+            Fact { weak: true, .. } => Space::Unknown,
+            x => x.space,
+        }
+    }
+}
+
+/// The space each parameter of each device function receives from its
+/// call sites, joined over them. Computed once per module, callers before
+/// callees; recursive calls add nothing beyond one pass (said in the
+/// coverage note as context-insensitive).
+#[derive(Default)]
+pub struct ParamSpaces {
+    by_param: FxHashMap<(usize, usize), Fact>,
+}
+
+impl ParamSpaces {
+    /// The fact for parameter `k` of function `index` (unknown when no call
+    /// passes it).
+    pub fn get(&self, index: usize, k: usize) -> Fact {
+        self.by_param.get(&(index, k)).copied().unwrap_or(Fact::UNKNOWN)
+    }
+
+    /// Lower each function that calls a defined function with arguments,
+    /// callers first, and join the space of each argument into its callee.
+    pub fn compute<'a>(m: &'a Module<'a>, noreturn: &HashSet<&'a str>) -> ParamSpaces {
+        let index: HashMap<&str, usize> =
+            m.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name, i)).collect();
+        let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.functions.len()];
+        for (i, f) in m.functions.iter().enumerate() {
+            for st in f.body.iter().flatten() {
+                if let crate::ptx::Stmt::Inst(x) = st {
+                    let d = super::inst::decode(x);
+                    if let Some(t) = d.call_target().and_then(|t| index.get(t)) {
+                        if !d.call_args().is_empty() && !callees[i].contains(t) {
+                            callees[i].push(*t);
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = ParamSpaces::default();
+        if callees.iter().all(|c| c.is_empty()) {
+            return out;
+        }
+        // reverse post-order of the call graph: callers before callees
+        let mut order = Vec::new();
+        let mut seen = vec![false; m.functions.len()];
+        fn visit(i: usize, callees: &[Vec<usize>], seen: &mut [bool], order: &mut Vec<usize>) {
+            seen[i] = true;
+            for &c in &callees[i] {
+                if !seen[c] {
+                    visit(c, callees, seen, order);
+                }
+            }
+            order.push(i);
+        }
+        let mut roots: Vec<usize> = index.values().copied().filter(|&i| m.functions[i].is_entry).collect();
+        roots.sort_unstable();
+        roots.extend(0..m.functions.len());
+        for r in roots {
+            if !seen[r] && m.functions[r].body.is_some() {
+                visit(r, &callees, &mut seen, &mut order);
+            }
+        }
+        for &i in order.iter().rev().filter(|&&i| !callees[i].is_empty()) {
+            let f = super::lower_function_with(m, i, noreturn, &out);
+            out.add_calls(&f, &index);
+        }
+        out
+    }
+
+    /// Join the spaces `f` passes to the parameters of the functions it calls.
+    fn add_calls(&mut self, f: &FunctionIr<'_>, index: &HashMap<&str, usize>) {
+        for (i, inst) in f.insts.iter_enumerated() {
+            let Some(&t) = inst.call_target().and_then(|t| index.get(t)) else { continue };
+            for (k, arg) in inst.call_args().iter().enumerate() {
+                let Operand::Sym(name) = arg else { continue };
+                let Some(v) = f.call_argument(i, name) else { continue };
+                let e = self.by_param.entry((t, k)).or_insert(Fact::UNKNOWN);
+                *e = join(*e, f.spaces.vals[v]);
+            }
+        }
     }
 }
 
@@ -238,7 +397,7 @@ mod tests {
         let m = parse(src).unwrap();
         let fns = crate::ir::lower(&m);
         let f = &fns[0];
-        let sp = Spaces::infer(&m, f);
+        let sp = Spaces::infer(&m, f, &ParamSpaces::default());
         let access = |nth: usize| {
             let i = f
                 .insts

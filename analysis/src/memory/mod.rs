@@ -38,7 +38,10 @@ pub use crate::ir::inst::AccessKind;
 pub struct Access {
     pub inst: InstId,
     pub kind: AccessKind,
+    /// The space it is analysed in (global or shared).
     pub space: Space,
+    /// No space is known for its generic address: analysed as global.
+    pub assumed: bool,
     /// Bytes per lane (type size × vector length).
     pub width: u32,
     /// The address value (register + offset).
@@ -118,25 +121,71 @@ pub struct Prediction {
     pub offsets: Vec<Option<i64>>,
 }
 
-/// The global and shared memory accesses of a function.
+/// The global and shared memory accesses of a function (not those whose
+/// address a device function computes from its arguments: see
+/// [`from_arguments`]).
 pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
     accesses_of(f)
+        .filter(|&(i, k)| !f.operand_value(i, k).is_some_and(|v| from_arguments(f, v)))
         .filter_map(|(i, k)| {
             let inst = &f.insts[i];
             let Some(Operand::Addr(a)) = inst.operand(k) else { return None };
             let addr = d.operand(f, i, &inst.operands()[k]);
-            let (kind, space) = (inst.access()?, f.spaces.access(f, i));
-            Some(Access { inst: i, kind, space, width: inst.access_width(), addr, addr_value: f.operand_value(i, k), offset: a.offset })
+            let (kind, (space, assumed)) = (inst.access()?, f.spaces.analysed(f, i));
+            Some(Access {
+                inst: i,
+                kind,
+                space,
+                assumed,
+                width: inst.access_width(),
+                addr,
+                addr_value: f.operand_value(i, k),
+                offset: a.offset,
+            })
         })
         .collect()
 }
 
+/// In a device function, whether value `v` is computed from one of its own
+/// parameters: what each thread passes is the caller's, and the function
+/// is analysed once for all its callers, so its value per thread is not
+/// known here.
+pub fn from_arguments(f: &FunctionIr<'_>, v: ValueId) -> bool {
+    if f.func.is_entry {
+        return false;
+    }
+    let is_param = |name: &str| f.func.params.iter().any(|p| p.name == name);
+    let mut seen = HashSet::new();
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        if !seen.insert(v) || seen.len() > 4096 {
+            continue;
+        }
+        match f.ssa.values[v] {
+            ValueDef::Inst { inst, .. } => {
+                if f.insts[inst].param_read().is_some_and(|(p, _)| is_param(p)) {
+                    return true;
+                }
+                stack.extend_from_slice(f.ssa.uses(inst));
+            }
+            ValueDef::Phi(p) => stack.extend(f.ssa.phis[p].incoming.iter().map(|(_, iv)| *iv)),
+            // parameters passed in registers (`.func f(.reg .b64 %a)`)
+            ValueDef::Entry(r) => {
+                if is_param(f.ssa.regs[r as usize]) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
 /// The global and shared accesses of a function with their address operand.
-fn accesses_of<'f>(f: &'f FunctionIr<'_>) -> impl Iterator<Item = (InstId, usize)> + 'f {
+pub(crate) fn accesses_of<'f>(f: &'f FunctionIr<'_>) -> impl Iterator<Item = (InstId, usize)> + 'f {
     f.insts.iter_enumerated().filter_map(|(i, inst)| {
         inst.access()?;
         let k = inst.address_operand()?;
-        matches!(f.spaces.access(f, i), Space::Global | Space::Shared).then_some((i, k))
+        matches!(f.spaces.analysed(f, i).0, Space::Global | Space::Shared).then_some((i, k))
     })
 }
 
@@ -225,7 +274,7 @@ fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &HashSet<ValueId>, v: Val
                     // a pointer is an offset from its own base, and so is a loaded
                     // pointer an address is computed from; another generic value (an
                     // untyped 64-bit parameter: pointer or length) is not known
-                    _ if matches!(f.spaces.of(x), Space::Global | Space::Shared) || pointers.contains(&x) => 0,
+                    _ if matches!(f.spaces.definite(x), Space::Global | Space::Shared) || pointers.contains(&x) => 0,
                     _ => q.scalar?,
                 };
                 ev.add_leaf(x, val);

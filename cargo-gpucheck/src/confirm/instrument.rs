@@ -115,7 +115,7 @@ fn is_32bit(f: &ptx::Function<'_>, reg: &str) -> bool {
 /// Instrument `src` for `target` (e.g. `sm_90`; `None` keeps the module's).
 pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, String> {
     let module = ptx::parse(src).map_err(|e| format!("{e}"))?;
-    let noreturn = ir::noreturn(&module);
+    let mcx = ir::ModuleCx::new(&module);
     // line (1-based) → code to insert before it
     let mut inserts: Vec<(u32, String)> = Vec::new();
     let mut sites = Vec::new();
@@ -125,7 +125,7 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
         if f.body.is_none() {
             continue;
         }
-        let fir = ir::lower_one(&module, index, &noreturn);
+        let fir = ir::lower_one(&module, index, &mcx);
         for (i, inst) in fir.insts.iter_enumerated() {
             if inst.access().is_none() || matches!(inst.space, Some(Space::Param | Space::Local | Space::Const)) {
                 continue;
