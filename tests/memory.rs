@@ -60,7 +60,7 @@ fn lane_addresses(f: &ir::FunctionIr<'_>, d: &Divergence, shape: &Shape, v: Valu
                     ValueDef::Phi(_) => samples(f, &ev, x).first().copied().unwrap_or(1024),
                     ValueDef::Entry(_) => 0,
                     // allocations (pointers, by the space inference) are 256-aligned
-                    _ if matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic) => 0,
+                    _ if matches!(f.spaces.definite(x), Space::Global | Space::Shared | Space::Generic) => 0,
                     _ => 1024,
                 };
                 leaves.insert(x, val);

@@ -118,6 +118,7 @@ fn two_thread_check() {
         inst: gpucheck_analysis::ir::InstId::new(0),
         kind,
         space: gpucheck_analysis::ir::space::Space::Shared,
+        assumed: false,
         width: 4,
         addr: gpucheck_analysis::divergence::AbsVal::Bottom,
         addr_value: None,

@@ -326,7 +326,7 @@ pub struct Strided {
 pub unsafe extern "ptx-kernel" fn gather_struct(p: Strided) {
     let i = gid();
     if i < p.n {
-        *p.dst.add(i) = *p.src.add(2 * i);
+        *p.dst.add(i) = *p.src.add(2 * i); //~ WARN uncoalesced_global_access
     }
 }
 

@@ -18,7 +18,7 @@ use super::Divergence;
 use crate::ir::inst::Opcode;
 use crate::ir::inst::Special;
 use crate::ir::scalar::{self, ThreadPos};
-use crate::ir::{BlockId, InstId};
+use crate::ir::InstId;
 use crate::ir::{FunctionIr, ValueDef, ValueId};
 use crate::ptx::Operand;
 use std::cell::RefCell;
@@ -151,9 +151,6 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 if let Some(r) = self.induction(v, depth) {
                     return r;
                 }
-                if let Some(r) = self.join_phi(v, depth) {
-                    return r;
-                }
                 match self.header_phi_entry(v).filter(|_| self.first_iteration) {
                     Some(x) => self.value_d(x, depth + 1),
                     None => Err(EvalErr::Opaque),
@@ -214,55 +211,6 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     }
 
     /// For a loop-header phi: its single value from outside the loop.
-    /// A phi at the join of a two-way branch (`if c { x } else { y }`, not
-    /// a loop header): each lane takes the value of the side its condition
-    /// chose. `None` when the join is not of that shape.
-    fn join_phi(&self, v: ValueId, depth: u32) -> Option<Result<Vals, EvalErr>> {
-        let ValueDef::Phi(p) = self.f.ssa.values[v] else { return None };
-        let (f, cfg) = (self.f, &self.f.cfg);
-        let ph = &f.ssa.phis[p];
-        if cfg.loop_with_header(ph.block).is_some() {
-            return None;
-        }
-        let d = cfg.idom(ph.block)?;
-        let last = cfg.blocks[d].last()?;
-        let br = &f.insts[last];
-        let g = br.ast.guard.filter(|_| br.is_jump())?;
-        let taken = br.branch_label().and_then(|l| f.labels.get(l)).filter(|x| x.index() < f.insts.len()).map(|&x| cfg.block_of(x))?;
-        let [a, b] = cfg.blocks[d].succs[..] else { return None };
-        let other = if a == taken { b } else { a };
-        if other == taken {
-            return None;
-        }
-        // which side each incoming edge comes from
-        let side = |pred: BlockId| -> Option<bool> {
-            let from = |s: BlockId| if pred == d { s == ph.block } else { cfg.dominates(s, pred) };
-            match (from(taken), from(other)) {
-                (true, false) => Some(true),
-                (false, true) => Some(false),
-                _ => None,
-            }
-        };
-        let mut sides: [Option<ValueId>; 2] = [None, None];
-        for &(pred, x) in &ph.incoming {
-            let k = side(pred)? as usize;
-            if sides[k].is_some_and(|y| y != x) {
-                return None;
-            }
-            sides[k] = Some(x);
-        }
-        let (Some(t), Some(o)) = (sides[1], sides[0]) else { return None };
-        let c = match self.operand(last, &Operand::Reg(g.reg), depth + 1) {
-            Ok(c) => c,
-            Err(e) => return Some(Err(e)),
-        };
-        let (tv, ov) = match (self.value_d(t, depth + 1), self.value_d(o, depth + 1)) {
-            (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
-        };
-        Some(Ok(Rc::new((0..self.lanes.len()).map(|l| if (c[l] != 0) != g.negated { tv[l] } else { ov[l] }).collect())))
-    }
-
     fn header_phi_entry(&self, v: ValueId) -> Option<ValueId> {
         let ValueDef::Phi(p) = self.f.ssa.values[v] else { return None };
         let ph = &self.f.ssa.phis[p];

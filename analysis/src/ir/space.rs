@@ -125,8 +125,9 @@ impl Inference<'_, '_> {
             Opcode::Ld | Opcode::Ldu if inst.space == Some(Space::Param) => match inst.param_read() {
                 Some((p, _)) if pointer_sized && self.pointer_params.contains(&p) => Fact::strong(Space::Global),
                 Some((p, 0)) if self.own_params.contains_key(p) => self.own_params[p],
-                // a struct parameter's field, a call's return value
-                _ if pointer_sized => Fact::LOADED,
+                // a struct parameter's field, a call's return value (a scalar
+                // parameter that is not a pointer parameter is a length or index)
+                Some((p, _)) if pointer_sized && f.func.params.iter().all(|q| q.name != p || q.array.is_some()) => Fact::LOADED,
                 _ => Fact::UNKNOWN,
             },
             // a pointer read from memory other than the thread's own stack
