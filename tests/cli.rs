@@ -240,3 +240,71 @@ fn help_names_every_analysis() {
         assert!(text.contains(what), "--help does not mention {what}:\n{text}");
     }
 }
+
+/// Nothing skipped in silence: a device function whose address comes from
+/// its argument is counted as not analysed, said in a human note and in a
+/// `gpucheck-coverage` record whose categories add up; a pointer read from a
+/// `.const` struct is analysed as global (its uncoalesced store reported).
+#[test]
+fn coverage_is_reported_per_function() {
+    let dir = scratch("coverage");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = r#".version 7.0
+.target sm_80
+.address_size 64
+.const .align 8 .b8 params[16];
+.func store_at(.param .b64 store_at_param_0, .param .b32 store_at_param_1)
+{
+  .reg .b64 %rd<4>; .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [store_at_param_0];
+  ld.param.u32 %r1, [store_at_param_1];
+  mul.wide.u32 %rd2, %r1, 64;
+  add.s64 %rd3, %rd1, %rd2;
+  st.u32 [%rd3], %r1;
+  ret;
+}
+.visible .entry k()
+{
+  .reg .b64 %rd<5>; .reg .b32 %r<2>;
+  ld.const.u64 %rd1, [params+8];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 64;
+  add.s64 %rd3, %rd1, %rd2;
+  st.u32 [%rd3], %r1;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd1;
+  .param .b32 param1;
+  st.param.b32 [param1], %r1;
+  call.uni store_at, (param0, param1);
+  }
+  ret;
+}
+"#;
+    let f = dir.join("cov.ptx");
+    std::fs::write(&f, ptx).unwrap();
+    let f = f.to_string_lossy().to_string();
+    let human = gpucheck(&["ptx", &f], &dir);
+    let err = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        err.contains(
+            "note: 1 of 7 memory instructions in 1 of 2 functions not analysed: 1 address computed from a device function's arguments"
+        ),
+        "{err}"
+    );
+    let json = json_lines(&gpucheck(&["ptx", &f, "--message-format", "json", "--all-accesses"], &dir).stdout);
+    let cov: Vec<&serde_json::Value> = json.iter().filter(|v| v["reason"] == "gpucheck-coverage").collect();
+    assert_eq!(cov.len(), 2, "{json:?}");
+    for c in &cov {
+        let sum: u64 = ["predicted", "data_dependent", "other_space", "not_analysed"].iter().map(|k| c[k].as_u64().unwrap()).sum();
+        assert_eq!(sum, c["memory_instructions"].as_u64().unwrap(), "{c}");
+    }
+    let k = cov.iter().find(|c| c["function"] == "k").unwrap();
+    // the store through the .const pointer is predicted; ld.const and st.param are other spaces
+    assert_eq!((k["predicted"].as_u64(), k["other_space"].as_u64(), k["not_analysed"].as_u64()), (Some(1), Some(3), Some(0)), "{k}");
+    let s = cov.iter().find(|c| c["function"] == "store_at").unwrap();
+    assert_eq!(s["not_analysed_sites"][0]["reason"], "from_arguments", "{s}");
+    assert_eq!(s["not_analysed_sites"][0]["ptx_line"], 12, "{s}");
+    let found: Vec<&serde_json::Value> = json.iter().filter(|v| v["reason"] == "compiler-message").collect();
+    assert!(found.iter().any(|m| m["gpucheck"]["lint"] == "uncoalesced_global_access"), "{json:?}");
+}

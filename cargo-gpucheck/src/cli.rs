@@ -182,7 +182,7 @@ pub struct OutputArgs {
     /// Report a global access when its predicted sectors per warp request reach this multiple of the ideal.
     #[arg(long, value_name = "RATIO", default_value_t = 2.0, value_parser = parse_threshold, global = true)]
     pub coalescing_threshold: f64,
-    /// With `--message-format json`: also print one `gpucheck-access` record per memory access site, reported or not.
+    /// With `--message-format json`: also print one `gpucheck-access` record per memory access site, reported or not, and one `gpucheck-coverage` record per function: its memory instructions by category, with every site not analysed (and every one analysed as global by assumption).
     #[arg(long, global = true)]
     pub all_accesses: bool,
     /// When to colour the output (`auto`: on a terminal; CARGO_TERM_COLOR and NO_COLOR are honoured).

@@ -261,6 +261,7 @@ struct Checked {
     origin: Origin,
     status: String,
     accesses: Vec<gpucheck_analysis::AccessReport>,
+    coverage: Vec<gpucheck_analysis::CoverageReport>,
     ptx_display: String,
 }
 
@@ -318,6 +319,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
         if o.all_accesses && o.message_format == MessageFormat::Json {
             report::json::print_accesses(&c.accesses, &c.ptx_display, &paths);
         }
+        report::print_coverage(&c.coverage, &c.ptx_display, o.message_format, o.all_accesses, &paths);
         sink.emit(c.diags, &c.src, &c.origin);
     }
     Ok(sink.finish(&ws.root, false))
@@ -364,7 +366,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     names.extend(report.kernel_names.iter().map(|n| gpucheck_analysis::demangle(n)));
     let mut config_warnings = k.config_warnings.clone();
     config_warnings.extend(config::unknown_kernels(k.meta.as_ref(), &paths.display(&k.manifest_path.to_string_lossy()), &names));
-    Ok(Checked { diags, config_warnings, src, origin, status, accesses: report.accesses, ptx_display })
+    Ok(Checked { diags, config_warnings, src, origin, status, accesses: report.accesses, coverage: report.coverage, ptx_display })
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -401,6 +403,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)], 
         if o.all_accesses && o.message_format == MessageFormat::Json {
             report::json::print_accesses(&report.accesses, &display, &paths);
         }
+        report::print_coverage(&report.coverage, &display, o.message_format, o.all_accesses, &paths);
         if report.functions == 0 {
             sink.config_warnings(&[format!("no kernels or functions found in `{display}`: nothing was checked")]);
         }
