@@ -1,21 +1,13 @@
 //! The corpus table of the closing notes: per PTX file, producer, kernels,
 //! instructions, findings by lint and analysis time (parse + check, best
 //! of 5 runs). `cargo run --release -p gpucheck-analysis --example corpus_table [DIR]`.
+mod common;
 use gpucheck_analysis::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let dir = std::env::args()
-        .nth(1)
-        .or_else(|| std::env::var("GPUCHECK_CORPUS").ok())
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx").into());
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("error: no PTX corpus at {dir}: name a folder of .ptx files, or set GPUCHECK_CORPUS");
-        std::process::exit(2);
-    };
-    let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "ptx")).collect();
-    files.sort();
+    let files = common::corpus_files();
     println!("| file | producer | kernels | instructions | findings by lint | time (ms) |");
     println!("|---|---|---:|---:|---|---:|");
     let mut total = Duration::ZERO;

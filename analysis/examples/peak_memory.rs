@@ -1,6 +1,7 @@
 //! Peak heap of parse + check relative to PTX size, generated modules of 1k
 //! to 1M instructions and every corpus file (numbers for the notes).
 //! `cargo run --release -p gpucheck-analysis --example peak_memory`
+mod common;
 use gpucheck_analysis::meter::{self, PeakAlloc};
 use gpucheck_analysis::{check, synth, Options};
 
@@ -22,16 +23,7 @@ fn main() {
     for kernels in [1, 10, 96, 960] {
         worst = worst.max(measure(&format!("generated, {kernels} kernels"), &synth::module(kernels, 60)));
     }
-    let dir = std::env::args()
-        .nth(1)
-        .or_else(|| std::env::var("GPUCHECK_CORPUS").ok())
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/ptx").into());
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("error: no PTX corpus at {dir}: name a folder of .ptx files, or set GPUCHECK_CORPUS");
-        std::process::exit(2);
-    };
-    let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "ptx")).collect();
-    files.sort();
+    let files = common::corpus_files();
     for p in files {
         let src = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
         worst = worst.max(measure(&p.file_name().unwrap().to_string_lossy(), &src));

@@ -289,8 +289,8 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     }
     report.kernel_names = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name.to_string()).collect();
     let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
+    let mcx = ir::ModuleCx::from_bodies(module, &bodies);
     drop(bodies);
-    let mcx = ir::ModuleCx::new(module);
     let per_fn: Vec<FunctionReport> =
         indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local)).collect();
     for r in per_fn {

@@ -316,10 +316,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
         if !b.quiet && o.message_format == MessageFormat::Human {
             eprintln!("{}", c.status);
         }
-        if o.all_accesses && o.message_format == MessageFormat::Json {
-            report::json::print_accesses(&c.accesses, &c.ptx_display, &paths);
-        }
-        report::print_coverage(&c.coverage, &c.ptx_display, o.message_format, o.all_accesses, &paths);
+        report::print_sites(&c.accesses, &c.coverage, &c.ptx_display, o.message_format, o.all_accesses, &paths);
         sink.emit(c.diags, &c.src, &c.origin);
     }
     Ok(sink.finish(&ws.root, false))
@@ -400,10 +397,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)], 
             }
         };
         let display = paths.display(&cwd.join(file).to_string_lossy());
-        if o.all_accesses && o.message_format == MessageFormat::Json {
-            report::json::print_accesses(&report.accesses, &display, &paths);
-        }
-        report::print_coverage(&report.coverage, &display, o.message_format, o.all_accesses, &paths);
+        report::print_sites(&report.accesses, &report.coverage, &display, o.message_format, o.all_accesses, &paths);
         if report.functions == 0 {
             sink.config_warnings(&[format!("no kernels or functions found in `{display}`: nothing was checked")]);
         }

@@ -2,8 +2,10 @@
 //! function and its block shape, every divergent branch with the blocks
 //! it controls and how many warps it splits, every global and shared
 //! access with its predicted cost (for the threads its guards let through,
-//! and with every thread active), the races between accesses, and the
-//! barriers. Computed once, eagerly; lint passes only read them.
+//! and with every thread active), the races between accesses (kernels
+//! only), the barriers, and the coverage of its memory instructions (each in
+//! one category, with the reason when not analysed). Computed once,
+//! eagerly; lint passes only read them.
 //!
 //! Active lanes: the threads of the block that execute a block of the CFG,
 //! as far as thread-only branch conditions tell (evaluated for every

@@ -839,26 +839,29 @@ impl<'a> Inst<'a> {
         self.operands().iter().find_map(|o| if let Operand::Sym(s) = o { Some(*s) } else { None })
     }
 
-    /// The argument list of a `call` (`call (ret), f, (a, b)` → `a, b`):
+    /// The argument list of a `call` (`call (r), f, (a, b)` → `a, b`):
     /// the list after the target; empty for other instructions.
     pub fn call_args(&self) -> &'a [Operand<'a>] {
-        if self.opcode != Opcode::Call {
-            return &[];
-        }
-        let ops = self.operands();
-        let Some(t) = ops.iter().position(|o| matches!(o, Operand::Sym(_) | Operand::Reg(_))) else { return &[] };
-        ops[t + 1..].iter().find_map(|o| if let Operand::List(l) = o { Some(&l[..]) } else { None }).unwrap_or(&[])
+        self.call_lists().1
     }
 
     /// The return list of a `call` (`call (r), f, (a)` → `r`): the list
     /// before the target; empty for other instructions.
     pub fn call_returns(&self) -> &'a [Operand<'a>] {
+        self.call_lists().0
+    }
+
+    /// A `call`'s (return list, argument list): the lists before and after
+    /// its target (a symbol, or a register for an indirect call).
+    fn call_lists(&self) -> (&'a [Operand<'a>], &'a [Operand<'a>]) {
         if self.opcode != Opcode::Call {
-            return &[];
+            return (&[], &[]);
         }
         let ops = self.operands();
-        let t = ops.iter().position(|o| matches!(o, Operand::Sym(_) | Operand::Reg(_))).unwrap_or(0);
-        ops[..t].iter().find_map(|o| if let Operand::List(l) = o { Some(&l[..]) } else { None }).unwrap_or(&[])
+        let Some(t) = ops.iter().position(|o| matches!(o, Operand::Sym(_) | Operand::Reg(_))) else { return (&[], &[]) };
+        let list =
+            |part: &'a [Operand<'a>]| part.iter().find_map(|o| if let Operand::List(l) = o { Some(&l[..]) } else { None }).unwrap_or(&[]);
+        (list(&ops[..t]), list(&ops[t + 1..]))
     }
 
     /// A `call` through a register (an indirect call).

@@ -70,8 +70,13 @@ pub struct ModuleCx<'a> {
 
 impl<'a> ModuleCx<'a> {
     pub fn new(m: &'a Module<'a>) -> ModuleCx<'a> {
+        ModuleCx::from_bodies(m, &bodies(m))
+    }
+
+    /// From the module's bodies, where the caller has them already.
+    pub fn from_bodies(m: &'a Module<'a>, bodies: &[Body<'a>]) -> ModuleCx<'a> {
         let noreturn = noreturn(m);
-        let params = space::ParamSpaces::compute(m, &noreturn);
+        let params = space::ParamSpaces::compute(m, bodies, &noreturn);
         ModuleCx { noreturn, params }
     }
 }

@@ -267,19 +267,16 @@ impl ParamSpaces {
     }
 
     /// Lower each function that calls a defined function with arguments,
-    /// callers first, and join the space of each argument into its callee.
-    pub fn compute<'a>(m: &'a Module<'a>, noreturn: &HashSet<&'a str>) -> ParamSpaces {
-        let index: HashMap<&str, usize> =
-            m.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name, i)).collect();
+    /// callers first, and join the space of each argument into its callee
+    /// (the call graph from the module's decoded `bodies`).
+    pub fn compute<'a>(m: &'a Module<'a>, bodies: &[super::Body<'a>], noreturn: &HashSet<&'a str>) -> ParamSpaces {
+        let index: HashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.functions.len()];
-        for (i, f) in m.functions.iter().enumerate() {
-            for st in f.body.iter().flatten() {
-                if let crate::ptx::Stmt::Inst(x) = st {
-                    let d = super::inst::decode(x);
-                    if let Some(t) = d.call_target().and_then(|t| index.get(t)) {
-                        if !d.call_args().is_empty() && !callees[i].contains(t) {
-                            callees[i].push(*t);
-                        }
+        for b in bodies {
+            for x in b.insts.iter().filter(|x| !x.call_args().is_empty()) {
+                if let Some(&t) = x.call_target().and_then(|t| index.get(t)) {
+                    if !callees[b.index].contains(&t) {
+                        callees[b.index].push(t);
                     }
                 }
             }

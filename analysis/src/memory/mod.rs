@@ -12,6 +12,11 @@
 //! are taken as large (4096 bytes) and said so. Non-affine thread-only
 //! addresses (`(t & 31) * 33`) are evaluated for every lane.
 //!
+//! A generic address whose space is not known is analysed as global and
+//! marked `assumed`; addresses a device function computes from its
+//! arguments are left out (`from_arguments`: no call context yet), and the
+//! facts layer counts them as not analysed.
+//!
 //! Owns: access sites and their predictions. Does not own: which lanes are
 //! active (the caller passes a mask) or deciding what to warn (lints).
 
@@ -19,8 +24,9 @@ pub mod footprint;
 
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::divergence::{AbsVal, Coef, Divergence};
+use crate::ir::dataflow::BitSet;
 use crate::ir::inst::{Opcode, Space, Special};
-use crate::ir::{FunctionIr, InstId, ValueDef, ValueId};
+use crate::ir::{FunctionIr, InstId, User, ValueDef, ValueId};
 use crate::model::{conflict_degree, sectors, Shape, WARP};
 pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
@@ -125,8 +131,9 @@ pub struct Prediction {
 /// address a device function computes from its arguments: see
 /// [`from_arguments`]).
 pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
+    let args = from_arguments(f);
     accesses_of(f)
-        .filter(|&(i, k)| !f.operand_value(i, k).is_some_and(|v| from_arguments(f, v)))
+        .filter(|&(i, k)| !f.operand_value(i, k).zip(args.as_ref()).is_some_and(|(v, a)| a.contains(v.index())))
         .filter_map(|(i, k)| {
             let inst = &f.insts[i];
             let Some(Operand::Addr(a)) = inst.operand(k) else { return None };
@@ -146,38 +153,41 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
         .collect()
 }
 
-/// In a device function, whether value `v` is computed from one of its own
-/// parameters: what each thread passes is the caller's, and the function
-/// is analysed once for all its callers, so its value per thread is not
-/// known here.
-pub fn from_arguments(f: &FunctionIr<'_>, v: ValueId) -> bool {
+/// In a device function, the values computed from its own parameters:
+/// what each thread passes is the caller's, and the function is analysed
+/// once for all its callers, so their values per thread are not known here.
+/// `None` for a kernel. One forward pass over the SSA users.
+pub fn from_arguments(f: &FunctionIr<'_>) -> Option<BitSet> {
     if f.func.is_entry {
-        return false;
+        return None;
     }
     let is_param = |name: &str| f.func.params.iter().any(|p| p.name == name);
-    let mut seen = HashSet::new();
-    let mut stack = vec![v];
+    let mut out = BitSet::new(f.ssa.values.len());
+    let mut stack: Vec<ValueId> = f
+        .ssa
+        .values
+        .iter_enumerated()
+        .filter(|(_, d)| match **d {
+            ValueDef::Inst { inst, .. } => f.insts[inst].param_read().is_some_and(|(p, _)| is_param(p)),
+            // parameters passed in registers (`.func f(.reg .b64 %a)`)
+            ValueDef::Entry(r) => is_param(f.ssa.regs[r as usize]),
+            ValueDef::Phi(_) => false,
+        })
+        .map(|(v, _)| v)
+        .collect();
     while let Some(v) = stack.pop() {
-        if !seen.insert(v) || seen.len() > 4096 {
+        if out.contains(v.index()) {
             continue;
         }
-        match f.ssa.values[v] {
-            ValueDef::Inst { inst, .. } => {
-                if f.insts[inst].param_read().is_some_and(|(p, _)| is_param(p)) {
-                    return true;
-                }
-                stack.extend_from_slice(f.ssa.uses(inst));
-            }
-            ValueDef::Phi(p) => stack.extend(f.ssa.phis[p].incoming.iter().map(|(_, iv)| *iv)),
-            // parameters passed in registers (`.func f(.reg .b64 %a)`)
-            ValueDef::Entry(r) => {
-                if is_param(f.ssa.regs[r as usize]) {
-                    return true;
-                }
+        out.insert(v.index());
+        for u in &f.ssa.users[v] {
+            match *u {
+                User::Inst(i) => stack.extend_from_slice(f.ssa.defs(i)),
+                User::Phi(p) => stack.push(f.ssa.phis[p].value),
             }
         }
     }
-    false
+    Some(out)
 }
 
 /// The global and shared accesses of a function with their address operand.

@@ -129,3 +129,23 @@ pub fn summary(name: &str, kind: &str, diags: &[Diagnostic]) -> Option<String> {
         None
     }
 }
+
+/// One note for a PTX file with memory instructions that were not
+/// analysed: how many, in how many functions, and why.
+pub fn coverage_note(cov: &[gpucheck_analysis::CoverageReport]) {
+    let fns = cov.iter().filter(|c| !c.skipped.is_empty()).count();
+    if fns == 0 {
+        return;
+    }
+    let (skipped, total): (usize, usize) = (cov.iter().map(|c| c.skipped.len()).sum(), cov.iter().map(|c| c.total).sum());
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (_, r, n) in cov.iter().flat_map(|c| c.not_analysed()) {
+        *by.entry(r).or_insert(0) += n;
+    }
+    let why: Vec<String> = by.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    eprintln!(
+        "note: {skipped} of {total} memory instructions in {fns} of {} functions not analysed: {}; `--message-format json --all-accesses` lists them",
+        cov.len(),
+        why.join("; ")
+    );
+}

@@ -131,3 +131,35 @@ pub fn print_accesses(accesses: &[gpucheck_analysis::AccessReport], ptx_file: &s
         let _ = std::io::Write::write_all(&mut out, format!("{v}\n").as_bytes());
     }
 }
+
+/// One `gpucheck-coverage` record per function: its memory instructions by
+/// category, and the sites not analysed or analysed as global by assumption.
+pub fn print_coverage(cov: &[gpucheck_analysis::CoverageReport], ptx_file: &str, paths: &crate::diagnostic::PathStyle) {
+    let mut out = std::io::stdout().lock();
+    let site = |s: &gpucheck_analysis::SkippedSite| {
+        json!({
+            "ptx_line": s.ptx_line,
+            "file": s.span.as_ref().map(|p| paths.display(&p.file)),
+            "line": s.span.as_ref().map(|p| p.line),
+            "reason": s.key,
+        })
+    };
+    for c in cov {
+        let v = json!({
+            "reason": "gpucheck-coverage",
+            "ptx_file": ptx_file,
+            "function": c.kernel,
+            "kernel": c.entry,
+            "memory_instructions": c.total,
+            "predicted": c.predicted,
+            "data_dependent": c.data_dependent,
+            "other_space": c.other_space,
+            "assumed_global": c.assumed_global.len(),
+            "not_analysed": c.skipped.len(),
+            "not_analysed_by_reason": c.not_analysed().iter().map(|(k, _, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "not_analysed_sites": c.skipped.iter().map(site).collect::<Vec<_>>(),
+            "assumed_global_sites": c.assumed_global.iter().map(site).collect::<Vec<_>>(),
+        });
+        let _ = std::io::Write::write_all(&mut out, format!("{v}\n").as_bytes());
+    }
+}
