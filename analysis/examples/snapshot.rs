@@ -51,7 +51,7 @@ fn main() {
             .map(|a| {
                 format!(
                     "  access [{}] ptx {} {} {} w{} sectors {:?} conflict {:?} req {} unpredictable {}",
-                    a.kernel, a.ptx_line, a.space, a.kind, a.width, a.sectors, a.conflict, a.requests, a.unpredictable
+                    a.site.kernel, a.site.ptx_line, a.space, a.kind, a.width, a.sectors, a.conflict, a.requests, a.unpredictable
                 )
             })
             .collect();

@@ -47,9 +47,10 @@ pub struct Options {
     pub coalescing_threshold: Option<f64>,
 }
 
-/// The predicted cost of one memory access site (reported or not).
+/// Where a reported instruction is: its function, its place in the PTX,
+/// and its source position.
 #[derive(Clone, Debug)]
-pub struct AccessReport {
+pub struct Site {
     pub kernel: String,
     /// The function (index in `ptx::Module::functions`) and instruction
     /// (index in its body), as the interpreter's `SiteKey` numbers them.
@@ -60,6 +61,19 @@ pub struct AccessReport {
     /// The call site the code at `span` was inlined at, when it is in the
     /// package too (tells apart two calls of one helper).
     pub via: Option<SrcPos>,
+}
+
+impl Site {
+    /// The site as the interpreter and `confirm` number it.
+    pub fn key(&self) -> interp::SiteKey {
+        interp::SiteKey { func: self.function, inst: self.inst }
+    }
+}
+
+/// The predicted cost of one memory access site (reported or not).
+#[derive(Clone, Debug)]
+pub struct AccessReport {
+    pub site: Site,
     pub space: &'static str,
     pub kind: &'static str,
     pub width: u32,
@@ -101,14 +115,7 @@ pub enum BranchPrediction {
 /// A conditional branch with its prediction (reported or not).
 #[derive(Clone, Debug)]
 pub struct BranchReport {
-    pub kernel: String,
-    pub function: usize,
-    pub inst: usize,
-    pub ptx_line: u32,
-    pub span: Option<SrcPos>,
-    /// The call site the code at `span` was inlined at, when it is in the
-    /// package too (tells apart two calls of one helper).
-    pub via: Option<SrcPos>,
+    pub site: Site,
     /// Warps per block of the shape the prediction is for.
     pub warps: usize,
     pub prediction: BranchPrediction,
@@ -118,14 +125,7 @@ pub struct BranchReport {
 /// every thread of the block reaches it.
 #[derive(Clone, Debug)]
 pub struct BarrierReport {
-    pub kernel: String,
-    pub function: usize,
-    pub inst: usize,
-    pub ptx_line: u32,
-    pub span: Option<SrcPos>,
-    /// The call site the code at `span` was inlined at, when it is in the
-    /// package too (tells apart two calls of one helper).
-    pub via: Option<SrcPos>,
+    pub site: Site,
     /// Part of the block skips it (`barrier_divergence`).
     pub divergent: bool,
 }
@@ -222,11 +222,16 @@ impl CoverageReport {
 /// A memory instruction named in a coverage report.
 #[derive(Clone, Debug)]
 pub struct SkippedSite {
-    pub inst: usize,
-    pub ptx_line: u32,
-    pub span: Option<SrcPos>,
+    pub site: Site,
     pub key: &'static str,
     pub reason: &'static str,
+}
+
+impl Report {
+    /// The access report of a site, if the analysis made one.
+    pub fn access_at(&self, k: interp::SiteKey) -> Option<&AccessReport> {
+        self.accesses.iter().find(|a| a.site.key() == k)
+    }
 }
 
 /// The block shape used for function `f`: `--block`, then the kernel's
@@ -329,6 +334,14 @@ fn check_function(
     let cx = lints::LintCx { facts: &facts, srcmap, is_local, coalescing_threshold: opts.coalescing_threshold.unwrap_or(2.0) };
     let findings = lints::run(&cx);
     let kernel = demangle(f.func.name);
+    let site = |i: ir::InstId| Site {
+        kernel: kernel.clone(),
+        function: f.index,
+        inst: i.index(),
+        ptx_line: f.insts[i].ast.pos.line,
+        span: cx.resolve(i).primary,
+        via: cx.call_site(i),
+    };
     let accesses = facts
         .accesses
         .iter()
@@ -336,12 +349,7 @@ fn check_function(
             let (a, p) = (&x.access, &x.prediction);
             let global = a.space == ir::inst::Space::Global;
             AccessReport {
-                kernel: kernel.clone(),
-                function: f.index,
-                inst: a.inst.index(),
-                ptx_line: f.insts[a.inst].ast.pos.line,
-                span: cx.resolve(a.inst).primary,
-                via: cx.call_site(a.inst),
+                site: site(a.inst),
                 space: a.space.name(),
                 kind: a.kind.name(),
                 width: a.width,
@@ -377,16 +385,7 @@ fn check_function(
                     divergence::split::Split::Unknown { .. } => BranchPrediction::Unknown,
                 },
             };
-            Some(BranchReport {
-                kernel: kernel.clone(),
-                function: f.index,
-                inst: i.index(),
-                ptx_line: inst.ast.pos.line,
-                span: cx.resolve(i).primary,
-                via: cx.call_site(i),
-                warps: shape.warps(),
-                prediction,
-            })
+            Some(BranchReport { site: site(i), warps: shape.warps(), prediction })
         })
         .collect();
     let races = facts
@@ -402,19 +401,7 @@ fn check_function(
             threads: r.threads,
         })
         .collect();
-    let barriers = facts
-        .barriers
-        .iter()
-        .map(|b| BarrierReport {
-            kernel: kernel.clone(),
-            function: f.index,
-            inst: b.inst.index(),
-            ptx_line: f.insts[b.inst].ast.pos.line,
-            span: cx.resolve(b.inst).primary,
-            via: cx.call_site(b.inst),
-            divergent: b.divergence.is_some(),
-        })
-        .collect();
+    let barriers = facts.barriers.iter().map(|b| BarrierReport { site: site(b.inst), divergent: b.divergence.is_some() }).collect();
     let groups = facts
         .groups
         .iter()
@@ -429,13 +416,7 @@ fn check_function(
         })
         .collect();
     let cov = &facts.coverage;
-    let site = |i: ir::InstId, key: &'static str, reason: &'static str| SkippedSite {
-        inst: i.index(),
-        ptx_line: f.insts[i].ast.pos.line,
-        span: cx.resolve(i).primary,
-        key,
-        reason,
-    };
+    let skipped = |i: ir::InstId, key: &'static str, reason: &'static str| SkippedSite { site: site(i), key, reason };
     let coverage = CoverageReport {
         kernel: kernel.clone(),
         function: f.index,
@@ -447,9 +428,9 @@ fn check_function(
         assumed_global: cov
             .assumed_global
             .iter()
-            .map(|&i| site(i, "assumed_global", "address space not known: analysed as global"))
+            .map(|&i| skipped(i, "assumed_global", "address space not known: analysed as global"))
             .collect(),
-        skipped: cov.skipped.iter().map(|&(i, why)| site(i, why.key(), why.reason())).collect(),
+        skipped: cov.skipped.iter().map(|&(i, why)| skipped(i, why.key(), why.reason())).collect(),
     };
     FunctionReport { findings, accesses, branches, races, barriers, groups, coverage }
 }

@@ -52,7 +52,7 @@ fn constant_folding_is_width_and_sign_exact() {
 /// count equals the warps the run saw split, joined by instruction.
 #[test]
 fn branch_prediction_matches_the_run() {
-    use gpucheck_analysis::interp::{self, Arg, Global, Launch, SiteKey};
+    use gpucheck_analysis::interp::{self, Arg, Global, Launch};
     let src = TID_AND_ONE;
     let r = check(src, &Options::default(), &|_| true).unwrap();
     let b = &r.branches[0];
@@ -62,7 +62,7 @@ fn branch_prediction_matches_the_run() {
     let out = mem.alloc(&[0u8; 16]);
     let launch = Launch { grid: [2, 1, 1], block: [256, 1, 1], dynamic_shared: 0 };
     let obs = interp::run(&m, "k", &launch, &[Arg::Bits(out)], &mut mem).unwrap();
-    let seen = &obs.branches[&SiteKey { func: b.function, inst: b.inst }];
+    let seen = &obs.branches[&b.site.key()];
     assert_eq!((seen.warps_split.mode(), seen.warps_split.max(), seen.warps_split.total()), (8, 8, 2));
 }
 

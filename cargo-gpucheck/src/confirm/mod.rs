@@ -233,7 +233,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                     // point at the Rust line of a faulting access
                     let at = match &e {
                         interp::InterpError::Fault { site, .. } | interp::InterpError::Trap { site, .. } => {
-                            report.accesses.iter().find(|x| (x.function, x.inst) == (site.func, site.inst)).and_then(|x| x.span.clone())
+                            report.access_at(*site).and_then(|x| x.site.span.clone())
                         }
                         _ => None,
                     };

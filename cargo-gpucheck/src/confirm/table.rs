@@ -22,7 +22,7 @@ use super::{BranchSeen, Seen, SiteSeen};
 use crate::cli::{ConfirmArgs, MessageFormat};
 use crate::diagnostic::PathStyle;
 use gpucheck_analysis::interp::SiteKey;
-use gpucheck_analysis::{BranchPrediction, Report, SrcPos};
+use gpucheck_analysis::{BranchPrediction, Report, Site, SrcPos};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -95,14 +95,47 @@ pub struct Row {
     pub via: Value,
 }
 
-/// (shown place, file, line, column) of a source position, else of the PTX
-/// line; and the call site it was inlined at, as JSON.
-fn place_via(paths: &PathStyle, span: Option<&SrcPos>, via: Option<&SrcPos>, ptx_line: u32) -> ((String, String, u32, u32), Value) {
+/// (shown place, file, line, column) of a site's source position, else of
+/// its PTX line; and the call site it was inlined at, as JSON.
+fn place_via(paths: &PathStyle, site: Option<&Site>) -> ((String, String, u32, u32), Value) {
+    let (span, via) = (site.and_then(|s| s.span.as_ref()), site.and_then(|s| s.via.as_ref()));
     let json_via = match (span, via) {
         (Some(_), Some(v)) => json!({"file": paths.display(&v.file), "line": v.line, "column": v.col}),
         _ => Value::Null,
     };
-    (place_text(paths, span, via, ptx_line), json_via)
+    (place_text(paths, span, via, site.map_or(0, |s| s.ptx_line)), json_via)
+}
+
+impl Row {
+    /// A row at a site the analysis reported.
+    #[allow(clippy::too_many_arguments)]
+    fn at(
+        paths: &PathStyle,
+        site: &Site,
+        what: &'static str,
+        predicted: String,
+        observed: String,
+        verdict: Verdict,
+        json_predicted: Value,
+        json_observed: Value,
+    ) -> Row {
+        let ((place, file, line, col), via) = place_via(paths, Some(site));
+        Row {
+            place,
+            line,
+            col,
+            file,
+            ptx_line: site.ptx_line,
+            key: site.key(),
+            what,
+            predicted,
+            observed,
+            verdict,
+            json_predicted,
+            json_observed,
+            via,
+        }
+    }
 }
 
 fn place_text(paths: &PathStyle, span: Option<&SrcPos>, via: Option<&SrcPos>, ptx_line: u32) -> (String, String, u32, u32) {
@@ -144,11 +177,10 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
     let key = |function: usize, inst: usize| SiteKey { func: function, inst };
     // memory sites
     let mut predicted_sites = BTreeSet::new();
-    for a in report.accesses.iter().filter(|a| functions.contains(&a.function)) {
-        let k = key(a.function, a.inst);
+    for a in report.accesses.iter().filter(|a| functions.contains(&a.site.function)) {
+        let k = a.site.key();
         predicted_sites.insert(k);
         let obs = seen.sites.get(&k).map(|x| &x.1);
-        let ((pl, file, line, col), via) = place_via(paths, a.span.as_ref(), a.via.as_ref(), a.ptx_line);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
             ("global", Some((t, w, ideal)), _) => {
                 let (mut text, misaligned) = match a.misaligned {
@@ -185,21 +217,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             (Some(t), Some(s)) if a.sectors_at_stride_one.is_some_and(|one| one <= s.mode && s.mode <= t) => Verdict::WithinBound,
             _ => Verdict::Mismatch,
         };
-        out.push(Row {
-            place: pl,
-            line,
-            col,
-            file,
-            ptx_line: a.ptx_line,
-            key: k,
-            what: a.space,
-            predicted,
-            observed,
-            verdict,
-            json_predicted: jp,
-            json_observed: jo,
-            via,
-        });
+        out.push(Row::at(paths, &a.site, a.space, predicted, observed, verdict, jp, jo));
     }
     // sites the run saw that the analysis has no record of
     for (k, (space, s)) in seen.sites.iter().filter(|(k, _)| !predicted_sites.contains(k)) {
@@ -225,8 +243,8 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         return out;
     }
     // branches
-    for b in report.branches.iter().filter(|b| functions.contains(&b.function)) {
-        let k = key(b.function, b.inst);
+    for b in report.branches.iter().filter(|b| functions.contains(&b.site.function)) {
+        let k = b.site.key();
         let obs = seen.branches.get(&k);
         let splits = obs.map_or(0, |o| o.splits);
         let (predicted, jp) = describe(&b.prediction, b.warps);
@@ -251,29 +269,12 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             }
             (_, Some(_)) => Verdict::Observed,
         };
-        let ((pl, file, line, col), via) = place_via(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
         let (observed, jo) = branch_text(obs, b.warps);
-        out.push(Row {
-            place: pl,
-            line,
-            col,
-            file,
-            ptx_line: b.ptx_line,
-            key: k,
-            what: "branch",
-            predicted,
-            observed,
-            verdict,
-            json_predicted: jp,
-            json_observed: jo,
-            via,
-        });
+        out.push(Row::at(paths, &b.site, "branch", predicted, observed, verdict, jp, jo));
     }
     // barriers: every one the kernel can reach, with how many threads arrived
-    for b in report.barriers.iter().filter(|b| functions.contains(&b.function)) {
-        let k = key(b.function, b.inst);
-        let obs = seen.barriers.get(&k);
-        let ((place, file, line, col), via) = place_via(paths, b.span.as_ref(), b.via.as_ref(), b.ptx_line);
+    for b in report.barriers.iter().filter(|b| functions.contains(&b.site.function)) {
+        let obs = seen.barriers.get(&b.site.key());
         let predicted = if b.divergent { "part of the block skips it" } else { "every thread reaches it" };
         let (observed, jo) = match obs {
             None => ("not executed".to_string(), Value::Null),
@@ -296,28 +297,13 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
             (true, Some(_)) => Verdict::NotObserved,
             (false, Some(_)) => Verdict::Confirmed,
         };
-        out.push(Row {
-            place,
-            line,
-            col,
-            file,
-            ptx_line: b.ptx_line,
-            key: k,
-            what: "barrier",
-            predicted: predicted.into(),
-            observed,
-            verdict,
-            json_predicted: json!({"divergent": b.divergent}),
-            json_observed: jo,
-            via,
-        });
+        out.push(Row::at(paths, &b.site, "barrier", predicted.into(), observed, verdict, json!({"divergent": b.divergent}), jo));
     }
-    let at = |k: SiteKey| report.accesses.iter().find(|a| (a.function, a.inst) == (k.func, k.inst));
+    let at = |k: SiteKey| report.access_at(k).map(|a| &a.site);
     // access groups: the warp's footprint over their members
     for (gi, g) in report.groups.iter().enumerate().filter(|(_, g)| functions.contains(&g.function)) {
         let first = at(key(g.function, g.members[0]));
-        let ((place, file, line, col), via) =
-            place_via(paths, first.and_then(|a| a.span.as_ref()), first.and_then(|a| a.via.as_ref()), first.map_or(0, |a| a.ptx_line));
+        let ((place, file, line, col), via) = place_via(paths, first);
         let verb = if g.loads { "loads" } else { "stores" };
         let obs = seen.groups.get(&gi);
         let verdict = match obs {
@@ -541,7 +527,8 @@ mod tests {
     use std::path::PathBuf;
 
     fn branch(prediction: BranchPrediction, inst: usize) -> BranchReport {
-        BranchReport { kernel: "k".into(), function: 0, inst, ptx_line: 10 + inst as u32, span: None, via: None, warps: 8, prediction }
+        let site = gpucheck_analysis::Site { kernel: "k".into(), function: 0, inst, ptx_line: 10 + inst as u32, span: None, via: None };
+        BranchReport { site, warps: 8, prediction }
     }
 
     fn seen_split(typical: u32, max: u32) -> BranchSeen {

@@ -106,12 +106,12 @@ pub fn print_accesses(accesses: &[gpucheck_analysis::AccessReport], ptx_file: &s
     for a in accesses {
         let mut v = json!({
             "reason": "gpucheck-access",
-            "kernel": a.kernel,
-            "file": a.span.as_ref().map(|s| paths.display(&s.file)),
-            "line": a.span.as_ref().map(|s| s.line),
-            "column": a.span.as_ref().map(|s| s.col),
+            "kernel": a.site.kernel,
+            "file": a.site.span.as_ref().map(|s| paths.display(&s.file)),
+            "line": a.site.span.as_ref().map(|s| s.line),
+            "column": a.site.span.as_ref().map(|s| s.col),
             "ptx_file": ptx_file,
-            "ptx_line": a.ptx_line,
+            "ptx_line": a.site.ptx_line,
             "space": a.space,
             "kind": a.kind,
             "width": a.width,
@@ -138,9 +138,9 @@ pub fn print_coverage(cov: &[gpucheck_analysis::CoverageReport], ptx_file: &str,
     let mut out = std::io::stdout().lock();
     let site = |s: &gpucheck_analysis::SkippedSite| {
         json!({
-            "ptx_line": s.ptx_line,
-            "file": s.span.as_ref().map(|p| paths.display(&p.file)),
-            "line": s.span.as_ref().map(|p| p.line),
+            "ptx_line": s.site.ptx_line,
+            "file": s.site.span.as_ref().map(|p| paths.display(&p.file)),
+            "line": s.site.span.as_ref().map(|p| p.line),
             "reason": s.key,
         })
     };
