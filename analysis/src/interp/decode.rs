@@ -427,27 +427,29 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: InstId) -> Result<Op, InterpError>
     let ftz = inst.has(Flag::FTZ);
     let sat = inst.has(Flag::SAT);
     let need = |n: usize, d: &Dec<'_, 'a, '_>| if ops.len() < n { Err(d.err(i, &format!("expected {n} operands"))) } else { Ok(()) };
-    let round = inst.round.unwrap_or(Round::Rn);
     let space = |d: &Dec<'_, 'a, '_>| space_of(&inst).map_err(|why| d.err(i, why));
     if inst.has(Flag::CC) || matches!(inst.opcode, Opcode::Addc | Opcode::Subc | Opcode::Madc) {
         return Err(d.err(i, "extended-precision arithmetic (carry flag) is not interpreted"));
     }
-    if let Some(b) = scalar::bin_op(&inst) {
-        need(3, d)?;
-        return Ok(Op::Bin { op: b, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)?, round, ftz, sat });
-    }
-    if let Some(u) = scalar::un_op(&inst) {
-        need(2, d)?;
-        return Ok(Op::Un { op: u, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, ftz });
-    }
-    Ok(match inst.opcode {
-        Opcode::Mad | Opcode::Fma | Opcode::Mad24 => {
+    // arithmetic: its meaning (operation, type, rounding, flags) as the scalar layer prepares it
+    match scalar::prepare(&inst, 0) {
+        Some(scalar::Prepared::Bin { op, ty, round, ftz, sat }) => {
+            need(3, d)?;
+            return Ok(Op::Bin { op, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, b: d.src(&ops[2], ty, i)?, round, ftz, sat });
+        }
+        Some(scalar::Prepared::Un { op, ty, ftz }) => {
+            need(2, d)?;
+            return Ok(Op::Un { op, ty, d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, ftz });
+        }
+        Some(scalar::Prepared::Mad { ty, mode, round, ftz, sat }) => {
             need(4, d)?;
-            let mode = scalar::mul_mode(&inst);
             let (dd, a, b) = (d.dst(&ops[0], i)?, d.src(&ops[1], ty, i)?, d.src(&ops[2], ty, i)?);
             let cty = if mode == Bin::MulWide { ty.widened() } else { ty };
-            Op::Mad { ty, mode, d: dd, a, b, c: d.src(&ops[3], cty, i)?, round, ftz, sat }
+            return Ok(Op::Mad { ty, mode, d: dd, a, b, c: d.src(&ops[3], cty, i)?, round, ftz, sat });
         }
+        _ => {}
+    }
+    Ok(match inst.opcode {
         Opcode::Setp => {
             need(3, d)?;
             let cmp = inst.cmp.ok_or_else(|| d.err(i, "comparison operator"))?;
