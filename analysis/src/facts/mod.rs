@@ -184,6 +184,8 @@ fn coverage(f: &FunctionIr<'_>, accesses: &[AccessFact]) -> Coverage {
         }
         c.total += 1;
         let Some(a) = by_inst.get(&i) else {
+            // `memory::accesses` leaves out only the addresses computed from a
+            // device function's arguments (`memory::from_arguments`)
             if matches!(f.spaces.analysed(f, i).0, Space::Global | Space::Shared) {
                 c.skipped.push((i, if f.cfg.reachable(f.cfg.block_of(i)) { Skip::FromArguments } else { Skip::Unreached }));
             } else {
