@@ -196,6 +196,11 @@ pub struct CoverageReport {
     pub function: usize,
     /// A kernel (`.entry`), else a device function.
     pub entry: bool,
+    /// Instructions in the function's body.
+    pub instructions: usize,
+    /// The block shape the function was analysed for, and where it came from.
+    pub block: [u32; 3],
+    pub shape_source: ShapeSource,
     pub total: usize,
     pub predicted: usize,
     pub data_dependent: usize,
@@ -421,6 +426,9 @@ fn check_function(
         kernel: kernel.clone(),
         function: f.index,
         entry: f.func.is_entry,
+        instructions: f.insts.len(),
+        block: shape.block,
+        shape_source: shape.source.clone(),
         total: cov.total,
         predicted: cov.predicted,
         data_dependent: cov.data_dependent,

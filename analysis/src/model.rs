@@ -19,7 +19,7 @@ pub const MAX_BLOCK_THREADS: u64 = 1024;
 /// Where a kernel's block shape came from, most specific first. The
 /// binary renders it (`--block`, the Cargo table…); the library only names
 /// the kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum ShapeSource {
     /// Given for every kernel on the command line.
     Cli,
@@ -30,6 +30,7 @@ pub enum ShapeSource {
     /// Given for every kernel of the package.
     Package,
     /// Nothing given: a default was assumed.
+    #[default]
     Assumed,
 }
 

@@ -39,6 +39,8 @@ pub enum Command {
     Ptx(PtxArgs),
     /// Run kernels with generated inputs and compare what they do with the predictions (sectors per request, bank conflicts, branch splits, races).
     Confirm(ConfirmArgs),
+    /// Write a static HTML report: per kernel its shape, coverage, findings, bytes moved per request and branches; per source file every line with an access, branch, barrier or race, coloured by its cost (green at ideal, red at 8× or more). Opens from file:// (no server, no network).
+    Report(ReportArgs),
     /// Write the instrumented copy of a PTX file that `confirm --engine cuda` loads (sector and bank-conflict counters per access site, DWARF sections dropped), to check it with ptxas or read it.
     Instrument {
         /// PTX file to instrument.
@@ -71,6 +73,43 @@ pub enum Command {
         /// Lint name, with or without `gpucheck::`.
         name: String,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Report on this PTX file (from any producer) instead of building the package; repeatable. Launch settings for --confirm come from --grid/--block/--arg, `.reqntid` and the [package.metadata.gpucheck] table of --manifest-path when one is given.
+    #[arg(long = "ptx", value_name = "FILE")]
+    pub ptx: Vec<PathBuf>,
+    /// Folder to write the report into (index.html, one page per source file, style.css, report.js); default: <target-dir>/gpucheck/report (`./target` or CARGO_TARGET_DIR for --ptx without a workspace).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Open index.html in the browser when written ($BROWSER, else xdg-open / open).
+    #[arg(long)]
+    pub open: bool,
+    /// Also run the kernels on the CPU engine (as `cargo gpucheck confirm`: those with a launch configuration, or those named with --kernel) and show what each run observed beside the predictions, mismatches highlighted.
+    #[arg(long)]
+    pub confirm: bool,
+    /// With --confirm: kernel(s) to run (default: those with a `grid` in Cargo.toml; every kernel of a --ptx file without a manifest).
+    #[arg(long = "kernel", value_name = "NAME", requires = "confirm")]
+    pub kernels: Vec<String>,
+    /// With --confirm: grid shape, e.g. `4096` or `64,64,1`.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid, requires = "confirm")]
+    pub grid: Option<[u32; 3]>,
+    /// With --confirm: a kernel argument, as for `confirm --arg` (`x=f32[1048576]`, `n=1048576`). Repeatable.
+    #[arg(long = "arg", value_name = "NAME=VALUE", requires = "confirm")]
+    pub args: Vec<String>,
+    /// `html`: write the report's pages into the folder; `json`: print the same data as one JSON document on stdout (nothing written).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html, value_name = "FMT")]
+    pub format: ReportFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReportFormat {
+    #[default]
+    Html,
+    Json,
 }
 
 #[derive(Args, Debug)]

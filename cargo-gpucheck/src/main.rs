@@ -17,6 +17,7 @@ mod levels;
 mod new;
 mod report;
 mod suppress;
+mod view;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -100,6 +101,7 @@ fn run() -> Result<i32> {
             }
             Ok(0)
         }
+        Some(Command::Report(r)) => write_report(&r, &a.output, &flags),
         Some(Command::Ptx(p)) => {
             let out = merge(&a.output, &p.output);
             check_ptx_files(&p.files, &out, &flags, p.quiet || a.build.quiet)
@@ -260,8 +262,8 @@ struct Checked {
     src: String,
     origin: Origin,
     status: String,
-    accesses: Vec<gpucheck_analysis::AccessReport>,
-    coverage: Vec<gpucheck_analysis::CoverageReport>,
+    /// The analysis' predictions (its findings moved into `diags`).
+    analysis: gpucheck_analysis::Report,
     ptx_display: String,
 }
 
@@ -271,17 +273,7 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
     let paths = PathStyle { root: ws.root.clone() };
     let root_manifest = paths.display(&ws.root.join("Cargo.toml").to_string_lossy());
     let mut sink = Sink::new(o);
-    let levels_of = |k: &build::KernelCrate| {
-        let mut levels = Levels::default();
-        if let Some(t) = &ws.lints {
-            levels.apply_table(t, "workspace.metadata.gpucheck.lints", &root_manifest);
-        }
-        if let Some(t) = &k.lints {
-            levels.apply_table(t, "package.metadata.gpucheck.lints", &paths.display(&k.manifest_path.to_string_lossy()));
-        }
-        levels.apply_flags(flags);
-        levels
-    };
+    let levels_of = |k: &build::KernelCrate| levels_for(ws.lints.as_ref(), &root_manifest, k, flags, &paths);
     // configuration that cannot be used stops the check before the build
     let mut bad: Vec<String> = ws.kernels.iter().flat_map(|k| levels_of(k).errors).collect();
     bad.dedup();
@@ -316,10 +308,126 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
         if !b.quiet && o.message_format == MessageFormat::Human {
             eprintln!("{}", c.status);
         }
-        report::print_sites(&c.accesses, &c.coverage, &c.ptx_display, o.message_format, o.all_accesses, &paths);
+        report::print_sites(&c.analysis.accesses, &c.analysis.coverage, &c.ptx_display, o.message_format, o.all_accesses, &paths);
         sink.emit(c.diags, &c.src, &c.origin);
     }
     Ok(sink.finish(&ws.root, false))
+}
+
+/// A kernel crate's lint levels: the defaults, the workspace's and the
+/// package's tables, then the command line.
+fn levels_for(
+    ws_lints: Option<&serde_json::Value>,
+    root_manifest: &str,
+    k: &build::KernelCrate,
+    flags: &[(char, String)],
+    paths: &PathStyle,
+) -> Levels {
+    let mut levels = Levels::default();
+    if let Some(t) = ws_lints {
+        levels.apply_table(t, "workspace.metadata.gpucheck.lints", root_manifest);
+    }
+    if let Some(t) = &k.lints {
+        levels.apply_table(t, "package.metadata.gpucheck.lints", &paths.display(&k.manifest_path.to_string_lossy()));
+    }
+    levels.apply_flags(flags);
+    levels
+}
+
+/// `cargo gpucheck report`: check (and with `--confirm` run) the kernels
+/// as `cargo gpucheck` and `confirm` would, then write the pages (or print
+/// the JSON document).
+fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let (units, root, target_dir, ws_lints) = if r.ptx.is_empty() {
+        let meta = build::metadata(r.build.manifest_path.as_deref())?;
+        let ws = build::workspace(&meta, &r.build.packages, r.build.backend)?;
+        let opts = build::BuildOpts { quiet: r.build.quiet, jobs: r.build.jobs, json: false };
+        let units = build::build_all(&ws, &meta, opts)?;
+        (units, ws.root.clone(), ws.target_dir.clone(), ws.lints.clone())
+    } else {
+        let units = r.ptx.iter().map(|p| build::ptx_unit(p, r.build.manifest_path.as_deref())).collect::<Result<Vec<_>>>()?;
+        let root = match &r.build.manifest_path {
+            Some(_) => units.first().map(|u| u.krate.root.clone()).unwrap_or_default(),
+            None => cwd.clone(),
+        };
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).map(|t| cwd.join(t)).unwrap_or_else(|| cwd.join("target"));
+        (units, root, target, None)
+    };
+    let paths = PathStyle { root: root.clone() };
+    let root_manifest = paths.display(&root.join("Cargo.toml").to_string_lossy());
+    let levels: Vec<Levels> = units.iter().map(|u| levels_for(ws_lints.as_ref(), &root_manifest, &u.krate, flags, &paths)).collect();
+    let mut bad: Vec<String> = levels.iter().flat_map(|l| l.errors.clone()).collect();
+    bad.dedup();
+    if let Some(e) = bad.first() {
+        anyhow::bail!("{e}");
+    }
+    let mut warned: Vec<String> = levels.iter().flat_map(|l| l.warnings.clone()).collect();
+    use rayon::prelude::*;
+    let checked: Vec<Checked> = units.par_iter().zip(levels.par_iter()).map(|(u, l)| check_unit(u, o, l, &paths)).collect::<Result<_>>()?;
+    for c in &checked {
+        warned.extend(c.config_warnings.iter().cloned());
+        if !r.build.quiet {
+            eprintln!("{}", c.status);
+        }
+    }
+    warned.dedup();
+    for w in &warned {
+        eprintln!("warning: {w}");
+    }
+    let runs = if r.confirm {
+        let ca = cli::ConfirmArgs {
+            build: cli::BuildArgs { manifest_path: r.build.manifest_path.clone(), quiet: r.build.quiet, ..Default::default() },
+            ptx: r.ptx.clone(),
+            kernels: r.kernels.clone(),
+            grid: r.grid,
+            args: r.args.clone(),
+            engine: cli::Engine::Cpu,
+            block: o.block,
+            message_format: MessageFormat::Human,
+        };
+        let (runs, _) = confirm::collect(&ca, &units, root.clone(), false)?;
+        runs
+    } else {
+        vec![]
+    };
+    let inputs: Vec<view::Input<'_>> = checked
+        .iter()
+        .enumerate()
+        .map(|(i, c)| view::Input {
+            package: &c.origin.package_name,
+            ptx: &c.ptx_display,
+            diags: &c.diags,
+            analysis: &c.analysis,
+            runs: runs.iter().filter(|k| k.unit == i).collect(),
+        })
+        .collect();
+    let doc = view::Doc::build(&inputs, &paths, r.confirm);
+    match r.format {
+        cli::ReportFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+            Ok(0)
+        }
+        cli::ReportFormat::Html => {
+            let dir = match &r.output {
+                Some(d) => cwd.join(d),
+                None => target_dir.join("gpucheck/report"),
+            };
+            let index = view::html::write(&doc, &dir)?;
+            let findings: usize = checked.iter().map(|c| c.diags.len()).sum();
+            eprintln!(
+                "    Finished report of {} ({}, {} source files): {}",
+                plural(doc.kernels.iter().filter(|k| k.entry).count(), "kernel"),
+                plural(findings, "finding"),
+                doc.files.len(),
+                index.display()
+            );
+            if r.open {
+                view::open(&index);
+            }
+            Ok(0)
+        }
+    }
 }
 
 fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyle) -> Result<Checked> {
@@ -333,7 +441,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     };
     let is_local = |f: &str| k.is_local(f);
     let started = std::time::Instant::now();
-    let report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
+    let mut report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
     let status = format!(
         "    Checking {} ({}, {} PTX instructions{}) in {:.1?}{}",
         k.name,
@@ -344,7 +452,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         u.note.as_deref().map(|n| format!("\n        {n}")).unwrap_or_default()
     );
     let ptx_display = paths.display(&u.ptx.to_string_lossy());
-    let diags = prepare(report.findings, &ptx_display, paths, levels, diagnostic::ShapeHint::Cargo);
+    let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, diagnostic::ShapeHint::Cargo);
     // `// gpucheck: allow(…)` comments in the package's sources
     let mut sup = suppress::Suppressions::new(suppress::scan(&k.root));
     let mut diags = sup.apply(diags, &|p: &Path| paths.display(&p.to_string_lossy()));
@@ -363,7 +471,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     names.extend(report.kernel_names.iter().map(|n| gpucheck_analysis::demangle(n)));
     let mut config_warnings = k.config_warnings.clone();
     config_warnings.extend(config::unknown_kernels(k.meta.as_ref(), &paths.display(&k.manifest_path.to_string_lossy()), &names));
-    Ok(Checked { diags, config_warnings, src, origin, status, accesses: report.accesses, coverage: report.coverage, ptx_display })
+    Ok(Checked { diags, config_warnings, src, origin, status, analysis: report, ptx_display })
 }
 
 fn plural(n: usize, word: &str) -> String {

@@ -12,7 +12,7 @@
 pub mod cuda;
 pub mod instrument;
 pub mod launch;
-mod table;
+pub mod table;
 
 use crate::build;
 use crate::cli::{ConfirmArgs, Engine, MessageFormat};
@@ -77,8 +77,32 @@ impl Seen {
     }
 }
 
+/// One kernel run: its rows (predictions beside observations, verdicts).
+pub struct KernelRun {
+    /// Index of its unit in the units given to `collect`.
+    pub unit: usize,
+    pub kernel: String,
+    pub rows: Vec<table::Row>,
+}
+
 pub fn run(a: &ConfirmArgs) -> Result<i32> {
-    let (units, root) = if a.ptx.is_empty() {
+    let (units, root) = units(a)?;
+    let (runs, skipped) = collect(a, &units, root, true)?;
+    if runs.is_empty() {
+        if skipped > 0 {
+            bail!("no kernel to run: {} skipped (see the warnings above)", skipped);
+        }
+        bail!(
+            "no kernel to run: name kernels with --kernel NAME (with --grid/--block/--arg), or give them a launch in Cargo.toml:\n  [package.metadata.gpucheck.kernels.NAME]\n  grid = [x, y, z]\n  args = {{ x = \"f32[1048576]\", n = \"1048576\" }}"
+        );
+    }
+    let bad = runs.iter().flat_map(|r| &r.rows).filter(|r| r.verdict.is_failure()).count();
+    Ok(if bad > 0 { 1 } else { 0 })
+}
+
+/// The PTX units to run (built, or the `--ptx` files) and the folder paths are shown relative to.
+pub fn units(a: &ConfirmArgs) -> Result<(Vec<build::Unit>, std::path::PathBuf)> {
+    Ok(if a.ptx.is_empty() {
         let meta = build::metadata(a.build.manifest_path.as_deref())?;
         let ws = build::workspace(&meta, &a.build.packages, a.build.backend)?;
         let opts = build::BuildOpts { quiet: a.build.quiet, jobs: a.build.jobs, json: a.message_format == MessageFormat::Json };
@@ -92,7 +116,14 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             None => std::env::current_dir().unwrap_or_default(),
         };
         (units, root)
-    };
+    })
+}
+
+/// Run the kernels of `units` that `a` selects (those with a launch
+/// configuration by default); `print`: print each run's table (or JSON
+/// records) and progress. Returns the runs and how many kernels were
+/// skipped (with a warning each) because no launch could be made.
+pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf, print: bool) -> Result<(Vec<KernelRun>, usize)> {
     let paths = PathStyle { root };
     if a.message_format == MessageFormat::Sarif {
         bail!("confirm prints a table (`--message-format human`) or JSON records (`--message-format json`); SARIF is for findings");
@@ -108,7 +139,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
         .collect::<Result<_>>()?;
     let modules: Vec<ptx::Module<'_>> = sources
         .iter()
-        .zip(&units)
+        .zip(units)
         .map(|(src, u)| ptx::parse(src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display())))
         .collect::<Result<_>>()?;
     let kernel_names = |m: &ptx::Module<'_>| -> Vec<(String, String)> {
@@ -132,7 +163,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
     // the kernels to run, per unit, each with its launch; a kernel whose launch cannot be made is skipped
     let mut plans = Vec::new();
     let mut skipped = 0;
-    for ((u, module), src) in units.iter().zip(&modules).zip(&sources) {
+    for (ui, ((u, module), src)) in units.iter().zip(&modules).zip(&sources).enumerate() {
         let names: Vec<String> = kernel_names(module).into_iter().flat_map(|(m, d)| [m, d]).collect();
         let manifest = paths.display(&u.krate.manifest_path.to_string_lossy());
         for w in u.krate.config_warnings.iter().cloned().chain(crate::config::unknown_kernels(u.krate.meta.as_ref(), &manifest, &names)) {
@@ -169,12 +200,12 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             let rust = launch::rust_params(&u.krate.root, f.name);
             runs.push((f, spec, block, rust));
         }
-        plans.push((u, module, src, runs));
+        plans.push((ui, u, module, src, runs));
     }
     // arguments named on the command line must name a parameter of a kernel to run
     let params: Vec<(String, Vec<String>)> = plans
         .iter()
-        .flat_map(|(_, _, _, runs)| {
+        .flat_map(|(_, _, _, _, runs)| {
             runs.iter().map(|(f, _, _, rust)| (gpucheck_analysis::demangle(f.name), launch::param_names(f, rust.as_ref())))
         })
         .collect();
@@ -189,9 +220,8 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             bail!("argument `{name}` names no parameter of the kernels to run: {}", list.join("; "));
         }
     }
-    let mut rows_all = Vec::new();
-    let mut ran = 0;
-    for (u, module, src, runs) in plans {
+    let mut out = Vec::new();
+    for (ui, u, module, src, runs) in plans {
         if runs.is_empty() {
             continue;
         }
@@ -215,7 +245,7 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
                     continue;
                 }
             };
-            if a.message_format == MessageFormat::Human {
+            if a.message_format == MessageFormat::Human && (print || !a.build.quiet) {
                 eprintln!(
                     "  Confirming {kernel} on the {} engine: grid {}×{}×{}, block {}×{}×{}; {}",
                     a.engine.name(),
@@ -250,21 +280,13 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
             let functions: BTreeSet<usize> =
                 std::iter::once(index).chain(seen.lines.keys().copied()).chain(seen.sites.keys().map(|k| k.func)).collect();
             let rows = table::rows(&report, &functions, &seen, &paths);
-            table::print(&rows, &seen, a, &kernel, &u.krate.name);
-            rows_all.extend(rows);
-            ran += 1;
+            if print {
+                table::print(&rows, &seen, a, &kernel, &u.krate.name);
+            }
+            out.push(KernelRun { unit: ui, kernel, rows });
         }
     }
-    if ran == 0 {
-        if skipped > 0 {
-            bail!("no kernel to run: {} skipped (see the warnings above)", skipped);
-        }
-        bail!(
-            "no kernel to run: name kernels with --kernel NAME (with --grid/--block/--arg), or give them a launch in Cargo.toml:\n  [package.metadata.gpucheck.kernels.NAME]\n  grid = [x, y, z]\n  args = {{ x = \"f32[1048576]\", n = \"1048576\" }}"
-        );
-    }
-    let bad = rows_all.iter().filter(|r| r.verdict.is_failure()).count();
-    Ok(if bad > 0 { 1 } else { 0 })
+    Ok((out, skipped))
 }
 
 /// The CPU engine: the interpreter, its observations turned into `Seen`.

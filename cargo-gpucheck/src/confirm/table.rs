@@ -53,7 +53,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Confirmed => "confirmed",
             Verdict::ConfirmedMisaligned => "confirmed (misaligned rows)",
@@ -71,7 +71,7 @@ impl Verdict {
     pub fn is_failure(self) -> bool {
         matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence)
     }
-    fn is_success(self) -> bool {
+    pub fn is_success(self) -> bool {
         matches!(self, Verdict::Confirmed | Verdict::ConfirmedMisaligned | Verdict::ConfirmedUnitStride | Verdict::WithinBound)
     }
 }
