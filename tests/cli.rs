@@ -241,10 +241,12 @@ fn help_names_every_analysis() {
     }
 }
 
-/// Nothing skipped in silence: a device function whose address comes from
-/// its argument is counted as not analysed, said in a human note and in a
-/// `gpucheck-coverage` record whose categories add up; a pointer read from a
-/// `.const` struct is analysed as global (its uncoalesced store reported).
+/// Nothing skipped in silence: a device function a kernel calls is analysed
+/// in that call (its finding names the call); one no kernel calls has its
+/// argument-computed address counted as not analysed, said in a human note
+/// and in a `gpucheck-coverage` record whose categories add up; a pointer
+/// read from a `.const` struct is analysed as global (its uncoalesced
+/// store reported).
 #[test]
 fn coverage_is_reported_per_function() {
     let dir = scratch("coverage");
@@ -258,6 +260,16 @@ fn coverage_is_reported_per_function() {
   .reg .b64 %rd<4>; .reg .b32 %r<2>;
   ld.param.u64 %rd1, [store_at_param_0];
   ld.param.u32 %r1, [store_at_param_1];
+  mul.wide.u32 %rd2, %r1, 64;
+  add.s64 %rd3, %rd1, %rd2;
+  st.u32 [%rd3], %r1;
+  ret;
+}
+.func store_unused(.param .b64 store_unused_param_0, .param .b32 store_unused_param_1)
+{
+  .reg .b64 %rd<4>; .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [store_unused_param_0];
+  ld.param.u32 %r1, [store_unused_param_1];
   mul.wide.u32 %rd2, %r1, 64;
   add.s64 %rd3, %rd1, %rd2;
   st.u32 [%rd3], %r1;
@@ -288,13 +300,17 @@ fn coverage_is_reported_per_function() {
     let err = String::from_utf8_lossy(&human.stderr);
     assert!(
         err.contains(
-            "note: 1 of 7 memory instructions in 1 of 2 functions not analysed: 1 address computed from a device function's arguments"
+            "note: 1 of 10 memory instructions in 1 of 3 functions not analysed: 1 in a device function no kernel of the module calls"
         ),
         "{err}"
     );
+    // the helper the kernel calls is analysed in that call: the thread index it is passed makes
+    // its store 16 elements apart per lane, reported at its line with the call named
+    assert!(err.contains("--> cov.ptx:12:3") && err.contains("= note: in this call from `k` at PTX line 38"), "{err}");
+    assert!(err.contains("no block shape given for `k`") && !err.contains("no block shape given for `store_at`"), "{err}");
     let json = json_lines(&gpucheck(&["ptx", &f, "--message-format", "json", "--all-accesses"], &dir).stdout);
     let cov: Vec<&serde_json::Value> = json.iter().filter(|v| v["reason"] == "gpucheck-coverage").collect();
-    assert_eq!(cov.len(), 2, "{json:?}");
+    assert_eq!(cov.len(), 3, "{json:?}");
     for c in &cov {
         let sum: u64 = ["predicted", "data_dependent", "other_space", "not_analysed"].iter().map(|k| c[k].as_u64().unwrap()).sum();
         assert_eq!(sum, c["memory_instructions"].as_u64().unwrap(), "{c}");
@@ -303,8 +319,12 @@ fn coverage_is_reported_per_function() {
     // the store through the .const pointer is predicted; ld.const and st.param are other spaces
     assert_eq!((k["predicted"].as_u64(), k["other_space"].as_u64(), k["not_analysed"].as_u64()), (Some(1), Some(3), Some(0)), "{k}");
     let s = cov.iter().find(|c| c["function"] == "store_at").unwrap();
-    assert_eq!(s["not_analysed_sites"][0]["reason"], "from_arguments", "{s}");
-    assert_eq!(s["not_analysed_sites"][0]["ptx_line"], 12, "{s}");
+    assert_eq!((s["predicted"].as_u64(), s["not_analysed"].as_u64(), s["call_contexts"].as_u64()), (Some(1), Some(0), Some(1)), "{s}");
+    // a helper no kernel calls is analysed once for every caller: its argument-computed address is not
+    let u = cov.iter().find(|c| c["function"] == "store_unused").unwrap();
+    assert_eq!(u["call_contexts"], 0, "{u}");
+    assert_eq!(u["not_analysed_sites"][0]["reason"], "no_caller", "{u}");
+    assert_eq!(u["not_analysed_sites"][0]["ptx_line"], 22, "{u}");
     let found: Vec<&serde_json::Value> = json.iter().filter(|v| v["reason"] == "compiler-message").collect();
     assert!(found.iter().any(|m| m["gpucheck"]["lint"] == "uncoalesced_global_access"), "{json:?}");
 }

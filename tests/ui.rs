@@ -118,7 +118,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 22 warnings emitted (25 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 23 warnings emitted (25 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
@@ -296,4 +296,19 @@ fn fields_of_one_record_array_are_one_finding() {
 fn no_inline_note_on_a_load_that_is_not_inlined() {
     let children = find("transpose_naive", "misaligned_global_access")["message"]["children"].to_string();
     assert!(!children.contains("inlined into"), "{children}");
+}
+
+/// A helper kept as a call (`#[inline(never)]`) is analysed in its
+/// kernel's call: the thread index it is passed makes its read 64 elements
+/// apart per lane, reported at the helper's line with the call named; the
+/// twin helper passed the same index to read `p[i]` is clean.
+#[test]
+fn callee_findings_name_their_call() {
+    let m = find("helper_strided", "uncoalesced_global_access");
+    let span = &m["message"]["spans"][0];
+    assert_eq!((span["file_name"].as_str(), span["line_start"].as_u64()), (Some("src/memory.rs"), Some(368)), "{m}");
+    assert_eq!(m["gpucheck"]["sectors_per_request"], 32, "{m}");
+    let children = m["message"]["children"].to_string();
+    assert!(children.contains("in this call from `helper_strided` at src/memory.rs:375:19"), "{children}");
+    assert!(!run_json().messages.iter().any(|m| m["gpucheck"]["kernel"] == "helper_contiguous"));
 }

@@ -12,6 +12,7 @@
 //! returns findings. It spawns no process, touches no file and prints nothing;
 //! Cargo, files and rendering belong to the `cargo-gpucheck` binary.
 
+mod calls;
 pub mod divergence;
 pub mod facts;
 pub mod interp;
@@ -192,6 +193,7 @@ pub struct Report {
 /// `total`.
 #[derive(Clone, Debug, Default)]
 pub struct CoverageReport {
+    /// The function's name (demangled).
     pub kernel: String,
     pub function: usize,
     /// A kernel (`.entry`), else a device function.
@@ -201,6 +203,12 @@ pub struct CoverageReport {
     /// The block shape the function was analysed for, and where it came from.
     pub block: [u32; 3],
     pub shape_source: ShapeSource,
+    /// The calls (from kernels, through direct calls) a device function
+    /// was analysed for (0: once for every caller, its parameters unknown),
+    /// and the analyses that took: calls with the same arguments, threads
+    /// and shape share one.
+    pub contexts: usize,
+    pub context_analyses: usize,
     pub total: usize,
     pub predicted: usize,
     pub data_dependent: usize,
@@ -300,9 +308,23 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     report.kernel_names = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name.to_string()).collect();
     let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
     let mcx = ir::ModuleCx::from_bodies(module, &bodies);
+    let graph = calls::CallGraph::new(&bodies);
     drop(bodies);
-    let per_fn: Vec<FunctionReport> =
-        indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local)).collect();
+    let mut per_fn: Vec<FunctionReport> =
+        indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local, &[])).collect();
+    // device functions again, in each call context their kernels give them
+    let input = calls::ModuleInput { module, mcx: &mcx, sums: &sums, srcmap: &srcmap, opts, is_local };
+    let in_context = calls::analyse(&input, &per_fn, &graph);
+    for r in per_fn.iter_mut() {
+        if let Some(rs) = in_context.get(&r.coverage.function) {
+            *r = calls::merge(rs);
+        } else if !r.coverage.entry && !graph.called.contains(&r.coverage.function) {
+            // no kernel runs this code: what its callers would pass is nobody's
+            for s in r.coverage.skipped.iter_mut().filter(|s| s.key == "from_arguments") {
+                (s.key, s.reason) = ("no_caller", "in a device function no kernel of the module calls");
+            }
+        }
+    }
     for r in per_fn {
         report.findings.extend(r.findings);
         report.accesses.extend(r.accesses);
@@ -316,7 +338,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
 }
 
 /// What checking one function yields.
-struct FunctionReport {
+pub(crate) struct FunctionReport {
     findings: Vec<Finding>,
     accesses: Vec<AccessReport>,
     branches: Vec<BranchReport>,
@@ -324,21 +346,41 @@ struct FunctionReport {
     barriers: Vec<BarrierReport>,
     groups: Vec<GroupReport>,
     coverage: CoverageReport,
+    /// The calls it makes, each with what it passes and where it is.
+    calls: Vec<(String, divergence::CallArgs, Place)>,
+    /// The kernel's block shape (the calls' contexts inherit it).
+    shape: Shape,
 }
 
+/// Check one function; a device function in the call contexts `cxs` (the
+/// first one's arguments and threads: they share them) when given, else
+/// once for every caller.
 fn check_function(
     f: &ir::FunctionIr<'_>,
     sums: &divergence::Summaries,
     srcmap: &srcmap::SourceMap<'_>,
     opts: &Options,
     is_local: &IsLocal<'_>,
+    cxs: &[calls::Context],
 ) -> FunctionReport {
-    let d = divergence::Divergence::analyze(f, sums);
-    let shape = shape_for(f.func, opts);
+    let cx0 = cxs.first();
+    let d = divergence::Divergence::analyze_in(f, sums, cx0.map(|c| &c.args));
+    let shape = match cx0 {
+        Some(c) => c.shape.clone(),
+        None => shape_for(f.func, opts),
+    };
     let facts = facts::KernelFacts::compute(f, &d, sums, &shape);
     let cx = lints::LintCx { facts: &facts, srcmap, is_local, coalescing_threshold: opts.coalescing_threshold.unwrap_or(2.0) };
-    let findings = lints::run(&cx);
-    let kernel = demangle(f.func.name);
+    let mut findings = lints::run(&cx);
+    for x in findings.iter_mut() {
+        calls::note_contexts(x, cxs);
+    }
+    let kernel = cx0.map_or_else(|| demangle(f.func.name), |c| c.kernel.clone());
+    let place = |i: ir::InstId| match cx.resolve(i).primary {
+        Some(p) => Place::Source(p),
+        None => Place::PtxLine(f.insts[i].ast.pos.line),
+    };
+    let calls = facts.calls.iter().map(|c| (c.callee.to_string(), c.args.clone(), place(c.inst))).collect();
     let site = |i: ir::InstId| Site {
         kernel: kernel.clone(),
         function: f.index,
@@ -423,12 +465,14 @@ fn check_function(
     let cov = &facts.coverage;
     let skipped = |i: ir::InstId, key: &'static str, reason: &'static str| SkippedSite { site: site(i), key, reason };
     let coverage = CoverageReport {
-        kernel: kernel.clone(),
+        kernel: demangle(f.func.name),
         function: f.index,
         entry: f.func.is_entry,
         instructions: f.insts.len(),
         block: shape.block,
         shape_source: shape.source.clone(),
+        contexts: cxs.len(),
+        context_analyses: usize::from(!cxs.is_empty()),
         total: cov.total,
         predicted: cov.predicted,
         data_dependent: cov.data_dependent,
@@ -440,7 +484,7 @@ fn check_function(
             .collect(),
         skipped: cov.skipped.iter().map(|&(i, why)| skipped(i, why.key(), why.reason())).collect(),
     };
-    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage }
+    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, shape }
 }
 
 /// A symbol as people write it: Rust (legacy and v0) names demangled

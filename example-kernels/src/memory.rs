@@ -360,3 +360,30 @@ pub unsafe extern "ptx-kernel" fn reduce_cols_strided(x: *const f32, strides: *c
     }
     *out.add(i) = acc;
 }
+
+/// A helper the compiler keeps as a call: analysed in each call context,
+/// with the caller's thread index (`i`) and pointer.
+#[inline(never)]
+unsafe fn load_row_start(p: *const f32, i: usize) -> f32 {
+    *p.add(i * 64) //~ WARN uncoalesced_global_access
+}
+
+/// Bad: through the helper, neighbouring lanes read 64 elements apart.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn helper_strided(a: *const f32, out: *mut f32) {
+    let t = gid();
+    *out.add(t) = load_row_start(a, t);
+}
+
+/// A helper that reads `p[i]`: coalesced when `i` is the thread index.
+#[inline(never)]
+unsafe fn load_at(p: *const f32, i: usize) -> f32 {
+    *p.add(i)
+}
+
+/// Good twin: the helper called with consecutive indices.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn helper_contiguous(a: *const f32, out: *mut f32) {
+    let t = gid();
+    *out.add(t) = load_at(a, t);
+}

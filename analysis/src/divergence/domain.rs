@@ -109,6 +109,23 @@ impl AbsVal {
             _ => None,
         }
     }
+    /// The value as another function sees it (a call's argument in the
+    /// callee): the caller's symbols mean nothing there, so a coefficient
+    /// or remainder that names one becomes uniform-but-unknown.
+    pub fn without_symbols(self) -> AbsVal {
+        match self {
+            AbsVal::Affine { c, k, s } => {
+                let c = c.map(|x| match x {
+                    Coef::Lin { .. } => Coef::Sym,
+                    x => x,
+                });
+                AbsVal::Affine { c, k: if s.is_some() { None } else { k }, s: None }
+            }
+            AbsVal::Bottom => AbsVal::Top { data: true },
+            x => x,
+        }
+    }
+
     pub fn konst(k: i64) -> AbsVal {
         AbsVal::uniform(Some(k))
     }

@@ -45,6 +45,9 @@ pub struct Evaluator<'f, 'a> {
     lanes: &'f [Lane],
     /// Sample values of uniform leaves.
     leaves: HashMap<ValueId, i64>,
+    /// Parameters of a call context with their callers' values per thread
+    /// (`lanes` is a prefix of the block's threads, as every evaluator's is).
+    bound: HashMap<ValueId, Vals>,
     cache: RefCell<HashMap<ValueId, Result<Vals, EvalErr>>>,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
@@ -60,7 +63,14 @@ const MAX_DEPTH: u32 = 48;
 impl<'f, 'a> Evaluator<'f, 'a> {
     /// An evaluator over the given threads.
     pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, ntid: [u32; 3], lanes: &'f [Lane]) -> Self {
+        let bound = d
+            .call
+            .values
+            .iter()
+            .filter_map(|(v, a)| a.lanes.as_ref().filter(|x| x.len() >= lanes.len()).map(|x| (*v, Rc::new(x[..lanes.len()].to_vec()))))
+            .collect();
         Evaluator {
+            bound,
             f,
             d,
             ntid: ntid.map(|x| x as i64),
@@ -111,6 +121,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     fn compute(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         if depth > MAX_DEPTH {
             return Err(EvalErr::Opaque);
+        }
+        if let Some(x) = self.bound.get(&v) {
+            return Ok(x.clone());
         }
         let av = self.d.vals[v];
         if av.is_uniform() {

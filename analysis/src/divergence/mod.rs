@@ -89,6 +89,62 @@ impl<'a> Summaries<'a> {
     }
 }
 
+/// What one call site says about a device function's parameters: the
+/// function is then analysed "in this call" (context-sensitively), its
+/// parameters holding the caller's values and only the calling threads
+/// active.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CallArgs {
+    /// One per parameter of the callee, in order (`None`: not known at the
+    /// call, e.g. a field of a struct passed by value).
+    pub params: Vec<Option<ArgValue>>,
+    /// The threads of the block that make the call.
+    pub active: Vec<bool>,
+}
+
+/// A call argument as the callee sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArgValue {
+    /// The caller's abstract value without the caller's symbols
+    /// ([`AbsVal::without_symbols`]); a uniform value that is not a
+    /// constant is the callee's own parameter symbol.
+    pub abs: AbsVal,
+    /// Its value in every thread of the block (thread-dependent values the
+    /// caller could evaluate).
+    pub lanes: Option<std::sync::Arc<Vec<i64>>>,
+    /// The address space the caller knows it points into.
+    pub space: crate::ir::space::Fact,
+}
+
+/// The parameters of one call context, bound in the callee's IR.
+#[derive(Debug, Default)]
+pub struct Bound {
+    /// The reads (`ld.param`) of the bound parameters.
+    pub values: HashMap<ValueId, ArgValue>,
+    /// The calling threads (`None`: every thread, no call context).
+    pub active: Option<Vec<bool>>,
+}
+
+impl Bound {
+    /// Bind `args` to the parameter reads of `f`.
+    pub fn new(f: &FunctionIr<'_>, args: &CallArgs) -> Bound {
+        let mut values = HashMap::new();
+        for (v, def) in f.ssa.values.iter_enumerated() {
+            let ValueDef::Inst { inst, .. } = *def else { continue };
+            let Some((p, 0)) = f.insts[inst].param_read() else { continue };
+            let Some(k) = f.func.params.iter().position(|x| x.name == p) else { continue };
+            if let Some(Some(a)) = args.params.get(k) {
+                let abs = match a.abs {
+                    x if x.is_uniform() && x.const_value().is_none() => AbsVal::symbol(name_key(p, 0)),
+                    x => x,
+                };
+                values.insert(v, ArgValue { abs, ..a.clone() });
+            }
+        }
+        Bound { values, active: Some(args.active.clone()) }
+    }
+}
+
 /// A block ending in a thread-dependent branch (or guarded `ret`/`exit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DivBranch {
@@ -111,6 +167,8 @@ pub struct Divergence {
     /// (⊤, or `WarpUniform` for warp-uniform branches); `Bottom` if none.
     pub sync_phi: IdVec<PhiId, AbsVal>,
     def_block: IdVec<ValueId, Option<BlockId>>,
+    /// The call context the function was analysed in (empty: none).
+    pub call: Bound,
 }
 
 /// Read access to abstract values, during the fixed point (the solver's
@@ -193,6 +251,8 @@ struct Problem_<'f, 'a, 's> {
     sync_sources: IdVec<PhiId, Vec<BlockId>>,
     /// Whether each instruction is the guarded terminator of its block.
     is_term: IdVec<InstId, bool>,
+    /// Parameter reads bound to a call's arguments.
+    bound: &'s HashMap<ValueId, ArgValue>,
 }
 
 impl Problem_<'_, '_, '_> {
@@ -237,6 +297,7 @@ impl Problem for Problem_<'_, '_, '_> {
         if node < nv {
             return match f.ssa.values[ValueId::new(node)] {
                 ValueDef::Entry(_) => state[node],
+                ValueDef::Inst { .. } if self.bound.contains_key(&ValueId::new(node)) => self.bound[&ValueId::new(node)].abs,
                 ValueDef::Inst { inst, slot } => transfer::inst_value(&view, f, self.sums, inst, slot as usize),
                 ValueDef::Phi(p) => {
                     let ph = &f.ssa.phis[p];
@@ -347,6 +408,13 @@ impl Problem for Problem_<'_, '_, '_> {
 impl Divergence {
     /// Run the analysis on one function.
     pub fn analyze(f: &FunctionIr<'_>, sums: &Summaries<'_>) -> Divergence {
+        Divergence::analyze_in(f, sums, None)
+    }
+
+    /// The analysis of a device function in one call context (`None`: for
+    /// every caller at once, its parameters uniform unknowns).
+    pub fn analyze_in(f: &FunctionIr<'_>, sums: &Summaries<'_>, args: Option<&CallArgs>) -> Divergence {
+        let call = args.map(|a| Bound::new(f, a)).unwrap_or_default();
         let (nv, nb, nl) = (f.ssa.values.len(), f.cfg.len(), f.cfg.loops.len());
         let def_block: IdVec<ValueId, Option<BlockId>> = f
             .ssa
@@ -404,6 +472,7 @@ impl Divergence {
             joins: HashMap::new(),
             sync_sources: IdVec::filled(f.ssa.phis.len(), Vec::new()),
             is_term,
+            bound: &call.values,
         };
         let mut state = dataflow::solve(&mut problem, init, &order);
         drop(order);
@@ -415,7 +484,8 @@ impl Divergence {
         let divergent_loop = IdVec::from_vec(state[nv + nb..].to_vec());
         // the values are the state's first `nv` nodes: keep them in place
         state.truncate(nv);
-        Divergence { vals: IdVec::from_vec(state), branches, divergent_loop, sync_phi, def_block: problem.def_block }
+        let def_block = problem.def_block;
+        Divergence { vals: IdVec::from_vec(state), branches, divergent_loop, sync_phi, def_block, call }
     }
 
     /// The value of `v` as seen by a use in block `use_block` (see [`Values::at`]).

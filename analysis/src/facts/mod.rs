@@ -17,7 +17,7 @@
 //! warning (`lints`).
 
 use crate::divergence::split::{classify, Split};
-use crate::divergence::{controlled_blocks, DivBranch, Divergence, Summaries};
+use crate::divergence::{controlled_blocks, AbsVal, ArgValue, CallArgs, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId};
@@ -158,7 +158,7 @@ impl Skip {
     /// The reason, as printed.
     pub fn reason(self) -> &'static str {
         match self {
-            Skip::FromArguments => "address computed from a device function's arguments (not analysed per call site yet)",
+            Skip::FromArguments => "address computed from a device function's arguments that no call context gives (recursion, beyond the call depth, a struct argument)",
             Skip::Unreached => "no thread of the block shape executes it",
             Skip::NotEvaluable => "address could not be evaluated per thread",
         }
@@ -172,6 +172,64 @@ impl Skip {
             Skip::NotEvaluable => "not_evaluable",
         }
     }
+}
+
+/// A direct call of a device function defined in the module, with what
+/// it passes: the context the callee is analysed in for this call.
+#[derive(Clone, Debug)]
+pub struct CallFact<'a> {
+    pub inst: InstId,
+    pub callee: &'a str,
+    pub args: CallArgs,
+}
+
+/// The calls `f` makes (reachable ones): each argument's abstract value
+/// and, when it is thread-dependent, its value in every thread (block 0,
+/// first iteration; parameters the caller cannot evaluate stay unknown),
+/// and the threads that reach the call.
+fn call_facts<'a>(
+    f: &FunctionIr<'a>,
+    d: &Divergence,
+    sums: &Summaries<'a>,
+    evals: &Evals<'_, 'a>,
+    lanes: &mut Lanes<'_, 'a, '_>,
+) -> Vec<CallFact<'a>> {
+    let mut out = Vec::new();
+    for (i, inst) in f.insts.iter_enumerated() {
+        let Some(callee) = inst.call_target().filter(|t| sums.defined.contains(t)) else { continue };
+        let b = f.cfg.block_of(i);
+        if !f.cfg.reachable(b) {
+            continue;
+        }
+        let params = inst
+            .call_args()
+            .iter()
+            .map(|a| match a {
+                crate::ptx::Operand::Sym(name) => match f.call_argument_store(i, name).and_then(|s| f.insts[s].operand(1)) {
+                    // a constant stored for the call
+                    Some(crate::ptx::Operand::Imm(k)) => {
+                        Some(ArgValue { abs: AbsVal::konst(*k), lanes: None, space: crate::ir::space::Fact::UNKNOWN })
+                    }
+                    _ => f.call_argument(i, name).map(|v| {
+                        let abs = d.at(f, v, b);
+                        let q = Query { first_thread_only: false, ctaid: 0, scalar: None, iteration: 0 };
+                        let lanes = if abs.is_uniform() || abs.data() { None } else { evals.eval(v, q) };
+                        ArgValue {
+                            abs: abs.without_symbols(),
+                            lanes: lanes.map(|x| std::sync::Arc::new(x.as_ref().clone())),
+                            space: f.spaces.fact(v),
+                        }
+                    }),
+                },
+                crate::ptx::Operand::Imm(k) => {
+                    Some(ArgValue { abs: AbsVal::konst(*k), lanes: None, space: crate::ir::space::Fact::UNKNOWN })
+                }
+                _ => None,
+            })
+            .collect();
+        out.push(CallFact { inst: i, callee, args: CallArgs { params, active: lanes.active(b, 0).as_ref().clone() } });
+    }
+    out
 }
 
 /// Sort every memory instruction of `f` into one category.
@@ -231,6 +289,8 @@ pub struct KernelFacts<'f, 'a> {
     pub barriers: Vec<BarrierFact>,
     /// Every memory instruction, by how it was analysed.
     pub coverage: Coverage,
+    /// Direct calls of the module's device functions, with what they pass.
+    pub calls: Vec<CallFact<'a>>,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -296,6 +356,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);
         }
+        let calls = call_facts(f, d, sums, &evals, &mut lanes);
         drop(lanes);
         let mut branches = branches;
         for (b, r) in branches.iter_mut().zip(recount) {
@@ -311,7 +372,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             }
         }
         let coverage = coverage(f, &accesses);
-        KernelFacts { f, d, sums, shape, branches, accesses, groups, races, barriers, coverage, branch_at }
+        KernelFacts { f, d, sums, shape, branches, accesses, groups, races, barriers, coverage, calls, branch_at }
     }
 
     /// The fact of the divergent branch ending block `b`, if any.
@@ -518,7 +579,9 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
 
     fn compute(&mut self, b: BlockId, iteration: usize) -> Vec<bool> {
         let cfg = &self.f.cfg;
-        let mut active = vec![true; self.shape.threads()];
+        // the calling threads, in a call context
+        let threads = self.shape.threads();
+        let mut active = self.evals.d.call.active.clone().filter(|a| a.len() == threads).unwrap_or_else(|| vec![true; threads]);
         if self.controllers.is_none() {
             // only branches whose condition can be evaluated restrict the lanes
             let mut by_block: IdVec<BlockId, Vec<usize>> = IdVec::filled(cfg.len(), Vec::new());

@@ -86,6 +86,12 @@ pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>) -> Func
     lower_function_with(m, index, &cx.noreturn, &cx.params)
 }
 
+/// Lower device function `index` for one call context: its parameters get
+/// the spaces that call passes (`params`, see [`space::ParamSpaces::of_call`]).
+pub fn lower_for_call<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>, params: &space::ParamSpaces) -> FunctionIr<'a> {
+    lower_function_with(m, index, &cx.noreturn, params)
+}
+
 fn lower_function_with<'a>(m: &'a Module<'a>, index: usize, noreturn: &HashSet<&'a str>, params: &space::ParamSpaces) -> FunctionIr<'a> {
     let mut ir = lower_function(&m.functions[index], index, noreturn);
     ir.spaces = space::Spaces::infer(m, &ir, params);
@@ -236,16 +242,18 @@ impl<'a> FunctionIr<'a> {
     /// The value stored to call parameter `name` before call `call`
     /// (`st.param.b64 [param0], %rd5`), searched back in the call's block.
     pub fn call_argument(&self, call: InstId, name: &str) -> Option<ValueId> {
+        self.operand_value(self.call_argument_store(call, name)?, 1)
+    }
+
+    /// The store of call parameter `name` for call `call` (the nearest
+    /// before it in its block: each call sequence stores its own).
+    pub fn call_argument_store(&self, call: InstId, name: &str) -> Option<InstId> {
         let start = self.cfg.blocks[self.cfg.block_of(call)].insts().next()?;
-        (start.index()..call.index()).rev().map(InstId::new).find_map(|i| {
+        (start.index()..call.index()).rev().map(InstId::new).find(|&i| {
             let x = &self.insts[i];
-            if x.opcode != inst::Opcode::St || x.space != Some(inst::Space::Param) {
-                return None;
-            }
-            match x.operand(0) {
-                Some(Operand::Addr(a)) if matches!(a.base, Some(Operand::Sym(s)) if s == name) && a.offset == 0 => self.operand_value(i, 1),
-                _ => None,
-            }
+            x.opcode == inst::Opcode::St
+                && x.space == Some(inst::Space::Param)
+                && matches!(x.operand(0), Some(Operand::Addr(a)) if matches!(a.base, Some(Operand::Sym(s)) if s == name) && a.offset == 0)
         })
     }
 

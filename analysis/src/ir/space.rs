@@ -33,14 +33,14 @@ use std::collections::{HashMap, HashSet};
 /// What is known of one pointer value: its space, and whether that is only
 /// the default for a value loaded from memory (`weak`: a definite space
 /// met in a join wins over it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fact {
     pub space: Space,
     pub weak: bool,
 }
 
 impl Fact {
-    const UNKNOWN: Fact = Fact { space: Space::Unknown, weak: false };
+    pub const UNKNOWN: Fact = Fact { space: Space::Unknown, weak: false };
     const LOADED: Fact = Fact { space: Space::Global, weak: true };
     fn strong(space: Space) -> Fact {
         Fact { space, weak: false }
@@ -240,6 +240,11 @@ impl Spaces {
         self.vals[v].space
     }
 
+    /// The fact about a value (its space, and whether it is only a loaded value's default).
+    pub fn fact(&self, v: ValueId) -> Fact {
+        self.vals[v]
+    }
+
     /// The space of a value known to be a pointer (not a weak fact: a
     /// loaded 64-bit value may as well be a length).
     pub fn definite(&self, v: ValueId) -> Space {
@@ -264,6 +269,13 @@ impl ParamSpaces {
     /// passes it).
     pub fn get(&self, index: usize, k: usize) -> Fact {
         self.by_param.get(&(index, k)).copied().unwrap_or(Fact::UNKNOWN)
+    }
+
+    /// The spaces one call passes to function `index` (a call context):
+    /// parameter `k` gets `facts[k]`, unknown where `None`.
+    pub fn of_call(index: usize, facts: impl IntoIterator<Item = Option<Fact>>) -> ParamSpaces {
+        let by_param = facts.into_iter().enumerate().filter_map(|(k, f)| Some(((index, k), f?))).collect();
+        ParamSpaces { by_param }
     }
 
     /// Lower each function that calls a defined function with arguments,

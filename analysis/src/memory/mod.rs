@@ -131,7 +131,7 @@ pub struct Prediction {
 /// address a device function computes from its arguments: see
 /// [`from_arguments`]).
 pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
-    let args = from_arguments(f);
+    let args = from_arguments(f, d);
     accesses_of(f)
         .filter(|&(i, k)| !f.operand_value(i, k).zip(args.as_ref()).is_some_and(|(v, a)| a.contains(v.index())))
         .filter_map(|(i, k)| {
@@ -157,7 +157,7 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
 /// what each thread passes is the caller's, and the function is analysed
 /// once for all its callers, so their values per thread are not known here.
 /// `None` for a kernel. One forward pass over the SSA users.
-pub fn from_arguments(f: &FunctionIr<'_>) -> Option<BitSet> {
+pub fn from_arguments(f: &FunctionIr<'_>, d: &Divergence) -> Option<BitSet> {
     if f.func.is_entry {
         return None;
     }
@@ -167,8 +167,9 @@ pub fn from_arguments(f: &FunctionIr<'_>) -> Option<BitSet> {
         .ssa
         .values
         .iter_enumerated()
-        .filter(|(_, d)| match **d {
-            ValueDef::Inst { inst, .. } => f.insts[inst].param_read().is_some_and(|(p, _)| is_param(p)),
+        .filter(|&(v, def)| match *def {
+            // (a parameter bound to its caller's value in a call context is known)
+            ValueDef::Inst { inst, .. } => f.insts[inst].param_read().is_some_and(|(p, _)| is_param(p)) && !d.call.values.contains_key(&v),
             // parameters passed in registers (`.func f(.reg .b64 %a)`)
             ValueDef::Entry(r) => is_param(f.ssa.regs[r as usize]),
             ValueDef::Phi(_) => false,

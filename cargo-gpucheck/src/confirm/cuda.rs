@@ -187,7 +187,7 @@ mod device {
 
         let ins = instrument::instrument(src, Some(&arch)).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
         let (_, counters) = launch(ins.ptx.clone(), false)?;
-        let mut seen = Seen { sites: sites_from_counters(&ins, &counters.unwrap_or_default(), kernel), ..Seen::default() };
+        let mut seen = Seen { sites: sites_from_counters(&ins, &counters.unwrap_or_default()), ..Seen::default() };
         // the uninstrumented kernel, timed
         let plain = instrument::retarget(&instrument::strip_dwarf(src), &arch);
         let (ms, _) = launch(plain, true)?;
@@ -199,14 +199,12 @@ mod device {
 
 /// Per-site numbers of `kernel` from the counters an instrumented run
 /// left, by the original PTX's instruction.
-pub fn sites_from_counters(ins: &instrument::Instrumented, counters: &[u8], kernel: &str) -> BTreeMap<SiteKey, (&'static str, SiteSeen)> {
+/// The module is loaded afresh for each run, so every site with a request
+/// belongs to this kernel's run: its own, or a device function's it called.
+pub fn sites_from_counters(ins: &instrument::Instrumented, counters: &[u8]) -> BTreeMap<SiteKey, (&'static str, SiteSeen)> {
     let word = |i: usize| counters.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
-    let kname = gpucheck_analysis::demangle(kernel);
     let mut out = BTreeMap::new();
     for (k, site) in ins.sites.iter().enumerate() {
-        if site.kernel != kname {
-            continue;
-        }
         let base = k * SLOTS;
         let requests = word(base);
         if requests == 0 {
@@ -238,7 +236,7 @@ pub fn run_instrumented_on_cpu(
     let at = *obs.globals.get(COUNTERS).context("the instrumented module has no counters")?;
     let counters = mem.read(at, ins.sites.len().max(1) * SLOTS * 8).context("reading the counters")?;
     Ok(Seen {
-        sites: sites_from_counters(&ins, &counters, kernel),
+        sites: sites_from_counters(&ins, &counters),
         lane_insts: obs.lane_insts,
         seconds: started.elapsed().as_secs_f64(),
         ..Seen::default()

@@ -130,7 +130,8 @@ pub fn instrument(src: &str, target: Option<&str>) -> Result<Instrumented, Strin
             if inst.access().is_none() || matches!(inst.space, Some(Space::Param | Space::Local | Space::Const)) {
                 continue;
             }
-            let space = fir.spaces.access(&fir, i);
+            // a generic address of unknown space is counted as global, as the analysis assumes
+            let space = fir.spaces.analysed(&fir, i).0;
             let line = inst.ast.pos.line;
             let opcode = inst.text();
             let space = match space {

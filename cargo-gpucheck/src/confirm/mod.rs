@@ -279,7 +279,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             let index = module.functions.iter().position(|x| std::ptr::eq(x, f)).unwrap_or(0);
             let functions: BTreeSet<usize> =
                 std::iter::once(index).chain(seen.lines.keys().copied()).chain(seen.sites.keys().map(|k| k.func)).collect();
-            let rows = table::rows(&report, &functions, &seen, &paths);
+            let rows = table::rows(&report, &kernel, &functions, &seen, &paths);
             if print {
                 table::print(&rows, &seen, a, &kernel, &u.krate.name);
             }

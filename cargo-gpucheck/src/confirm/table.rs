@@ -169,16 +169,30 @@ fn seen_text(s: &SiteSeen, unit: &str) -> String {
     format!("{}{unit} (max {}, mean {:.2}, {} requests)", s.mode, s.max, s.mean, s.requests)
 }
 
+/// A site's prediction: (sectors, worst, ideal) for global memory, (typical, worst) conflict degree for shared.
+type Predicted = (Option<(u32, u32, u32)>, Option<(u32, u32)>);
+
 /// The rows for one kernel run: the static `report` of the module, the
 /// `functions` the run went through (the kernel and its callees), what the
-/// engine saw.
-pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &PathStyle) -> Vec<Row> {
+/// engine saw. A device function analysed in call contexts has a
+/// prediction per context: those of this kernel's calls are compared (when
+/// its calls differ, the run's numbers mix them: shown, not judged).
+pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &Seen, paths: &PathStyle) -> Vec<Row> {
     let mut out = Vec::new();
     let key = |function: usize, inst: usize| SiteKey { func: function, inst };
+    // this kernel's predictions: its own, its callees' in its call contexts, and
+    // those of callees analysed once for every caller (not named after a kernel)
+    let kernels: BTreeSet<String> = report.kernel_names.iter().map(|k| gpucheck_analysis::demangle(k)).collect();
+    let ours = |s: &Site| functions.contains(&s.function) && (s.kernel == kernel || !kernels.contains(&s.kernel));
+    let mut contexts: std::collections::BTreeMap<SiteKey, BTreeSet<Predicted>> = Default::default();
+    for a in report.accesses.iter().filter(|a| ours(&a.site)) {
+        contexts.entry(a.site.key()).or_default().insert((a.sectors, a.conflict));
+    }
     // memory sites
     let mut predicted_sites = BTreeSet::new();
-    for a in report.accesses.iter().filter(|a| functions.contains(&a.site.function)) {
+    for a in report.accesses.iter().filter(|a| ours(&a.site)) {
         let k = a.site.key();
+        let mixed = contexts.get(&k).is_some_and(|c| c.len() > 1);
         predicted_sites.insert(k);
         let obs = seen.sites.get(&k).map(|x| &x.1);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
@@ -210,12 +224,17 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         let verdict = match (typical, obs) {
             (_, None) => Verdict::NotRun,
             (None, Some(_)) => Verdict::Observed,
+            (Some(_), Some(_)) if mixed => Verdict::Observed,
             (Some(t), Some(s)) if s.mode == t => Verdict::Confirmed,
             (Some(_), Some(s)) if a.misaligned == Some(s.mode) => Verdict::ConfirmedMisaligned,
             (Some(_), Some(s)) if a.sectors_at_stride_one == Some(s.mode) => Verdict::ConfirmedUnitStride,
             // a stride read from memory between 1 and large: between the two predictions
             (Some(t), Some(s)) if a.sectors_at_stride_one.is_some_and(|one| one <= s.mode && s.mode <= t) => Verdict::WithinBound,
             _ => Verdict::Mismatch,
+        };
+        let predicted = match contexts.get(&k).map(|c| c.len()) {
+            Some(n) if mixed => format!("{predicted} (in one of {n} call contexts)"),
+            _ => predicted,
         };
         out.push(Row::at(paths, &a.site, a.space, predicted, observed, verdict, jp, jo));
     }
@@ -243,7 +262,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         return out;
     }
     // branches
-    for b in report.branches.iter().filter(|b| functions.contains(&b.site.function)) {
+    for b in report.branches.iter().filter(|b| ours(&b.site)) {
         let k = b.site.key();
         let obs = seen.branches.get(&k);
         let splits = obs.map_or(0, |o| o.splits);
@@ -273,7 +292,7 @@ pub fn rows(report: &Report, functions: &BTreeSet<usize>, seen: &Seen, paths: &P
         out.push(Row::at(paths, &b.site, "branch", predicted, observed, verdict, jp, jo));
     }
     // barriers: every one the kernel can reach, with how many threads arrived
-    for b in report.barriers.iter().filter(|b| functions.contains(&b.site.function)) {
+    for b in report.barriers.iter().filter(|b| ours(&b.site)) {
         let obs = seen.barriers.get(&b.site.key());
         let predicted = if b.divergent { "part of the block skips it" } else { "every thread reaches it" };
         let (observed, jo) = match obs {
@@ -581,7 +600,7 @@ mod tests {
         seen.branches.insert(k(5), seen_split(1, 2));
         seen.branches.insert(k(6), seen_split(5, 5));
         seen.branches.insert(k(7), seen_split(0, 0));
-        let rows = rows(&report, &BTreeSet::from([0]), &seen, &PathStyle { root: PathBuf::from("/") });
+        let rows = rows(&report, "k", &BTreeSet::from([0]), &seen, &PathStyle { root: PathBuf::from("/") });
         let verdicts: Vec<(usize, Verdict)> = rows.iter().map(|r| (r.key.inst, r.verdict)).collect();
         assert_eq!(
             verdicts,
