@@ -496,7 +496,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)], 
             }
         };
         let opts = Options { block: o.block, coalescing_threshold: Some(o.coalescing_threshold), ..Default::default() };
-        let report = match gpucheck_analysis::check(&src, &opts, &|_| true) {
+        let report = match gpucheck_analysis::check(&src, &opts, &|f| !build::toolkit_file(f)) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {}:{e}", file.display());

@@ -222,6 +222,10 @@ impl LintCx<'_, '_, '_> {
             }
         }
         if r.approximate {
+            // the instruction's own line is not the package's (a toolkit header, say): name it
+            if let Some(first) = r.frames.first() {
+                fd.note_text(Text::InlinedFrom(first.clone()));
+            }
             fd.note_text(Text::NearestLine);
         }
         fd

@@ -15,7 +15,11 @@ declare_lint! {
     /// and the block shape, and compares with the sectors the same bytes need when
     /// contiguous and aligned. Reports when the ratio reaches 2
     /// (`--coalescing-threshold` changes it). Contiguous 8- and 16-byte elements
-    /// are ideal; so is a misaligned `x[i + 1]` (5 sectors for 4).
+    /// are ideal; so is a misaligned `x[i + 1]` (5 sectors for 4). A request that
+    /// touches no more sectors than a coalesced 4-byte-per-lane request would (4
+    /// for a full warp), in every warp, is never reported, whatever its ratio: a
+    /// byte read from each 4-byte word (`data[i] & 255` narrowed by the compiler)
+    /// or one value per row read by a 16×16 block costs what a coalesced read does.
     ///
     /// Loads are judged with the warp's other loads of the same array in the same
     /// loop iteration: global loads are cached in L1 by default on sm_70 and later
@@ -116,6 +120,12 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         }
         let ratio = p.sectors.0 as f64 / p.ideal as f64;
         if ratio < cx.coalescing_threshold {
+            continue;
+        }
+        // no more sectors than a coalesced request of 4 bytes per lane (4 for a full warp):
+        // narrow elements at a word stride, a few rows' values: small, whatever the ratio
+        let coalesced_words = (shape.threads().min(crate::model::WARP) as u32 * 4).div_ceil(crate::model::SECTOR as u32);
+        if p.sectors.1 <= coalesced_words {
             continue;
         }
         // waste that comes only from masked-off lanes is the branch's, not the access's

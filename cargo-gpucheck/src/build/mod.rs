@@ -55,13 +55,42 @@ impl KernelCrate {
     pub fn is_local(&self, file: &str) -> bool {
         let p = Path::new(file);
         if self.any_source_is_local {
-            true
+            !toolkit_file(file)
         } else if p.is_absolute() {
             p.starts_with(&self.root)
         } else {
             self.root.join(p).exists()
         }
     }
+}
+
+/// A source file of a compiler or toolkit, never the user's: clang's CUDA
+/// wrapper headers (`__clang_cuda_*.h`, its resource `include/`), a CUDA
+/// installation's `include/` folder (`cuda/`, `cuda-12.9/`, PyPI's `nvidia/`),
+/// rustc's standard library sources, and the `cuda_std` crate. In `ptx`
+/// mode every other `.loc` file counts as the user's, so that findings land
+/// on the user's line the header was inlined at (or the nearest one).
+pub fn toolkit_file(file: &str) -> bool {
+    let f = file.replace('\\', "/");
+    let name = f.rsplit('/').next().unwrap_or(&f);
+    if name.starts_with("__clang_cuda_")
+        || f.contains("/lib/rustlib/src/rust/")
+        || f.starts_with("/rustc/")
+        || f.contains("/cuda_std/")
+        || f.contains("/cuda_std-")
+    {
+        return true;
+    }
+    if f.contains("/lib/clang/") && f.contains("/include/") {
+        return true;
+    }
+    // a CUDA installation's headers: …/cuda/include/…, …/cuda-12.9/include/…,
+    // …/nvidia/cuda_runtime/include/… (PyPI), …/targets/x86_64-linux/include/…
+    f.match_indices("/include/").any(|(k, _)| {
+        let before = &f[..k];
+        let dir = before.rsplit('/').next().unwrap_or("");
+        dir == "cuda" || dir.starts_with("cuda-") || ["/nvidia/", "/cuda-tools/", "/targets/"].iter().any(|x| before.contains(x))
+    })
 }
 
 pub struct Workspace {
@@ -420,5 +449,23 @@ mod tests {
         let src = "error: \"/root/.rustup/toolchains/nightly/lib/rustlib/src/rust/library/Cargo.lock\" does not exist, unable to build with the standard library, try:\n        rustup component add rust-src --toolchain nightly";
         assert!(build_hints(src)[0].contains("rust-src"));
         assert!(build_hints("error[E0308]: mismatched types").is_empty());
+    }
+
+    #[test]
+    fn toolkit_files_are_not_the_users() {
+        for f in [
+            "/usr/lib/llvm-19/lib/clang/19/include/__clang_cuda_device_functions.h",
+            "/usr/local/cuda-12.9/include/sm_20_atomic_functions.hpp",
+            "/work/target/cuda-tools/root/include/cuda_fp16.hpp",
+            "/venv/site-packages/nvidia/cuda_runtime/include/vector_types.h",
+            "/root/.rustup/toolchains/nightly/lib/rustlib/src/rust/library/core/src/ptr/mod.rs",
+            "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/ptr/mod.rs",
+            "/home/u/.cargo/registry/src/index.crates.io-x/cuda_std-0.2.2/src/thread.rs",
+        ] {
+            assert!(toolkit_file(f), "{f}");
+        }
+        for f in ["/tmp/hdr.cu", "/home/u/proj/include/my_kernels.cuh", "/home/u/cuda_proj/include/k.cuh", "src/lib.rs"] {
+            assert!(!toolkit_file(f), "{f}");
+        }
     }
 }
