@@ -421,9 +421,18 @@ fn every_group_footprint_is_confirmed() {
     let groups: Vec<&serde_json::Value> = records().iter().filter(|r| r["space"] == "group" && !r["observed"].is_null()).collect();
     assert!(groups.len() >= 10, "{}", groups.len());
     for r in &groups {
+        // a loop stepping the loads off their first alignment: the run's mode may be the later iterations'
+        if r["verdict"] == "confirmed (later iterations)" {
+            assert_eq!(r["observed"]["typical"], r["predicted"]["later_group_sectors"], "{r}");
+            continue;
+        }
         assert_eq!(r["observed"]["typical"], r["predicted"]["group_sectors"], "{r}");
         assert_eq!(r["verdict"], "confirmed", "{r}");
     }
+    // `heavy`'s four loads a[(t + k) % n] in a loop stepping k by 4 (16 bytes): aligned in
+    // even iterations, 5 sectors in odd ones; the run alternates
+    let h = groups.iter().find(|r| r["kernel"] == "accepted_divergence").expect("heavy's group");
+    assert_eq!((h["predicted"]["group_sectors"].as_u64(), h["predicted"]["later_group_sectors"].as_u64()), (Some(4), Some(5)), "{h}");
     let kernel = |k: &str| groups.iter().find(|r| r["kernel"] == k).unwrap_or_else(|| panic!("no group row for {k}"));
     // 3 of 7 fields: 28 sectors per warp where 12 would do; 18-byte blocks read field by field: ideal
     assert_eq!(

@@ -143,6 +143,9 @@ pub struct GroupReport {
     pub loads: bool,
     /// Sectors of the union per warp: (typical, worst); the ideal; bytes used.
     pub sectors: (u32, u32),
+    /// In a loop that steps the members off their alignment: the typical
+    /// sectors from the second iteration on, when they differ.
+    pub later: Option<u32>,
     pub ideal: u32,
     pub bytes_used: u32,
 }
@@ -458,6 +461,7 @@ fn check_function(
             members: g.members.iter().map(|&k| facts.accesses[k].access.inst.index()).collect(),
             loads: g.kind == memory::AccessKind::Load,
             sectors: g.sectors,
+            later: g.later,
             ideal: g.ideal,
             bytes_used: g.bytes_used,
         })

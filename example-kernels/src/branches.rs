@@ -54,7 +54,7 @@ pub unsafe extern "ptx-kernel" fn grid_stride_loop(a: *const f32, out: *mut f32,
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn data_dependent_branch(a: *const f32, out: *mut f32, n: usize) {
     let i = gid();
-    if *a.add(i) > 0.0 {
+    if *a.add(i) > 0.0 { //~ WARN shared_memory_opportunity
         *out.add(i) = heavy(a, i, n);
     }
 }

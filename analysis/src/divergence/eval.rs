@@ -166,7 +166,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 }
                 match self.header_phi_entry(v).filter(|_| self.first_iteration) {
                     Some(x) => self.value_d(x, depth + 1),
-                    None => Err(EvalErr::Opaque),
+                    None => self.join_phi(v, depth),
                 }
             }
             ValueDef::Inst { inst, slot } => self.inst(inst, slot as usize, depth + 1),
@@ -221,6 +221,62 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
             Ok(x)
         })())
+    }
+
+    /// A phi at the join of an `if`/`else` (or `if` without `else`): in
+    /// each thread, the value from the side the thread's branch condition
+    /// chose. Only for the simple shape: the join's immediate dominator ends
+    /// in the branch, each incoming edge comes from one side (a side may
+    /// hold nested branches, but then passes one value), and no loop is
+    /// entered or left between the branch and the join.
+    fn join_phi(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
+        let (f, cfg) = (self.f, &self.f.cfg);
+        let ValueDef::Phi(p) = f.ssa.values[v] else { return Err(EvalErr::Opaque) };
+        let ph = &f.ssa.phis[p];
+        let join = ph.block;
+        let d = cfg.idom(join).ok_or(EvalErr::Opaque)?;
+        let br = cfg.blocks[d].last().ok_or(EvalErr::Opaque)?;
+        let inst = &f.insts[br];
+        let g = inst.ast.guard.filter(|_| inst.is_jump()).ok_or(EvalErr::Opaque)?;
+        let succs = &cfg.blocks[d].succs;
+        let taken = inst.branch_label().and_then(|l| f.labels.get(l)).map(|&x| cfg.block_of(x)).ok_or(EvalErr::Opaque)?;
+        let fall = succs.iter().copied().find(|&s| s != taken).ok_or(EvalErr::Opaque)?;
+        if succs.len() != 2 || cfg.loop_with_header(join).is_some() || cfg.loop_of(d) != cfg.loop_of(join) {
+            return Err(EvalErr::Opaque);
+        }
+        // the value each side passes to the join
+        let (mut on_taken, mut on_fall) = (None, None);
+        for &(pred, x) in &ph.incoming {
+            if !cfg.reachable(pred) {
+                continue;
+            }
+            // a value leaving a loop (its last iteration's) is not what the evaluator computes
+            let leaves_loop = f.def_block(x).is_some_and(|b| cfg.loops_containing(b).iter().any(|&l| !cfg.in_loop(join, l)));
+            if cfg.loop_of(pred) != cfg.loop_of(join) || leaves_loop || self.d.at(f, x, pred) != self.d.vals[x] {
+                return Err(EvalErr::Opaque);
+            }
+            let side = if pred == d {
+                if taken == join {
+                    &mut on_taken
+                } else {
+                    &mut on_fall
+                }
+            } else if taken != join && cfg.dominates(taken, pred) {
+                &mut on_taken
+            } else if fall != join && cfg.dominates(fall, pred) {
+                &mut on_fall
+            } else {
+                return Err(EvalErr::Opaque);
+            };
+            match *side {
+                Some(y) if y != x => return Err(EvalErr::Opaque),
+                _ => *side = Some(x),
+            }
+        }
+        let (Some(a), Some(b)) = (on_taken, on_fall) else { return Err(EvalErr::Opaque) };
+        let cond = self.operand(br, &Operand::Reg(g.reg), depth + 1)?;
+        let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
+        Ok(Rc::new((0..self.lanes.len()).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect()))
     }
 
     /// For a loop-header phi: its single value from outside the loop.

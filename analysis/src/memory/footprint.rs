@@ -48,6 +48,9 @@ pub struct Group {
     pub kind: AccessKind,
     /// Sectors of the union of the members' bytes, per warp: (typical, worst).
     pub sectors: (u32, u32),
+    /// In a loop whose step moves the members off their first iteration's
+    /// alignment: the typical sectors in the second iteration, when they differ.
+    pub later: Option<u32>,
     /// Sectors those bytes need, contiguous and aligned (typical warp).
     pub ideal: u32,
     /// Bytes the members read or write in a typical warp.
@@ -95,19 +98,21 @@ pub fn groups(ev: &Evals<'_, '_>, accesses: &[AccessFact]) -> Vec<Group> {
 /// Per-thread byte addresses of an access (pointers at their aligned base,
 /// other runtime values at `scalar`), `None` for a thread that does not
 /// execute it.
-fn addresses(ev: &Evals<'_, '_>, x: &AccessFact, scalar: i64) -> Option<Vec<Option<i64>>> {
+fn addresses(ev: &Evals<'_, '_>, x: &AccessFact, scalar: i64, iteration: usize) -> Option<Vec<Option<i64>>> {
     let a = &x.access;
-    let vals = ev.eval(a.addr_value?, Query { scalar: Some(scalar), ..Query::block(0) })?;
+    let vals = ev.eval(a.addr_value?, Query { scalar: Some(scalar), ..Query::block(iteration) })?;
     let p = x.prediction.as_ref()?;
     Some(vals.iter().enumerate().map(|(t, v)| p.offsets.get(t).copied().flatten().map(|_| v + a.offset)).collect())
 }
 
 fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, load: bool) -> Option<Group> {
-    let addrs: Vec<Vec<Option<i64>>> = members.iter().map(|&k| addresses(ev, &accesses[k], super::SCALAR_SAMPLE)).collect::<Option<_>>()?;
+    let at = |scalar: i64, iteration: usize| -> Option<Vec<Vec<Option<i64>>>> {
+        members.iter().map(|&k| addresses(ev, &accesses[k], scalar, iteration)).collect()
+    };
+    let addrs = at(super::SCALAR_SAMPLE, 0)?;
     // members whose distance from each other is a runtime value (`x[k*s + i]` for several k) have
     // no footprint that holds for every value: no group
-    let other: Vec<Vec<Option<i64>>> =
-        members.iter().map(|&k| addresses(ev, &accesses[k], super::SCALAR_SAMPLE + 1)).collect::<Option<_>>()?;
+    let other = at(super::SCALAR_SAMPLE + 1, 0)?;
     let apart = |a: &[Vec<Option<i64>>]| -> Vec<Option<i64>> {
         a.iter().map(|m| m.iter().zip(&a[0]).find_map(|(x, y)| Some((*x)? - (*y)?))).collect()
     };
@@ -115,6 +120,24 @@ fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, l
         return None;
     }
     let widths: Vec<i64> = members.iter().map(|&k| accesses[k].access.width as i64).collect();
+    let per_warp = warps(ev, &addrs, &widths);
+    let typical = mode(&per_warp)?;
+    // the second iteration of a loop that steps the members off their alignment
+    let second = at(super::SCALAR_SAMPLE, 1).map(|a| warps(ev, &a, &widths)).unwrap_or_default();
+    let later = mode(&second).map(|x| x.0).filter(|&s| s != typical.0);
+    Some(Group {
+        kind: if load { AccessKind::Load } else { AccessKind::Store },
+        sectors: (typical.0, per_warp.iter().chain(&second).map(|x| x.0).max().unwrap_or(0)),
+        later,
+        ideal: typical.1,
+        bytes_used: typical.2,
+        vector: vector(&addrs, &widths),
+        members,
+    })
+}
+
+/// Per warp: (sectors of the union, sectors the bytes need, bytes used).
+fn warps(ev: &Evals<'_, '_>, addrs: &[Vec<Option<i64>>], widths: &[i64]) -> Vec<(u32, u32, u32)> {
     let threads = ev.shape.threads();
     let mut per_warp: Vec<(u32, u32, u32)> = Vec::new();
     for w in 0..threads.div_ceil(WARP) {
@@ -133,15 +156,7 @@ fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, l
         let used = covered_bytes(bytes) as u32;
         per_warp.push((sectors.len() as u32, used.div_ceil(SECTOR as u32), used));
     }
-    let typical = mode(&per_warp)?;
-    Some(Group {
-        kind: if load { AccessKind::Load } else { AccessKind::Store },
-        sectors: (typical.0, per_warp.iter().map(|x| x.0).max().unwrap_or(0)),
-        ideal: typical.1,
-        bytes_used: typical.2,
-        vector: vector(&addrs, &widths),
-        members,
-    })
+    per_warp
 }
 
 /// The most frequent (sectors, ideal, bytes) (ties: the larger).

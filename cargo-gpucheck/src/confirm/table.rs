@@ -36,6 +36,9 @@ pub enum Verdict {
     /// The observation is the value predicted for a stride (read from
     /// memory) of 1.
     ConfirmedUnitStride,
+    /// The observation is the value predicted for a loop's later
+    /// iterations (its step moves the accesses off their first alignment).
+    ConfirmedLater,
     /// A bound held in every block.
     WithinBound,
     Mismatch,
@@ -58,6 +61,7 @@ impl Verdict {
             Verdict::Confirmed => "confirmed",
             Verdict::ConfirmedMisaligned => "confirmed (misaligned rows)",
             Verdict::ConfirmedUnitStride => "confirmed (stride 1)",
+            Verdict::ConfirmedLater => "confirmed (later iterations)",
             Verdict::WithinBound => "within bound",
             Verdict::Mismatch => "MISMATCH",
             Verdict::NotRun => "not executed",
@@ -72,7 +76,14 @@ impl Verdict {
         matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence)
     }
     pub fn is_success(self) -> bool {
-        matches!(self, Verdict::Confirmed | Verdict::ConfirmedMisaligned | Verdict::ConfirmedUnitStride | Verdict::WithinBound)
+        matches!(
+            self,
+            Verdict::Confirmed
+                | Verdict::ConfirmedMisaligned
+                | Verdict::ConfirmedUnitStride
+                | Verdict::ConfirmedLater
+                | Verdict::WithinBound
+        )
     }
 }
 
@@ -328,6 +339,8 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         let verdict = match obs {
             None => Verdict::NotRun,
             Some(s) if s.mode == g.sectors.0 => Verdict::Confirmed,
+            // iterations alternate between the two alignments: the run's mode is either
+            Some(s) if g.later == Some(s.mode) => Verdict::ConfirmedLater,
             Some(_) => Verdict::Mismatch,
         };
         out.push(Row {
@@ -344,7 +357,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 None => "not executed".into(),
             },
             verdict,
-            json_predicted: json!({"group_sectors": g.sectors.0, "worst_group_sectors": g.sectors.1, "group_ideal_sectors": g.ideal,
+            json_predicted: json!({"group_sectors": g.sectors.0, "worst_group_sectors": g.sectors.1, "later_group_sectors": g.later, "group_ideal_sectors": g.ideal,
                                    "group_bytes_used": g.bytes_used, "members": g.members.len()}),
             json_observed: obs.map_or(Value::Null, |s| json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests})),
             via,
