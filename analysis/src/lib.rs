@@ -163,6 +163,8 @@ pub struct RaceReport {
     /// The witness threads (linear ids in the block) of `first` and `second`,
     /// as the finding names them.
     pub threads: (usize, usize),
+    /// Both write the same uniform value (`benign_race`).
+    pub benign: bool,
 }
 
 /// The result of checking one PTX module.
@@ -449,6 +451,7 @@ fn check_function(
             kind: r.kind,
             space: facts.accesses[r.first].access.space,
             threads: r.threads,
+            benign: r.benign,
         })
         .collect();
     let barriers = facts.barriers.iter().map(|b| BarrierReport { site: site(b.inst), divergent: b.divergence.is_some() }).collect();

@@ -232,6 +232,43 @@ fn call_facts<'a>(
     out
 }
 
+/// Write-after-write races whose two plain stores write the same value,
+/// uniform across the block, at most 8 bytes wide, with no read racing
+/// with either store: benign in practice (`benign_race`).
+fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], races: &mut [Race]) {
+    use crate::ptx::Operand;
+    #[derive(PartialEq)]
+    enum Stored {
+        Imm(i64),
+        Value(crate::ir::ValueId),
+    }
+    let stored = |a: &Access| -> Option<Stored> {
+        let inst = &f.insts[a.inst];
+        if a.kind != crate::ir::inst::AccessKind::Store || inst.vec > 1 || a.width > 8 {
+            return None;
+        }
+        match inst.operand(1)? {
+            Operand::Imm(k) => Some(Stored::Imm(*k)),
+            Operand::Reg(_) => {
+                let v = f.operand_value(a.inst, 1)?;
+                d.at(f, v, f.cfg.block_of(a.inst)).is_uniform().then_some(Stored::Value(v))
+            }
+            _ => None,
+        }
+    };
+    let read_races: Vec<usize> =
+        races.iter().filter(|r| r.kind != crate::races::RaceKind::WriteAfterWrite).flat_map(|r| [r.first, r.second]).collect();
+    for r in races.iter_mut().filter(|r| r.kind == crate::races::RaceKind::WriteAfterWrite) {
+        let (a, b) = (&sites[r.first], &sites[r.second]);
+        let same = match (stored(a), stored(b)) {
+            (Some(Stored::Imm(x)), Some(Stored::Imm(y))) => x == y,
+            (Some(Stored::Value(u)), Some(Stored::Value(w))) => f.same_value(u, w),
+            _ => false,
+        };
+        r.benign = same && a.width == b.width && !read_races.contains(&r.first) && !read_races.contains(&r.second);
+    }
+}
+
 /// Sort every memory instruction of `f` into one category.
 fn coverage(f: &FunctionIr<'_>, accesses: &[AccessFact]) -> Coverage {
     let by_inst: HashMap<InstId, &AccessFact> = accesses.iter().map(|a| (a.access.inst, a)).collect();
@@ -352,6 +389,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             Vec::new()
         };
         attribute_to_barriers(f, &branches, &barriers, &sites, &barrier_call, &mut races);
+        mark_benign(f, d, &sites, &mut races);
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);

@@ -57,6 +57,7 @@ lints! {
     shared_memory_opportunity::SHARED_MEMORY_OPPORTUNITY => check,
     misaligned_global_access::MISALIGNED_GLOBAL_ACCESS => check,
     cheap_divergent_branch::CHEAP_DIVERGENT_BRANCH,
+    benign_race::BENIGN_RACE,
     vectorizable_access::VECTORIZABLE_ACCESS => check,
     stride_dependent_access::STRIDE_DEPENDENT_ACCESS => check,
 }

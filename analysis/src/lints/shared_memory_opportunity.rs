@@ -77,7 +77,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                 }
             };
             let Some(vals) = vals else { continue };
-            let active: Vec<usize> = (0..vals.len()).filter(|&t| p.offsets.get(t).is_some_and(|o| o.is_some())).collect();
+            let active: Vec<usize> = (0..vals.len()).filter(|&t| p.offsets.get(t).is_some()).collect();
             // the same address in every thread is a broadcast, not a staging opportunity
             if active.iter().all(|&t| vals[t] == vals[active[0]]) {
                 continue;

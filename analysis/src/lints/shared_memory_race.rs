@@ -55,6 +55,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         }
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
+        let lint = if r.benign { &super::benign_race::BENIGN_RACE } else { lint };
         let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
         let name = format!("{} memory", space.name());
         let message = format!(
@@ -73,13 +74,23 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         if a.inst == b.inst {
             fd.note(format!("both threads execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
         }
+        if t1 / crate::model::WARP == t2 / crate::model::WARP && !r.benign {
+            fd.note(format!(
+                "threads {t1} and {t2} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; add `__syncwarp()` (or a barrier) between the accesses"
+            ));
+        }
         let base = match crate::memory::base_symbol(cx.facts.f, a) {
             Some(s) => format!("`{}`", crate::demangle(s)),
             None => "the base pointer".to_string(),
         };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements)", a.width));
         cx.shape_note(&mut fd);
-        fd.help("put a barrier (`_syncthreads()`) between the two accesses, or make each thread touch its own elements");
+        if r.benign {
+            fd.note("every racing write stores the same value, uniform across the block, and no thread reads these bytes in the interval: whichever thread writes last, memory holds that value");
+            fd.help("make the intent explicit with an atomic store, or let one thread write");
+        } else {
+            fd.help("put a barrier (`_syncthreads()`) between the two accesses, or make each thread touch its own elements");
+        }
         out.push(fd);
     }
 }

@@ -70,7 +70,7 @@ pub fn describe_addresses(p: &Prediction, width: u32, shape: &crate::model::Shap
     if !matches!(p.method, Method::Evaluated) {
         return describe_strides(p.strides, width, shape.block);
     }
-    let warp: Vec<i64> = p.offsets.iter().take(crate::model::WARP).flatten().copied().collect();
+    let warp: Vec<i64> = p.offsets.iter().take(crate::model::WARP).flatten().collect();
     let mut distinct = warp.clone();
     distinct.sort_unstable();
     distinct.dedup();

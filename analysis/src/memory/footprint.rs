@@ -102,7 +102,7 @@ fn addresses(ev: &Evals<'_, '_>, x: &AccessFact, scalar: i64, iteration: usize) 
     let a = &x.access;
     let vals = ev.eval(a.addr_value?, Query { scalar: Some(scalar), ..Query::block(iteration) })?;
     let p = x.prediction.as_ref()?;
-    Some(vals.iter().enumerate().map(|(t, v)| p.offsets.get(t).copied().flatten().map(|_| v + a.offset)).collect())
+    Some(vals.iter().enumerate().map(|(t, v)| p.offsets.get(t).map(|_| v + a.offset)).collect())
 }
 
 fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, load: bool) -> Option<Group> {

@@ -124,7 +124,7 @@ pub struct Prediction {
     /// Byte strides along (x, y, z) as used for the prediction.
     pub strides: [i64; 3],
     /// Per-thread byte offsets (relative to the base), for reuse analysis.
-    pub offsets: Vec<Option<i64>>,
+    pub offsets: Offsets,
 }
 
 /// The global and shared memory accesses of a function (not those whose
@@ -222,6 +222,44 @@ impl Query {
     /// Every thread of block 0, parameters at [`SCALAR_SAMPLE`].
     pub fn block(iteration: usize) -> Query {
         Query { first_thread_only: false, ctaid: 0, scalar: Some(SCALAR_SAMPLE), iteration }
+    }
+}
+
+/// Per-thread byte offsets of an access, none for a thread that does not
+/// execute it: 8 bytes and a bit per thread (a prediction is kept for every
+/// access of a function).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Offsets {
+    vals: Vec<i64>,
+    active: Vec<u64>,
+}
+
+impl Offsets {
+    pub fn new(vals: Vec<i64>, active: impl Fn(usize) -> bool) -> Offsets {
+        let mut bits = vec![0u64; vals.len().div_ceil(64)];
+        for t in (0..vals.len()).filter(|&t| active(t)) {
+            bits[t / 64] |= 1 << (t % 64);
+        }
+        Offsets { vals, active: bits }
+    }
+
+    /// Thread `t`'s offset, if it executes the access.
+    pub fn get(&self, t: usize) -> Option<i64> {
+        let on = self.active.get(t / 64).is_some_and(|w| w >> (t % 64) & 1 == 1);
+        self.vals.get(t).copied().filter(|_| on)
+    }
+
+    pub fn len(&self) -> usize {
+        self.vals.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vals.is_empty()
+    }
+
+    /// Every thread's offset, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Option<i64>> + '_ {
+        (0..self.vals.len()).map(|t| self.get(t))
     }
 }
 
@@ -600,6 +638,6 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool]) -> Option<Predic
         conflict: (conf, per_warp_conf.iter().map(|x| x.0).max().unwrap_or(0)),
         lane_stride,
         strides,
-        offsets: addrs.iter().zip(active.iter().chain(std::iter::repeat(&true))).map(|(x, a)| a.then_some(*x)).collect(),
+        offsets: Offsets::new(addrs.to_vec(), |t| active.get(t).copied().unwrap_or(true)),
     })
 }

@@ -165,6 +165,9 @@ pub struct Race {
     /// separates the two accesses for the threads that reach it: the race
     /// comes from the threads that skip it (set by the facts layer).
     pub through_barrier: Option<usize>,
+    /// Two plain stores of the same value, uniform across the block, that
+    /// no read races with (set by the facts layer): `benign_race`.
+    pub benign: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -241,6 +244,7 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
                         threads: (t1, t2),
                         offset: byte - byte.rem_euclid(a.width.max(1) as i64),
                         through_barrier: None,
+                        benign: false,
                     };
                     // smallest thread ids make the clearest witness
                     if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {

@@ -49,6 +49,9 @@ pub enum Verdict {
     Observed,
     /// A race was seen.
     Race,
+    /// A race was seen where one was predicted between two stores of the
+    /// same uniform value (`benign_race`).
+    BenignRace,
     /// A predicted race or barrier divergence the run did not show.
     NotObserved,
     /// Part of the block skipped a barrier, as predicted.
@@ -67,6 +70,7 @@ impl Verdict {
             Verdict::NotRun => "not executed",
             Verdict::Observed => "observed",
             Verdict::Race => "RACE",
+            Verdict::BenignRace => "benign race (same value)",
             Verdict::NotObserved => "not observed",
             Verdict::BarrierDivergence => "BARRIER DIVERGENCE",
         }
@@ -398,9 +402,9 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             what: if r.shared { "shared" } else { "global" },
             predicted: predicted_text,
             observed: format!("{}: {} then {}", r.kind.describe(), who(r.first_thread), who(Some(r.second_thread))),
-            verdict: Verdict::Race,
+            verdict: if prediction.is_some_and(|p| p.benign) { Verdict::BenignRace } else { Verdict::Race },
             json_predicted: match prediction {
-                Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1}),
+                Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1, "benign": p.benign}),
                 None => json!({"race": false}),
             },
             json_observed: json!({

@@ -535,7 +535,9 @@ impl Doc {
 
 /// A confirm row for the race between the two accesses.
 fn row_is_race(row: &Row, a: gpucheck_analysis::interp::SiteKey, b: gpucheck_analysis::interp::SiteKey) -> bool {
-    matches!(row.verdict, Verdict::Race | Verdict::NotObserved) && (row.key == a || row.key == b) && row.json_predicted["race"] == true
+    matches!(row.verdict, Verdict::Race | Verdict::BenignRace | Verdict::NotObserved)
+        && (row.key == a || row.key == b)
+        && row.json_predicted["race"] == true
 }
 
 /// Open a written page in the user's browser: `$BROWSER`, else the

@@ -1,0 +1,39 @@
+//! `benign_race` (pedantic): the declaration only. The race passes
+//! (`shared_memory_race`, `global_memory_race`) emit it for a
+//! write-after-write pair whose two stores write the same uniform value
+//! (`crate::races::Race::benign`, decided in the facts layer).
+
+declare_lint! {
+    /// ### What it does
+    /// Reports two threads of a block writing the same bytes in one barrier
+    /// interval when every racing write stores the same value, uniform across
+    /// the block (a constant, a kernel parameter, a value every thread computes
+    /// alike), and no thread reads those bytes in the interval: the
+    /// "any thread found it" flag (`*done = 1`), `x[0] = 0` by every thread.
+    /// Whichever thread writes last, memory holds that value.
+    ///
+    /// ### Why is this bad
+    /// In the CUDA and C++ memory models it is still a data race (undefined
+    /// behaviour in the strict sense), and it is safe only while the store is
+    /// one naturally aligned access of at most 8 bytes: a wider or split store
+    /// (a struct, a vector the compiler splits) can tear, and a compiler may
+    /// assume no other thread writes the location. Formal verifiers accept it
+    /// (GPUVerify's equality abstraction); it is listed so that the intent can
+    /// be made explicit.
+    ///
+    /// ### Example
+    /// ```rust
+    /// if found { *flag = 1; }        // every finding thread writes 1
+    /// ```
+    /// Use instead: an atomic store (`AtomicU32::store(1, Relaxed)`), or let one
+    /// thread write after a reduction:
+    /// ```rust
+    /// if found { (*(flag as *const AtomicU32)).store(1, Ordering::Relaxed); }
+    /// ```
+    pub static BENIGN_RACE = {
+        name: "benign_race",
+        group: Pedantic,
+        default: Allow,
+        summary: "threads of a block write the same uniform value to the same bytes in one barrier interval and nobody reads them there: a race in the strict sense, safe in practice for aligned word-sized stores",
+    }
+}
