@@ -390,6 +390,15 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         };
         attribute_to_barriers(f, &branches, &barriers, &sites, &barrier_call, &mut races);
         mark_benign(f, d, &sites, &mut races);
+        if !races.is_empty() {
+            // the intervals without loop back edges: a pair that shares an interval only with
+            // them meets in the next iteration
+            let back = |a: BlockId, b: BlockId| f.cfg.loops.iter().any(|l| l.header == b && l.latches.contains(&a));
+            let within = crate::races::intervals_cut(f, &sites, &barrier_call, &back);
+            for r in races.iter_mut() {
+                r.next_iteration = !within.share(r.first, r.second);
+            }
+        }
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);

@@ -14,8 +14,12 @@ declare_lint! {
     /// loop back edges), in two different threads of a block, on the same bytes,
     /// at least one of them a write (atomics do not race with atomics). The
     /// message names the kind (read-after-write, write-after-read,
-    /// write-after-write) and a witness pair of threads. Warp-synchronous code is
-    /// not exempt: threads of a warp are scheduled independently since Volta.
+    /// write-after-write) and a witness pair of threads, and says "in the next
+    /// iteration" when only the loop's back edge joins the two (a barrier
+    /// separates them within one iteration: the tiled matrix multiply without
+    /// its second barrier). Warp-synchronous code is not exempt: threads of a
+    /// warp are scheduled independently since Volta, and a witness pair of
+    /// lanes of one warp says so (`__syncwarp()` separates them).
     ///
     /// ### Why is this bad
     /// The result depends on the order in which threads run: wrong answers that
@@ -59,10 +63,11 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
         let name = format!("{} memory", space.name());
         let message = format!(
-            "{} data race on {name}: thread {t2} {} element {elem} while thread {t1} {} it",
+            "{} data race on {name}: thread {t2} {} element {elem} while thread {t1} {} it{}",
             r.kind.describe(),
             what(b.kind),
-            what(a.kind)
+            what(a.kind),
+            if r.next_iteration { " in the next iteration" } else { "" }
         );
         // primary span on the second access, secondary on the first (the write)
         let mut fd = cx.finding(lint, b.inst, message, format!("thread {t2} {} here", what(b.kind)));
@@ -84,6 +89,9 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             None => "the base pointer".to_string(),
         };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements)", a.width));
+        if r.next_iteration {
+            fd.note("within one iteration a barrier separates them: the race goes around the loop's back edge, one iteration's access meeting the next one's; a barrier at the end of the loop body (before the next iteration's access) separates them");
+        }
         cx.shape_note(&mut fd);
         if r.benign {
             fd.note("every racing write stores the same value, uniform across the block, and no thread reads these bytes in the interval: whichever thread writes last, memory holds that value");

@@ -168,6 +168,10 @@ pub struct Race {
     /// Two plain stores of the same value, uniform across the block, that
     /// no read races with (set by the facts layer): `benign_race`.
     pub benign: bool,
+    /// Every barrier-free path between the two goes around a loop's back
+    /// edge: one iteration's access meets the next iteration's (set by the
+    /// facts layer).
+    pub next_iteration: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -245,6 +249,7 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
                         offset: byte - byte.rem_euclid(a.width.max(1) as i64),
                         through_barrier: None,
                         benign: false,
+                        next_iteration: false,
                     };
                     // smallest thread ids make the clearest witness
                     if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {
