@@ -390,12 +390,16 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         };
         attribute_to_barriers(f, &branches, &barriers, &sites, &barrier_call, &mut races);
         mark_benign(f, d, &sites, &mut races);
-        if !races.is_empty() {
-            // the intervals without loop back edges: a pair that shares an interval only with
-            // them meets in the next iteration
+        // a pair in a common loop that shares an interval only through the loop's back
+        // edges meets in the next iteration (one more intervals problem, without back edges)
+        let in_common_loop = |r: &Race| {
+            let (a, b) = (f.cfg.block_of(sites[r.first].inst), f.cfg.block_of(sites[r.second].inst));
+            f.cfg.loops_containing(a).iter().any(|&l| f.cfg.in_loop(b, l))
+        };
+        if races.iter().any(in_common_loop) {
             let back = |a: BlockId, b: BlockId| f.cfg.loops.iter().any(|l| l.header == b && l.latches.contains(&a));
             let within = crate::races::intervals_cut(f, &sites, &barrier_call, &back);
-            for r in races.iter_mut() {
+            for r in races.iter_mut().filter(|r| in_common_loop(r)) {
                 r.next_iteration = !within.share(r.first, r.second);
             }
         }

@@ -92,7 +92,11 @@ pub fn groups(ev: &Evals<'_, '_>, accesses: &[AccessFact]) -> Vec<Group> {
             None => by_key.push((key, vec![k])),
         }
     }
-    by_key.into_iter().filter(|g| g.1.len() >= 2).filter_map(|(key, members)| footprint(ev, accesses, members, key.2)).collect()
+    by_key
+        .into_iter()
+        .filter(|g| g.1.len() >= 2)
+        .filter_map(|(key, members)| footprint(ev, accesses, members, key.2, key.1.is_some()))
+        .collect()
 }
 
 /// Per-thread byte addresses of an access (pointers at their aligned base,
@@ -105,7 +109,7 @@ fn addresses(ev: &Evals<'_, '_>, x: &AccessFact, scalar: i64, iteration: usize) 
     Some(vals.iter().enumerate().map(|(t, v)| p.offsets.get(t).map(|_| v + a.offset)).collect())
 }
 
-fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, load: bool) -> Option<Group> {
+fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, load: bool, in_loop: bool) -> Option<Group> {
     let at = |scalar: i64, iteration: usize| -> Option<Vec<Vec<Option<i64>>>> {
         members.iter().map(|&k| addresses(ev, &accesses[k], scalar, iteration)).collect()
     };
@@ -123,7 +127,7 @@ fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, l
     let per_warp = warps(ev, &addrs, &widths);
     let typical = mode(&per_warp)?;
     // the second iteration of a loop that steps the members off their alignment
-    let second = at(super::SCALAR_SAMPLE, 1).map(|a| warps(ev, &a, &widths)).unwrap_or_default();
+    let second = if in_loop { at(super::SCALAR_SAMPLE, 1).map(|a| warps(ev, &a, &widths)).unwrap_or_default() } else { vec![] };
     let later = mode(&second).map(|x| x.0).filter(|&s| s != typical.0);
     Some(Group {
         kind: if load { AccessKind::Load } else { AccessKind::Store },
