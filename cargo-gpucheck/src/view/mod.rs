@@ -221,10 +221,42 @@ fn via_text(paths: &PathStyle, site: &Site) -> Option<String> {
     Some(format!("{}:{}:{}", paths.display(&v.file), v.line, v.col))
 }
 
+/// What a run saw at a site: (observed, verdict, whether it fails).
+type Seen = (Option<String>, Option<String>, bool);
+
+impl SiteView {
+    /// A prediction at `site` (its kernel, PTX line, call site) in a column,
+    /// with what the run saw there.
+    fn at(
+        column: Column,
+        site: &Site,
+        paths: &PathStyle,
+        predicted: String,
+        ratio: Option<f64>,
+        numbers: serde_json::Value,
+        seen: Seen,
+    ) -> Self {
+        let (observed, verdict, failure) = seen;
+        SiteView {
+            column,
+            kernel: site.kernel.clone(),
+            ptx_lines: vec![site.ptx_line],
+            via: via_text(paths, site),
+            predicted,
+            ratio,
+            numbers,
+            observed,
+            verdict,
+            failure,
+            partner: None,
+        }
+    }
+}
+
 /// The confirm rows of a run by instruction and kind.
 type RowIndex<'a> = HashMap<(gpucheck_analysis::interp::SiteKey, &'static str), &'a Row>;
 
-fn observed(rows: &RowIndex<'_>, site: &Site, what: &'static str) -> (Option<String>, Option<String>, bool) {
+fn observed(rows: &RowIndex<'_>, site: &Site, what: &'static str) -> Seen {
     match rows.get(&(site.key(), what)) {
         Some(r) => (Some(r.observed.clone()), Some(verdict_text(r.verdict)), r.verdict.is_failure()),
         None => (None, None, false),
@@ -277,21 +309,8 @@ impl Doc {
                         (col, format!("{} {} {}: address depends on data", x.space, x.kind, x.width), None, serde_json::Value::Null)
                     }
                 };
-                let (observed, verdict, failure) = observed(&rows, &x.site, x.space);
-                let s = SiteView {
-                    column,
-                    kernel: x.site.kernel.clone(),
-                    ptx_lines: vec![x.site.ptx_line],
-                    via: via_text(paths, &x.site),
-                    predicted: format!("{} {}: {predicted}", x.space, x.kind),
-                    ratio,
-                    numbers,
-                    observed,
-                    verdict,
-                    failure,
-                    partner: None,
-                };
-                p.add(&at, s);
+                let seen = observed(&rows, &x.site, x.space);
+                p.add(&at, SiteView::at(column, &x.site, paths, format!("{} {}: {predicted}", x.space, x.kind), ratio, numbers, seen));
             }
             // branches that split some warp
             for b in &a.branches {
@@ -316,44 +335,17 @@ impl Doc {
                     continue;
                 }
                 let at = p.link(&b.site, u.ptx);
-                let (observed, verdict, failure) = observed(&rows, &b.site, "branch");
-                p.add(
-                    &at,
-                    SiteView {
-                        column: Column::Split,
-                        kernel: b.site.kernel.clone(),
-                        ptx_lines: vec![b.site.ptx_line],
-                        via: via_text(paths, &b.site),
-                        predicted: format!("branch: {predicted}"),
-                        ratio: split.map(|n| 1.0 + n as f64 / b.warps.max(1) as f64),
-                        numbers: serde_json::json!({"warps_split": split, "warps": b.warps}),
-                        observed,
-                        verdict,
-                        failure,
-                        partner: None,
-                    },
-                );
+                let ratio = split.map(|n| 1.0 + n as f64 / b.warps.max(1) as f64);
+                let numbers = serde_json::json!({"warps_split": split, "warps": b.warps});
+                let seen = observed(&rows, &b.site, "branch");
+                p.add(&at, SiteView::at(Column::Split, &b.site, paths, format!("branch: {predicted}"), ratio, numbers, seen));
             }
             for b in &a.barriers {
                 let at = p.link(&b.site, u.ptx);
-                let (observed, verdict, failure) = observed(&rows, &b.site, "barrier");
+                let seen = observed(&rows, &b.site, "barrier");
                 let predicted = if b.divergent { "barrier: part of the block skips it" } else { "barrier: every thread reaches it" };
-                p.add(
-                    &at,
-                    SiteView {
-                        column: Column::Barrier,
-                        kernel: b.site.kernel.clone(),
-                        ptx_lines: vec![b.site.ptx_line],
-                        via: via_text(paths, &b.site),
-                        predicted: predicted.into(),
-                        ratio: Some(if b.divergent { 8.0 } else { 1.0 }),
-                        numbers: serde_json::json!({"divergent": b.divergent}),
-                        observed,
-                        verdict,
-                        failure,
-                        partner: None,
-                    },
-                );
+                let (ratio, numbers) = (Some(if b.divergent { 8.0 } else { 1.0 }), serde_json::json!({"divergent": b.divergent}));
+                p.add(&at, SiteView::at(Column::Barrier, &b.site, paths, predicted.into(), ratio, numbers, seen));
             }
             // races: a marker at both accesses, each linking to the other
             for r in &a.races {
@@ -362,28 +354,21 @@ impl Doc {
                 let (la, lb) = (p.link(&first.site, u.ptx), p.link(&second.site, u.ptx));
                 let seen = u.runs.iter().flat_map(|k| &k.rows).find(|row| row_is_race(row, key(r.first), key(r.second)));
                 for (site, at, other, thread) in [(first, &la, &lb, r.threads.0), (second, &lb, &la, r.threads.1)] {
-                    p.add(
-                        at,
-                        SiteView {
-                            column: Column::Race,
-                            kernel: r.kernel.clone(),
-                            ptx_lines: vec![site.site.ptx_line],
-                            via: via_text(paths, &site.site),
-                            predicted: format!(
-                                "{} race ({}): thread {thread} here, thread {} at line {}",
-                                r.space.name(),
-                                r.kind.describe(),
-                                if thread == r.threads.0 { r.threads.1 } else { r.threads.0 },
-                                other.line
-                            ),
-                            ratio: Some(8.0),
-                            numbers: serde_json::json!({"threads": [r.threads.0, r.threads.1], "space": r.space.name()}),
-                            observed: seen.map(|row| row.observed.clone()),
-                            verdict: seen.map(|row| verdict_text(row.verdict)),
-                            failure: seen.is_some_and(|row| row.verdict.is_failure()),
-                            partner: Some(other.clone()),
-                        },
+                    let predicted = format!(
+                        "{} race ({}): thread {thread} here, thread {} at line {}",
+                        r.space.name(),
+                        r.kind.describe(),
+                        if thread == r.threads.0 { r.threads.1 } else { r.threads.0 },
+                        other.line
                     );
+                    let numbers = serde_json::json!({"threads": [r.threads.0, r.threads.1], "space": r.space.name(), "benign": r.benign});
+                    let run = (
+                        seen.map(|row| row.observed.clone()),
+                        seen.map(|row| verdict_text(row.verdict)),
+                        seen.is_some_and(|row| row.verdict.is_failure()),
+                    );
+                    let v = SiteView::at(Column::Race, &site.site, paths, predicted, Some(8.0), numbers, run);
+                    p.add(at, SiteView { kernel: r.kernel.clone(), partner: Some(other.clone()), ..v });
                 }
             }
             // races a run saw that no prediction names
@@ -391,21 +376,10 @@ impl Doc {
             {
                 if let Some(site) = a.access_at(row.key).map(|x| &x.site) {
                     let at = p.link(site, u.ptx);
+                    let run = (Some(row.observed.clone()), Some(verdict_text(row.verdict)), true);
                     p.add(
                         &at,
-                        SiteView {
-                            column: Column::Race,
-                            kernel: site.kernel.clone(),
-                            ptx_lines: vec![site.ptx_line],
-                            via: via_text(paths, site),
-                            predicted: "no race predicted".into(),
-                            ratio: Some(8.0),
-                            numbers: serde_json::Value::Null,
-                            observed: Some(row.observed.clone()),
-                            verdict: Some(verdict_text(row.verdict)),
-                            failure: true,
-                            partner: None,
-                        },
+                        SiteView::at(Column::Race, site, paths, "no race predicted".into(), Some(8.0), serde_json::Value::Null, run),
                     );
                 }
             }
