@@ -211,6 +211,8 @@ pub enum Op {
     Exit,
     Trap,
     Nop,
+    /// `bar.warp.sync -1` (`__syncwarp()`): separates the warp's lanes for the race shadow.
+    WarpSync,
 }
 
 /// One instruction in execution form.
@@ -605,6 +607,7 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: InstId) -> Result<Op, InterpError>
             need(2, d)?;
             Op::MatchAny { d: d.dst(&ops[0], i)?, a: d.src(&ops[1], ty, i)?, bits: ty.bits() }
         }
+        Opcode::Bar | Opcode::Barrier if inst.is_full_warp_barrier() => Op::WarpSync,
         Opcode::Bar | Opcode::Barrier if inst.has(Flag::WARP) => Op::Nop,
         Opcode::Bar | Opcode::Barrier if !inst.has(Flag::RED) && !inst.has(Flag::ARRIVE) => Op::Bar { whole_block: ops.len() < 2 },
         Opcode::Bra | Opcode::Brx => {

@@ -1013,6 +1013,7 @@ impl Cx<'_, '_> {
                 }
             }
             Op::Nop => {}
+            Op::WarpSync => self.shadow.warp_sync(w.first / 32),
             Op::Bar { .. } | Op::Bra { .. } | Op::Exit | Op::Ret | Op::Trap | Op::Call { .. } => {}
         }
         Ok(())

@@ -174,6 +174,13 @@ struct Cell {
     rsite: u32,
     atomic: u32,
     asite: u32,
+    /// The warp epochs (`__syncwarp()` count of the accessing warp) of the
+    /// last write, the latest read and the last atomic, and the warp of the
+    /// readers (`MANY`: several warps).
+    wwe: u32,
+    rwe: u32,
+    awe: u32,
+    rwarp: u32,
 }
 
 /// Shadow memory for one block (Boyer et al.): per byte, the writer,
@@ -184,6 +191,9 @@ pub struct Shadow {
     global: rustc_hash::FxHashMap<u64, Cell>,
     pub epoch: u32,
     pub races: rustc_hash::FxHashMap<(bool, RaceKind, usize, usize), Conflict>,
+    /// `__syncwarp()`s each warp has executed: accesses of one warp's lanes
+    /// on either side of one do not race with each other.
+    warp_epoch: Vec<u32>,
 }
 
 /// Kind of an access for the shadow.
@@ -200,6 +210,16 @@ impl Shadow {
         self.shared.resize(shared_bytes, Cell::default());
         self.global.clear();
         self.epoch = 1;
+        self.warp_epoch.clear();
+    }
+
+    /// Warp `w` executed `__syncwarp()`.
+    pub fn warp_sync(&mut self, w: u32) {
+        let w = w as usize;
+        if self.warp_epoch.len() <= w {
+            self.warp_epoch.resize(w + 1, 0);
+        }
+        self.warp_epoch[w] += 1;
     }
 
     /// Record `len` bytes at `addr` (shared offset or global address)
@@ -207,6 +227,10 @@ impl Shadow {
     pub fn touch(&mut self, shared: bool, addr: u64, len: u32, tid: u32, site: usize, t: Touch) {
         let me = tid + 1;
         let epoch = self.epoch;
+        let my_warp = tid / 32;
+        let cur = self.warp_epoch.get(my_warp as usize).copied().unwrap_or(0);
+        // an access of a lane of my warp before my warp's last `__syncwarp()`
+        let synced = |x: u32, we: u32| x != MANY && (x - 1) / 32 == my_warp && we < cur;
         for k in 0..len as u64 {
             let cell = if shared {
                 match self.shared.get_mut((addr + k) as usize) {
@@ -220,35 +244,43 @@ impl Shadow {
                 *cell = Cell { epoch, ..Cell::default() };
             }
             let other = |x: u32| x != NONE && x != me;
+            let readers_synced = cell.rwarp == my_warp && cell.rwe < cur;
             let mut seen: Option<(RaceKind, u32, u32)> = None;
             match t {
                 Touch::Read => {
-                    if other(cell.writer) {
+                    if other(cell.writer) && !synced(cell.writer, cell.wwe) {
                         seen = Some((RaceKind::ReadAfterWrite, cell.wsite, cell.writer));
-                    } else if other(cell.atomic) {
+                    } else if other(cell.atomic) && !synced(cell.atomic, cell.awe) {
                         seen = Some((RaceKind::ReadAfterWrite, cell.asite, cell.atomic));
                     }
                     if cell.reader == NONE {
                         cell.reader = me;
                         cell.rsite = site as u32;
+                        cell.rwarp = my_warp;
                     } else if cell.reader != me {
                         cell.reader = MANY;
+                        if cell.rwarp != my_warp {
+                            cell.rwarp = MANY;
+                        }
                     }
+                    cell.rwe = cell.rwe.max(cur);
                 }
                 Touch::Write | Touch::Atomic => {
-                    if other(cell.writer) {
+                    if other(cell.writer) && !synced(cell.writer, cell.wwe) {
                         seen = Some((RaceKind::WriteAfterWrite, cell.wsite, cell.writer));
-                    } else if other(cell.reader) {
+                    } else if other(cell.reader) && !readers_synced {
                         seen = Some((RaceKind::WriteAfterRead, cell.rsite, cell.reader));
-                    } else if t == Touch::Write && other(cell.atomic) {
+                    } else if t == Touch::Write && other(cell.atomic) && !synced(cell.atomic, cell.awe) {
                         seen = Some((RaceKind::WriteAfterWrite, cell.asite, cell.atomic));
                     }
                     if t == Touch::Write {
                         cell.writer = me;
                         cell.wsite = site as u32;
+                        cell.wwe = cur;
                     } else {
                         cell.atomic = if cell.atomic == NONE || cell.atomic == me { me } else { MANY };
                         cell.asite = site as u32;
+                        cell.awe = cur;
                     }
                 }
             }
@@ -315,5 +347,27 @@ mod tests {
         assert!(s.races.is_empty());
         s.touch(false, 100, 4, 3, 21, Touch::Read);
         assert_eq!(s.races.len(), 1);
+    }
+
+    /// `__syncwarp()` orders the lanes of its warp, not other warps.
+    #[test]
+    fn warp_sync_separates_lanes_of_one_warp() {
+        let mut s = Shadow::default();
+        s.reset(256);
+        s.touch(true, 64, 4, 0, 30, Touch::Read); // lane 0 reads element 16
+        s.touch(true, 64, 4, 40, 31, Touch::Read); // thread 40 (warp 1) too
+        s.warp_sync(0);
+        s.touch(true, 64, 4, 16, 32, Touch::Write); // lane 16 writes it after the warp's sync
+                                                    // still a race with warp 1's read, none with lane 0's
+        let seen: Vec<_> = s.races.values().map(|r| (r.first_thread, r.second_thread)).collect();
+        assert_eq!(seen, [(None, 16)]);
+        s.races.clear();
+        s.touch(true, 128, 4, 1, 33, Touch::Read); // lane 1 reads element 32
+        s.touch(true, 128, 4, 17, 34, Touch::Write); // lane 17 writes it, no sync between
+        assert_eq!(s.races.len(), 1);
+        s.races.clear();
+        s.warp_sync(0);
+        s.touch(true, 128, 4, 2, 35, Touch::Write); // lane 2 writes after the sync: ordered after lane 17's write
+        assert!(s.races.is_empty());
     }
 }

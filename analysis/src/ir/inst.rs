@@ -869,6 +869,14 @@ impl<'a> Inst<'a> {
         self.opcode == Opcode::Call && self.call_target().is_none()
     }
 
+    /// `bar.warp.sync` with a full mask (`__syncwarp()`): the lanes of the
+    /// warp synchronise (memory ordered among them).
+    pub fn is_full_warp_barrier(&self) -> bool {
+        matches!(self.opcode, Opcode::Bar | Opcode::Barrier)
+            && self.has(Flag::WARP)
+            && matches!(self.operand(0), Some(crate::ptx::Operand::Imm(k)) if *k as u32 == u32::MAX)
+    }
+
     /// A barrier every thread of the block must reach (`bar.sync`,
     /// `barrier.sync`, `bar.red`); not `bar.warp.sync`, `bar.arrive` or
     /// `barrier.cluster`.

@@ -206,6 +206,12 @@ pub fn sorted(per_thread: &[Option<i64>]) -> Vec<(i64, usize)> {
 /// Do accesses `a` (index `ka`) and `b` race? `addrs[k][s][t]` is the
 /// address of access k for sample s in thread t (same samples for all).
 pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb: usize) -> Option<Race> {
+    conflict_between(accesses, addrs, ka, kb, false)
+}
+
+/// [`conflict`]; `warp_synced`: a `__syncwarp()` separates the two on every
+/// path, so lanes of one warp do not race (threads of different warps do).
+fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb: usize, warp_synced: bool) -> Option<Race> {
     let (a, b) = (&accesses[ka], &accesses[kb]);
     if a.space != b.space || !matches!(a.space, Space::Shared | Space::Global) {
         return None;
@@ -239,7 +245,7 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
             let mut i = lo;
             while i < va.len() && va[i].0 < y + b.width as i64 {
                 let (x, t1) = va[i];
-                if t1 != t2 {
+                if t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP) {
                     let byte = x.max(y);
                     let r = Race {
                         first: ka,
@@ -312,7 +318,14 @@ pub fn find(
         }
     }
     pairs.sort_unstable();
-    let found = races_at(evals, accesses, &pairs, Some(active));
+    // pairs a full-warp `__syncwarp()` separates on every path: lanes of one warp are ordered
+    let warp_synced: BTreeSet<(usize, usize)> = if f.insts.iter().any(|i| i.is_full_warp_barrier()) {
+        let with_warp = self::intervals(f, accesses, &|i| barrier_call(i) || f.insts[i].is_full_warp_barrier());
+        pairs.iter().copied().filter(|&(a, b)| !with_warp.share(a, b)).collect()
+    } else {
+        BTreeSet::new()
+    };
+    let found = races_at(evals, accesses, &pairs, Some(active), &warp_synced);
     if !shape.is_assumed() || found.is_empty() {
         return found;
     }
@@ -323,7 +336,7 @@ pub fn find(
     for c in candidates {
         let small = Shape::new(*c, ShapeSource::Assumed);
         let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
-        let again = races_at(&Evals::new(f, d, &small), accesses, &remaining, None);
+        let again = races_at(&Evals::new(f, d, &small), accesses, &remaining, None, &warp_synced);
         kept.retain(|r| again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
     }
     kept
@@ -336,6 +349,7 @@ fn races_at(
     accs: &[Access],
     pairs: &[(usize, usize)],
     mut active: Option<&mut dyn FnMut(BlockId, usize) -> Vec<bool>>,
+    warp_synced: &BTreeSet<(usize, usize)>,
 ) -> Vec<Race> {
     let (f, lanes) = (evals.f, evals.shape.lanes());
     let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
@@ -362,5 +376,5 @@ fn races_at(
             per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
         })
         .collect();
-    pairs.iter().filter_map(|&(ka, kb)| conflict(accs, &addrs, ka, kb)).collect()
+    pairs.iter().filter_map(|&(ka, kb)| conflict_between(accs, &addrs, ka, kb, warp_synced.contains(&(ka, kb)))).collect()
 }
