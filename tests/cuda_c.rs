@@ -186,7 +186,8 @@ fn cuda_c_predictions_are_confirmed() {
 
 /// The twins' numbers: the group of a packed record is ideal, the 3 of 7
 /// fields are named, the 8-outputs-per-thread store costs 8× its ideal,
-/// the column reduction's stride comes from `strides[0]`.
+/// the column reduction's stride comes from `strides[0]`, a helper two
+/// calls deep names its calls and a helper passed shared memory conflicts.
 #[test]
 fn cuda_c_twins_carry_their_numbers() {
     let Some(tc) = toolchain() else { return };
@@ -213,4 +214,21 @@ fn cuda_c_twins_carry_their_numbers() {
     let text = cols["message"]["rendered"].as_str().unwrap();
     assert!(text.contains("when the stride read from memory is 1"), "{text}");
     assert!(!red.iter().any(|m| m["gpucheck"]["kernel"] == "reduce_rows" && m["gpucheck"]["lint"] == "stride_dependent_access"));
+    // helpers kept as calls: reported at the helper's line, the call (demangled) named
+    let calls = findings("calls");
+    let inner = calls.iter().find(|m| m["gpucheck"]["kernel"] == "two_levels").expect("the two-level chain warned");
+    let text = inner["message"]["rendered"].as_str().unwrap();
+    assert!(
+        text.contains(
+            "in this call from `outer(float const*, unsigned int)` at tests/fixtures/cuda/calls.cu:39:12 (called from kernel `two_levels`)"
+        ),
+        "{text}"
+    );
+    assert_eq!(metric(inner, "sectors_per_request"), serde_json::json!(8), "{inner:#}");
+    let shared = calls.iter().find(|m| m["gpucheck"]["kernel"] == "column_of_shared").expect("the shared-memory call warned");
+    assert_eq!(
+        (shared["gpucheck"]["lint"].as_str(), metric(shared, "conflict_degree")),
+        (Some("shared_bank_conflict"), serde_json::json!(32)),
+        "{shared:#}"
+    );
 }

@@ -33,6 +33,16 @@ pub(crate) struct Context {
     pub chain: Vec<(String, Place)>,
 }
 
+/// A function's name as its author wrote it, for notes: Rust names are
+/// demangled already; C++ (Itanium) names are demangled here.
+fn readable(name: &str) -> String {
+    let cpp = || cpp_demangle::Symbol::new(name).ok()?.demangle(&cpp_demangle::DemangleOptions::default()).ok();
+    match name.starts_with("_Z").then(cpp).flatten() {
+        Some(d) => d,
+        None => name.to_string(),
+    }
+}
+
 /// The module's direct call graph: the callees (indices in the module) of each function with a body.
 fn callees(bodies: &[ir::Body<'_>]) -> HashMap<usize, Vec<usize>> {
     let index: HashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
@@ -113,10 +123,8 @@ pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: 
         for (callee, args, at) in &r.calls {
             if let Some(&ci) = index.get(callee.as_str()) {
                 let kernel = r.coverage.kernel.clone();
-                pending.push((
-                    ci,
-                    Context { kernel: kernel.clone(), shape: r.shape.clone(), args: args.clone(), chain: vec![(kernel, at.clone())] },
-                ));
+                let chain = vec![(readable(&kernel), at.clone())];
+                pending.push((ci, Context { kernel, shape: r.shape.clone(), args: args.clone(), chain }));
             }
         }
     }
@@ -163,7 +171,7 @@ pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: 
             })
             .collect();
         for (ci, rs) in results {
-            let name = demangle(module.functions[ci].name);
+            let name = readable(&demangle(module.functions[ci].name));
             for (mut r, g) in rs {
                 for (callee, args, place) in &r.calls {
                     let Some(&next) = index.get(callee.as_str()) else { continue };
@@ -304,6 +312,13 @@ mod tests {
   ret;
 }
 "#;
+
+    #[test]
+    fn callers_are_named_as_written() {
+        assert_eq!(super::readable("_Z5outerPKfj"), "outer(float const*, unsigned int)");
+        assert_eq!(super::readable("two_levels"), "two_levels");
+        assert_eq!(super::readable("_Zbogus"), "_Zbogus");
+    }
 
     #[test]
     fn like_calls_share_one_analysis_and_recursion_has_none() {
