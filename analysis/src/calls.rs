@@ -105,7 +105,8 @@ type Lowering = (usize, Vec<Option<ir::space::Fact>>);
 type Analysed = Vec<(FunctionReport, Vec<Context>)>;
 
 /// Analyse the module's device functions in the contexts its kernels
-/// (`first`: every function's report without context) call them in.
+/// (`first`: the reports of the functions analysed once, kernels among
+/// them) call them in.
 /// Returns, per function index, one report per distinct context.
 pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: &CallGraph) -> HashMap<usize, Vec<FunctionReport>> {
     let ModuleInput { module, mcx, sums, srcmap, opts, is_local } = *m;
@@ -117,7 +118,7 @@ pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: 
         .filter(|(i, f)| f.body.is_some() && !f.is_entry && !graph.recursive.contains(i))
         .map(|(i, f)| (f.name, i))
         .collect();
-    let budget = 64usize.max(4 * first.len());
+    let budget = 64usize.max(4 * module.functions.len());
     let mut pending: Vec<(usize, Context)> = Vec::new();
     for r in first.iter().filter(|r| r.coverage.entry) {
         for (callee, args, at) in &r.calls {

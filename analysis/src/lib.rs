@@ -315,15 +315,23 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     let mcx = ir::ModuleCx::from_bodies(module, &bodies);
     let graph = calls::CallGraph::new(&bodies);
     drop(bodies);
-    let mut per_fn: Vec<FunctionReport> =
-        indices.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local, &[])).collect();
-    // device functions again, in each call context their kernels give them
+    let once = |i: &[usize]| -> Vec<FunctionReport> {
+        i.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local, &[])).collect()
+    };
+    // kernels, and device functions no call context will cover (uncalled, recursive), once
+    let in_context_only = |i: &usize| !module.functions[*i].is_entry && graph.called.contains(i) && !graph.recursive.contains(i);
+    let (later, now): (Vec<usize>, Vec<usize>) = indices.iter().partition(|i| in_context_only(i));
+    let mut per_fn = once(&now);
+    // the called device functions in each call context their kernels give them
     let input = calls::ModuleInput { module, mcx: &mcx, sums: &sums, srcmap: &srcmap, opts, is_local };
     let in_context = calls::analyse(&input, &per_fn, &graph);
+    per_fn.extend(later.iter().filter_map(|i| in_context.get(i)).map(|rs| calls::merge(rs)));
+    // those the contexts did not reach (past the call depth or budget): once for every caller
+    let missed: Vec<usize> = later.iter().copied().filter(|i| !in_context.contains_key(i)).collect();
+    per_fn.extend(once(&missed));
+    per_fn.sort_by_key(|r| r.coverage.function);
     for r in per_fn.iter_mut() {
-        if let Some(rs) = in_context.get(&r.coverage.function) {
-            *r = calls::merge(rs);
-        } else if !r.coverage.entry && !graph.called.contains(&r.coverage.function) {
+        if !r.coverage.entry && !graph.called.contains(&r.coverage.function) {
             // no kernel runs this code: what its callers would pass is nobody's
             for s in r.coverage.skipped.iter_mut().filter(|s| s.key == "from_arguments") {
                 (s.key, s.reason) = ("no_caller", "in a device function no kernel of the module calls");
@@ -381,11 +389,7 @@ fn check_function(
         calls::note_contexts(x, cxs);
     }
     let kernel = cx0.map_or_else(|| demangle(f.func.name), |c| c.kernel.clone());
-    let place = |i: ir::InstId| match cx.resolve(i).primary {
-        Some(p) => Place::Source(p),
-        None => Place::PtxLine(f.insts[i].ast.pos.line),
-    };
-    let calls = facts.calls.iter().map(|c| (c.callee.to_string(), c.args.clone(), place(c.inst))).collect();
+    let calls = facts.calls.iter().map(|c| (c.callee.to_string(), c.args.clone(), cx.place(c.inst))).collect();
     let site = |i: ir::InstId| Site {
         kernel: kernel.clone(),
         function: f.index,

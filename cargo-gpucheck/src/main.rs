@@ -346,11 +346,7 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
         let units = build::build_all(&ws, &meta, opts)?;
         (units, ws.root.clone(), ws.target_dir.clone(), ws.lints.clone())
     } else {
-        let units = r.ptx.iter().map(|p| build::ptx_unit(p, r.build.manifest_path.as_deref())).collect::<Result<Vec<_>>>()?;
-        let root = match &r.build.manifest_path {
-            Some(_) => units.first().map(|u| u.krate.root.clone()).unwrap_or_default(),
-            None => cwd.clone(),
-        };
+        let (units, root) = build::ptx_units(&r.ptx, r.build.manifest_path.as_deref())?;
         let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).map(|t| cwd.join(t)).unwrap_or_else(|| cwd.join("target"));
         (units, root, target, None)
     };

@@ -239,7 +239,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let inst = &f.insts[br];
         let g = inst.ast.guard.filter(|_| inst.is_jump()).ok_or(EvalErr::Opaque)?;
         let succs = &cfg.blocks[d].succs;
-        let taken = inst.branch_label().and_then(|l| f.labels.get(l)).map(|&x| cfg.block_of(x)).ok_or(EvalErr::Opaque)?;
+        let taken = f.branch_target(br).ok_or(EvalErr::Opaque)?;
         let fall = succs.iter().copied().find(|&s| s != taken).ok_or(EvalErr::Opaque)?;
         if succs.len() != 2 || cfg.loop_with_header(join).is_some() || cfg.loop_of(d) != cfg.loop_of(join) {
             return Err(EvalErr::Opaque);

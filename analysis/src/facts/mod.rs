@@ -201,29 +201,30 @@ fn call_facts<'a>(
         if !f.cfg.reachable(b) {
             continue;
         }
+        let konst = |k: i64| Some(ArgValue { abs: AbsVal::konst(k), lanes: None, space: crate::ir::space::Fact::UNKNOWN });
         let params = inst
             .call_args()
             .iter()
             .map(|a| match a {
-                crate::ptx::Operand::Sym(name) => match f.call_argument_store(i, name).and_then(|s| f.insts[s].operand(1)) {
-                    // a constant stored for the call
-                    Some(crate::ptx::Operand::Imm(k)) => {
-                        Some(ArgValue { abs: AbsVal::konst(*k), lanes: None, space: crate::ir::space::Fact::UNKNOWN })
-                    }
-                    _ => f.call_argument(i, name).map(|v| {
-                        let abs = d.at(f, v, b);
-                        let q = Query { first_thread_only: false, ctaid: 0, scalar: None, iteration: 0 };
-                        let lanes = if abs.is_uniform() || abs.data() { None } else { evals.eval(v, q) };
-                        ArgValue {
-                            abs: abs.without_symbols(),
-                            lanes: lanes.map(|x| std::sync::Arc::new(x.as_ref().clone())),
-                            space: f.spaces.fact(v),
+                crate::ptx::Operand::Sym(name) => {
+                    let store = f.call_argument_store(i, name)?;
+                    match f.insts[store].operand(1) {
+                        // a constant stored for the call
+                        Some(crate::ptx::Operand::Imm(k)) => konst(*k),
+                        _ => {
+                            let v = f.operand_value(store, 1)?;
+                            let abs = d.at(f, v, b);
+                            let q = Query { first_thread_only: false, ctaid: 0, scalar: None, iteration: 0 };
+                            let lanes = if abs.is_uniform() || abs.data() { None } else { evals.eval(v, q) };
+                            Some(ArgValue {
+                                abs: abs.without_symbols(),
+                                lanes: lanes.map(|x| std::sync::Arc::new(x.as_ref().clone())),
+                                space: f.spaces.fact(v),
+                            })
                         }
-                    }),
-                },
-                crate::ptx::Operand::Imm(k) => {
-                    Some(ArgValue { abs: AbsVal::konst(*k), lanes: None, space: crate::ir::space::Fact::UNKNOWN })
+                    }
                 }
+                crate::ptx::Operand::Imm(k) => konst(*k),
                 _ => None,
             })
             .collect();
@@ -437,8 +438,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
 fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
     let cfg = &f.cfg;
     let stop = cfg.ipdom(br.block);
-    let target =
-        f.insts[br.inst].branch_label().and_then(|l| f.labels.get(l)).filter(|x| x.index() < f.insts.len()).map(|&x| cfg.block_of(x));
+    let target = f.branch_target(br.inst);
     let mut heavy = false;
     let mut side = |starts: Vec<BlockId>| -> u32 {
         let region = cfg.region(&starts, stop);
@@ -462,8 +462,7 @@ fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
 /// first iteration, and whether the second differs.
 fn skipping(f: &FunctionIr<'_>, br: &DivBranch, bar: InstId, lanes: &mut Lanes<'_, '_, '_>, k: usize) -> Option<Skipping> {
     let cfg = &f.cfg;
-    let target =
-        f.insts[br.inst].branch_label().and_then(|l| f.labels.get(l)).filter(|x| x.index() < f.insts.len()).map(|&x| cfg.block_of(x));
+    let target = f.branch_target(br.inst);
     let stop = cfg.ipdom(br.block);
     let b = cfg.block_of(bar);
     let reaches = |s: BlockId| cfg.region(&[s], stop).binary_search(&b).is_ok();
@@ -607,11 +606,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             .entry(k)
             .or_insert_with(|| {
                 let stop = cfg.ipdom(br.block);
-                let target = self.f.insts[br.inst]
-                    .branch_label()
-                    .and_then(|l| self.f.labels.get(l))
-                    .filter(|&&x| x.index() < self.f.insts.len())
-                    .map(|&x| cfg.block_of(x));
+                let target = self.f.branch_target(br.inst);
                 let taken: Vec<BlockId> = target.into_iter().collect();
                 let fall: Vec<BlockId> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
                 Rc::new((cfg.region(&taken, stop), cfg.region(&fall, stop)))

@@ -285,6 +285,13 @@ impl<'a> FunctionIr<'a> {
         self.cfg.block_of(i)
     }
 
+    /// The block a branch instruction `i` jumps to (`None`: no label, or a
+    /// label past the last instruction).
+    pub fn branch_target(&self, i: InstId) -> Option<BlockId> {
+        let l = self.insts[i].branch_label()?;
+        self.labels.get(l).filter(|x| x.index() < self.insts.len()).map(|&x| self.cfg.block_of(x))
+    }
+
     /// Follow plain copies (`mov`, `cvt` between integers, unguarded) back
     /// to the value copied.
     pub fn through_copies(&self, mut v: ValueId) -> ValueId {

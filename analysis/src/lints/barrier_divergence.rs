@@ -146,7 +146,7 @@ fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, skipping: Opti
         match split {
             Split::Exact { taken, .. } => {
                 // which side of the branch can reach the barrier?
-                let target = branch_target(cx, br.inst);
+                let target = cx.facts.f.branch_target(br.inst);
                 let reaches = |s: BlockId| reach_without(cx, s, b, cfg.ipdom(br.block));
                 let taken_reaches = target.is_some_and(reaches);
                 let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s))
@@ -175,13 +175,6 @@ fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, skipping: Opti
     }
     fd.metrics.push(("warps_per_block", Metric::Int(cx.facts.shape.warps() as i64)));
     fd
-}
-
-/// Block a `bra` jumps to.
-fn branch_target(cx: &LintCx<'_, '_, '_>, i: InstId) -> Option<BlockId> {
-    let f = cx.facts.f;
-    let l = f.insts[i].branch_label()?;
-    f.labels.get(l).filter(|&&x| x.index() < f.insts.len()).map(|&x| f.cfg.block_of(x))
 }
 
 /// Can block `from` reach block `to` without passing `stop`?

@@ -13,8 +13,10 @@
 //! addresses (`(t & 31) * 33`) are evaluated for every lane.
 //!
 //! A generic address whose space is not known is analysed as global and
-//! marked `assumed`; addresses a device function computes from its
-//! arguments are left out (`from_arguments`: no call context yet), and the
+//! marked `assumed`. In a device function analysed for one call context,
+//! its parameters hold the caller's values (`Divergence::call`); addresses
+//! computed from parameters no context binds (a function analysed once for
+//! every caller, a struct argument) are left out (`from_arguments`), and the
 //! facts layer counts them as not analysed.
 //!
 //! Owns: access sites and their predictions. Does not own: which lanes are

@@ -276,6 +276,18 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
     Ok(Unit { krate, ptx: ptx.to_path_buf(), note: None })
 }
 
+/// The units of PTX files given on the command line (`--ptx`), and the
+/// folder paths are shown relative to, as `cargo gpucheck ptx` shows them:
+/// the manifest's folder, or the current one for PTX files given alone.
+pub fn ptx_units(files: &[PathBuf], manifest: Option<&Path>) -> Result<(Vec<Unit>, PathBuf)> {
+    let units = files.iter().map(|p| ptx_unit(p, manifest)).collect::<Result<Vec<_>>>()?;
+    let root = match manifest {
+        Some(_) => units.first().map(|u| u.krate.root.clone()).unwrap_or_default(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
+    Ok((units, root))
+}
+
 /// `cargo`, the rustup proxy, so that the package's toolchain file is
 /// honoured (rustup started us with `RUSTUP_TOOLCHAIN` and `CARGO` set to the
 /// caller's toolchain), run in `dir`, with the variables that would pin

@@ -108,14 +108,7 @@ pub fn units(a: &ConfirmArgs) -> Result<(Vec<build::Unit>, std::path::PathBuf)> 
         let opts = build::BuildOpts { quiet: a.build.quiet, jobs: a.build.jobs, json: a.message_format == MessageFormat::Json };
         (build::build_all(&ws, &meta, opts)?, ws.root)
     } else {
-        let units = a.ptx.iter().map(|p| build::ptx_unit(p, a.build.manifest_path.as_deref())).collect::<Result<Vec<_>>>()?;
-        // paths as `cargo gpucheck ptx` shows them: relative to the manifest's
-        // folder, or to the current one for a PTX file given alone
-        let root = match a.build.manifest_path {
-            Some(_) => units.first().map(|u| u.krate.root.clone()).unwrap_or_default(),
-            None => std::env::current_dir().unwrap_or_default(),
-        };
-        (units, root)
+        build::ptx_units(&a.ptx, a.build.manifest_path.as_deref())?
     })
 }
 
