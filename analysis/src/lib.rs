@@ -4,7 +4,9 @@
 //! dominators, loops, SSA, address spaces) → [`divergence`] (affine
 //! thread-dependence of every value) → [`memory`] (sectors per request,
 //! bank conflicts) and [`races`] → [`facts`] (per kernel) → [`lints`] →
-//! [`Finding`]s with PTX positions and Rust source spans ([`srcmap`]).
+//! [`Finding`]s with PTX positions and Rust source spans ([`srcmap`]);
+//! called device functions go through the same pipeline once per call
+//! context their kernels give them (`calls`).
 //! [`model`] (block shape, warps, sectors, banks) sits below all of them;
 //! [`interp`] runs kernels for confirmation.
 //!

@@ -3,14 +3,17 @@
 //! it controls and how many warps it splits, every global and shared
 //! access with its predicted cost (for the threads its guards let through,
 //! and with every thread active), the races between accesses (kernels
-//! only), the barriers, and the coverage of its memory instructions (each in
-//! one category, with the reason when not analysed). Computed once,
-//! eagerly; lint passes only read them.
+//! only; benign ones and those meeting only in the next iteration marked),
+//! the barriers, the calls it makes with what they pass (the contexts its
+//! callees are analysed in, `crate::calls`), and the coverage of its memory
+//! instructions (each in one category, with the reason when not analysed).
+//! Computed once, eagerly; lint passes only read them.
 //!
 //! Active lanes: the threads of the block that execute a block of the CFG,
 //! as far as thread-only branch conditions tell (evaluated for every
 //! thread, loop counters at their first — or second — value; loop exits
-//! and conditions that cannot be evaluated do not restrict).
+//! and conditions that cannot be evaluated do not restrict), starting from
+//! the calling threads in a call context.
 //!
 //! Owns: assembling the facts and the active-lane computation. Does not
 //! own: the analyses (`divergence`, `memory`, `races`) or what is worth a

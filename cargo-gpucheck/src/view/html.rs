@@ -267,14 +267,9 @@ fn run_cell(sites: &[&SiteView]) -> Markup {
     html! { td class=(format!("g {class}")) title=(title.join("\n")) { (text) } }
 }
 
+/// A column's name (its header, and its cells' CSS class `c-NAME`).
 fn col_name(c: Column) -> &'static str {
-    match c {
-        Column::Sectors => "sectors",
-        Column::Banks => "banks",
-        Column::Split => "split",
-        Column::Barrier => "barrier",
-        Column::Race => "race",
-    }
+    COLUMNS.iter().find(|x| x.0 == c).map_or("", |x| x.1)
 }
 
 const COLUMNS: [(Column, &str, &str); 5] = [
