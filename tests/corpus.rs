@@ -93,11 +93,13 @@ fn rust_cuda_corpus() {
 /// Coverage (issue: nothing skipped in silence): every memory instruction
 /// of every function falls into exactly one category, counted against the
 /// PTX's own `ld`/`ldu`/`st`/`atom`/`red` instructions, and no more are left
-/// unanalysed than measured: 1,711 of 17,344 (9.9 %): 1,353 in device
-/// functions no kernel of their module calls (`no_caller`), 276 whose
-/// address could not be evaluated per thread, 82 that no thread of the
-/// assumed block reaches. Of the code kernels run, 358 (2.1 %) are not
-/// analysed. (Before call contexts and per-thread join values: 3,201.)
+/// unanalysed than measured. 1,353 of the 17,344 are in device functions
+/// that no kernel of their module calls (`no_caller`: they run only when
+/// linked into another module). Of the 15,991 in code that kernels run, 95
+/// (0.59 %) are not analysed: 82 that no thread of the assumed block
+/// reaches, 13 whose address could not be evaluated per thread. (Before
+/// call contexts, per-thread join values and data-dependent control, 3,201
+/// of the 17,344 were not analysed in all.)
 #[test]
 fn every_memory_instruction_is_counted_once() {
     use gpucheck_analysis::ir::inst::Opcode;
@@ -132,7 +134,9 @@ fn every_memory_instruction_is_counted_once() {
         skipped += n;
     }
     eprintln!("{}\ncorpus: {skipped} of {total} memory instructions not analysed", lines.join("\n"));
-    assert!(skipped * 1000 <= total * 99, "{skipped} of {total} memory instructions not analysed (at most 9.9 %)");
-    // in code that kernels run
-    assert!((skipped - uncalled) * 1000 <= total * 21, "{} of {total} not analysed in called code (at most 2.1 %)", skipped - uncalled);
+    eprintln!("corpus: {} of {} memory instructions in code that kernels run not analysed", skipped - uncalled, total - uncalled);
+    assert!(uncalled <= 1353, "{uncalled} memory instructions in device functions no kernel calls (at most 1,353)");
+    // in code that kernels run: under 1 %, and no worse than measured
+    let (run_skipped, run_total) = (skipped - uncalled, total - uncalled);
+    assert!(run_skipped * 10_000 <= run_total * 60, "{run_skipped} of {run_total} not analysed in code kernels run (at most 0.60 %)");
 }

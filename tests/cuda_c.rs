@@ -232,3 +232,57 @@ fn cuda_c_twins_carry_their_numbers() {
         "{shared:#}"
     );
 }
+
+/// Item 8 of the coverage issue: `worst` bounds every block. A boundary
+/// guard masks the first lane of each row in block 0 only; an interior
+/// block's `inp[x - 1]` and `inp[x + 1]` touch 5 sectors, and that is the
+/// typical warp (the runs in `cuda_c_predictions_are_confirmed` observe it).
+#[test]
+fn cuda_c_worst_case_covers_interior_blocks() {
+    let Some(tc) = toolchain() else { return };
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "stencils").expect("the stencil fixture");
+    let mut args = words("ptx --message-format json --all-accesses");
+    args.insert(1, f.ptx.display().to_string());
+    args.extend(f.flags.iter().cloned());
+    let recs: Vec<_> = json_lines(&run(&args).stdout).into_iter().filter(|r| r["reason"] == "gpucheck-access").collect();
+    let at = |kernel: &str, line: u64, col: u64| {
+        let r = recs
+            .iter()
+            .find(|r| r["kernel"] == kernel && r["line"] == line && r["column"] == col)
+            .unwrap_or_else(|| panic!("{kernel} {line}:{col}: {recs:#?}"));
+        (r["sectors_per_request"].as_u64(), r["worst_sectors_per_request"].as_u64(), r["misaligned_sectors_per_request"].as_u64())
+    };
+    // the neighbours one element off: 5 in an interior block (block 0 alone gives 4)
+    assert_eq!(at("stencil_1d", 13, 18), (Some(5), Some(5), None));
+    assert_eq!(at("stencil_1d", 13, 47), (Some(5), Some(5), None));
+    assert_eq!(at("stencil_2d", 21, 22), (Some(5), Some(5), None));
+    assert_eq!(at("stencil_2d", 22, 23), (Some(5), Some(5), None));
+    // the rows above and below: aligned rows 4, misaligned 5
+    assert_eq!(at("stencil_2d", 23, 20), (Some(4), Some(4), Some(5)));
+}
+
+/// Coverage (issue 13): the address a probing loop over loaded keys ends
+/// on is data-dependent (before, it was evaluated as the loop's first
+/// value, and a false race followed); a value one side of an `if` passes
+/// through a loop to the join is evaluated per thread.
+#[test]
+fn cuda_c_values_leaving_loops_are_classified() {
+    let Some(tc) = toolchain() else { return };
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "coverage").expect("the coverage fixture");
+    let mut args = words("ptx --message-format json --all-accesses");
+    args.insert(1, f.ptx.display().to_string());
+    args.extend(f.flags.iter().cloned());
+    let recs = json_lines(&run(&args).stdout);
+    let coverage =
+        |k: &str| recs.iter().find(|r| r["reason"] == "gpucheck-coverage" && r["function"] == k).cloned().expect("a coverage record");
+    let (probe, side) = (coverage("probe"), coverage("side_loop"));
+    assert_eq!((probe["not_analysed"].as_u64(), probe["data_dependent"].as_u64()), (Some(0), Some(1)), "{probe:#}");
+    assert_eq!((side["not_analysed"].as_u64(), side["data_dependent"].as_u64()), (Some(0), Some(0)), "{side:#}");
+    let store = |k: &str, line: u64| {
+        recs.iter().find(|r| r["reason"] == "gpucheck-access" && r["kernel"] == k && r["line"] == line).cloned().expect("an access record")
+    };
+    assert_eq!(store("probe", 14)["predictable"], false);
+    let join = store("side_loop", 27);
+    assert_eq!((join["predictable"].as_bool(), join["sectors_per_request"].as_u64()), (Some(true), Some(4)), "{join:#}");
+    assert!(!recs.iter().any(|r| r["gpucheck"]["lint"] == "global_memory_race"), "no race: every thread stores its own element");
+}

@@ -119,7 +119,7 @@ fn every_prediction_matches_a_brute_force_reference() {
         let evals = gpucheck_analysis::memory::Evals::new(f, &d, &shape);
         for a in gpucheck_analysis::memory::accesses(f, &d) {
             let all = vec![true; shape.threads()];
-            let predicted = gpucheck_analysis::memory::predict(&evals, &a, &all);
+            let predicted = gpucheck_analysis::memory::predict(&evals, &a, &all, 0);
             let reference = a.addr_value.and_then(|v| lane_addresses(f, &d, &shape, v));
             let where_ = format!("{} PTX line {}", f.func.name, f.insts[a.inst].ast.pos.line);
             // every address the reference can evaluate has a prediction; the affine

@@ -227,8 +227,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// each thread, the value from the side the thread's branch condition
     /// chose. Only for the simple shape: the join's immediate dominator ends
     /// in the branch, each incoming edge comes from one side (a side may
-    /// hold nested branches, but then passes one value), and no loop is
-    /// entered or left between the branch and the join.
+    /// hold nested branches or whole loops, but then passes one value that
+    /// is defined outside them), and the branch and the join are in the
+    /// same loop.
     fn join_phi(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         let (f, cfg) = (self.f, &self.f.cfg);
         let ValueDef::Phi(p) = f.ssa.values[v] else { return Err(EvalErr::Opaque) };
@@ -252,7 +253,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
             // a value leaving a loop (its last iteration's) is not what the evaluator computes
             let leaves_loop = f.def_block(x).is_some_and(|b| cfg.loops_containing(b).iter().any(|&l| !cfg.in_loop(join, l)));
-            if cfg.loop_of(pred) != cfg.loop_of(join) || leaves_loop || self.d.at(f, x, pred) != self.d.vals[x] {
+            // a side may hold a loop (the edge may leave it) when the value
+            // passed is defined outside it: the same in every iteration
+            if leaves_loop || self.d.at(f, x, pred) != self.d.vals[x] {
                 return Err(EvalErr::Opaque);
             }
             let side = if pred == d {

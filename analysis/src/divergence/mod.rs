@@ -185,7 +185,9 @@ pub trait Values {
     fn at(&self, f: &FunctionIr<'_>, v: ValueId, use_block: BlockId) -> AbsVal {
         let val = self.val(v);
         let Some(db) = self.def_block(v) else { return val };
-        if matches!(val, AbsVal::Top { .. }) {
+        // (a thread-dependent value leaving a loop whose exit depends on loaded
+        // data is the value of a data-dependent iteration)
+        if matches!(val, AbsVal::Top { data: true }) {
             return val;
         }
         let mut l = f.cfg.loop_of(db);
@@ -320,7 +322,8 @@ impl Problem for Problem_<'_, '_, '_> {
             // what merging the paths of this branch adds: ⊤, or warp-uniform
             return match branch_of(&view, f, b) {
                 Some(br) if view.at(f, br.cond, b) == AbsVal::WarpUniform => AbsVal::WarpUniform,
-                Some(_) => AbsVal::Top { data: false },
+                // a value chosen by a branch on loaded data depends on that data
+                Some(br) => AbsVal::Top { data: view.at(f, br.cond, b).data() },
                 None => AbsVal::Bottom,
             };
         }

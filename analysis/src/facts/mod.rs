@@ -22,11 +22,12 @@
 use crate::divergence::split::{classify, Split};
 use crate::divergence::{controlled_blocks, AbsVal, ArgValue, CallArgs, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
-use crate::ir::inst::Space;
+use crate::ir::inst::{Space, Special};
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId};
 use crate::memory::footprint::Group;
 use crate::memory::{Access, Evals, Prediction, Query};
 use crate::model::Shape;
+use crate::ptx::Operand;
 use crate::races::Race;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -370,14 +371,24 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                 b.skipping = skipping(f, &branches[k].br, b.inst, &mut lanes, k);
             }
         }
+        // global accesses in a block past the first: an interior one, where a
+        // boundary guard may let through lanes that block 0 masks, or the
+        // block's offset may move the addresses within their sectors
+        let mut interior = reads_block_index(f).then(|| Lanes::of_block(&evals, &branches, 1));
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
             .into_iter()
             .map(|access| {
-                let mask = lanes.active(f.cfg.block_of(access.inst), 0);
-                let prediction = crate::memory::predict(&evals, &access, &mask);
+                let block = f.cfg.block_of(access.inst);
+                let mask = lanes.active(block, 0);
+                let mut prediction = crate::memory::predict(&evals, &access, &mask, 0);
+                if let (Some(p), Some(inner), Space::Global) = (&mut prediction, &mut interior, access.space) {
+                    if let Some(q) = crate::memory::predict(&evals, &access, &inner.active(block, 0), 1) {
+                        p.with_interior(q);
+                    }
+                }
                 let masked = mask.iter().any(|on| !on);
                 let unmasked = (masked && access.space == Space::Global)
-                    .then(|| crate::memory::predict(&evals, &access, &vec![true; shape.threads()]))
+                    .then(|| crate::memory::predict(&evals, &access, &vec![true; shape.threads()], 0))
                     .flatten()
                     .map(|p| (p.sectors.0, p.ideal));
                 let reached = mask.iter().any(|&on| on);
@@ -559,6 +570,13 @@ impl BranchFact {
     }
 }
 
+/// Does the function read `%ctaid` (directly or through a copy)?
+fn reads_block_index(f: &FunctionIr<'_>) -> bool {
+    f.insts
+        .iter()
+        .any(|inst| inst.operands().iter().any(|o| matches!(o, Operand::Reg(r) if matches!(Special::parse(r), Some(Special::Ctaid(_))))))
+}
+
 /// Which threads execute each block (memoised per block and iteration).
 struct Lanes<'f, 'a, 'b> {
     f: &'f FunctionIr<'a>,
@@ -572,6 +590,8 @@ struct Lanes<'f, 'a, 'b> {
     /// The evaluable branches (indices) controlling each block.
     controllers: Option<IdVec<BlockId, Vec<usize>>>,
     memo: HashMap<(BlockId, usize), Threads>,
+    /// The block whose threads these are (its index in each dimension).
+    ctaid: i64,
 }
 
 /// One flag per thread of the block.
@@ -581,9 +601,25 @@ type Threads = Rc<Vec<bool>>;
 type Sides = (Vec<BlockId>, Vec<BlockId>);
 
 impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
+    /// The threads of block 0.
     fn new(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact]) -> Self {
+        Self::of_block(evals, branches, 0)
+    }
+
+    /// The threads of block `ctaid` (that index in each dimension).
+    fn of_block(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact], ctaid: i64) -> Self {
         let (f, shape) = (evals.f, evals.shape);
-        Lanes { f, shape, evals, branches, directions: HashMap::new(), sides: HashMap::new(), controllers: None, memo: HashMap::new() }
+        Lanes {
+            f,
+            shape,
+            evals,
+            branches,
+            directions: HashMap::new(),
+            sides: HashMap::new(),
+            controllers: None,
+            memo: HashMap::new(),
+            ctaid,
+        }
     }
 
     /// Which threads take divergent branch `k` in the given iteration of its loops.
@@ -594,7 +630,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             .entry((br.block, iteration))
             .or_insert_with(|| {
                 evals
-                    .eval(br.cond, Query { first_thread_only: false, ctaid: 0, scalar: None, iteration })
+                    .eval(br.cond, Query { first_thread_only: false, ctaid: self.ctaid, scalar: None, iteration })
                     .map(|c| Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
             })
             .clone()

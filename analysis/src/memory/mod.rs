@@ -129,6 +129,17 @@ pub struct Prediction {
     pub offsets: Offsets,
 }
 
+impl Prediction {
+    /// Take in the prediction for an interior block (`q`): the typical warp
+    /// is an interior block's, the worst is the worse of both blocks'.
+    /// Block 0's lanes and offsets stay (for reuse and races).
+    pub fn with_interior(&mut self, q: Prediction) {
+        self.sectors = (q.sectors.0, self.sectors.1.max(q.sectors.1));
+        self.ideal = q.ideal;
+        self.misaligned = q.misaligned;
+    }
+}
+
 /// The global and shared memory accesses of a function (not those whose
 /// address a device function computes from its arguments: see
 /// [`from_arguments`]).
@@ -433,9 +444,9 @@ fn resolve(c: Coef, ev: &Evals<'_, '_>) -> (i64, bool) {
 /// warps' alignment may differ from the one evaluated (`None`: it is known).
 type LaneAddresses = (Vec<i64>, Method, [i64; 3], Option<MisalignCause>);
 
-/// Per-thread byte addresses for the whole block, or `None` when they
-/// depend on data.
-fn lane_addresses(ev: &Evals<'_, '_>, a: &Access) -> Option<LaneAddresses> {
+/// Per-thread byte addresses for the whole block `ctaid` (the same index
+/// in each dimension), or `None` when they depend on data.
+fn lane_addresses(ev: &Evals<'_, '_>, a: &Access, ctaid: i64) -> Option<LaneAddresses> {
     let (lanes, block) = (ev.shape.lanes(), ev.shape.block);
     match a.addr {
         AbsVal::Affine { c, .. } => {
@@ -451,8 +462,12 @@ fn lane_addresses(ev: &Evals<'_, '_>, a: &Access) -> Option<LaneAddresses> {
                 // modulo 256 in every block when the block offset is a multiple of it
                 None => match base_offset(ev, a) {
                     Some(b) => (b, false),
-                    // sectors are what matters for the alignment of global accesses
-                    None => (0, !(a.space == Space::Global && same_sector_offset(ev, a))),
+                    // sectors are what matters for the alignment of global accesses:
+                    // this block's offset in its sector is every block's
+                    None if a.space == Space::Global && same_sector_offset(ev, a) => {
+                        (first_thread_address(ev, a, ctaid, SCALAR_SAMPLE).map_or(0, |b| b.rem_euclid(256)), false)
+                    }
+                    None => (0, true),
                 },
             };
             let cause = if (1..3).any(|d| symbolic[d] && block[d] > 1 && may_misalign(c[d], ev)) {
@@ -466,7 +481,7 @@ fn lane_addresses(ev: &Evals<'_, '_>, a: &Access) -> Option<LaneAddresses> {
             Some((addrs, Method::Affine { symbolic: symbolic.contains(&true) }, st, cause))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
-            let vals = ev.eval(a.addr_value?, Query::block(0))?;
+            let vals = ev.eval(a.addr_value?, Query { ctaid, ..Query::block(0) })?;
             let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
             let cause = moved_by_runtime_value(ev, a).then_some(MisalignCause::Offset);
@@ -586,11 +601,12 @@ fn mode(v: &[(u32, u32)]) -> (u32, u32) {
     counts.into_iter().max_by_key(|(k, c)| (*c, *k)).map(|x| x.0).unwrap_or((0, 0))
 }
 
-/// Predict the cost of one access for the given active lanes (`active[t]`
-/// for every thread of the block).
-pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool]) -> Option<Prediction> {
+/// Predict the cost of one access in block `ctaid` (the same index in
+/// each dimension) for the given active lanes (`active[t]` for every
+/// thread of that block).
+pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> Option<Prediction> {
     let shape = ev.shape;
-    let (addrs, method, strides, cause) = lane_addresses(ev, a)?;
+    let (addrs, method, strides, cause) = lane_addresses(ev, a, ctaid)?;
     let lanes = shape.lanes();
     let mut per_warp: Vec<(u32, u32)> = Vec::new();
     let mut per_warp_conf: Vec<(u32, u32)> = Vec::new();
