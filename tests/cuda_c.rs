@@ -220,7 +220,7 @@ fn cuda_c_twins_carry_their_numbers() {
     let text = inner["message"]["rendered"].as_str().unwrap();
     assert!(
         text.contains(
-            "in this call from `outer(float const*, unsigned int)` at tests/fixtures/cuda/calls.cu:39:12 (called from kernel `two_levels`)"
+            "in this call from `outer(float const*, unsigned int)` at tests/fixtures/cuda/calls.cu:41:12 (called from kernel `two_levels`)"
         ),
         "{text}"
     );

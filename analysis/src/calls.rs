@@ -12,8 +12,10 @@
 //! function's context reports into one. Recursive calls, indirect calls
 //! and calls past the depth or budget leave the callee analysed once for
 //! every caller (its `CoverageReport::contexts` is 0). Does not own: the
-//! analysis of one function (`check_function`), or races across the call
-//! (a callee's accesses are not paired with its caller's).
+//! analysis of one function (`check_function`: in a call context it also
+//! pairs the callee's own accesses between the calling threads), or races
+//! across the call (a callee's accesses are not paired with its caller's,
+//! nor with another call's).
 
 use crate::{check_function, demangle, divergence, ir, lints, srcmap, FunctionReport, IsLocal, Options, Place, Shape};
 use rayon::prelude::*;
@@ -187,10 +189,11 @@ pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: 
                 kernels.dedup();
                 for k in kernels.iter().skip(1) {
                     let with = |s: &crate::Site| crate::Site { kernel: k.to_string(), ..s.clone() };
-                    let (a, b, x) = (r.accesses.clone(), r.branches.clone(), r.barriers.clone());
+                    let (a, b, x, races) = (r.accesses.clone(), r.branches.clone(), r.barriers.clone(), r.races.clone());
                     r.accesses.extend(a.iter().map(|a| crate::AccessReport { site: with(&a.site), ..a.clone() }));
                     r.branches.extend(b.iter().map(|b| crate::BranchReport { site: with(&b.site), ..b.clone() }));
                     r.barriers.extend(x.iter().map(|b| crate::BarrierReport { site: with(&b.site), ..b.clone() }));
+                    r.races.extend(races.iter().map(|x| crate::RaceReport { kernel: k.to_string(), ..x.clone() }));
                 }
                 out.entry(ci).or_default().push(r);
             }
@@ -228,7 +231,7 @@ pub(crate) fn merge(rs: &[FunctionReport]) -> FunctionReport {
         findings,
         accesses: dedup(rs.iter().flat_map(|r| r.accesses.iter().cloned())),
         branches: dedup(rs.iter().flat_map(|r| r.branches.iter().cloned())),
-        races: vec![],
+        races: dedup(rs.iter().flat_map(|r| r.races.iter().cloned())),
         barriers: dedup(rs.iter().flat_map(|r| r.barriers.iter().cloned())),
         groups: dedup(rs.iter().flat_map(|r| r.groups.iter().cloned())),
         coverage,

@@ -398,7 +398,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
         // which threads run a device function, and with what arguments, is its
         // callers' to say: its accesses are not paired without that context
-        let mut races = if f.func.is_entry {
+        let mut races = if f.func.is_entry || d.call.active.is_some() {
             crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call)
         } else {
             Vec::new()

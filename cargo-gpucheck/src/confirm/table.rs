@@ -372,7 +372,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
     for r in &seen.races {
         let pair = (r.first.min(r.second), r.first.max(r.second));
         seen_pairs.insert(pair);
-        let prediction = report.races.iter().find(|p| {
+        let prediction = report.races.iter().filter(|p| p.kernel == kernel || !kernels.contains(&p.kernel)).find(|p| {
             let (x, y) = (key(p.function, p.first), key(p.function, p.second));
             (x.min(y), x.max(y)) == pair
         });
@@ -417,7 +417,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             via: Value::Null,
         });
     }
-    for p in report.races.iter().filter(|p| functions.contains(&p.function)) {
+    for p in report.races.iter().filter(|p| functions.contains(&p.function) && (p.kernel == kernel || !kernels.contains(&p.kernel))) {
         let (x, y) = (key(p.function, p.first), key(p.function, p.second));
         if seen_pairs.contains(&(x.min(y), x.max(y))) {
             continue;
