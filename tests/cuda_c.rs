@@ -286,3 +286,27 @@ fn cuda_c_values_leaving_loops_are_classified() {
     assert_eq!((join["predictable"].as_bool(), join["sectors_per_request"].as_u64()), (Some(true), Some(4)), "{join:#}");
     assert!(!recs.iter().any(|r| r["gpucheck"]["lint"] == "global_memory_race"), "no race: every thread stores its own element");
 }
+
+/// Races that need a parameter value (issue 14, item 1): the values are
+/// solved for, and the twins stay clean.
+#[test]
+fn cuda_c_parameter_races_name_their_values() {
+    let Some(tc) = toolchain() else { return };
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "param_races").expect("the parameter race fixture");
+    let mut args = words("ptx --message-format json");
+    args.insert(1, f.ptx.display().to_string());
+    args.extend(f.flags.iter().cloned());
+    let msgs: Vec<_> = json_lines(&run(&args).stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+    let text = |k: &str| -> Vec<String> {
+        msgs.iter().filter(|m| m["gpucheck"]["kernel"] == k).map(|m| m["message"]["message"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(
+        text("shift_in_place"),
+        ["write-after-read data race on global memory when 1 ≤ `shift_in_place_param_1` ≤ 255: for `shift_in_place_param_1` = 1, thread 1 writes element 1 while thread 0 reads it"]
+    );
+    assert_eq!(
+        text("two_threads"),
+        ["write-after-write data race on global memory when `two_threads_param_1` = 185: thread 200 writes element 200 while thread 15 writes it"]
+    );
+    assert!(text("shift_to_other").is_empty() && text("two_threads_apart").is_empty(), "{msgs:#?}");
+}

@@ -119,3 +119,19 @@ pub unsafe extern "ptx-kernel" fn histogram(data: *const u32, bins: *mut u32) {
 pub unsafe extern "ptx-kernel" fn set_flag(flag: *mut u32) {
     *flag = 1; //~ WARN benign_race
 }
+
+/// Bad: an in-place shift by a runtime offset. Thread t reads element
+/// t + offset while thread t + offset writes it: a race for every offset
+/// in 1..=255 (256 threads), which the finding names.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn shift_in_place(a: *mut f32, offset: usize) {
+    let t = tid();
+    *a.add(t) += *a.add(t + offset); //~ WARN global_memory_race //~ WARN misaligned_global_access
+}
+
+/// Good twin: the shift writes a second buffer.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn shift_to_other(a: *const f32, out: *mut f32, offset: usize) {
+    let t = tid();
+    *out.add(t) = *a.add(t) + *a.add(t + offset); //~ WARN misaligned_global_access
+}

@@ -23,7 +23,7 @@ use crate::divergence::split::{classify, Split};
 use crate::divergence::{controlled_blocks, AbsVal, ArgValue, CallArgs, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::{Space, Special};
-use crate::ir::{BlockId, FunctionIr, IdVec, InstId};
+use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::footprint::Group;
 use crate::memory::{Access, Evals, Prediction, Query};
 use crate::model::Shape;
@@ -218,7 +218,7 @@ fn call_facts<'a>(
                         _ => {
                             let v = f.operand_value(store, 1)?;
                             let abs = d.at(f, v, b);
-                            let q = Query { first_thread_only: false, ctaid: 0, scalar: None, iteration: 0 };
+                            let q = Query { first_thread_only: false, ctaid: 0, scalar: None, iteration: 0, pin: None };
                             let lanes = if abs.is_uniform() || abs.data() { None } else { evals.eval(v, q) };
                             Some(ArgValue {
                                 abs: abs.without_symbols(),
@@ -382,8 +382,12 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                 let mask = lanes.active(block, 0);
                 let mut prediction = crate::memory::predict(&evals, &access, &mask, 0);
                 if let (Some(p), Some(inner), Space::Global) = (&mut prediction, &mut interior, access.space) {
-                    if let Some(q) = crate::memory::predict(&evals, &access, &inner.active(block, 0), 1) {
-                        p.with_interior(q);
+                    // the same lanes at the same offset in their sectors cost the same
+                    let inner_mask = inner.active(block, 0);
+                    if inner_mask != mask || !crate::memory::same_sector_offset(&evals, &access) {
+                        if let Some(q) = crate::memory::predict(&evals, &access, &inner_mask, 1) {
+                            p.with_interior(q);
+                        }
                     }
                 }
                 let masked = mask.iter().any(|on| !on);
@@ -577,6 +581,30 @@ fn reads_block_index(f: &FunctionIr<'_>) -> bool {
         .any(|inst| inst.operands().iter().any(|o| matches!(o, Operand::Reg(r) if matches!(Special::parse(r), Some(Special::Ctaid(_))))))
 }
 
+/// The values computed from `%ctaid` (through instructions and phis).
+fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
+    let mut out = BitSet::new(f.ssa.values.len());
+    let reads = |inst: &crate::ir::inst::Inst<'_>| {
+        inst.operands().iter().skip(1).any(|o| matches!(o, Operand::Reg(r) if matches!(Special::parse(r), Some(Special::Ctaid(_)))))
+    };
+    let mut stack: Vec<ValueId> =
+        f.insts.iter_enumerated().filter(|(_, inst)| reads(inst)).flat_map(|(i, _)| f.ssa.defs(i).to_vec()).collect();
+    stack.extend(f.ssa.values.keys().filter(|&v| matches!(f.ssa.special(v), Some(Special::Ctaid(_)))));
+    while let Some(v) = stack.pop() {
+        if out.contains(v.index()) {
+            continue;
+        }
+        out.insert(v.index());
+        for u in &f.ssa.users[v] {
+            match *u {
+                crate::ir::User::Inst(i) => stack.extend_from_slice(f.ssa.defs(i)),
+                crate::ir::User::Phi(p) => stack.push(f.ssa.phis[p].value),
+            }
+        }
+    }
+    out
+}
+
 /// Which threads execute each block (memoised per block and iteration).
 struct Lanes<'f, 'a, 'b> {
     f: &'f FunctionIr<'a>,
@@ -592,6 +620,9 @@ struct Lanes<'f, 'a, 'b> {
     memo: HashMap<(BlockId, usize), Threads>,
     /// The block whose threads these are (its index in each dimension).
     ctaid: i64,
+    /// For a block past the first: the values computed from `%ctaid`
+    /// (a condition that is not one is block 0's, evaluated once).
+    by_block: Option<BitSet>,
 }
 
 /// One flag per thread of the block.
@@ -619,6 +650,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             controllers: None,
             memo: HashMap::new(),
             ctaid,
+            by_block: (ctaid != 0).then(|| block_index_values(f)),
         }
     }
 
@@ -626,11 +658,15 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     fn direction(&mut self, k: usize, iteration: usize) -> Option<Threads> {
         let br = self.branches[k].br;
         let evals = self.evals;
+        let ctaid = match &self.by_block {
+            Some(vals) if !vals.contains(br.cond.index()) => 0,
+            _ => self.ctaid,
+        };
         self.directions
             .entry((br.block, iteration))
             .or_insert_with(|| {
                 evals
-                    .eval(br.cond, Query { first_thread_only: false, ctaid: self.ctaid, scalar: None, iteration })
+                    .eval(br.cond, Query { first_thread_only: false, ctaid, scalar: None, iteration, pin: None })
                     .map(|c| Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
             })
             .clone()

@@ -21,6 +21,19 @@ declare_lint! {
     /// warp are scheduled independently since Volta, and a witness pair of
     /// lanes of one warp says so (`__syncwarp()` separates them).
     ///
+    /// Scalar parameters are sampled, except one that offsets an index by whole
+    /// elements (`a[t + offset]`): its values are solved for exactly, and a
+    /// race that needs particular values says which (`when 1 ≤ offset ≤ 255`,
+    /// `when x = 185`). A size or row pitch that scales an index is not solved
+    /// for (rows that overlap because the pitch is smaller than a row are not a
+    /// launch to judge).
+    ///
+    /// ### Known problems
+    /// A write guarded by a test of the very value it overwrites
+    /// (`if buf[y][x] == 0 && buf[y][k] != 0 { buf[y][x] = … }`) is judged as if
+    /// the guard held in every thread: the data that makes the pair impossible
+    /// is not known statically, so such a pair may be reported.
+    ///
     /// ### Why is this bad
     /// The result depends on the order in which threads run: wrong answers that
     /// show up once in a thousand runs, or on another GPU.
@@ -62,8 +75,22 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let lint = if r.benign { &super::benign_race::BENIGN_RACE } else { lint };
         let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
         let name = format!("{} memory", space.name());
+        // a race that needs particular values of a parameter names them
+        let (when, example) = match &r.when {
+            Some(c) => {
+                let p = format!("`{}`", crate::demangle(&c.param));
+                let cond = match (c.lo == c.hi, c.contiguous) {
+                    (true, _) => format!("{p} = {}", c.lo),
+                    (false, true) => format!("{} ≤ {p} ≤ {}", c.lo, c.hi),
+                    (false, false) => format!("{p} takes one of some values from {} to {}", c.lo, c.hi),
+                };
+                let example = if c.lo == c.hi { String::new() } else { format!("for {p} = {}, ", c.example) };
+                (format!(" when {cond}"), example)
+            }
+            None => (String::new(), String::new()),
+        };
         let message = format!(
-            "{} data race on {name}: thread {t2} {} element {elem} while thread {t1} {} it{}",
+            "{} data race on {name}{when}: {example}thread {t2} {} element {elem} while thread {t1} {} it{}",
             r.kind.describe(),
             what(b.kind),
             what(a.kind),
@@ -89,6 +116,12 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             None => "the base pointer".to_string(),
         };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements)", a.width));
+        if let Some(c) = &r.when {
+            fd.note(format!(
+                "the addresses depend on `{}`: solved for every value it can hold, not sampled; for other values no two threads touch the same bytes",
+                crate::demangle(&c.param)
+            ));
+        }
         if r.next_iteration {
             fd.note("within one iteration a barrier separates them: the race goes around the loop's back edge, one iteration's access meeting the next one's; a barrier at the end of the loop body (before the next iteration's access) separates them");
         }

@@ -219,23 +219,48 @@ pub const SCALAR_SAMPLE: i64 = 1024;
 
 /// What an evaluation fixes besides the value: the threads (the whole
 /// block, or only its first thread), `%ctaid`, the value given to other
-/// uniform values (`None`: give up on them) and the loop iteration (loop
-/// counters at their `iteration`-th value, first: 0). Pointers (by the
-/// space inference) are 0 — allocations are 256-byte aligned — and `%ntid`
-/// comes from the shape.
+/// uniform values (`None`: give up on them), one of them pinned to a value
+/// of its own, and the loop iteration (loop counters at their
+/// `iteration`-th value, first: 0). Pointers (by the space inference) are
+/// 0 — allocations are 256-byte aligned — and `%ntid` comes from the shape.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Query {
     pub first_thread_only: bool,
     pub ctaid: i64,
     pub scalar: Option<i64>,
     pub iteration: usize,
+    /// A uniform leaf given its own value (a parameter whose values the
+    /// race check solves for).
+    pub pin: Option<(ValueId, i64)>,
 }
 
 impl Query {
     /// Every thread of block 0, parameters at [`SCALAR_SAMPLE`].
     pub fn block(iteration: usize) -> Query {
-        Query { first_thread_only: false, ctaid: 0, scalar: Some(SCALAR_SAMPLE), iteration }
+        Query { first_thread_only: false, ctaid: 0, scalar: Some(SCALAR_SAMPLE), iteration, pin: None }
     }
+}
+
+/// The scalar parameters (`ld.param` values that are not pointers) an
+/// address is computed from, its root pointer aside.
+pub fn scalar_parameters(f: &FunctionIr<'_>, addr: ValueId) -> Vec<ValueId> {
+    let root = root(f, addr);
+    let (mut out, mut seen, mut stack) = (Vec::new(), HashSet::new(), vec![addr]);
+    while let Some(v) = stack.pop() {
+        if !seen.insert(v) || seen.len() > 256 || v == root {
+            continue;
+        }
+        let Some(i) = f.def_inst(v) else { continue };
+        let inst = &f.insts[i];
+        if inst.param_read().is_some() {
+            if !matches!(f.spaces.definite(v), Space::Global | Space::Shared) && !out.contains(&v) {
+                out.push(v);
+            }
+            continue;
+        }
+        stack.extend((1..inst.operands().len()).filter_map(|k| f.operand_value(i, k)));
+    }
+    out
 }
 
 /// Per-thread byte offsets of an access, none for a thread that does not
@@ -311,7 +336,7 @@ impl<'f, 'a> Evals<'f, 'a> {
 
     /// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
     pub fn uniform_value(&self, v: ValueId) -> Option<i64> {
-        self.eval(v, Query { first_thread_only: true, ctaid: 0, scalar: None, iteration: 0 })?.first().copied()
+        self.eval(v, Query { first_thread_only: true, ctaid: 0, scalar: None, iteration: 0, pin: None })?.first().copied()
     }
 }
 
@@ -328,6 +353,7 @@ fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &HashSet<ValueId>, v: Val
                     return None;
                 }
                 let val = match f.ssa.values[x] {
+                    _ if q.pin.is_some_and(|(p, _)| p == x) => q.pin.map_or(0, |p| p.1),
                     ValueDef::Phi(_) => {
                         let samples = crate::divergence::eval::samples(f, ev, x);
                         samples.get(q.iteration).or(samples.first()).copied().or(q.scalar)?
@@ -501,7 +527,7 @@ fn may_misalign(c: Coef, ev: &Evals<'_, '_>) -> bool {
         return true;
     }
     [SCALAR_SAMPLE, SCALAR_SAMPLE + 1].into_iter().any(|scalar| {
-        let q = Query { first_thread_only: true, ctaid: 0, scalar: Some(scalar), iteration: 0 };
+        let q = Query { first_thread_only: true, ctaid: 0, scalar: Some(scalar), iteration: 0, pin: None };
         // a pitch that cannot be evaluated (loaded, packed) is not judged
         ev.eval(ValueId::new(sym as usize), q).and_then(|x| x.first().copied()).is_some_and(|x| (k + m * x).rem_euclid(SECTOR) != 0)
     })
@@ -515,7 +541,7 @@ fn base_offset(ev: &Evals<'_, '_>, a: &Access) -> Option<i64> {
 }
 
 /// Is the first thread's address at the same offset in a sector in blocks 0 and 1?
-fn same_sector_offset(ev: &Evals<'_, '_>, a: &Access) -> bool {
+pub fn same_sector_offset(ev: &Evals<'_, '_>, a: &Access) -> bool {
     let at = |ctaid| first_thread_address(ev, a, ctaid, SCALAR_SAMPLE).map(|x| x.rem_euclid(SECTOR));
     matches!((at(0), at(1)), (Some(x), Some(y)) if x == y)
 }
@@ -528,7 +554,7 @@ fn first_thread_address(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64)
 
 /// [`first_thread_address`] in the given iteration of the loops around.
 fn first_thread_address_at(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64, iteration: usize) -> Option<i64> {
-    let q = Query { first_thread_only: true, ctaid, scalar: Some(scalar), iteration };
+    let q = Query { first_thread_only: true, ctaid, scalar: Some(scalar), iteration, pin: None };
     Some(ev.eval(a.addr_value?, q)?.first()? + a.offset)
 }
 

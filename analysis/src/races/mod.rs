@@ -19,6 +19,8 @@ use crate::ir::space::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
+
+pub mod param;
 use std::collections::{BTreeSet, HashMap};
 
 /// The barrier intervals of a function: the stretches of execution from
@@ -172,6 +174,9 @@ pub struct Race {
     /// edge: one iteration's access meets the next iteration's (set by the
     /// facts layer).
     pub next_iteration: bool,
+    /// The race needs these values of a scalar parameter (`None`: it
+    /// happens for the sampled values).
+    pub when: Option<param::ParamCondition>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -256,6 +261,7 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
                         through_barrier: None,
                         benign: false,
                         next_iteration: false,
+                        when: None,
                     };
                     // smallest thread ids make the clearest witness
                     if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {
@@ -325,8 +331,24 @@ pub fn find(
     } else {
         BTreeSet::new()
     };
-    let found = races_at(evals, accesses, &pairs, Some(active), &warp_synced);
-    if !shape.is_assumed() || found.is_empty() {
+    let mut found = races_at(evals, accesses, &pairs, Some(active), &warp_synced);
+    // the pairs the sampled parameter values leave apart: solved for the parameters
+    let params: Vec<Vec<ValueId>> =
+        accesses.iter().map(|a| a.addr_value.map(|v| crate::memory::scalar_parameters(f, v)).unwrap_or_default()).collect();
+    let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
+    let apart: Vec<(usize, usize)> =
+        pairs.iter().copied().filter(|&(a, b)| !(raced.contains(&(a, b)) || params[a].is_empty() && params[b].is_empty())).collect();
+    for (ka, kb) in apart {
+        let at = |k: usize| f.cfg.block_of(accesses[k].inst);
+        for it in 0..2 {
+            let mut on = |k: usize| active(at(k), it);
+            if let Some(r) = param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb))) {
+                found.push(r);
+                break;
+            }
+        }
+    }
+    if !shape.is_assumed() || found.iter().all(|r| r.when.is_some()) {
         return found;
     }
     // an assumed shape may be wrong: keep only races that persist in small blocks
@@ -337,7 +359,7 @@ pub fn find(
         let small = Shape::new(*c, ShapeSource::Assumed);
         let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
         let again = races_at(&Evals::new(f, d, &small), accesses, &remaining, None, &warp_synced);
-        kept.retain(|r| again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
+        kept.retain(|r| r.when.is_some() || again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
     }
     kept
 }
