@@ -111,6 +111,17 @@ fn run(args: &[String]) -> std::process::Output {
     gpucheck(&args, &repo())
 }
 
+/// The JSON records `cargo gpucheck ptx` prints for one fixture (by file
+/// stem) with the fixture's flags and `extra` ones.
+fn fixture_records(tc: &Toolchain, stem: &str, extra: &str) -> Vec<serde_json::Value> {
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == stem).unwrap_or_else(|| panic!("the fixture {stem}.cu"));
+    let mut args = words("ptx --message-format json");
+    args.insert(1, f.ptx.display().to_string());
+    args.extend(f.flags.iter().cloned());
+    args.extend(words(extra));
+    json_lines(&run(&args).stdout)
+}
+
 #[test]
 fn cuda_c_findings_match_marks_exactly() {
     let Some(tc) = toolchain() else { return };
@@ -240,11 +251,7 @@ fn cuda_c_twins_carry_their_numbers() {
 #[test]
 fn cuda_c_worst_case_covers_interior_blocks() {
     let Some(tc) = toolchain() else { return };
-    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "stencils").expect("the stencil fixture");
-    let mut args = words("ptx --message-format json --all-accesses");
-    args.insert(1, f.ptx.display().to_string());
-    args.extend(f.flags.iter().cloned());
-    let recs: Vec<_> = json_lines(&run(&args).stdout).into_iter().filter(|r| r["reason"] == "gpucheck-access").collect();
+    let recs: Vec<_> = fixture_records(tc, "stencils", "--all-accesses").into_iter().filter(|r| r["reason"] == "gpucheck-access").collect();
     let at = |kernel: &str, line: u64, col: u64| {
         let r = recs
             .iter()
@@ -268,11 +275,7 @@ fn cuda_c_worst_case_covers_interior_blocks() {
 #[test]
 fn cuda_c_values_leaving_loops_are_classified() {
     let Some(tc) = toolchain() else { return };
-    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "coverage").expect("the coverage fixture");
-    let mut args = words("ptx --message-format json --all-accesses");
-    args.insert(1, f.ptx.display().to_string());
-    args.extend(f.flags.iter().cloned());
-    let recs = json_lines(&run(&args).stdout);
+    let recs = fixture_records(tc, "coverage", "--all-accesses");
     let coverage =
         |k: &str| recs.iter().find(|r| r["reason"] == "gpucheck-coverage" && r["function"] == k).cloned().expect("a coverage record");
     let (probe, side) = (coverage("probe"), coverage("side_loop"));
@@ -292,11 +295,7 @@ fn cuda_c_values_leaving_loops_are_classified() {
 #[test]
 fn cuda_c_parameter_races_name_their_values() {
     let Some(tc) = toolchain() else { return };
-    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "param_races").expect("the parameter race fixture");
-    let mut args = words("ptx --message-format json");
-    args.insert(1, f.ptx.display().to_string());
-    args.extend(f.flags.iter().cloned());
-    let msgs: Vec<_> = json_lines(&run(&args).stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+    let msgs: Vec<_> = fixture_records(tc, "param_races", "").into_iter().filter(|m| m["reason"] == "compiler-message").collect();
     let text = |k: &str| -> Vec<String> {
         msgs.iter().filter(|m| m["gpucheck"]["kernel"] == k).map(|m| m["message"]["message"].as_str().unwrap().to_string()).collect()
     };

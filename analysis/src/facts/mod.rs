@@ -583,26 +583,13 @@ fn reads_block_index(f: &FunctionIr<'_>) -> bool {
 
 /// The values computed from `%ctaid` (through instructions and phis).
 fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
-    let mut out = BitSet::new(f.ssa.values.len());
     let reads = |inst: &crate::ir::inst::Inst<'_>| {
         inst.operands().iter().skip(1).any(|o| matches!(o, Operand::Reg(r) if matches!(Special::parse(r), Some(Special::Ctaid(_)))))
     };
-    let mut stack: Vec<ValueId> =
+    let mut seeds: Vec<ValueId> =
         f.insts.iter_enumerated().filter(|(_, inst)| reads(inst)).flat_map(|(i, _)| f.ssa.defs(i).to_vec()).collect();
-    stack.extend(f.ssa.values.keys().filter(|&v| matches!(f.ssa.special(v), Some(Special::Ctaid(_)))));
-    while let Some(v) = stack.pop() {
-        if out.contains(v.index()) {
-            continue;
-        }
-        out.insert(v.index());
-        for u in &f.ssa.users[v] {
-            match *u {
-                crate::ir::User::Inst(i) => stack.extend_from_slice(f.ssa.defs(i)),
-                crate::ir::User::Phi(p) => stack.push(f.ssa.phis[p].value),
-            }
-        }
-    }
-    out
+    seeds.extend(f.ssa.values.keys().filter(|&v| matches!(f.ssa.special(v), Some(Special::Ctaid(_)))));
+    f.derived_from(seeds)
 }
 
 /// Which threads execute each block (memoised per block and iteration).

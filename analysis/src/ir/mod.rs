@@ -292,6 +292,25 @@ impl<'a> FunctionIr<'a> {
         self.labels.get(l).filter(|x| x.index() < self.insts.len()).map(|&x| self.cfg.block_of(x))
     }
 
+    /// The values computed from `seeds` (the seeds included), through
+    /// instructions and phis: one forward pass over the SSA users.
+    pub fn derived_from(&self, mut stack: Vec<ValueId>) -> dataflow::BitSet {
+        let mut out = dataflow::BitSet::new(self.ssa.values.len());
+        while let Some(v) = stack.pop() {
+            if out.contains(v.index()) {
+                continue;
+            }
+            out.insert(v.index());
+            for u in &self.ssa.users[v] {
+                match *u {
+                    User::Inst(i) => stack.extend_from_slice(self.ssa.defs(i)),
+                    User::Phi(p) => stack.push(self.ssa.phis[p].value),
+                }
+            }
+        }
+        out
+    }
+
     /// Follow plain copies (`mov`, `cvt` between integers, unguarded) back
     /// to the value copied.
     pub fn through_copies(&self, mut v: ValueId) -> ValueId {

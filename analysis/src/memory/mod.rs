@@ -28,7 +28,7 @@ use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::divergence::{AbsVal, Coef, Divergence};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::{Opcode, Space, Special};
-use crate::ir::{FunctionIr, InstId, User, ValueDef, ValueId};
+use crate::ir::{FunctionIr, InstId, ValueDef, ValueId};
 use crate::model::{conflict_degree, sectors, Shape, WARP};
 pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
@@ -175,8 +175,7 @@ pub fn from_arguments(f: &FunctionIr<'_>, d: &Divergence) -> Option<BitSet> {
         return None;
     }
     let is_param = |name: &str| f.func.params.iter().any(|p| p.name == name);
-    let mut out = BitSet::new(f.ssa.values.len());
-    let mut stack: Vec<ValueId> = f
+    let seeds: Vec<ValueId> = f
         .ssa
         .values
         .iter_enumerated()
@@ -189,19 +188,7 @@ pub fn from_arguments(f: &FunctionIr<'_>, d: &Divergence) -> Option<BitSet> {
         })
         .map(|(v, _)| v)
         .collect();
-    while let Some(v) = stack.pop() {
-        if out.contains(v.index()) {
-            continue;
-        }
-        out.insert(v.index());
-        for u in &f.ssa.users[v] {
-            match *u {
-                User::Inst(i) => stack.extend_from_slice(f.ssa.defs(i)),
-                User::Phi(p) => stack.push(f.ssa.phis[p].value),
-            }
-        }
-    }
-    Some(out)
+    Some(f.derived_from(seeds))
 }
 
 /// The global and shared accesses of a function with their address operand.
