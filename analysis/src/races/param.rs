@@ -171,3 +171,26 @@ fn type_range(f: &FunctionIr<'_>, p: ValueId) -> (i64, i64) {
         _ => (i64::MIN, i64::MAX),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::open_interval;
+
+    /// The integers k with lo < k·d < hi, by brute force.
+    fn brute(lo: i64, hi: i64, d: i64) -> Vec<i64> {
+        (-200..=200).filter(|k| lo < k * d && k * d < hi).collect()
+    }
+
+    #[test]
+    fn open_interval_is_exact_for_both_signs() {
+        for d in [-8, -4, -3, -1, 1, 2, 4, 5] {
+            for lo in -40..40 {
+                for hi in lo..lo + 20 {
+                    let (a, b) = open_interval(lo, hi, d);
+                    let got: Vec<i64> = (a..=b).collect();
+                    assert_eq!(got, brute(lo, hi, d), "lo {lo} hi {hi} d {d}");
+                }
+            }
+        }
+    }
+}
