@@ -374,7 +374,8 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         // global accesses in a block past the first: an interior one, where a
         // boundary guard may let through lanes that block 0 masks, or the
         // block's offset may move the addresses within their sectors
-        let mut interior = reads_block_index(f).then(|| Lanes::of_block(&evals, &branches, 1));
+        let by_block = block_index_values(f);
+        let mut interior = (by_block.count() > 0).then(|| Lanes::of_block(&evals, &branches, 1, Some(by_block)));
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
             .into_iter()
             .map(|access| {
@@ -574,13 +575,6 @@ impl BranchFact {
     }
 }
 
-/// Does the function read `%ctaid` (directly or through a copy)?
-fn reads_block_index(f: &FunctionIr<'_>) -> bool {
-    f.insts
-        .iter()
-        .any(|inst| inst.operands().iter().any(|o| matches!(o, Operand::Reg(r) if matches!(Special::parse(r), Some(Special::Ctaid(_))))))
-}
-
 /// The values computed from `%ctaid` (through instructions and phis).
 fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
     let reads = |inst: &crate::ir::inst::Inst<'_>| {
@@ -621,11 +615,12 @@ type Sides = (Vec<BlockId>, Vec<BlockId>);
 impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     /// The threads of block 0.
     fn new(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact]) -> Self {
-        Self::of_block(evals, branches, 0)
+        Self::of_block(evals, branches, 0, None)
     }
 
-    /// The threads of block `ctaid` (that index in each dimension).
-    fn of_block(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact], ctaid: i64) -> Self {
+    /// The threads of block `ctaid` (that index in each dimension);
+    /// `by_block`: the values computed from `%ctaid` ([`block_index_values`]).
+    fn of_block(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact], ctaid: i64, by_block: Option<BitSet>) -> Self {
         let (f, shape) = (evals.f, evals.shape);
         Lanes {
             f,
@@ -637,7 +632,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             controllers: None,
             memo: HashMap::new(),
             ctaid,
-            by_block: (ctaid != 0).then(|| block_index_values(f)),
+            by_block,
         }
     }
 

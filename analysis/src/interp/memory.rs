@@ -357,8 +357,8 @@ mod tests {
         s.touch(true, 64, 4, 0, 30, Touch::Read); // lane 0 reads element 16
         s.touch(true, 64, 4, 40, 31, Touch::Read); // thread 40 (warp 1) too
         s.warp_sync(0);
-        s.touch(true, 64, 4, 16, 32, Touch::Write); // lane 16 writes it after the warp's sync
-                                                    // still a race with warp 1's read, none with lane 0's
+        // lane 16 writes it after the warp's sync: still a race with warp 1's read, none with lane 0's
+        s.touch(true, 64, 4, 16, 32, Touch::Write);
         let seen: Vec<_> = s.races.values().map(|r| (r.first_thread, r.second_thread)).collect();
         assert_eq!(seen, [(None, 16)]);
         s.races.clear();

@@ -8,7 +8,9 @@
 //! block that execute them (their thread-only guards, first iteration of
 //! loops; loop counters also at their next values), the byte ranges
 //! overlap and at least one access writes; atomics do not race with
-//! atomics. Decided by enumerating the block's threads.
+//! atomics. Decided by enumerating the block's threads; a pair that the
+//! sampled parameter values leave apart is solved exactly for a parameter
+//! that offsets its index (`param`: the values that race).
 //!
 //! Owns: intervals, the enumeration of candidate pairs and the conflict
 //! check. Does not own: address values and guards (`crate::memory`,
@@ -19,9 +21,9 @@ use crate::ir::space::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
+use std::collections::{BTreeSet, HashMap};
 
 pub mod param;
-use std::collections::{BTreeSet, HashMap};
 
 /// The barrier intervals of a function: the stretches of execution from
 /// the entry or a barrier to the next barrier, and the accesses each holds.
@@ -187,6 +189,15 @@ pub enum RaceKind {
 }
 
 impl RaceKind {
+    /// The kind of a race between `a` (the first) and `b`, one of them writing.
+    pub fn between(a: &Access, b: &Access) -> RaceKind {
+        match (a.kind.writes(), b.kind.writes()) {
+            (true, true) => RaceKind::WriteAfterWrite,
+            (true, false) => RaceKind::ReadAfterWrite,
+            _ => RaceKind::WriteAfterRead,
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             RaceKind::ReadAfterWrite => "read-after-write",
@@ -229,11 +240,7 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
         return None;
     }
     let (Some(aa), Some(ab)) = (&addrs[ka], &addrs[kb]) else { return None };
-    let kind = match (writes(a), writes(b)) {
-        (true, true) => RaceKind::WriteAfterWrite,
-        (true, false) => RaceKind::ReadAfterWrite,
-        _ => RaceKind::WriteAfterRead,
-    };
+    let kind = RaceKind::between(a, b);
     for s in 0..aa.len().min(ab.len()) {
         let (Some(va), Some(vb)) = (&aa[s], &ab[s]) else { continue };
         let (Some(fa), Some(la), Some(fb), Some(lb)) = (va.first(), va.last(), vb.first(), vb.last()) else { continue };

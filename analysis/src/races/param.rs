@@ -122,16 +122,11 @@ pub(super) fn solve(
         let k = example - SCALAR_SAMPLE;
         let (xa, xb) = (la[t1] + k * da, lb[t2] + k * db);
         let byte = xa.max(xb);
-        let kind = match (a.kind.writes(), b.kind.writes()) {
-            (true, true) => RaceKind::WriteAfterWrite,
-            (true, false) => RaceKind::ReadAfterWrite,
-            _ => RaceKind::WriteAfterRead,
-        };
         let param = f.insts[f.def_inst(p)?].param_read().map(|(n, _)| n.to_string())?;
         return Some(Race {
             first: ka,
             second: kb,
-            kind,
+            kind: RaceKind::between(a, b),
             threads: (t1, t2),
             offset: byte - byte.rem_euclid(wa),
             through_barrier: None,
