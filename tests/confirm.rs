@@ -86,6 +86,8 @@ fn races_are_seen_where_predicted_and_nowhere_else() {
         ("scan_no_second_barrier", "shared"),
         // offset = 1 (Cargo.toml): inside the racing range the finding names
         ("shift_in_place", "global"),
+        // the kernel's read meets the store a helper made (a race across the call)
+        ("read_after_helper", "global"),
     ]
     .iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))

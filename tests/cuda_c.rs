@@ -231,7 +231,7 @@ fn cuda_c_twins_carry_their_numbers() {
     let text = inner["message"]["rendered"].as_str().unwrap();
     assert!(
         text.contains(
-            "in this call from `outer(float const*, unsigned int)` at tests/fixtures/cuda/calls.cu:41:12 (called from kernel `two_levels`)"
+            "in this call from `outer(float const*, unsigned int)` at tests/fixtures/cuda/calls.cu:45:12 (called from kernel `two_levels`)"
         ),
         "{text}"
     );
@@ -308,4 +308,35 @@ fn cuda_c_parameter_races_name_their_values() {
         ["write-after-write data race on global memory when `two_threads_param_1` = 185: thread 200 writes element 200 while thread 15 writes it"]
     );
     assert!(text("shift_to_other").is_empty() && text("two_threads_apart").is_empty(), "{msgs:#?}");
+}
+
+/// Races across a call (issue 13, item 2): a kernel's read meets the store
+/// its helper made (reported at the read, the helper's store named), two
+/// calls of one helper store to overlapping elements (reported in the
+/// helper, both calls named); the twins with a barrier or two arrays are clean.
+#[test]
+fn cuda_c_races_across_calls() {
+    let Some(tc) = toolchain() else { return };
+    let msgs: Vec<_> = fixture_records(tc, "calls", "").into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+    let races = |k: &str| -> Vec<&serde_json::Value> {
+        msgs.iter().filter(|m| m["gpucheck"]["kernel"] == k && m["gpucheck"]["lint"] == "global_memory_race").collect()
+    };
+    let lines = |m: &serde_json::Value| -> Vec<(u64, bool)> {
+        m["message"]["spans"].as_array().unwrap().iter().map(|s| (s["line_start"].as_u64().unwrap(), s["is_primary"] == true)).collect()
+    };
+    let read = races("read_after_call");
+    assert_eq!(read.len(), 1, "{read:#?}");
+    assert_eq!(
+        read[0]["message"]["message"],
+        "read-after-write data race on global memory: thread 0 reads element 1 while thread 1 writes it"
+    );
+    assert_eq!(lines(read[0]), vec![(107, true), (89, false)], "{:#}", read[0]);
+    let two = races("two_calls_overlap");
+    assert_eq!(two.len(), 1, "{two:#?}");
+    let text = two[0]["message"]["rendered"].as_str().unwrap();
+    assert_eq!(lines(two[0])[0], (89, true), "{text}");
+    for call in ["calls.cu:119:5", "calls.cu:120:5"] {
+        assert!(text.contains(call), "{call} named: {text}");
+    }
+    assert!(races("read_after_call_synced").is_empty() && races("two_calls_apart").is_empty(), "{msgs:#?}");
 }

@@ -13,9 +13,10 @@
 //! and calls past the depth or budget leave the callee analysed once for
 //! every caller (its `CoverageReport::contexts` is 0). Does not own: the
 //! analysis of one function (`check_function`: in a call context it also
-//! pairs the callee's own accesses between the calling threads), or races
-//! across the call (a callee's accesses are not paired with its caller's,
-//! nor with another call's).
+//! pairs the callee's own accesses between the calling threads, and
+//! exports them for the caller), or the races across a kernel's direct
+//! calls (`check_module` checks the kernel again with its callees' exports;
+//! callees deeper down are not paired with their callers).
 
 use crate::{check_function, demangle, divergence, ir, lints, srcmap, FunctionReport, IsLocal, Options, Place, Shape};
 use rayon::prelude::*;
@@ -33,11 +34,19 @@ pub(crate) struct Context {
     pub args: divergence::CallArgs,
     /// The calls from the kernel down to this one: (caller, call site).
     pub chain: Vec<(String, Place)>,
+    /// The kernel (index in the module) and, for a call the kernel makes
+    /// itself, the call instruction (its accesses join the kernel's race check).
+    pub kernel_fn: usize,
+    pub call: Option<ir::InstId>,
 }
+
+/// The accesses of the device functions each kernel calls directly (by
+/// kernel index), for the kernel's race check.
+pub(crate) type KernelImports = HashMap<usize, crate::facts::Imports>;
 
 /// A function's name as its author wrote it, for notes: Rust names are
 /// demangled already; C++ (Itanium) names are demangled here.
-fn readable(name: &str) -> String {
+pub(crate) fn readable(name: &str) -> String {
     let cpp = || cpp_demangle::Symbol::new(name).ok()?.demangle(&cpp_demangle::DemangleOptions::default()).ok();
     match name.starts_with("_Z").then(cpp).flatten() {
         Some(d) => d,
@@ -109,8 +118,13 @@ type Analysed = Vec<(FunctionReport, Vec<Context>)>;
 /// Analyse the module's device functions in the contexts its kernels
 /// (`first`: the reports of the functions analysed once, kernels among
 /// them) call them in.
-/// Returns, per function index, one report per distinct context.
-pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: &CallGraph) -> HashMap<usize, Vec<FunctionReport>> {
+/// Returns, per function index, one report per distinct context, and the
+/// accesses of each kernel's direct callees in their contexts.
+pub(crate) fn analyse(
+    m: &ModuleInput<'_, '_>,
+    first: &[FunctionReport],
+    graph: &CallGraph,
+) -> (HashMap<usize, Vec<FunctionReport>>, KernelImports) {
     let ModuleInput { module, mcx, sums, srcmap, opts, is_local } = *m;
     // recursive functions are analysed once for every caller
     let index: HashMap<&str, usize> = module
@@ -123,15 +137,17 @@ pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: 
     let budget = 64usize.max(4 * module.functions.len());
     let mut pending: Vec<(usize, Context)> = Vec::new();
     for r in first.iter().filter(|r| r.coverage.entry) {
-        for (callee, args, at) in &r.calls {
+        for (callee, args, at, inst) in &r.calls {
             if let Some(&ci) = index.get(callee.as_str()) {
                 let kernel = r.coverage.kernel.clone();
                 let chain = vec![(readable(&kernel), at.clone())];
-                pending.push((ci, Context { kernel, shape: r.shape.clone(), args: args.clone(), chain }));
+                let kernel_fn = r.coverage.function;
+                pending.push((ci, Context { kernel, shape: r.shape.clone(), args: args.clone(), chain, kernel_fn, call: Some(*inst) }));
             }
         }
     }
     let mut out: HashMap<usize, Vec<FunctionReport>> = HashMap::new();
+    let mut imports = KernelImports::new();
     let mut done = 0;
     for _ in 0..MAX_DEPTH {
         if pending.is_empty() || done >= budget {
@@ -169,19 +185,28 @@ pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: 
             .into_par_iter()
             .map(|((ci, spaces), gs)| {
                 let f = ir::lower_for_call(module, ci, mcx, &ir::space::ParamSpaces::of_call(ci, spaces));
-                let rs = gs.into_iter().map(|g| (check_function(&f, sums, srcmap, opts, is_local, &g), g)).collect();
+                let none = crate::facts::Imports::new();
+                let rs = gs.into_iter().map(|g| (check_function(&f, sums, srcmap, opts, is_local, &g, &none), g)).collect();
                 (ci, rs)
             })
             .collect();
         for (ci, rs) in results {
             let name = readable(&demangle(module.functions[ci].name));
             for (mut r, g) in rs {
-                for (callee, args, place) in &r.calls {
+                for (callee, args, place, _) in &r.calls {
                     let Some(&next) = index.get(callee.as_str()) else { continue };
                     for c in &g {
                         let mut chain = c.chain.clone();
                         chain.push((name.clone(), place.clone()));
-                        pending.push((next, Context { kernel: c.kernel.clone(), shape: c.shape.clone(), args: args.clone(), chain }));
+                        let (kernel, shape, kernel_fn) = (c.kernel.clone(), c.shape.clone(), c.kernel_fn);
+                        pending.push((next, Context { kernel, shape, args: args.clone(), chain, kernel_fn, call: None }));
+                    }
+                }
+                if !r.exports.is_empty() {
+                    for c in &g {
+                        if let Some(call) = c.call {
+                            imports.entry(c.kernel_fn).or_default().entry(call).or_default().extend(r.exports.iter().cloned());
+                        }
                     }
                 }
                 // the same prediction for every kernel of the group
@@ -199,7 +224,7 @@ pub(crate) fn analyse(m: &ModuleInput<'_, '_>, first: &[FunctionReport], graph: 
             }
         }
     }
-    out
+    (out, imports)
 }
 
 /// A function's reports from its contexts as one: findings that are the
@@ -236,6 +261,7 @@ pub(crate) fn merge(rs: &[FunctionReport]) -> FunctionReport {
         groups: dedup(rs.iter().flat_map(|r| r.groups.iter().cloned())),
         coverage,
         calls: vec![],
+        exports: vec![],
         shape: first.shape.clone(),
     }
 }

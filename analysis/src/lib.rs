@@ -157,9 +157,12 @@ pub struct GroupReport {
 pub struct RaceReport {
     pub kernel: String,
     pub function: usize,
-    /// The first (writing) and second access (instruction indices).
+    /// The first (writing) and second access (instruction indices), each
+    /// in its function: `function`'s own, or a device function it calls.
     pub first: usize,
     pub second: usize,
+    pub first_function: usize,
+    pub second_function: usize,
     pub kind: races::RaceKind,
     pub space: ir::inst::Space,
     /// The witness threads (linear ids in the block) of `first` and `second`,
@@ -317,8 +320,9 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     let mcx = ir::ModuleCx::from_bodies(module, &bodies);
     let graph = calls::CallGraph::new(&bodies);
     drop(bodies);
+    let none = facts::Imports::new();
     let once = |i: &[usize]| -> Vec<FunctionReport> {
-        i.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local, &[])).collect()
+        i.par_iter().map(|&i| check_function(&ir::lower_one(module, i, &mcx), &sums, &srcmap, opts, is_local, &[], &none)).collect()
     };
     // kernels, and device functions no call context will cover (uncalled, recursive), once
     let in_context_only = |i: &usize| !module.functions[*i].is_entry && graph.called.contains(i) && !graph.recursive.contains(i);
@@ -326,7 +330,20 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     let mut per_fn = once(&now);
     // the called device functions in each call context their kernels give them
     let input = calls::ModuleInput { module, mcx: &mcx, sums: &sums, srcmap: &srcmap, opts, is_local };
-    let in_context = calls::analyse(&input, &per_fn, &graph);
+    let (in_context, imports) = calls::analyse(&input, &per_fn, &graph);
+    // kernels whose direct callees access memory through their arguments: the
+    // race check again, with those accesses at the calls
+    let mut again: Vec<(&usize, &facts::Imports)> = imports.iter().collect();
+    again.sort_by_key(|(k, _)| **k);
+    let redone: Vec<FunctionReport> = again
+        .par_iter()
+        .map(|&(&k, imp)| check_function(&ir::lower_one(module, k, &mcx), &sums, &srcmap, opts, is_local, &[], imp))
+        .collect();
+    for r in redone {
+        if let Some(x) = per_fn.iter_mut().find(|x| x.coverage.function == r.coverage.function) {
+            *x = r;
+        }
+    }
     per_fn.extend(later.iter().filter_map(|i| in_context.get(i)).map(|rs| calls::merge(rs)));
     // those the contexts did not reach (past the call depth or budget): once for every caller
     let missed: Vec<usize> = later.iter().copied().filter(|i| !in_context.contains_key(i)).collect();
@@ -361,15 +378,19 @@ pub(crate) struct FunctionReport {
     barriers: Vec<BarrierReport>,
     groups: Vec<GroupReport>,
     coverage: CoverageReport,
-    /// The calls it makes, each with what it passes and where it is.
-    calls: Vec<(String, divergence::CallArgs, Place)>,
+    /// The calls it makes, each with what it passes, where it is and the
+    /// call instruction.
+    calls: Vec<(String, divergence::CallArgs, Place, ir::InstId)>,
+    /// In a call context: the accesses its caller's race check pairs.
+    exports: Vec<facts::CalleeAccess>,
     /// The kernel's block shape (the calls' contexts inherit it).
     shape: Shape,
 }
 
 /// Check one function; a device function in the call contexts `cxs` (the
 /// first one's arguments and threads: they share them) when given, else
-/// once for every caller.
+/// once for every caller; its races also paired with `imports`, the
+/// accesses of its callees.
 fn check_function(
     f: &ir::FunctionIr<'_>,
     sums: &divergence::Summaries,
@@ -377,6 +398,7 @@ fn check_function(
     opts: &Options,
     is_local: &IsLocal<'_>,
     cxs: &[calls::Context],
+    imports: &facts::Imports,
 ) -> FunctionReport {
     let cx0 = cxs.first();
     let d = divergence::Divergence::analyze_in(f, sums, cx0.map(|c| &c.args));
@@ -384,14 +406,26 @@ fn check_function(
         Some(c) => c.shape.clone(),
         None => shape_for(f.func, opts),
     };
-    let facts = facts::KernelFacts::compute(f, &d, sums, &shape);
+    let facts = facts::KernelFacts::compute_with(f, &d, sums, &shape, imports);
     let cx = lints::LintCx { facts: &facts, srcmap, is_local, coalescing_threshold: opts.coalescing_threshold.unwrap_or(2.0) };
     let mut findings = lints::run(&cx);
     for x in findings.iter_mut() {
         calls::note_contexts(x, cxs);
     }
     let kernel = cx0.map_or_else(|| demangle(f.func.name), |c| c.kernel.clone());
-    let calls = facts.calls.iter().map(|c| (c.callee.to_string(), c.args.clone(), cx.place(c.inst))).collect();
+    let calls = facts.calls.iter().map(|c| (c.callee.to_string(), c.args.clone(), cx.place(c.inst), c.inst)).collect();
+    let exports = facts
+        .exports
+        .iter()
+        .map(|x| facts::CalleeAccess {
+            function: f.index,
+            callee: calls::readable(&demangle(f.func.name)),
+            ptx_line: f.insts[x.access.inst].ast.pos.line,
+            ptx_col: f.insts[x.access.inst].ast.pos.col,
+            span: cx.resolve(x.access.inst).primary,
+            export: x.clone(),
+        })
+        .collect();
     let site = |i: ir::InstId| Site {
         kernel: kernel.clone(),
         function: f.index,
@@ -449,15 +483,25 @@ fn check_function(
     let races = facts
         .races
         .iter()
-        .map(|r| RaceReport {
-            kernel: kernel.clone(),
-            function: f.index,
-            first: facts.accesses[r.first].access.inst.index(),
-            second: facts.accesses[r.second].access.inst.index(),
-            kind: r.kind,
-            space: facts.accesses[r.first].access.space,
-            threads: r.threads,
-            benign: r.benign,
+        .map(|r| {
+            // a callee's access is named in its own function
+            let at = |k: usize| match cx.imported(k) {
+                Some(x) => (x.function, x.export.access.inst.index()),
+                None => (f.index, facts.race_sites[k].inst.index()),
+            };
+            let ((first_function, first), (second_function, second)) = (at(r.first), at(r.second));
+            RaceReport {
+                kernel: kernel.clone(),
+                function: f.index,
+                first,
+                second,
+                first_function,
+                second_function,
+                kind: r.kind,
+                space: facts.race_sites[r.first].space,
+                threads: r.threads,
+                benign: r.benign,
+            }
         })
         .collect();
     let barriers = facts.barriers.iter().map(|b| BarrierReport { site: site(b.inst), divergent: b.divergence.is_some() }).collect();
@@ -497,7 +541,7 @@ fn check_function(
             .collect(),
         skipped: cov.skipped.iter().map(|&(i, why)| skipped(i, why.key(), why.reason())).collect(),
     };
-    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, shape }
+    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape }
 }
 
 /// A symbol as people write it: Rust (legacy and v0) names demangled

@@ -135,3 +135,28 @@ pub unsafe extern "ptx-kernel" fn shift_to_other(a: *const f32, out: *mut f32, o
     let t = tid();
     *out.add(t) = *a.add(t) + *a.add(t + offset); //~ WARN misaligned_global_access
 }
+
+/// A helper the compiler keeps as a call: each calling thread stores `v`
+/// to `p[i]`.
+#[inline(never)]
+unsafe fn put(p: *mut f32, i: usize, v: f32) {
+    *p.add(i) = v;
+}
+
+/// Bad: thread t reads, with no barrier after the call, the element thread
+/// t + 1 stored inside the helper: a race across the call.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn read_after_helper(a: *mut f32, out: *mut f32) {
+    let t = tid();
+    put(a, t, 1.0);
+    *out.add(t) = *a.add(t + 1); //~ WARN global_memory_race
+}
+
+/// Good twin: a barrier between the call and the read.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn read_after_helper_synced(a: *mut f32, out: *mut f32) {
+    let t = tid();
+    put(a, t, 1.0);
+    _syncthreads();
+    *out.add(t) = *a.add(t + 1);
+}

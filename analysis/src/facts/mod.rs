@@ -178,6 +178,36 @@ impl Skip {
     }
 }
 
+/// An access of a device function, in one call context, for its caller's
+/// race check ([`crate::races::Imported`]): through parameter `param`, at
+/// each calling thread's offset from that parameter's value. Exported only
+/// where the function executes no barrier and calls nothing, and the
+/// address depends on no scalar parameter the call passes a uniform
+/// variable for (the callee's own symbol: its sampled value is not the
+/// caller's).
+#[derive(Clone, Debug)]
+pub struct Export {
+    pub access: Access,
+    pub param: usize,
+    pub offsets: [Option<std::sync::Arc<Vec<Option<i64>>>>; 2],
+}
+
+/// A callee's access as its caller sees it: the export, and where it is.
+#[derive(Clone, Debug)]
+pub struct CalleeAccess {
+    /// The callee (index in the module) and its name as written.
+    pub function: usize,
+    pub callee: String,
+    pub ptx_line: u32,
+    pub ptx_col: u32,
+    pub span: Option<crate::srcmap::SrcPos>,
+    pub export: Export,
+}
+
+/// The accesses of the device functions a function calls, by call
+/// instruction (from the callees' call contexts).
+pub type Imports = HashMap<InstId, Vec<CalleeAccess>>;
+
 /// A direct call of a device function defined in the module, with what
 /// it passes: the context the callee is analysed in for this call.
 #[derive(Clone, Debug)]
@@ -216,7 +246,7 @@ fn call_facts<'a>(
                         // a constant stored for the call
                         Some(crate::ptx::Operand::Imm(k)) => konst(*k),
                         _ => {
-                            let v = f.operand_value(store, 1)?;
+                            let v = argument_value(f, i, name)?;
                             let abs = d.at(f, v, b);
                             let q = Query { first_thread_only: false, ctaid: 0, scalar: None, iteration: 0, pin: None };
                             let lanes = if abs.is_uniform() || abs.data() { None } else { evals.eval(v, q) };
@@ -233,6 +263,57 @@ fn call_facts<'a>(
             })
             .collect();
         out.push(CallFact { inst: i, callee, args: CallArgs { params, active: lanes.active(b, 0).as_ref().clone() } });
+    }
+    out
+}
+
+/// The value call `i` passes for its argument `name` (stored into the
+/// `.param` variable just before the call), if a register.
+fn argument_value(f: &FunctionIr<'_>, i: InstId, name: &str) -> Option<ValueId> {
+    f.operand_value(f.call_argument_store(i, name)?, 1)
+}
+
+/// What a device function analysed in a call context gives its caller's
+/// race check: its global and shared accesses through a pointer
+/// parameter, at each calling thread's offset from the pointer (see
+/// [`Export`] for when there are none).
+fn exports(
+    f: &FunctionIr<'_>,
+    d: &Divergence,
+    sums: &Summaries<'_>,
+    evals: &Evals<'_, '_>,
+    lanes: &mut Lanes<'_, '_, '_>,
+    accesses: &[AccessFact],
+) -> Vec<Export> {
+    let calls = f.insts.iter().any(|i| i.call_target().is_some());
+    if d.call.active.is_none() || calls || sums.has_barrier.contains(f.func.name) || f.cfg.is_irreducible() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for x in accesses.iter().filter(|x| x.reached && matches!(x.access.space, Space::Global | Space::Shared)) {
+        let a = &x.access;
+        let Some(v) = a.addr_value else { continue };
+        let root = crate::memory::root(f, v);
+        let crate::ir::ValueDef::Inst { inst, .. } = f.ssa.values[root] else { continue };
+        let Some((p, 0)) = f.insts[inst].param_read() else { continue };
+        let Some(param) = f.func.params.iter().position(|x| x.name == p) else { continue };
+        // a uniform argument is the callee's own symbol, sampled apart from the caller's value
+        let known = |p: &ValueId| d.call.values.get(p).is_some_and(|a| a.lanes.is_some() || a.abs.const_value().is_some());
+        if !crate::memory::scalar_parameters(f, v).iter().all(known) {
+            continue;
+        }
+        let block = f.cfg.block_of(a.inst);
+        let offsets = [0, 1].map(|it| {
+            let q = Query::block(it);
+            let (addr, base) = (evals.eval(v, q)?, evals.eval(root, q)?);
+            let on = lanes.active(block, it);
+            Some(std::sync::Arc::new(
+                addr.iter().zip(base.iter()).zip(on.iter()).map(|((x, r), &on)| on.then_some(x - r + a.offset)).collect(),
+            ))
+        });
+        if offsets.iter().any(Option::is_some) {
+            out.push(Export { access: a.clone(), param, offsets });
+        }
     }
     out
 }
@@ -263,7 +344,8 @@ fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], races: &mut
     };
     let read_races: Vec<usize> =
         races.iter().filter(|r| r.kind != crate::races::RaceKind::WriteAfterWrite).flat_map(|r| [r.first, r.second]).collect();
-    for r in races.iter_mut().filter(|r| r.kind == crate::races::RaceKind::WriteAfterWrite) {
+    // (a callee's store is not judged: what it stores is in another function)
+    for r in races.iter_mut().filter(|r| r.kind == crate::races::RaceKind::WriteAfterWrite && r.first.max(r.second) < sites.len()) {
         let (a, b) = (&sites[r.first], &sites[r.second]);
         let same = match (stored(a), stored(b)) {
             (Some(Stored::Imm(x)), Some(Stored::Imm(y))) => x == y,
@@ -323,8 +405,17 @@ pub struct KernelFacts<'f, 'a> {
     /// Loads of one warp to one array in one loop iteration (through L1),
     /// and stores likewise, judged together (`crate::memory::footprint`).
     pub groups: Vec<Group>,
-    /// Races between accesses (`first`, `second` index `accesses`).
+    /// Races between accesses (`first`, `second` index `accesses`, then
+    /// `imported`).
     pub races: Vec<Race>,
+    /// The accesses of the device functions this one calls that its race
+    /// check paired with its own ([`Imports`]), each at its call.
+    pub imported: Vec<CalleeAccess>,
+    /// Every access a race may name: `accesses`' then `imported`'s (the
+    /// latter placed at the call, through the caller's argument).
+    pub race_sites: Vec<Access>,
+    /// In a call context: the accesses the caller's race check pairs.
+    pub exports: Vec<Export>,
     /// Instructions every thread of the block must reach: barriers, and
     /// calls to functions that execute one (reachable ones), with whether
     /// they are reached by part of the block.
@@ -339,6 +430,18 @@ pub struct KernelFacts<'f, 'a> {
 
 impl<'f, 'a> KernelFacts<'f, 'a> {
     pub fn compute(f: &'f FunctionIr<'a>, d: &'f Divergence, sums: &'f Summaries<'a>, shape: &'f Shape) -> KernelFacts<'f, 'a> {
+        Self::compute_with(f, d, sums, shape, &Imports::new())
+    }
+
+    /// [`Self::compute`], the races also paired with `imports`, the
+    /// accesses of the calls' callees.
+    pub fn compute_with(
+        f: &'f FunctionIr<'a>,
+        d: &'f Divergence,
+        sums: &'f Summaries<'a>,
+        shape: &'f Shape,
+        imports: &Imports,
+    ) -> KernelFacts<'f, 'a> {
         let branches: Vec<BranchFact> = d
             .branches
             .iter()
@@ -400,16 +503,39 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                 AccessFact { access, prediction, unmasked, group: None, reached }
             })
             .collect();
-        let sites: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
+        let own: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
+        // the callees' accesses at their calls, through the arguments the calls pass
+        let mut imported: Vec<CalleeAccess> = Vec::new();
+        let mut placed: Vec<crate::races::Imported> = Vec::new();
+        let mut calls_sorted: Vec<(&InstId, &Vec<CalleeAccess>)> = imports.iter().collect();
+        calls_sorted.sort_by_key(|(i, _)| **i);
+        for (&call, xs) in calls_sorted {
+            let args = f.insts[call].call_args();
+            for x in xs {
+                let Some(crate::ptx::Operand::Sym(name)) = args.get(x.export.param) else { continue };
+                let Some(v) = argument_value(f, call, name) else { continue };
+                let access = Access {
+                    inst: call,
+                    addr: d.at(f, v, f.cfg.block_of(call)),
+                    addr_value: Some(v),
+                    offset: 0,
+                    ..x.export.access.clone()
+                };
+                placed.push(crate::races::Imported { access, offsets: x.export.offsets.clone() });
+                imported.push(x.clone());
+            }
+        }
+        let mut sites = own.clone();
+        sites.extend(placed.iter().map(|x| x.access.clone()));
         // which threads run a device function, and with what arguments, is its
         // callers' to say: its accesses are not paired without that context
         let mut races = if f.func.is_entry || d.call.active.is_some() {
-            crate::races::find(&evals, &sites, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call)
+            crate::races::find(&evals, &own, &placed, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call)
         } else {
             Vec::new()
         };
         attribute_to_barriers(f, &branches, &barriers, &sites, &barrier_call, &mut races);
-        mark_benign(f, d, &sites, &mut races);
+        mark_benign(f, d, &own, &mut races);
         // a pair in a common loop that shares an interval only through the loop's back
         // edges meets in the next iteration (one more intervals problem, without back edges)
         let in_common_loop = |r: &Race| {
@@ -428,6 +554,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             branch_at[x.br.block] = Some(k as u32);
         }
         let calls = call_facts(f, d, sums, &evals, &mut lanes);
+        let exports = exports(f, d, sums, &evals, &mut lanes, &accesses);
         drop(lanes);
         let mut branches = branches;
         for (b, r) in branches.iter_mut().zip(recount) {
@@ -443,7 +570,23 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             }
         }
         let coverage = coverage(f, &accesses);
-        KernelFacts { f, d, sums, shape, branches, accesses, groups, races, barriers, coverage, calls, branch_at }
+        KernelFacts {
+            f,
+            d,
+            sums,
+            shape,
+            branches,
+            accesses,
+            groups,
+            races,
+            imported,
+            race_sites: sites,
+            exports,
+            barriers,
+            coverage,
+            calls,
+            branch_at,
+        }
     }
 
     /// The fact of the divergent branch ending block `b`, if any.

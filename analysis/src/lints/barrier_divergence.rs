@@ -94,7 +94,7 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
     if races.is_empty() {
         return;
     }
-    let accesses = &cx.facts.accesses;
+    let sites = &cx.facts.race_sites;
     let verb = |k: crate::ir::inst::AccessKind| if k == crate::ir::inst::AccessKind::Load { "reads" } else { "writes" };
     fd.note(format!(
         "{} {} between threads that reach this barrier and threads that skip it follow from it:",
@@ -102,12 +102,12 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
         if races.len() == 1 { "race" } else { "races" }
     ));
     for r in races.iter().take(3) {
-        let (a, b) = (&accesses[r.first].access, &accesses[r.second].access);
+        let (a, b) = (&sites[r.first], &sites[r.second]);
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
         fd.note_text(Text::At {
             before: format!("{}: thread {t2} {} element {elem} of {} memory at ", r.kind.describe(), verb(b.kind), b.space.name()),
-            at: cx.place(b.inst),
+            at: cx.race_place(r.second),
             after: format!(" while thread {t1} {} it", verb(a.kind)),
         });
     }

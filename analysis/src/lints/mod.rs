@@ -232,6 +232,54 @@ impl LintCx<'_, '_, '_> {
         fd
     }
 
+    /// The callee access behind race site `k` ([`crate::facts::KernelFacts::race_sites`]), if it is one.
+    pub fn imported(&self, k: usize) -> Option<&crate::facts::CalleeAccess> {
+        self.facts.imported.get(k.checked_sub(self.facts.accesses.len())?)
+    }
+
+    /// Where race site `k` is in the source (a callee's access: in the callee).
+    pub fn race_span(&self, k: usize) -> Option<SrcPos> {
+        match self.imported(k) {
+            Some(x) => x.span.clone(),
+            None => self.resolve(self.facts.race_sites[k].inst).primary,
+        }
+    }
+
+    /// Where race site `k` is, for a note.
+    pub fn race_place(&self, k: usize) -> Place {
+        match (self.imported(k), self.race_span(k)) {
+            (_, Some(p)) => Place::Source(p),
+            (Some(x), None) => Place::PtxLine(x.ptx_line),
+            (None, None) => self.place(self.facts.race_sites[k].inst),
+        }
+    }
+
+    /// A finding at race site `k`: an access of this function, or one of a
+    /// callee's at the callee's line, with a note naming the call.
+    pub fn race_finding(&self, lint: &'static Lint, k: usize, message: String, label: String) -> Finding {
+        let call = self.facts.race_sites[k].inst;
+        let Some(x) = self.imported(k) else { return self.finding(lint, call, message, label) };
+        let mut fd = Finding {
+            lint,
+            kernel: crate::demangle(self.facts.f.func.name),
+            ptx_line: x.ptx_line,
+            ptx_col: x.ptx_col,
+            span: x.span.clone(),
+            label,
+            message,
+            secondary: vec![],
+            notes: vec![],
+            metrics: vec![],
+            access: true,
+        };
+        fd.note_text(Text::At {
+            before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::demangle(self.facts.f.func.name)),
+            at: self.place(call),
+            after: String::new(),
+        });
+        fd
+    }
+
     /// The note saying which block shape the numbers are for.
     pub fn shape_note(&self, fd: &mut Finding) {
         let shape = self.facts.shape;

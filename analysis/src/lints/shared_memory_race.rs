@@ -63,10 +63,10 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
 pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
-    let accesses = &cx.facts.accesses;
+    let sites = &cx.facts.race_sites;
     // races that come from threads skipping a divergent barrier are told with that barrier
     for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none()) {
-        let (a, b) = (&accesses[r.first].access, &accesses[r.second].access);
+        let (a, b) = (&sites[r.first], &sites[r.second]);
         if a.space != space {
             continue;
         }
@@ -97,18 +97,28 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             if r.next_iteration { " in the next iteration" } else { "" }
         );
         // primary span on the second access, secondary on the first (the write)
-        let mut fd = cx.finding(lint, b.inst, message, format!("thread {t2} {} here", what(b.kind)));
-        if let Some(p) = cx.resolve(a.inst).primary {
-            if a.inst != b.inst {
-                fd.secondary.push((p, format!("thread {t1} {} here", what(a.kind))));
-            }
+        let mut fd = cx.race_finding(lint, r.second, message, format!("thread {t2} {} here", what(b.kind)));
+        if let Some(p) = cx.race_span(r.first).filter(|_| r.first != r.second) {
+            let inside = match cx.imported(r.first) {
+                Some(x) => format!(" (in `{}`)", x.callee),
+                None => String::new(),
+            };
+            fd.secondary.push((p, format!("thread {t1} {} here{inside}", what(a.kind))));
         }
-        if a.inst == b.inst {
+        if let (Some(x), true) = (cx.imported(r.first), r.first != r.second) {
+            // the other access is in a call too: which one
+            fd.note_text(super::Text::At {
+                before: format!("thread {t1} {} it in `{}`, in the call at ", what(a.kind), x.callee),
+                at: cx.place(a.inst),
+                after: String::new(),
+            });
+        }
+        if r.first == r.second {
             fd.note(format!("both threads execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
         }
         if t1 / crate::model::WARP == t2 / crate::model::WARP && !r.benign {
             fd.note(format!(
-                "threads {t1} and {t2} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; add `__syncwarp()` (or a barrier) between the accesses"
+                "threads {} and {} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; add `__syncwarp()` (or a barrier) between the accesses", t1.min(t2), t1.max(t2)
             ));
         }
         let base = match crate::memory::base_symbol(cx.facts.f, a) {

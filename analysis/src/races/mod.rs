@@ -10,7 +10,10 @@
 //! overlap and at least one access writes; atomics do not race with
 //! atomics. Decided by enumerating the block's threads; a pair that the
 //! sampled parameter values leave apart is solved exactly for a parameter
-//! that offsets its index (`param`: the values that race).
+//! that offsets its index (`param`: the values that race). The accesses
+//! of the device functions a kernel calls take part at their calls
+//! ([`Imported`]: through the caller's argument, at the callee's per-thread
+//! offsets).
 //!
 //! Owns: intervals, the enumeration of candidate pairs and the conflict
 //! check. Does not own: address values and guards (`crate::memory`,
@@ -154,6 +157,19 @@ pub fn intervals_cut(
     out
 }
 
+/// An access a called device function makes, as its caller sees it: at
+/// the call instruction (`access.inst`: the caller's barrier intervals),
+/// through the caller's argument (`access.addr_value`: its root pointer),
+/// at each calling thread's byte offset from that argument's value.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub access: Access,
+    /// Per iteration sampled (0, 1): each thread's offset from the
+    /// argument (`None`: the thread does not execute the access); `None`
+    /// where the callee could not evaluate it.
+    pub offsets: [Option<std::sync::Arc<Vec<Option<i64>>>>; 2],
+}
+
 /// A witness of a race between two accesses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Race {
@@ -293,9 +309,15 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
 /// also occurs in small blocks (16 or 32 threads, 8×8 or 16×16), so code
 /// written for narrow blocks is not flagged for rows that never overlap.
 /// Irreducible control flow is not analysed (no races).
+///
+/// `imported`: the accesses of the device functions `f` calls, each
+/// numbered after `accesses` (a race's `first`/`second` index both):
+/// paired with `f`'s own accesses and with other calls' (two accesses of
+/// one call are the callee's own pairs, checked in its call context).
 pub fn find(
     evals: &Evals<'_, '_>,
-    accesses: &[Access],
+    own: &[Access],
+    imported: &[Imported],
     active: &mut dyn FnMut(BlockId, usize) -> Vec<bool>,
     barrier_call: &dyn Fn(InstId) -> bool,
 ) -> Vec<Race> {
@@ -303,6 +325,15 @@ pub fn find(
     if f.cfg.is_irreducible() {
         return vec![];
     }
+    let n = own.len();
+    let all: Vec<Access>;
+    let accesses = if imported.is_empty() {
+        own
+    } else {
+        all = own.iter().chain(imported.iter().map(|x| &x.access)).cloned().collect();
+        &all
+    };
+    let same_call = |a: usize, b: usize| a >= n && b >= n && accesses[a].inst == accesses[b].inst;
     let intervals = intervals(f, accesses, barrier_call);
     let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::memory::root(f, v))).collect();
     // the pairs of one interval through one pointer, one of them writing (atomics among
@@ -322,7 +353,8 @@ pub fn find(
                     let (a, b) = (&accesses[ka], &accesses[kb]);
                     let possible = (a.kind.writes() || b.kind.writes())
                         && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
-                        && a.space == b.space;
+                        && a.space == b.space
+                        && !same_call(ka, kb);
                     if possible && seen.insert((ka.min(kb), ka.max(kb))) {
                         pairs.push((ka.min(kb), ka.max(kb)));
                     }
@@ -338,13 +370,20 @@ pub fn find(
     } else {
         BTreeSet::new()
     };
-    let mut found = races_at(evals, accesses, &pairs, Some(active), &warp_synced);
+    let mut found = races_at(evals, accesses, imported, &pairs, Some(active), &warp_synced);
     // the pairs the sampled parameter values leave apart: solved for the parameters
-    let params: Vec<Vec<ValueId>> =
-        accesses.iter().map(|a| a.addr_value.map(|v| crate::memory::scalar_parameters(f, v)).unwrap_or_default()).collect();
+    // (a callee's offsets are sampled values: its accesses are not solved for)
+    let params: Vec<Vec<ValueId>> = accesses
+        .iter()
+        .enumerate()
+        .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::memory::scalar_parameters(f, v)).unwrap_or_default())
+        .collect();
     let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
-    let apart: Vec<(usize, usize)> =
-        pairs.iter().copied().filter(|&(a, b)| !(raced.contains(&(a, b)) || params[a].is_empty() && params[b].is_empty())).collect();
+    let apart: Vec<(usize, usize)> = pairs
+        .iter()
+        .copied()
+        .filter(|&(a, b)| !(raced.contains(&(a, b)) || params[a].is_empty() && params[b].is_empty() || b >= n))
+        .collect();
     for (ka, kb) in apart {
         let at = |k: usize| f.cfg.block_of(accesses[k].inst);
         for it in 0..2 {
@@ -355,32 +394,41 @@ pub fn find(
             }
         }
     }
+    // a race with a callee's access is told at the caller's own access
+    for r in found.iter_mut().filter(|r| r.first < n && r.second >= n) {
+        (r.first, r.second, r.threads) = (r.second, r.first, (r.threads.1, r.threads.0));
+        r.kind = RaceKind::between(&accesses[r.first], &accesses[r.second]);
+    }
     if !shape.is_assumed() || found.iter().all(|r| r.when.is_some()) {
         return found;
     }
     // an assumed shape may be wrong: keep only races that persist in small blocks
     let uses_y = shape.block[1] > 1 || shape.block[2] > 1;
     let candidates: &[[u32; 3]] = if uses_y { &[[16, 16, 1], [8, 8, 1]] } else { &[[32, 1, 1], [16, 1, 1]] };
+    // (a callee's offsets are known for the assumed shape only: its pairs are not kept)
     let mut kept = found;
+    kept.retain(|r| r.first < n && r.second < n);
     for c in candidates {
         let small = Shape::new(*c, ShapeSource::Assumed);
         let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
-        let again = races_at(&Evals::new(f, d, &small), accesses, &remaining, None, &warp_synced);
+        let again = races_at(&Evals::new(f, d, &small), own, &[], &remaining, None, &warp_synced);
         kept.retain(|r| r.when.is_some() || again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
     }
     kept
 }
 
 /// Races among `pairs` of accesses for one block shape (every thread
-/// active when `active` is not given).
+/// active when `active` is not given); `accs` ends with `imported`'s.
 fn races_at(
     evals: &Evals<'_, '_>,
     accs: &[Access],
+    imported: &[Imported],
     pairs: &[(usize, usize)],
     mut active: Option<&mut dyn FnMut(BlockId, usize) -> Vec<bool>>,
     warp_synced: &BTreeSet<(usize, usize)>,
 ) -> Vec<Race> {
     let (f, lanes) = (evals.f, evals.shape.lanes());
+    let n = accs.len() - imported.len();
     let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
     let addrs: Vec<Option<Addresses>> = accs
         .iter()
@@ -398,7 +446,14 @@ fn races_at(
                         Some(act) => act(b, it),
                         None => vec![true; lanes.len()],
                     };
-                    let per_thread: Vec<Option<i64>> = vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect();
+                    let per_thread: Vec<Option<i64>> = match k.checked_sub(n) {
+                        // a callee's access: the argument plus the callee's offset, in the threads that run it
+                        Some(x) => {
+                            let offsets = imported[x].offsets[it].as_ref()?;
+                            vals.iter().zip(on).zip(offsets.iter()).map(|((v, on), o)| o.filter(|_| on).map(|o| v + o)).collect()
+                        }
+                        None => vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect(),
+                    };
                     Some(sorted(&per_thread))
                 })
                 .collect();

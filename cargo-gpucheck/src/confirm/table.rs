@@ -373,14 +373,14 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         let pair = (r.first.min(r.second), r.first.max(r.second));
         seen_pairs.insert(pair);
         let prediction = report.races.iter().filter(|p| p.kernel == kernel || !kernels.contains(&p.kernel)).find(|p| {
-            let (x, y) = (key(p.function, p.first), key(p.function, p.second));
+            let (x, y) = (key(p.first_function, p.first), key(p.second_function, p.second));
             (x.min(y), x.max(y)) == pair
         });
         // the static witness, as the finding names it (it may be another pair of threads)
         let predicted_text = match prediction {
             Some(p) => {
-                let line = |i: usize| at(key(p.function, i)).and_then(|a| a.span.as_ref()).map(|s| format!("{}:{}", s.line, s.col));
-                match (line(p.first), line(p.second)) {
+                let line = |k| at(k).and_then(|a| a.span.as_ref()).map(|s| format!("{}:{}", s.line, s.col));
+                match (line(key(p.first_function, p.first)), line(key(p.second_function, p.second))) {
                     (Some(a), Some(b)) => format!("race: thread {} at {a}, thread {} at {b}", p.threads.0, p.threads.1),
                     _ => format!("race: threads {} and {}", p.threads.0, p.threads.1),
                 }
@@ -418,7 +418,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         });
     }
     for p in report.races.iter().filter(|p| functions.contains(&p.function) && (p.kernel == kernel || !kernels.contains(&p.kernel))) {
-        let (x, y) = (key(p.function, p.first), key(p.function, p.second));
+        let (x, y) = (key(p.first_function, p.first), key(p.second_function, p.second));
         if seen_pairs.contains(&(x.min(y), x.max(y))) {
             continue;
         }

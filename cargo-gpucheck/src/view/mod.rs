@@ -349,10 +349,11 @@ impl Doc {
             }
             // races: a marker at both accesses, each linking to the other
             for r in &a.races {
-                let key = |inst| gpucheck_analysis::interp::SiteKey { func: r.function, inst };
-                let (Some(first), Some(second)) = (a.access_at(key(r.first)), a.access_at(key(r.second))) else { continue };
+                let key = |func, inst| gpucheck_analysis::interp::SiteKey { func, inst };
+                let (k1, k2) = (key(r.first_function, r.first), key(r.second_function, r.second));
+                let (Some(first), Some(second)) = (a.access_at(k1), a.access_at(k2)) else { continue };
                 let (la, lb) = (p.link(&first.site, u.ptx), p.link(&second.site, u.ptx));
-                let seen = u.runs.iter().flat_map(|k| &k.rows).find(|row| row_is_race(row, key(r.first), key(r.second)));
+                let seen = u.runs.iter().flat_map(|k| &k.rows).find(|row| row_is_race(row, k1, k2));
                 for (site, at, other, thread) in [(first, &la, &lb, r.threads.0), (second, &lb, &la, r.threads.1)] {
                     let predicted = format!(
                         "{} race ({}): thread {thread} here, thread {} at line {}",
