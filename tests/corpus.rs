@@ -140,3 +140,24 @@ fn every_memory_instruction_is_counted_once() {
     let (run_skipped, run_total) = (skipped - uncalled, total - uncalled);
     assert!(run_skipped * 10_000 <= run_total * 60, "{run_skipped} of {run_total} not analysed in code kernels run (at most 0.60 %)");
 }
+
+/// Races only between accesses two threads can reach between the same two
+/// barriers (issue 14, item 6): Rodinia's LU decomposition (race-free, as
+/// GPUVerify proves) paired its write-back loop with a write in the loop
+/// before it through the path where that loop runs no iteration; the
+/// blockwise sort paired the two sides of a branch on a count every thread
+/// reads from one address. Neither is reported, with the shape assumed or given.
+#[test]
+fn races_need_a_barrier_free_meeting() {
+    for (file, block) in [
+        ("gtcasl-gpuocelot-lud_kernel.ptx", None),
+        ("gtcasl-gpuocelot-lud_kernel.ptx", Some([16, 1, 1])),
+        ("numba-numba-libradix32_sm35.ptx", None),
+    ] {
+        let Some(src) = corpus_file(file) else { return };
+        let opts = gpucheck_analysis::Options { block, ..Default::default() };
+        let report = gpucheck_analysis::check(&src, &opts, &|_| true).unwrap();
+        let races: Vec<_> = report.findings.iter().filter(|f| f.lint.name.ends_with("memory_race")).map(|f| &f.message).collect();
+        assert!(races.is_empty(), "{file} {block:?}: {races:#?}");
+    }
+}

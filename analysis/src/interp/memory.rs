@@ -172,6 +172,10 @@ struct Cell {
     wsite: u32,
     reader: u32,
     rsite: u32,
+    /// The latest reader other than `reader` (a write by `reader` itself
+    /// races with this one).
+    reader2: u32,
+    rsite2: u32,
     atomic: u32,
     asite: u32,
     /// The warp epochs (`__syncwarp()` count of the accessing warp) of the
@@ -258,7 +262,7 @@ impl Shadow {
                         cell.rsite = site as u32;
                         cell.rwarp = my_warp;
                     } else if cell.reader != me {
-                        cell.reader = MANY;
+                        (cell.reader2, cell.rsite2) = (me, site as u32);
                         if cell.rwarp != my_warp {
                             cell.rwarp = MANY;
                         }
@@ -268,8 +272,14 @@ impl Shadow {
                 Touch::Write | Touch::Atomic => {
                     if other(cell.writer) && !synced(cell.writer, cell.wwe) {
                         seen = Some((RaceKind::WriteAfterWrite, cell.wsite, cell.writer));
-                    } else if other(cell.reader) && !readers_synced {
-                        seen = Some((RaceKind::WriteAfterRead, cell.rsite, cell.reader));
+                    } else if !readers_synced && (other(cell.reader) || other(cell.reader2)) {
+                        // a reader other than the writer, one of another warp first (a
+                        // lane of mine may be ordered by `__syncwarp()`)
+                        let readers = [(cell.reader, cell.rsite), (cell.reader2, cell.rsite2)];
+                        let mut others = readers.iter().filter(|(x, _)| other(*x));
+                        let first = *others.clone().next().unwrap_or(&readers[0]);
+                        let (who, s) = *others.find(|(x, _)| (x - 1) / 32 != my_warp).unwrap_or(&first);
+                        seen = Some((RaceKind::WriteAfterRead, s, who));
                     } else if t == Touch::Write && other(cell.atomic) && !synced(cell.atomic, cell.awe) {
                         seen = Some((RaceKind::WriteAfterWrite, cell.asite, cell.atomic));
                     }
@@ -349,6 +359,19 @@ mod tests {
         assert_eq!(s.races.len(), 1);
     }
 
+    /// A write by the first reader of a byte races with the other reader,
+    /// named with its own site (the unrolled warp tail: `vs[t] += vs[t + 16]`).
+    #[test]
+    fn a_write_by_the_first_reader_names_the_other() {
+        let mut s = Shadow::default();
+        s.reset(256);
+        s.touch(true, 64, 4, 16, 40, Touch::Read); // lane 16 reads its own element
+        s.touch(true, 64, 4, 0, 41, Touch::Read); // lane 0 reads it too
+        s.touch(true, 64, 4, 16, 42, Touch::Write); // lane 16 writes it
+        let seen: Vec<_> = s.races.values().map(|r| (r.first, r.first_thread, r.second, r.second_thread)).collect();
+        assert_eq!(seen, [(41, Some(0), 42, 16)]);
+    }
+
     /// `__syncwarp()` orders the lanes of its warp, not other warps.
     #[test]
     fn warp_sync_separates_lanes_of_one_warp() {
@@ -360,7 +383,7 @@ mod tests {
         // lane 16 writes it after the warp's sync: still a race with warp 1's read, none with lane 0's
         s.touch(true, 64, 4, 16, 32, Touch::Write);
         let seen: Vec<_> = s.races.values().map(|r| (r.first_thread, r.second_thread)).collect();
-        assert_eq!(seen, [(None, 16)]);
+        assert_eq!(seen, [(Some(40), 16)]);
         s.races.clear();
         s.touch(true, 128, 4, 1, 33, Touch::Read); // lane 1 reads element 32
         s.touch(true, 128, 4, 17, 34, Touch::Write); // lane 17 writes it, no sync between

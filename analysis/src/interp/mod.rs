@@ -222,7 +222,7 @@ pub struct RaceSeen {
     /// The earlier and the later access.
     pub first: SiteKey,
     pub second: SiteKey,
-    /// The earlier access's thread (`None`: several threads read first).
+    /// The earlier access's thread (`None`: several threads made it atomically).
     pub first_thread: Option<u32>,
     pub second_thread: u32,
 }

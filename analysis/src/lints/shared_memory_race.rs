@@ -19,7 +19,12 @@ declare_lint! {
     /// separates them within one iteration: the tiled matrix multiply without
     /// its second barrier). Warp-synchronous code is not exempt: threads of a
     /// warp are scheduled independently since Volta, and a witness pair of
-    /// lanes of one warp says so (`__syncwarp()` separates them).
+    /// lanes of one warp says so (`__syncwarp()` separates them). Two accesses
+    /// are paired only when two threads can be at them between the same two
+    /// barriers: a path from one to the other crosses no barrier, or a
+    /// thread-dependent branch leads to each; a write in a loop whose body ends
+    /// with a barrier is not paired with the code after the loop through the
+    /// path where the loop runs no iteration (its trip count is uniform).
     ///
     /// Scalar parameters are sampled, except one that offsets an index by whole
     /// elements (`a[t + offset]`): its values are solved for exactly, and a

@@ -4,7 +4,9 @@
 //! memory accesses reachable without crossing another barrier (following
 //! loop back edges, so iteration i's last accesses meet iteration i+1's
 //! first ones). Two accesses that share an interval may run concurrently in
-//! different threads. A pair races when, for two different threads of the
+//! different threads when a barrier-free path leads from one to the other,
+//! or a thread-dependent branch leads to each ([`concurrent`]: not through
+//! the two sides of a uniform branch). A pair races when, for two different threads of the
 //! block that execute them (their thread-only guards, first iteration of
 //! loops; loop counters also at their next values), the byte ranges
 //! overlap and at least one access writes; atomics do not race with
@@ -394,6 +396,12 @@ pub fn find(
             }
         }
     }
+    // two accesses that share an interval only through paths no two threads take
+    // together (the two sides of a uniform branch: a loop that may run no
+    // iteration, say) do not meet
+    let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
+    let divergent: Vec<BlockId> = d.branches.iter().map(|b| b.block).collect();
+    found.retain(|r| concurrent(f, &is_bar, &divergent, accesses[r.first].inst, accesses[r.second].inst));
     // a race with a callee's access is told at the caller's own access
     for r in found.iter_mut().filter(|r| r.first < n && r.second >= n) {
         (r.first, r.second, r.threads) = (r.second, r.first, (r.threads.1, r.threads.0));
@@ -415,6 +423,59 @@ pub fn find(
         kept.retain(|r| r.when.is_some() || again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
     }
     kept
+}
+
+/// Can two threads be at instructions `a` and `b` between the same two
+/// barriers? Yes when a path from one to the other crosses no barrier
+/// (also around loop back edges: one thread an iteration ahead), or when a
+/// thread-dependent branch (`divergent`: the blocks ending in one) leads to
+/// each by another successor without a barrier. Two accesses that are only
+/// reachable from a common barrier on the two sides of a uniform branch
+/// (which every thread takes the same way) are not.
+fn concurrent(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, divergent: &[BlockId], a: InstId, b: InstId) -> bool {
+    if a == b {
+        return true;
+    }
+    let cfg = &f.cfg;
+    // the blocks from whose start `x` is reached without a barrier
+    let reaching = |x: InstId| -> BitSet {
+        let mut r = BitSet::new(cfg.len());
+        let home = cfg.block_of(x);
+        let mut stack = Vec::new();
+        if !cfg.blocks[home].insts().take_while(|&i| i != x).any(is_bar) {
+            r.insert(home.index());
+            stack.push(home);
+        }
+        // a predecessor passes on to the block when it holds no barrier at all
+        let clear = |b: BlockId| !cfg.blocks[b].insts().any(is_bar);
+        while let Some(b) = stack.pop() {
+            for &p in &cfg.blocks[b].preds {
+                if !r.contains(p.index()) && clear(p) {
+                    r.insert(p.index());
+                    stack.push(p);
+                }
+            }
+        }
+        r
+    };
+    let (ra, rb) = (reaching(a), reaching(b));
+    // from `x` on to the end of its block, then into a block that reaches `y`
+    let path = |x: InstId, y: InstId, ry: &BitSet| {
+        let blk = &cfg.blocks[cfg.block_of(x)];
+        let after: Vec<InstId> = blk.insts().skip_while(|&i| i != x).skip(1).collect();
+        let mut before_bar = after.iter().take_while(|&&i| !is_bar(i));
+        if before_bar.any(|&i| i == y) {
+            return true;
+        }
+        !after.iter().any(|&i| is_bar(i)) && blk.succs.iter().any(|s| ry.contains(s.index()))
+    };
+    if path(a, b, &rb) || path(b, a, &ra) {
+        return true;
+    }
+    divergent.iter().any(|&d| {
+        let succs = &cfg.blocks[d].succs;
+        succs.iter().any(|x| ra.contains(x.index()) && succs.iter().any(|y| y != x && rb.contains(y.index())))
+    })
 }
 
 /// Races among `pairs` of accesses for one block shape (every thread

@@ -54,6 +54,10 @@ pub enum Verdict {
     BenignRace,
     /// A predicted race or barrier divergence the run did not show.
     NotObserved,
+    /// A predicted race the run did not show for this pair, while one of
+    /// its two accesses raced with another partner (the shadow memory
+    /// keeps one writer and two readers per byte: it names one partner).
+    OtherPartner,
     /// Part of the block skipped a barrier, as predicted.
     BarrierDivergence,
 }
@@ -72,6 +76,7 @@ impl Verdict {
             Verdict::Race => "RACE",
             Verdict::BenignRace => "benign race (same value)",
             Verdict::NotObserved => "not observed",
+            Verdict::OtherPartner => "race seen with another partner",
             Verdict::BarrierDivergence => "BARRIER DIVERGENCE",
         }
     }
@@ -422,6 +427,8 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         if seen_pairs.contains(&(x.min(y), x.max(y))) {
             continue;
         }
+        // one of the two raced, with another access: the shadow names one partner per byte
+        let partnered = seen_pairs.iter().any(|&(u, v)| [u, v].contains(&x) || [u, v].contains(&y));
         let (a, b) = (at(x), at(y));
         let (l1, l2) = (a.map_or(0, |a| a.ptx_line), b.map_or(0, |b| b.ptx_line));
         let (place, file, line, col) = pair_place(paths, a.and_then(|a| a.span.as_ref()), b.and_then(|b| b.span.as_ref()), (l1, l2));
@@ -434,8 +441,9 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             key: x,
             what: p.space.name(),
             predicted: format!("race ({})", p.kind.describe()),
-            observed: "no race in this run".into(),
-            verdict: Verdict::NotObserved,
+            observed: if partnered { "this pair not named; one of the two raced with another access" } else { "no race in this run" }
+                .into(),
+            verdict: if partnered { Verdict::OtherPartner } else { Verdict::NotObserved },
             json_predicted: json!({"race": true, "kind": p.kind.describe()}),
             json_observed: json!({"race": false}),
             via: Value::Null,

@@ -510,7 +510,7 @@ impl Doc {
 
 /// A confirm row for the race between the two accesses.
 fn row_is_race(row: &Row, a: gpucheck_analysis::interp::SiteKey, b: gpucheck_analysis::interp::SiteKey) -> bool {
-    matches!(row.verdict, Verdict::Race | Verdict::BenignRace | Verdict::NotObserved)
+    matches!(row.verdict, Verdict::Race | Verdict::BenignRace | Verdict::NotObserved | Verdict::OtherPartner)
         && (row.key == a || row.key == b)
         && row.json_predicted["race"] == true
 }
