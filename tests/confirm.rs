@@ -88,6 +88,8 @@ fn races_are_seen_where_predicted_and_nowhere_else() {
         ("shift_in_place", "global"),
         // the kernel's read meets the store a helper made (a race across the call)
         ("read_after_helper", "global"),
+        // thread 0 of blocks 2k and 2k + 1 write one element (a race between blocks)
+        ("pair_blocks_write", "grid"),
     ]
     .iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))

@@ -344,3 +344,37 @@ fn cuda_c_races_across_calls() {
     }
     assert!(races("read_after_call_synced").is_empty() && races("two_calls_apart").is_empty(), "{msgs:#?}");
 }
+
+/// Races between blocks (issue 14, item 4): with the grid given, and with
+/// none (two blocks or more assumed along x, which the finding says); the
+/// twins (one element per block, a second array, a grid-stride loop) are
+/// clean either way.
+#[test]
+fn cuda_c_races_between_blocks() {
+    let Some(tc) = toolchain() else { return };
+    for extra in ["", "--grid 1"] {
+        let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "grid_races").unwrap();
+        let mut args = words("ptx --message-format json");
+        args.insert(1, f.ptx.display().to_string());
+        args.extend(f.flags.iter().filter(|x| !x.starts_with("--grid") && *x != "4").cloned());
+        args.extend(words(extra));
+        let msgs: Vec<_> = json_lines(&run(&args).stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+        let grid: Vec<(String, String)> = msgs
+            .iter()
+            .filter(|m| m["gpucheck"]["lint"] == "grid_memory_race")
+            .map(|m| (m["gpucheck"]["kernel"].as_str().unwrap().to_string(), m["message"]["rendered"].as_str().unwrap().to_string()))
+            .collect();
+        if extra == "--grid 1" {
+            assert!(grid.is_empty(), "one block: no race between blocks: {grid:#?}");
+            continue;
+        }
+        let kernels: Vec<&str> = grid.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(kernels, ["pair_blocks_write", "neighbour_block_read"], "{grid:#?}");
+        assert!(grid[0].1.contains("write-after-write data race between blocks on global memory: thread 0 of block 1 writes element 0 while thread 0 of block 0 writes it"), "{}", grid[0].1);
+        assert!(grid[1].1.contains("thread 0 of block 1 writes element 256 while thread 0 of block 0 reads it"), "{}", grid[1].1);
+        assert!(
+            grid.iter().all(|(_, t)| t.contains("no grid shape given") && t.contains("assumed two blocks or more along x")),
+            "{grid:#?}"
+        );
+    }
+}

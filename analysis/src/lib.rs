@@ -45,6 +45,13 @@ pub struct Options {
     pub kernel_blocks: HashMap<String, [u32; 3]>,
     /// `[package.metadata.gpucheck] block = […]`.
     pub package_block: Option<[u32; 3]>,
+    /// The grid shape (races between blocks), from `--grid`, then
+    /// `[package.metadata.gpucheck.kernels.NAME] grid`, then
+    /// `[package.metadata.gpucheck] grid`; unknown: two blocks or more
+    /// along each dimension a kernel reads its block index in.
+    pub grid: Option<[u32; 3]>,
+    pub kernel_grids: HashMap<String, [u32; 3]>,
+    pub package_grid: Option<[u32; 3]>,
     /// `predicted / ideal` sectors from which a global access is reported
     /// (`--coalescing-threshold`; 2.0 when unset).
     pub coalescing_threshold: Option<f64>,
@@ -170,6 +177,9 @@ pub struct RaceReport {
     pub threads: (usize, usize),
     /// Both write the same uniform value (`benign_race`).
     pub benign: bool,
+    /// Between threads of two blocks (`grid_memory_race`): `threads` are
+    /// in block 0 and in the block next to it.
+    pub between_blocks: bool,
 }
 
 /// The result of checking one PTX module.
@@ -291,6 +301,13 @@ pub fn shape_for(f: &ptx::Function<'_>, opts: &Options) -> Shape {
     Shape::new(block, ShapeSource::Assumed)
 }
 
+/// The grid shape used for kernel `f`, when known: `--grid`, then the
+/// kernel's metadata, then the package's.
+pub fn grid_for(f: &ptx::Function<'_>, opts: &Options) -> Option<[u32; 3]> {
+    let demangled = demangle(f.name);
+    opts.grid.or_else(|| [f.name, demangled.as_str()].iter().find_map(|n| opts.kernel_grids.get(*n).copied())).or(opts.package_grid)
+}
+
 /// Parse and check one PTX module. `is_local` says whether a source file
 /// belongs to the package being checked (findings point into it).
 pub fn check(src: &str, opts: &Options, is_local: &IsLocal<'_>) -> Result<Report, ParseError> {
@@ -406,7 +423,8 @@ fn check_function(
         Some(c) => c.shape.clone(),
         None => shape_for(f.func, opts),
     };
-    let facts = facts::KernelFacts::compute_with(f, &d, sums, &shape, imports);
+    let grid = cx0.is_none().then(|| grid_for(f.func, opts)).flatten();
+    let facts = facts::KernelFacts::compute_with(f, &d, sums, &shape, imports, grid);
     let cx = lints::LintCx { facts: &facts, srcmap, is_local, coalescing_threshold: opts.coalescing_threshold.unwrap_or(2.0) };
     let mut findings = lints::run(&cx);
     for x in findings.iter_mut() {
@@ -501,8 +519,22 @@ fn check_function(
                 space: facts.race_sites[r.first].space,
                 threads: r.threads,
                 benign: r.benign,
+                between_blocks: false,
             }
         })
+        .chain(facts.grid_races.iter().map(|r| RaceReport {
+            kernel: kernel.clone(),
+            function: f.index,
+            first: facts.accesses[r.first].access.inst.index(),
+            second: facts.accesses[r.second].access.inst.index(),
+            first_function: f.index,
+            second_function: f.index,
+            kind: r.kind,
+            space: ir::inst::Space::Global,
+            threads: r.threads,
+            benign: r.benign,
+            between_blocks: true,
+        }))
         .collect();
     let barriers = facts.barriers.iter().map(|b| BarrierReport { site: site(b.inst), divergent: b.divergence.is_some() }).collect();
     let groups = facts

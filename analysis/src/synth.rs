@@ -90,7 +90,7 @@ mod tests {
         // the tid%2 branches are divergent, the barriers after their joins are not
         let shown: Vec<_> = r.findings.iter().filter(|f| f.lint.default != crate::Level::Allow).collect();
         assert!(
-            shown.iter().all(|f| matches!(f.lint.name, "divergent_branch" | "global_memory_race")),
+            shown.iter().all(|f| matches!(f.lint.name, "divergent_branch" | "global_memory_race" | "grid_memory_race")),
             "{:?}",
             shown.iter().map(|f| f.lint.name).collect::<Vec<_>>()
         );
@@ -100,6 +100,8 @@ mod tests {
         // segment i stores a[gid] after its barrier; segment i+1 touches a[tid + i + 1]
         // before the next one: a real write-write race in every segment but the last
         assert!(shown.iter().filter(|f| f.lint.name == "global_memory_race").count() >= 3 * 24);
+        // a[tid + i] is the same element in every block: the blocks race too
+        assert!(shown.iter().any(|f| f.lint.name == "grid_memory_race"));
         // and the 25 loads of a[tid + i] are one stencil: a shared-memory opportunity per kernel
         assert_eq!(r.findings.iter().filter(|f| f.lint.name == "shared_memory_opportunity").count(), 3);
     }

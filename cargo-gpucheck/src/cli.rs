@@ -94,9 +94,6 @@ pub struct ReportArgs {
     /// With --confirm: kernel(s) to run (default: those with a `grid` in Cargo.toml; every kernel of a --ptx file without a manifest).
     #[arg(long = "kernel", value_name = "NAME", requires = "confirm")]
     pub kernels: Vec<String>,
-    /// With --confirm: grid shape, e.g. `4096` or `64,64,1`.
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid, requires = "confirm")]
-    pub grid: Option<[u32; 3]>,
     /// With --confirm: a kernel argument, as for `confirm --arg` (`x=f32[1048576]`, `n=1048576`). Repeatable.
     #[arg(long = "arg", value_name = "NAME=VALUE", requires = "confirm")]
     pub args: Vec<String>,
@@ -134,8 +131,8 @@ pub struct ConfirmArgs {
     /// Kernel(s) to run (default: those with a `grid` in [package.metadata.gpucheck] or [package.metadata.gpucheck.kernels.NAME]).
     #[arg(long = "kernel", value_name = "NAME")]
     pub kernels: Vec<String>,
-    /// Grid shape, e.g. `4096` or `64,64,1` (wins over Cargo.toml; default 1 block).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid)]
+    /// Set from the global `--grid` (the launch's grid shape, wins over Cargo.toml; default 1 block).
+    #[arg(skip)]
     pub grid: Option<[u32; 3]>,
     /// A kernel argument by Rust parameter name, PTX parameter name or index: a buffer `x=f32[1048576]` (seeded random; `:iota`, `:zero`, `:ones` to choose) or a scalar `n=1048576`, `a=2.5`. Repeatable; wins over `args` in Cargo.toml.
     #[arg(long = "arg", value_name = "NAME=VALUE")]
@@ -230,6 +227,9 @@ pub struct OutputArgs {
     /// Block shape for every kernel, e.g. `256` or `32,8,1` (wins over Cargo.toml metadata and .reqntid).
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_block, global = true)]
     pub block: Option<[u32; 3]>,
+    /// Grid shape for every kernel, e.g. `4096` or `64,64,1` (wins over Cargo.toml metadata): the launch `confirm` runs, and the grid `grid_memory_race` checks (without one: two blocks or more along each dimension a kernel reads blockIdx in).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid, global = true)]
+    pub grid: Option<[u32; 3]>,
     /// Output format: rustc-style text, cargo's JSON messages (one per line) for editors, or SARIF 2.1.0 for code-scanning UIs.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human, value_name = "FMT", global = true)]
     pub message_format: MessageFormat,

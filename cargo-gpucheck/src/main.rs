@@ -85,6 +85,7 @@ fn run() -> Result<i32> {
         },
         Some(Command::Confirm(mut c)) => {
             c.block = a.output.block;
+            c.grid = a.output.grid;
             c.message_format = a.output.message_format;
             confirm::run(&c)
         }
@@ -153,6 +154,7 @@ fn explain(name: &str) -> Result<i32> {
 fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
     OutputArgs {
         block: inner.block.or(outer.block),
+        grid: inner.grid.or(outer.grid),
         message_format: if inner.message_format != MessageFormat::Human { inner.message_format } else { outer.message_format },
         color: if inner.color != ColorChoice::Auto { inner.color } else { outer.color },
         coalescing_threshold: if inner.coalescing_threshold != 2.0 { inner.coalescing_threshold } else { outer.coalescing_threshold },
@@ -376,7 +378,7 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
             build: cli::BuildArgs { manifest_path: r.build.manifest_path.clone(), quiet: r.build.quiet, ..Default::default() },
             ptx: r.ptx.clone(),
             kernels: r.kernels.clone(),
-            grid: r.grid,
+            grid: o.grid,
             args: r.args.clone(),
             engine: cli::Engine::Cpu,
             block: o.block,
@@ -433,6 +435,9 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         block: o.block,
         kernel_blocks: k.kernel_blocks.clone(),
         package_block: k.block,
+        grid: o.grid,
+        kernel_grids: k.kernel_grids.clone(),
+        package_grid: k.grid,
         coalescing_threshold: Some(o.coalescing_threshold),
     };
     let is_local = |f: &str| k.is_local(f);
@@ -491,7 +496,7 @@ fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)], 
                 continue;
             }
         };
-        let opts = Options { block: o.block, coalescing_threshold: Some(o.coalescing_threshold), ..Default::default() };
+        let opts = Options { block: o.block, grid: o.grid, coalescing_threshold: Some(o.coalescing_threshold), ..Default::default() };
         let report = match gpucheck_analysis::check(&src, &opts, &|f| !build::toolkit_file(f)) {
             Ok(r) => r,
             Err(e) => {

@@ -17,6 +17,12 @@ pub fn block_dim() -> usize {
     unsafe { nvptx::_block_dim_x() as usize }
 }
 
+/// `blockIdx.x`.
+#[inline(always)]
+pub fn block_idx() -> usize {
+    unsafe { nvptx::_block_idx_x() as usize }
+}
+
 #[inline(always)]
 pub fn gid() -> usize {
     unsafe { (nvptx::_block_idx_x() * nvptx::_block_dim_x() + nvptx::_thread_idx_x()) as usize }

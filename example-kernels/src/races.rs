@@ -160,3 +160,30 @@ pub unsafe extern "ptx-kernel" fn read_after_helper_synced(a: *mut f32, out: *mu
     _syncthreads();
     *out.add(t) = *a.add(t + 1);
 }
+
+/// Bad (between blocks): thread 0 of blocks 2k and 2k + 1 both write
+/// `out[k]`; which block's value stays depends on which runs last.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn pair_blocks_write(x: *const f32, out: *mut f32) {
+    if tid() == 0 {
+        *out.add(block_idx() / 2) = *x.add(block_idx() * block_dim()); //~ WARN grid_memory_race
+    }
+}
+
+/// Good twin: one element per block.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn one_per_block(x: *const f32, out: *mut f32) {
+    if tid() == 0 {
+        *out.add(block_idx()) = *x.add(block_idx() * block_dim());
+    }
+}
+
+/// Good: a grid-stride loop touches each element from one thread of one block.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn grid_stride_scale(x: *const f32, out: *mut f32, n: usize) {
+    let mut i = gid();
+    while i < n {
+        *out.add(i) = 2.0 * *x.add(i);
+        i += grid_stride();
+    }
+}

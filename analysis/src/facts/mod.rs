@@ -248,7 +248,7 @@ fn call_facts<'a>(
                         _ => {
                             let v = argument_value(f, i, name)?;
                             let abs = d.at(f, v, b);
-                            let q = Query { first_thread_only: false, ctaid: 0, scalar: None, iteration: 0, pin: None };
+                            let q = Query { first_thread_only: false, ctaid: [0; 3], scalar: None, iteration: 0, pin: None };
                             let lanes = if abs.is_uniform() || abs.data() { None } else { evals.eval(v, q) };
                             Some(ArgValue {
                                 abs: abs.without_symbols(),
@@ -321,7 +321,9 @@ fn exports(
 /// Write-after-write races whose two plain stores write the same value,
 /// uniform across the block, at most 8 bytes wide, with no read racing
 /// with either store: benign in practice (`benign_race`).
-fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], races: &mut [Race]) {
+/// Between blocks (`by_block`: the values computed from `%ctaid`), the value
+/// must not be one of those either.
+fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], races: &mut [Race], by_block: Option<&BitSet>) {
     use crate::ptx::Operand;
     #[derive(PartialEq)]
     enum Stored {
@@ -337,7 +339,8 @@ fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], races: &mut
             Operand::Imm(k) => Some(Stored::Imm(*k)),
             Operand::Reg(_) => {
                 let v = f.operand_value(a.inst, 1)?;
-                d.at(f, v, f.cfg.block_of(a.inst)).is_uniform().then_some(Stored::Value(v))
+                let grid_uniform = by_block.is_none_or(|b| !b.contains(v.index()));
+                (grid_uniform && d.at(f, v, f.cfg.block_of(a.inst)).is_uniform()).then_some(Stored::Value(v))
             }
             _ => None,
         }
@@ -416,6 +419,13 @@ pub struct KernelFacts<'f, 'a> {
     pub race_sites: Vec<Access>,
     /// In a call context: the accesses the caller's race check pairs.
     pub exports: Vec<Export>,
+    /// Races between threads of two blocks (`first`, `second` index
+    /// `accesses`; kernels only), along `grid_dims`.
+    pub grid_races: Vec<Race>,
+    /// The grid dimensions checked, and whether they are assumed (no grid
+    /// shape given: those the kernel reads its block index along).
+    pub grid_dims: Vec<u8>,
+    pub grid_assumed: bool,
     /// Instructions every thread of the block must reach: barriers, and
     /// calls to functions that execute one (reachable ones), with whether
     /// they are reached by part of the block.
@@ -430,17 +440,19 @@ pub struct KernelFacts<'f, 'a> {
 
 impl<'f, 'a> KernelFacts<'f, 'a> {
     pub fn compute(f: &'f FunctionIr<'a>, d: &'f Divergence, sums: &'f Summaries<'a>, shape: &'f Shape) -> KernelFacts<'f, 'a> {
-        Self::compute_with(f, d, sums, shape, &Imports::new())
+        Self::compute_with(f, d, sums, shape, &Imports::new(), None)
     }
 
     /// [`Self::compute`], the races also paired with `imports`, the
-    /// accesses of the calls' callees.
+    /// accesses of the calls' callees; `grid`: the grid shape, when known
+    /// (races between blocks).
     pub fn compute_with(
         f: &'f FunctionIr<'a>,
         d: &'f Divergence,
         sums: &'f Summaries<'a>,
         shape: &'f Shape,
         imports: &Imports,
+        grid: Option<[u32; 3]>,
     ) -> KernelFacts<'f, 'a> {
         let branches: Vec<BranchFact> = d
             .branches
@@ -478,7 +490,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         // boundary guard may let through lanes that block 0 masks, or the
         // block's offset may move the addresses within their sectors
         let by_block = block_index_values(f);
-        let mut interior = (by_block.count() > 0).then(|| Lanes::of_block(&evals, &branches, 1, Some(by_block)));
+        let mut interior = (by_block.count() > 0).then(|| Lanes::of_block(&evals, &branches, [1; 3], Some(by_block.clone())));
         let accesses: Vec<AccessFact> = crate::memory::accesses(f, d)
             .into_iter()
             .map(|access| {
@@ -535,7 +547,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             Vec::new()
         };
         attribute_to_barriers(f, &branches, &barriers, &sites, &barrier_call, &mut races);
-        mark_benign(f, d, &own, &mut races);
+        mark_benign(f, d, &own, &mut races, None);
         // a pair in a common loop that shares an interval only through the loop's back
         // edges meets in the next iteration (one more intervals problem, without back edges)
         let in_common_loop = |r: &Race| {
@@ -553,6 +565,35 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);
         }
+        // races between blocks: kernels, along the grid's dimensions of two blocks or more
+        let (grid_dims, grid_assumed) = if f.func.is_entry { grid_dimensions(f, grid, &own) } else { (Vec::new(), false) };
+        let mut grid_races = if !grid_dims.is_empty() {
+            let comparable = comparable_between_blocks(f, &by_block, &own);
+            let mut next: HashMap<u8, (Lanes<'_, '_, '_>, BitSet)> = HashMap::new();
+            let home = reached_in_block(f, d, &evals, &by_block, [0; 3]);
+            let mut active = |dim: Option<u8>, b: BlockId, it: usize| -> Vec<bool> {
+                let (mut on, reached) = match dim {
+                    None => (lanes.active(b, it).as_ref().clone(), home.contains(b.index())),
+                    Some(x) => {
+                        let mut ctaid = [0; 3];
+                        ctaid[x as usize] = 1;
+                        let (l, r) = next.entry(x).or_insert_with(|| {
+                            let r = reached_in_block(f, d, &evals, &by_block, ctaid);
+                            (Lanes::of_block(&evals, &branches, ctaid, Some(by_block.clone())), r)
+                        });
+                        (l.active(b, it).as_ref().clone(), r.contains(b.index()))
+                    }
+                };
+                if !reached {
+                    on.iter_mut().for_each(|x| *x = false);
+                }
+                on
+            };
+            crate::races::find_grid(&evals, &own, &comparable, &grid_dims, &mut active)
+        } else {
+            Vec::new()
+        };
+        mark_benign(f, d, &own, &mut grid_races, Some(&by_block));
         let calls = call_facts(f, d, sums, &evals, &mut lanes);
         let exports = exports(f, d, sums, &evals, &mut lanes, &accesses);
         drop(lanes);
@@ -582,6 +623,9 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             imported,
             race_sites: sites,
             exports,
+            grid_races,
+            grid_dims,
+            grid_assumed,
             barriers,
             coverage,
             calls,
@@ -718,15 +762,94 @@ impl BranchFact {
     }
 }
 
+/// The CFG blocks the threads of block `ctaid` can reach: a uniform
+/// branch on a value computed from the block index (`by_block`: `if
+/// (blockIdx.x == 0)`) goes the way that block's value says; other
+/// branches both ways.
+fn reached_in_block(f: &FunctionIr<'_>, d: &Divergence, evals: &Evals<'_, '_>, by_block: &BitSet, ctaid: [i64; 3]) -> BitSet {
+    let cfg = &f.cfg;
+    let mut seen = BitSet::new(cfg.len());
+    let mut stack = vec![BlockId::new(0)];
+    while let Some(b) = stack.pop() {
+        if seen.contains(b.index()) {
+            continue;
+        }
+        seen.insert(b.index());
+        let decided = cfg.blocks[b].last().and_then(|i| {
+            let inst = &f.insts[i];
+            let g = inst.ast.guard.filter(|_| inst.is_jump())?;
+            let cond = f.ssa.use_of(i, g.reg)?;
+            if !by_block.contains(cond.index()) || !d.at(f, cond, b).is_uniform() {
+                return None;
+            }
+            let q = Query { first_thread_only: true, ctaid, scalar: Some(crate::memory::SCALAR_SAMPLE), iteration: 0, pin: None };
+            let taken = (*evals.eval(cond, q)?.first()? != 0) != g.negated;
+            let target = f.branch_target(i)?;
+            Some(if taken { vec![target] } else { cfg.blocks[b].succs.iter().copied().filter(|&s| s != target).collect() })
+        });
+        stack.extend(decided.unwrap_or_else(|| cfg.blocks[b].succs.clone()));
+    }
+    seen
+}
+
+/// The grid dimensions that hold two blocks or more: those of `grid` when
+/// given, else (assumed: `true`) those some global address is computed
+/// from the block index (`%ctaid`, `%nctaid`) along: a kernel whose
+/// addresses do not depend on its block index is taken to run as one block
+/// along that dimension.
+fn grid_dimensions(f: &FunctionIr<'_>, grid: Option<[u32; 3]>, accesses: &[Access]) -> (Vec<u8>, bool) {
+    match grid {
+        Some(g) => ((0..3u8).filter(|&d| g[d as usize] > 1).collect(), false),
+        None => {
+            let global: Vec<ValueId> = accesses.iter().filter(|a| a.space == Space::Global).filter_map(|a| a.addr_value).collect();
+            let along = |d: u8| {
+                let vals = derived_from_specials(f, &|s| matches!(s, Special::Ctaid(x) | Special::Nctaid(x) if x == d));
+                global.iter().any(|v| vals.contains(v.index()))
+            };
+            ((0..3u8).filter(|&d| along(d)).collect(), true)
+        }
+    }
+}
+
 /// The values computed from `%ctaid` (through instructions and phis).
 fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
+    derived_from_specials(f, &|s| matches!(s, Special::Ctaid(_)))
+}
+
+/// The values computed from the special registers `which` picks.
+fn derived_from_specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) -> BitSet {
     let reads = |inst: &crate::ir::inst::Inst<'_>| {
-        inst.operands().iter().skip(1).any(|o| matches!(o, Operand::Reg(r) if matches!(Special::parse(r), Some(Special::Ctaid(_)))))
+        inst.operands().iter().skip(1).any(|o| matches!(o, Operand::Reg(r) if Special::parse(r).is_some_and(which)))
     };
     let mut seeds: Vec<ValueId> =
         f.insts.iter_enumerated().filter(|(_, inst)| reads(inst)).flat_map(|(i, _)| f.ssa.defs(i).to_vec()).collect();
-    seeds.extend(f.ssa.values.keys().filter(|&v| matches!(f.ssa.special(v), Some(Special::Ctaid(_)))));
+    seeds.extend(f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)));
     f.derived_from(seeds)
+}
+
+/// The accesses whose addresses can be compared between blocks: not
+/// computed from a value the evaluator cannot compute from its operands
+/// (a block's start read from a table, a vector unpacked), scalar
+/// parameters aside: such a value gets one sample, the same in every block,
+/// and a product of samples with the block index may wrap around to the
+/// same address. A value loaded from an address that does not depend on
+/// the block index (`by_block`) is the same in every block.
+fn comparable_between_blocks(f: &FunctionIr<'_>, by_block: &BitSet, accesses: &[Access]) -> Vec<bool> {
+    let opaque: Vec<ValueId> = f
+        .insts
+        .iter_enumerated()
+        .filter(|(_, inst)| inst.param_read().is_none())
+        .flat_map(|(i, inst)| {
+            f.ssa.defs(i).iter().enumerate().filter_map(move |(slot, &v)| {
+                let computed = crate::ir::scalar::prepare(inst, slot).is_some() && !inst.is_float();
+                // a value loaded from an address that is the same in every block is the same in every block
+                let same_load = inst.access().is_some() && !by_block.contains(v.index());
+                (!computed && !same_load).then_some(v)
+            })
+        })
+        .collect();
+    let tainted = f.derived_from(opaque);
+    accesses.iter().map(|a| a.addr_value.is_some_and(|v| !tainted.contains(v.index()))).collect()
 }
 
 /// Which threads execute each block (memoised per block and iteration).
@@ -743,7 +866,7 @@ struct Lanes<'f, 'a, 'b> {
     controllers: Option<IdVec<BlockId, Vec<usize>>>,
     memo: HashMap<(BlockId, usize), Threads>,
     /// The block whose threads these are (its index in each dimension).
-    ctaid: i64,
+    ctaid: [i64; 3],
     /// For a block past the first: the values computed from `%ctaid`
     /// (a condition that is not one is block 0's, evaluated once).
     by_block: Option<BitSet>,
@@ -758,12 +881,12 @@ type Sides = (Vec<BlockId>, Vec<BlockId>);
 impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     /// The threads of block 0.
     fn new(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact]) -> Self {
-        Self::of_block(evals, branches, 0, None)
+        Self::of_block(evals, branches, [0; 3], None)
     }
 
-    /// The threads of block `ctaid` (that index in each dimension);
+    /// The threads of block `ctaid` (its index in each dimension);
     /// `by_block`: the values computed from `%ctaid` ([`block_index_values`]).
-    fn of_block(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact], ctaid: i64, by_block: Option<BitSet>) -> Self {
+    fn of_block(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact], ctaid: [i64; 3], by_block: Option<BitSet>) -> Self {
         let (f, shape) = (evals.f, evals.shape);
         Lanes {
             f,
@@ -784,7 +907,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         let br = self.branches[k].br;
         let evals = self.evals;
         let ctaid = match &self.by_block {
-            Some(vals) if !vals.contains(br.cond.index()) => 0,
+            Some(vals) if !vals.contains(br.cond.index()) => [0; 3],
             _ => self.ctaid,
         };
         self.directions

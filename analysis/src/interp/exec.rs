@@ -120,6 +120,10 @@ struct Tally {
     /// Per watched group: the union of its members' sectors per warp instance.
     groups: BTreeMap<usize, Histogram>,
     races: Vec<Conflict>,
+    /// Each block's global bytes (races between blocks), and whether one
+    /// touched more than were recorded.
+    footprints: Vec<(u64, rustc_hash::FxHashMap<u64, super::memory::GridCell>)>,
+    grid_full: bool,
     warp_insts: u64,
     lane_insts: u64,
 }
@@ -146,6 +150,8 @@ impl Tally {
                 self.races.push(r);
             }
         }
+        self.footprints.extend(o.footprints);
+        self.grid_full |= o.grid_full;
         self.warp_insts += o.warp_insts;
         self.lane_insts += o.lane_insts;
     }
@@ -277,10 +283,18 @@ pub fn run(
     let tally = (0..nblocks)
         .into_par_iter()
         .try_fold(
-            || (Tally::default(), Shadow::default()),
+            || {
+                let mut shadow = Shadow::default();
+                shadow.track_grid = nblocks > 1;
+                (Tally::default(), shadow)
+            },
             |(mut obs, mut shadow), b| {
                 let ctaid = [(b % gx as u64) as u32, ((b / gx as u64) % gy as u64) as u32, (b / (gx as u64 * gy as u64)) as u32];
                 run_block(&k, ctaid, &mut obs, &mut shadow)?;
+                if nblocks > 1 {
+                    obs.footprints.push((b, std::mem::take(&mut shadow.grid)));
+                    obs.grid_full |= std::mem::take(&mut shadow.grid_full);
+                }
                 Ok::<_, InterpError>((obs, shadow))
             },
         )
@@ -305,8 +319,19 @@ pub fn run(
             second: key(r.second),
             first_thread: r.first_thread,
             second_thread: r.second_thread,
+            blocks: None,
         })
         .collect();
+    let grid_full = tally.grid_full;
+    races.extend(super::memory::grid_conflicts(tally.footprints).into_iter().map(|c| RaceSeen {
+        kind: c.kind,
+        shared: false,
+        first: key(c.first),
+        second: key(c.second),
+        first_thread: Some(c.threads.0),
+        second_thread: c.threads.1,
+        blocks: Some(c.blocks),
+    }));
     races.sort();
     let mut lines: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     for (x, l) in k.keys.iter().zip(&k.lines) {
@@ -319,6 +344,7 @@ pub fn run(
         barriers: tally.barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
         groups: tally.groups,
         races,
+        grid_full,
         warp_insts: tally.warp_insts,
         lane_insts: tally.lane_insts,
         lines,

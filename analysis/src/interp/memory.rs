@@ -187,6 +187,85 @@ struct Cell {
     rwarp: u32,
 }
 
+/// Who touched one 4-byte global word in a whole block run, for the races
+/// between blocks: per kind (write, read, atomic) the bytes touched (a
+/// mask) and the first thread (+ 1; 0: nobody) and site.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct GridCell {
+    pub writer: (u32, u32),
+    pub reader: (u32, u32),
+    pub atomic: (u32, u32),
+    /// The bytes written, read and used atomically (bits 0..4 each).
+    pub masks: [u8; 3],
+}
+
+/// Global words one block touched, recorded up to this many.
+pub const GRID_BYTES_PER_BLOCK: usize = 1 << 20;
+
+/// A race seen between threads of two blocks: the earlier block's access
+/// (`first`, site and thread) and the later block's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GridConflict {
+    pub kind: RaceKind,
+    pub first: usize,
+    pub second: usize,
+    pub blocks: (u64, u64),
+    pub threads: (u32, u32),
+}
+
+/// The races between blocks, from each block's [`GridCell`]s merged in
+/// block order (`footprints`: block index and its bytes), and whether a
+/// block touched more bytes than were recorded.
+pub fn grid_conflicts(mut footprints: Vec<(u64, rustc_hash::FxHashMap<u64, GridCell>)>) -> Vec<GridConflict> {
+    footprints.sort_by_key(|(b, _)| *b);
+    // per byte: the first block to touch it, and what it and later blocks did
+    let mut seen: rustc_hash::FxHashMap<u64, (u64, GridCell)> = Default::default();
+    let mut out: std::collections::BTreeMap<(RaceKind, usize, usize), GridConflict> = Default::default();
+    for (block, cells) in footprints {
+        let mut addrs: Vec<&u64> = cells.keys().collect();
+        addrs.sort_unstable();
+        for addr in addrs {
+            let cur = cells[addr];
+            let entry = seen.entry(*addr).or_insert((block, GridCell::default()));
+            let (first_block, prev) = *entry;
+            if first_block != block {
+                // a conflict with an earlier block on a byte both touched: (kind, earlier (thread, site), mine)
+                let (w, r, a) = (0, 1, 2);
+                let hit = |mine: (u32, u32), m: usize, theirs: (u32, u32), t: usize, kind| {
+                    (cur.masks[m] & prev.masks[t] != 0).then_some((kind, theirs, mine))
+                };
+                let found = hit(cur.writer, w, prev.writer, w, RaceKind::WriteAfterWrite)
+                    .or_else(|| hit(cur.writer, w, prev.reader, r, RaceKind::WriteAfterRead))
+                    .or_else(|| hit(cur.writer, w, prev.atomic, a, RaceKind::WriteAfterWrite))
+                    .or_else(|| hit(cur.reader, r, prev.writer, w, RaceKind::ReadAfterWrite))
+                    .or_else(|| hit(cur.reader, r, prev.atomic, a, RaceKind::ReadAfterWrite))
+                    .or_else(|| hit(cur.atomic, a, prev.writer, w, RaceKind::WriteAfterWrite))
+                    .or_else(|| hit(cur.atomic, a, prev.reader, r, RaceKind::WriteAfterRead));
+                if let Some((kind, theirs, mine)) = found {
+                    out.entry((kind, theirs.1 as usize, mine.1 as usize)).or_insert(GridConflict {
+                        kind,
+                        first: theirs.1 as usize,
+                        second: mine.1 as usize,
+                        blocks: (first_block, block),
+                        threads: (theirs.0 - 1, mine.0 - 1),
+                    });
+                }
+            }
+            // the bytes every block so far touched, the first of each kind named
+            let e = &mut entry.1;
+            for (mine, kept) in [(cur.writer, &mut e.writer), (cur.reader, &mut e.reader), (cur.atomic, &mut e.atomic)] {
+                if kept.0 == 0 {
+                    *kept = mine;
+                }
+            }
+            for k in 0..3 {
+                e.masks[k] |= cur.masks[k];
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
 /// Shadow memory for one block (Boyer et al.): per byte, the writer,
 /// reader(s) and atomic user of the current barrier interval.
 #[derive(Default)]
@@ -198,6 +277,12 @@ pub struct Shadow {
     /// `__syncwarp()`s each warp has executed: accesses of one warp's lanes
     /// on either side of one do not race with each other.
     warp_epoch: Vec<u32>,
+    /// The global words the block touched in its whole run (races between
+    /// blocks), up to [`GRID_BYTES_PER_BLOCK`]; `grid_full`: more were touched.
+    pub grid: rustc_hash::FxHashMap<u64, GridCell>,
+    pub grid_full: bool,
+    /// Record `grid` (a launch of more than one block).
+    pub track_grid: bool,
 }
 
 /// Kind of an access for the shadow.
@@ -215,6 +300,7 @@ impl Shadow {
         self.global.clear();
         self.epoch = 1;
         self.warp_epoch.clear();
+        self.grid.clear();
     }
 
     /// Warp `w` executed `__syncwarp()`.
@@ -226,10 +312,39 @@ impl Shadow {
         self.warp_epoch[w] += 1;
     }
 
+    /// Record a global access for the races between blocks: per 4-byte
+    /// word, the bytes of each kind and the first thread (`me`: id + 1).
+    fn grid_touch(&mut self, addr: u64, len: u32, me: u32, site: usize, t: Touch) {
+        let (first, last) = (addr / 4, (addr + len.max(1) as u64 - 1) / 4);
+        for word in first..=last {
+            if self.grid.len() >= GRID_BYTES_PER_BLOCK && !self.grid.contains_key(&word) {
+                self.grid_full = true;
+                return;
+            }
+            // the bytes of this word the access covers
+            let lo = addr.max(word * 4) - word * 4;
+            let hi = (addr + len as u64).min(word * 4 + 4) - word * 4;
+            let mask = ((1u16 << hi) - (1u16 << lo)) as u8;
+            let c = self.grid.entry(word).or_default();
+            let (slot, k) = match t {
+                Touch::Write => (&mut c.writer, 0),
+                Touch::Read => (&mut c.reader, 1),
+                Touch::Atomic => (&mut c.atomic, 2),
+            };
+            if slot.0 == 0 {
+                *slot = (me, site as u32);
+            }
+            c.masks[k] |= mask;
+        }
+    }
+
     /// Record `len` bytes at `addr` (shared offset or global address)
     /// touched by thread `tid` at instruction `site`.
     pub fn touch(&mut self, shared: bool, addr: u64, len: u32, tid: u32, site: usize, t: Touch) {
         let me = tid + 1;
+        if !shared && self.track_grid {
+            self.grid_touch(addr, len, me, site, t);
+        }
         let epoch = self.epoch;
         let my_warp = tid / 32;
         let cur = self.warp_epoch.get(my_warp as usize).copied().unwrap_or(0);
@@ -370,6 +485,35 @@ mod tests {
         s.touch(true, 64, 4, 16, 42, Touch::Write); // lane 16 writes it
         let seen: Vec<_> = s.races.values().map(|r| (r.first, r.first_thread, r.second, r.second_thread)).collect();
         assert_eq!(seen, [(41, Some(0), 42, 16)]);
+    }
+
+    /// Two blocks writing one byte race; reading it, or touching their own
+    /// bytes, or both atomically, do not.
+    #[test]
+    fn blocks_race_on_shared_global_bytes() {
+        let run = |b: u64, accesses: &[(u64, u32, usize, Touch)]| {
+            let mut s = Shadow { track_grid: true, ..Default::default() };
+            s.reset(0);
+            for &(addr, tid, site, t) in accesses {
+                s.touch(false, addr, 4, tid, site, t);
+            }
+            (b, std::mem::take(&mut s.grid))
+        };
+        let got = grid_conflicts(vec![
+            run(1, &[(100, 0, 7, Touch::Write), (200, 3, 8, Touch::Read), (300, 0, 9, Touch::Atomic), (404, 0, 10, Touch::Write)]),
+            run(0, &[(100, 0, 7, Touch::Write), (200, 5, 8, Touch::Read), (300, 0, 9, Touch::Atomic), (400, 0, 10, Touch::Write)]),
+        ]);
+        // (bytes 400..404 and 404..408: two words apart, no race)
+        assert_eq!(got, [GridConflict { kind: RaceKind::WriteAfterWrite, first: 7, second: 7, blocks: (0, 1), threads: (0, 0) }]);
+        // bytes of one word: two blocks writing different bytes do not race, the same byte does
+        let bytes = |b: u64, addr: u64, len: u32| {
+            let mut s = Shadow { track_grid: true, ..Default::default() };
+            s.reset(0);
+            s.touch(false, addr, len, 0, 5, Touch::Write);
+            (b, std::mem::take(&mut s.grid))
+        };
+        assert!(grid_conflicts(vec![bytes(0, 1000, 1), bytes(1, 1001, 1), bytes(2, 1002, 2)]).is_empty());
+        assert_eq!(grid_conflicts(vec![bytes(0, 1000, 2), bytes(1, 1001, 1)]).len(), 1);
     }
 
     /// `__syncwarp()` orders the lanes of its warp, not other warps.

@@ -214,7 +214,8 @@ impl BarrierObs {
     }
 }
 
-/// A race seen between two threads of one block in one barrier interval.
+/// A race seen between two threads of one block in one barrier interval,
+/// or between threads of two blocks (`blocks`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RaceSeen {
     pub kind: crate::races::RaceKind,
@@ -225,6 +226,9 @@ pub struct RaceSeen {
     /// The earlier access's thread (`None`: several threads made it atomically).
     pub first_thread: Option<u32>,
     pub second_thread: u32,
+    /// Between blocks: the earlier block (linear index) and the later one;
+    /// the threads are in those blocks.
+    pub blocks: Option<(u64, u64)>,
 }
 
 /// Everything a run observed, by instruction.
@@ -241,6 +245,9 @@ pub struct Observed {
     /// per warp and loop iteration.
     pub groups: BTreeMap<usize, Histogram>,
     pub races: Vec<RaceSeen>,
+    /// A block touched more global bytes than the races between blocks
+    /// record ([`memory::GRID_BYTES_PER_BLOCK`]): those are not checked.
+    pub grid_full: bool,
     pub warp_insts: u64,
     pub lane_insts: u64,
     /// PTX line of each instruction of each function the run decoded.

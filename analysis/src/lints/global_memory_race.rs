@@ -1,5 +1,5 @@
 //! `global_memory_race`: races on global memory within one block (races
-//! between blocks are out of scope). Shares its reporting with
+//! between blocks are `grid_memory_race`'s). Shares its reporting with
 //! `shared_memory_race`.
 
 use super::{Finding, LintCx};
@@ -10,7 +10,7 @@ declare_lint! {
     /// The same check as `shared_memory_race`, for global memory within one block
     /// (for example every thread writing `out[0]`). Accesses through different
     /// pointer parameters are assumed not to alias. Races between different
-    /// blocks are out of scope.
+    /// blocks are `grid_memory_race`.
     ///
     /// ### Why is this bad
     /// The value left in memory depends on which thread writes last.
@@ -27,7 +27,7 @@ declare_lint! {
         name: "global_memory_race",
         group: Correctness,
         default: Warn,
-        summary: "two threads of a block access the same global bytes in one barrier interval, one writing (different pointer parameters are assumed not to alias; races between blocks are out of scope)",
+        summary: "two threads of a block access the same global bytes in one barrier interval, one writing (different pointer parameters are assumed not to alias; races between blocks: grid_memory_race)",
     }
 }
 

@@ -49,6 +49,7 @@ lints! {
     barrier_divergence::BARRIER_DIVERGENCE => check,
     shared_memory_race::SHARED_MEMORY_RACE => check,
     global_memory_race::GLOBAL_MEMORY_RACE => check,
+    grid_memory_race::GRID_MEMORY_RACE => check,
     unused_gpucheck_allow::UNUSED_GPUCHECK_ALLOW,
     divergent_branch::DIVERGENT_BRANCH => check,
     uncoalesced_global_access::UNCOALESCED_GLOBAL_ACCESS => check,

@@ -213,7 +213,8 @@ pub const SCALAR_SAMPLE: i64 = 1024;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Query {
     pub first_thread_only: bool,
-    pub ctaid: i64,
+    /// `%ctaid` in each dimension.
+    pub ctaid: [i64; 3],
     pub scalar: Option<i64>,
     pub iteration: usize,
     /// A uniform leaf given its own value (a parameter whose values the
@@ -224,7 +225,7 @@ pub struct Query {
 impl Query {
     /// Every thread of block 0, parameters at [`SCALAR_SAMPLE`].
     pub fn block(iteration: usize) -> Query {
-        Query { first_thread_only: false, ctaid: 0, scalar: Some(SCALAR_SAMPLE), iteration, pin: None }
+        Query { first_thread_only: false, ctaid: [0; 3], scalar: Some(SCALAR_SAMPLE), iteration, pin: None }
     }
 }
 
@@ -323,7 +324,7 @@ impl<'f, 'a> Evals<'f, 'a> {
 
     /// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
     pub fn uniform_value(&self, v: ValueId) -> Option<i64> {
-        self.eval(v, Query { first_thread_only: true, ctaid: 0, scalar: None, iteration: 0, pin: None })?.first().copied()
+        self.eval(v, Query { first_thread_only: true, ctaid: [0; 3], scalar: None, iteration: 0, pin: None })?.first().copied()
     }
 }
 
@@ -345,7 +346,10 @@ fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &HashSet<ValueId>, v: Val
                         let samples = crate::divergence::eval::samples(f, ev, x);
                         samples.get(q.iteration).or(samples.first()).copied().or(q.scalar)?
                     }
-                    ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => q.ctaid,
+                    ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => match f.ssa.special(x) {
+                        Some(Special::Ctaid(d)) => q.ctaid[d as usize % 3],
+                        _ => 0,
+                    },
                     // a pointer is an offset from its own base, and so is a loaded
                     // pointer an address is computed from; another generic value (an
                     // untyped 64-bit parameter: pointer or length) is not known
@@ -494,7 +498,7 @@ fn lane_addresses(ev: &Evals<'_, '_>, a: &Access, ctaid: i64) -> Option<LaneAddr
             Some((addrs, Method::Affine { symbolic: symbolic.contains(&true) }, st, cause))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
-            let vals = ev.eval(a.addr_value?, Query { ctaid, ..Query::block(0) })?;
+            let vals = ev.eval(a.addr_value?, Query { ctaid: [ctaid; 3], ..Query::block(0) })?;
             let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
             let cause = moved_by_runtime_value(ev, a).then_some(MisalignCause::Offset);
@@ -514,7 +518,7 @@ fn may_misalign(c: Coef, ev: &Evals<'_, '_>) -> bool {
         return true;
     }
     [SCALAR_SAMPLE, SCALAR_SAMPLE + 1].into_iter().any(|scalar| {
-        let q = Query { first_thread_only: true, ctaid: 0, scalar: Some(scalar), iteration: 0, pin: None };
+        let q = Query { first_thread_only: true, ctaid: [0; 3], scalar: Some(scalar), iteration: 0, pin: None };
         // a pitch that cannot be evaluated (loaded, packed) is not judged
         ev.eval(ValueId::new(sym as usize), q).and_then(|x| x.first().copied()).is_some_and(|x| (k + m * x).rem_euclid(SECTOR) != 0)
     })
@@ -541,7 +545,7 @@ fn first_thread_address(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64)
 
 /// [`first_thread_address`] in the given iteration of the loops around.
 fn first_thread_address_at(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64, iteration: usize) -> Option<i64> {
-    let q = Query { first_thread_only: true, ctaid, scalar: Some(scalar), iteration, pin: None };
+    let q = Query { first_thread_only: true, ctaid: [ctaid; 3], scalar: Some(scalar), iteration, pin: None };
     Some(ev.eval(a.addr_value?, q)?.first()? + a.offset)
 }
 

@@ -197,6 +197,9 @@ pub struct Race {
     /// The race needs these values of a scalar parameter (`None`: it
     /// happens for the sampled values).
     pub when: Option<param::ParamCondition>,
+    /// A race between two blocks: `first` in block 0, `second` in the
+    /// block next to it along this dimension (0: x, 1: y, 2: z).
+    pub between_blocks: Option<u8>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -287,6 +290,7 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
                         benign: false,
                         next_iteration: false,
                         when: None,
+                        between_blocks: None,
                     };
                     // smallest thread ids make the clearest witness
                     if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {
@@ -423,6 +427,207 @@ pub fn find(
         kept.retain(|r| r.when.is_some() || again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
     }
     kept
+}
+
+/// The races between threads of two blocks on global memory (no barrier
+/// orders them): block 0 and the block next to it along each dimension in
+/// `dims`, each access in either. Pairs through one root pointer, one of
+/// them writing (atomics among themselves excepted), an access with itself
+/// too (`comparable` ones: see the facts layer); compared at the same loop
+/// iteration (0, 1) in both blocks.
+/// `active(dim, b, it)`: the threads of block 0 (`dim` `None`) or of the
+/// next block along `dim` that execute block `b`. When the shape is only
+/// assumed, a race is kept only if it also occurs (every thread active)
+/// for blocks of one thread: not one that needs the block
+/// to be larger than the stride the addresses give each block.
+pub fn find_grid(evals: &Evals<'_, '_>, accesses: &[Access], comparable: &[bool], dims: &[u8], active: BlockLanes<'_>) -> Vec<Race> {
+    let (f, d, shape) = (evals.f, evals.d, evals.shape);
+    if dims.is_empty() || f.cfg.is_irreducible() {
+        return vec![];
+    }
+    let pairs = grid_pairs(f, accesses, comparable);
+    if pairs.is_empty() {
+        return vec![];
+    }
+    let found = grid_races_at(evals, accesses, &pairs, dims, Some(active));
+    if !shape.is_assumed() || found.is_empty() {
+        return found;
+    }
+    // a block shape that is only assumed may be larger than the stride the
+    // addresses give each block (`blockIdx.x * 16 + t` for 16-thread blocks):
+    // keep the races that blocks of one thread have too
+    let one = Shape::new([1, 1, 1], ShapeSource::Assumed);
+    let pair = |r: &Race| (r.first.min(r.second), r.first.max(r.second));
+    let remaining: Vec<(usize, usize)> = found.iter().map(pair).collect();
+    let again = grid_races_at(&Evals::new(f, d, &one), accesses, &remaining, dims, None);
+    found.into_iter().filter(|r| again.iter().any(|x| pair(x) == pair(r))).collect()
+}
+
+/// The candidate pairs between blocks: global accesses (`comparable`
+/// ones) through one root pointer, one of them writing, not both atomic
+/// (an access with itself).
+fn grid_pairs(f: &FunctionIr<'_>, accesses: &[Access], comparable: &[bool]) -> Vec<(usize, usize)> {
+    let mut by_root: HashMap<ValueId, Vec<usize>> = HashMap::new();
+    for (k, a) in accesses.iter().enumerate() {
+        if a.space == Space::Global && !a.addr.data() && comparable[k] {
+            if let Some(v) = a.addr_value {
+                by_root.entry(crate::memory::root(f, v)).or_default().push(k);
+            }
+        }
+    }
+    let mut pairs = Vec::new();
+    for ks in by_root.values() {
+        for (x, &ka) in ks.iter().enumerate() {
+            for &kb in &ks[x..] {
+                let (a, b) = (&accesses[ka], &accesses[kb]);
+                if (a.kind.writes() || b.kind.writes()) && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic) {
+                    pairs.push((ka.min(kb), ka.max(kb)));
+                }
+            }
+        }
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
+/// Which threads of block 0 (`None`) or of the block next to it along a
+/// dimension execute a CFG block in an iteration.
+pub type BlockLanes<'x> = &'x mut dyn FnMut(Option<u8>, BlockId, usize) -> Vec<bool>;
+
+/// Exact overlap checks per access (as the later block's) before giving
+/// up on finding it a partner: bounds the work when many accesses' ranges
+/// overlap without their bytes meeting.
+const GRID_CHECKS_PER_ACCESS: usize = 32;
+
+/// [`find_grid`] for one block shape (every thread active when `active`
+/// is not given): for each access in the later block, its first partner
+/// (one race per pair, the first dimension that shows it).
+/// Each access's byte range in block 0 and in the next block is computed
+/// first (the next block's addresses are block 0's shifted by the
+/// first thread's difference when the address is affine in the thread
+/// index); only pairs whose ranges overlap are compared thread by thread.
+fn grid_races_at(
+    evals: &Evals<'_, '_>,
+    accs: &[Access],
+    pairs: &[(usize, usize)],
+    dims: &[u8],
+    mut active: Option<BlockLanes<'_>>,
+) -> Vec<Race> {
+    let (f, lanes) = (evals.f, evals.shape.lanes());
+    let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
+    let allowed: BTreeSet<(usize, usize)> = pairs.iter().copied().collect();
+    // an access's addresses in the block at `ctaid` (`dim`: which block), iteration `it`
+    let mut per_thread = |k: usize, dim: Option<u8>, it: usize| -> Option<Vec<Option<i64>>> {
+        let a = &accs[k];
+        let v = a.addr_value?;
+        let mut ctaid = [0i64; 3];
+        if let Some(x) = dim {
+            ctaid[x as usize] = 1;
+        }
+        let affine = matches!(a.addr, crate::divergence::AbsVal::Affine { c, .. } if c.iter().all(|x| matches!(x, crate::divergence::Coef::Const(_))));
+        let vals: Vec<i64> = match dim {
+            Some(_) if affine => {
+                // block 0's addresses, shifted by the first thread's difference
+                let first = |ctaid| {
+                    evals.eval(
+                        v,
+                        Query { first_thread_only: true, ctaid, scalar: Some(crate::memory::SCALAR_SAMPLE), iteration: it, pin: None },
+                    )
+                };
+                let shift = first(ctaid)?.first()? - first([0; 3])?.first()?;
+                evals.eval(v, Query::block(it))?.iter().map(|x| x + shift).collect()
+            }
+            _ => evals.eval(v, Query { ctaid, ..Query::block(it) })?.as_ref().clone(),
+        };
+        let on = match active.as_mut() {
+            Some(act) => act(dim, f.cfg.block_of(a.inst), it),
+            None => vec![true; lanes.len()],
+        };
+        Some(vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect())
+    };
+    let range = |xs: &[Option<i64>], w: u32| -> Option<(i64, i64)> {
+        let lo = xs.iter().flatten().min()?;
+        Some((*lo, xs.iter().flatten().max()? + w as i64))
+    };
+    let mut found: Vec<Race> = Vec::new();
+    let mut raced: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for &dim in dims {
+        for it in 0..2 {
+            // the byte ranges: (lo, hi, access) in block 0 and in the next block
+            let (mut home, mut next) = (Vec::new(), Vec::new());
+            for &k in &needed {
+                let w = accs[k].width;
+                if let Some(r) = per_thread(k, None, it).and_then(|x| range(&x, w)) {
+                    home.push((r.0, r.1, k));
+                }
+                if let Some(r) = per_thread(k, Some(dim), it).and_then(|x| range(&x, w)) {
+                    next.push((r.0, r.1, k));
+                }
+            }
+            home.sort_unstable();
+            let widest = home.iter().map(|x| x.1 - x.0).max().unwrap_or(0);
+            for &(lo, hi, kb) in &next {
+                let mut checks = 0;
+                // the accesses of block 0 whose ranges overlap [lo, hi): they start
+                // before `hi`, and no earlier than the widest range before `lo`
+                let (start, end) = (home.partition_point(|x| x.0 <= lo.saturating_sub(widest)), home.partition_point(|x| x.0 < hi));
+                for &(_, ahi, ka) in &home[start.min(end)..end] {
+                    let pair = (ka.min(kb), ka.max(kb));
+                    if ahi <= lo || !allowed.contains(&pair) || raced.contains(&pair) {
+                        continue;
+                    }
+                    if checks == GRID_CHECKS_PER_ACCESS {
+                        break;
+                    }
+                    checks += 1;
+                    let (Some(xa), Some(xb)) = (per_thread(ka, None, it), per_thread(kb, Some(dim), it)) else { continue };
+                    if let Some(mut r) = overlap(accs, &sorted(&xa), &sorted(&xb), ka, kb) {
+                        r.between_blocks = Some(dim);
+                        raced.insert(pair);
+                        found.push(r);
+                        // one partner per access is one finding to act on
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A byte access `ka` touches in block 0 (`va`, sorted addresses and
+/// threads) and access `kb` in the other block (`vb`): the witness with
+/// the smallest threads.
+fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize, kb: usize) -> Option<Race> {
+    let (a, b) = (&accs[ka], &accs[kb]);
+    let mut best: Option<(usize, usize, i64)> = None;
+    let mut lo = 0;
+    for &(y, t2) in vb {
+        while lo < va.len() && va[lo].0 + (a.width as i64) <= y {
+            lo += 1;
+        }
+        let mut i = lo;
+        while i < va.len() && va[i].0 < y + b.width as i64 {
+            let (x, t1) = va[i];
+            if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
+                best = Some((t1, t2, x.max(y)));
+            }
+            i += 1;
+        }
+    }
+    let (t1, t2, byte) = best?;
+    Some(Race {
+        first: ka,
+        second: kb,
+        kind: RaceKind::between(a, b),
+        threads: (t1, t2),
+        offset: byte - byte.rem_euclid(a.width.max(1) as i64),
+        through_barrier: None,
+        benign: false,
+        next_iteration: false,
+        when: None,
+        between_blocks: None,
+    })
 }
 
 /// Can two threads be at instructions `a` and `b` between the same two

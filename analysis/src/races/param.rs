@@ -132,6 +132,7 @@ pub(super) fn solve(
             through_barrier: None,
             benign: false,
             next_iteration: false,
+            between_blocks: None,
             when: Some(ParamCondition { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example }),
         });
     }

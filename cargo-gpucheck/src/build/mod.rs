@@ -38,6 +38,10 @@ pub struct KernelCrate {
     pub backend: Backend,
     pub block: Option<[u32; 3]>,
     pub kernel_blocks: HashMap<String, [u32; 3]>,
+    /// `grid` of `[package.metadata.gpucheck]` and of its kernels' tables
+    /// (launches for `confirm`, and the grid races between blocks are checked in).
+    pub grid: Option<[u32; 3]>,
+    pub kernel_grids: HashMap<String, [u32; 3]>,
     /// `[package.metadata.gpucheck.lints]`
     pub lints: Option<serde_json::Value>,
     /// The whole `[package.metadata.gpucheck]` table (launch specifications for `confirm`).
@@ -180,7 +184,8 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
         let manifest = display_manifest(p.manifest_path.as_std_path(), &meta.workspace_root);
         let config_warnings =
             gm.map(|g| crate::config::validate(g, &manifest)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
-        let (block, kernel_blocks) = launch_blocks(gm, &manifest)?;
+        let (block, kernel_blocks) = launch_blocks(gm, &manifest, "block")?;
+        let (grid, kernel_grids) = launch_blocks(gm, &manifest, "grid")?;
         let manifest_path: PathBuf = p.manifest_path.clone().into();
         let root = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
         kernels.push(KernelCrate {
@@ -194,6 +199,8 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             backend,
             block,
             kernel_blocks,
+            grid,
+            kernel_grids,
             lints: gm.and_then(|g| g.get("lints")).cloned(),
             meta: gm.cloned(),
             config_warnings,
@@ -212,19 +219,19 @@ fn display_manifest(manifest: &Path, root: &cargo_metadata::camino::Utf8Path) ->
 /// Block shapes by kernel name.
 pub type KernelBlocks = HashMap<String, [u32; 3]>;
 
-/// The package's block shape and the kernels' own, from its
-/// `[package.metadata.gpucheck]` table (`block`, `kernels.NAME.block`).
-pub fn launch_blocks(gm: Option<&serde_json::Value>, manifest: &str) -> Result<(Option<[u32; 3]>, KernelBlocks)> {
-    let block = match gm.and_then(|g| g.get("block")) {
-        Some(v) => Some(crate::config::block(v).map_err(|e| anyhow::anyhow!("{e} in `[package.metadata.gpucheck]` of {manifest}"))?),
+/// The package's block (or grid: `key`) shape and the kernels' own, from
+/// its `[package.metadata.gpucheck]` table (`block`, `kernels.NAME.block`).
+pub fn launch_blocks(gm: Option<&serde_json::Value>, manifest: &str, key: &str) -> Result<(Option<[u32; 3]>, KernelBlocks)> {
+    let read = |v: &serde_json::Value| if key == "block" { crate::config::block(v) } else { crate::config::dims(v, key) };
+    let block = match gm.and_then(|g| g.get(key)) {
+        Some(v) => Some(read(v).map_err(|e| anyhow::anyhow!("{e} in `[package.metadata.gpucheck]` of {manifest}"))?),
         None => None,
     };
     let mut kernel_blocks = HashMap::new();
     if let Some(ks) = gm.and_then(|g| g.get("kernels")).and_then(|k| k.as_object()) {
         for (name, k) in ks {
-            if let Some(b) = k.get("block") {
-                let b = crate::config::block(b)
-                    .map_err(|e| anyhow::anyhow!("{e} in `[package.metadata.gpucheck.kernels.{name}]` of {manifest}"))?;
+            if let Some(b) = k.get(key) {
+                let b = read(b).map_err(|e| anyhow::anyhow!("{e} in `[package.metadata.gpucheck.kernels.{name}]` of {manifest}"))?;
                 kernel_blocks.insert(name.clone(), b);
             }
         }
@@ -255,7 +262,8 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
     let shown = manifest_path.display().to_string();
     let config_warnings =
         meta.as_ref().map(|g| crate::config::validate(g, &shown)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
-    let (block, kernel_blocks) = launch_blocks(meta.as_ref(), &shown)?;
+    let (block, kernel_blocks) = launch_blocks(meta.as_ref(), &shown, "block")?;
+    let (grid, kernel_grids) = launch_blocks(meta.as_ref(), &shown, "grid")?;
     let root = std::path::absolute(&manifest_path)?.parent().map(Path::to_path_buf).unwrap_or_default();
     let krate = KernelCrate {
         name: name.clone(),
@@ -268,6 +276,8 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         backend: Backend::Nvptx,
         block,
         kernel_blocks,
+        grid,
+        kernel_grids,
         lints: meta.as_ref().and_then(|g| g.get("lints")).cloned(),
         any_source_is_local: manifest.is_none(),
         meta,

@@ -220,8 +220,9 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         }
         // the static predictions, for exactly the block shapes run: the module is analysed once
         let mut opts = Options { package_block: u.krate.block, kernel_blocks: u.krate.kernel_blocks.clone(), ..Default::default() };
-        for (f, _, block, _) in &runs {
+        for (f, spec, block, _) in &runs {
             opts.kernel_blocks.insert(f.name.to_string(), *block);
+            opts.kernel_grids.insert(f.name.to_string(), spec.grid.unwrap_or([1, 1, 1]));
         }
         let is_local = |p: &str| u.krate.is_local(p);
         let report = gpucheck_analysis::check_module(module, &opts, &is_local);

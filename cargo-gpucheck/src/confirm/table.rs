@@ -104,7 +104,8 @@ pub struct Row {
     pub file: String,
     pub ptx_line: u32,
     pub key: SiteKey,
-    /// `global`, `shared`, `branch`.
+    /// `global`, `shared`, `branch`, `barrier`, `group`, or `grid` (a race
+    /// between blocks, on global memory).
     pub what: &'static str,
     pub predicted: String,
     pub observed: String,
@@ -375,11 +376,12 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
     // races: seen (predicted or not), and predicted but not seen
     let mut seen_pairs = BTreeSet::new();
     for r in &seen.races {
+        let grid = r.blocks.is_some();
         let pair = (r.first.min(r.second), r.first.max(r.second));
-        seen_pairs.insert(pair);
+        seen_pairs.insert((pair, grid));
         let prediction = report.races.iter().filter(|p| p.kernel == kernel || !kernels.contains(&p.kernel)).find(|p| {
             let (x, y) = (key(p.first_function, p.first), key(p.second_function, p.second));
-            (x.min(y), x.max(y)) == pair
+            (x.min(y), x.max(y)) == pair && p.between_blocks == grid
         });
         // the static witness, as the finding names it (it may be another pair of threads)
         let predicted_text = match prediction {
@@ -392,7 +394,14 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             }
             None => "no race".to_string(),
         };
-        let who = |t: Option<u32>| t.map_or("several threads".to_string(), |t| format!("thread {t}"));
+        let who = |t: Option<u32>, b: Option<u64>| {
+            let t = t.map_or("several threads".to_string(), |t| format!("thread {t}"));
+            match b {
+                Some(b) => format!("{t} of block {b}"),
+                None => t,
+            }
+        };
+        let (b1, b2) = (r.blocks.map(|b| b.0), r.blocks.map(|b| b.1));
         let (l1, l2) = (seen.line(r.first), seen.line(r.second));
         // the two accesses in the order of the threads named
         let (place, file, line, col) =
@@ -404,12 +413,16 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             file,
             ptx_line: l1,
             key: r.first,
-            what: if r.shared { "shared" } else { "global" },
+            what: match (r.shared, grid) {
+                (true, _) => "shared",
+                (false, false) => "global",
+                (false, true) => "grid",
+            },
             predicted: predicted_text,
-            observed: format!("{}: {} then {}", r.kind.describe(), who(r.first_thread), who(Some(r.second_thread))),
+            observed: format!("{}: {} then {}", r.kind.describe(), who(r.first_thread, b1), who(Some(r.second_thread), b2)),
             verdict: if prediction.is_some_and(|p| p.benign) { Verdict::BenignRace } else { Verdict::Race },
             json_predicted: match prediction {
-                Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1, "benign": p.benign}),
+                Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1, "benign": p.benign, "between_blocks": p.between_blocks}),
                 None => json!({"race": false}),
             },
             json_observed: json!({
@@ -418,17 +431,18 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 "second_ptx_line": l2,
                 "first_thread": r.first_thread,
                 "second_thread": r.second_thread,
+                "blocks": r.blocks.map(|b| [b.0, b.1]),
             }),
             via: Value::Null,
         });
     }
     for p in report.races.iter().filter(|p| functions.contains(&p.function) && (p.kernel == kernel || !kernels.contains(&p.kernel))) {
         let (x, y) = (key(p.first_function, p.first), key(p.second_function, p.second));
-        if seen_pairs.contains(&(x.min(y), x.max(y))) {
+        if seen_pairs.contains(&((x.min(y), x.max(y)), p.between_blocks)) {
             continue;
         }
         // one of the two raced, with another access: the shadow names one partner per byte
-        let partnered = seen_pairs.iter().any(|&(u, v)| [u, v].contains(&x) || [u, v].contains(&y));
+        let partnered = seen_pairs.iter().any(|&((u, v), grid)| grid == p.between_blocks && ([u, v].contains(&x) || [u, v].contains(&y)));
         let (a, b) = (at(x), at(y));
         let (l1, l2) = (a.map_or(0, |a| a.ptx_line), b.map_or(0, |b| b.ptx_line));
         let (place, file, line, col) = pair_place(paths, a.and_then(|a| a.span.as_ref()), b.and_then(|b| b.span.as_ref()), (l1, l2));
@@ -439,12 +453,12 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             file,
             ptx_line: l1,
             key: x,
-            what: p.space.name(),
+            what: if p.between_blocks { "grid" } else { p.space.name() },
             predicted: format!("race ({})", p.kind.describe()),
             observed: if partnered { "this pair not named; one of the two raced with another access" } else { "no race in this run" }
                 .into(),
             verdict: if partnered { Verdict::OtherPartner } else { Verdict::NotObserved },
-            json_predicted: json!({"race": true, "kind": p.kind.describe()}),
+            json_predicted: json!({"race": true, "kind": p.kind.describe(), "between_blocks": p.between_blocks}),
             json_observed: json!({"race": false}),
             via: Value::Null,
         });

@@ -1,0 +1,104 @@
+//! `grid_memory_race`: races on global memory between threads of two
+//! different blocks. The detection is `crate::races::find_grid`, read from
+//! the facts (`KernelFacts::grid_races`); owns the message.
+
+use super::{Finding, LintCx};
+use crate::ir::inst::AccessKind;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds pairs of global memory accesses that threads of two different blocks
+    /// make to the same bytes, at least one of them a write (atomics do not race
+    /// with atomics): block 0 against the block next to it along each dimension of
+    /// the grid that holds two blocks or more, each access in either block, loop
+    /// counters at their first two values. The grid shape comes from `--grid`,
+    /// `[package.metadata.gpucheck.kernels.NAME] grid` or
+    /// `[package.metadata.gpucheck] grid`; without one, the check assumes two
+    /// blocks or more along each dimension the kernel reads its block index
+    /// (`blockIdx`, `gridDim`) in, and the finding says so. A grid-stride loop
+    /// (`i += blockDim.x * gridDim.x`) and one value per block
+    /// (`out[blockIdx.x] = …` by thread 0) do not race. Accesses through different
+    /// pointer parameters are assumed not to alias.
+    ///
+    /// ### Known problems
+    /// A grid-wide barrier (cooperative groups' `grid.sync()`) is not recognised:
+    /// accesses it separates are reported. Blocks are compared pairwise with their
+    /// neighbour along one dimension (block 0 and block 1): a race between blocks
+    /// further apart only (block 0 and block 2) is not found.
+    ///
+    /// ### Why is this bad
+    /// Blocks run concurrently and in any order, and `__syncthreads()` orders the
+    /// threads of one block only: the value left in memory, or read, depends on
+    /// which block runs first.
+    ///
+    /// ### Example
+    /// ```rust
+    /// if t == 0 { *out.add(block_idx() / 2) = sum; }  // blocks 2k and 2k+1 write one element
+    /// ```
+    /// Use instead: one element per block (or an atomic):
+    /// ```rust
+    /// if t == 0 { *out.add(block_idx()) = sum; }
+    /// ```
+    pub static GRID_MEMORY_RACE = {
+        name: "grid_memory_race",
+        group: Correctness,
+        default: Warn,
+        summary: "threads of two different blocks access the same global bytes, one writing (no barrier orders blocks); the grid from --grid or metadata, else two blocks or more along each dimension the kernel reads blockIdx in",
+    }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    let facts = cx.facts;
+    let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
+    for r in &facts.grid_races {
+        let Some(dim) = r.between_blocks else { continue };
+        let (a, b) = (&facts.accesses[r.first].access, &facts.accesses[r.second].access);
+        let (t1, t2) = r.threads;
+        let elem = r.offset / a.width.max(1) as i64;
+        let axis = ["x", "y", "z"][dim as usize % 3];
+        let other = match (dim, facts.grid_dims.iter().any(|&d| d > 0)) {
+            (0, false) => "block 1".to_string(),
+            _ => format!("block ({})", (0..3).map(|d| if d == dim { "1" } else { "0" }).collect::<Vec<_>>().join(", ")),
+        };
+        let lint = if r.benign { &super::benign_race::BENIGN_RACE } else { &GRID_MEMORY_RACE };
+        let message = format!(
+            "{} data race between blocks on global memory: thread {t2} of {other} {} element {elem} while thread {t1} of block 0 {} it",
+            r.kind.describe(),
+            what(b.kind),
+            what(a.kind)
+        );
+        let mut fd = cx.finding(lint, b.inst, message, format!("thread {t2} of {other} {} here", what(b.kind)));
+        if a.inst != b.inst {
+            if let Some(p) = cx.resolve(a.inst).primary {
+                fd.secondary.push((p, format!("thread {t1} of block 0 {} here", what(a.kind))));
+            }
+        } else {
+            fd.note(format!("the threads of both blocks execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
+        }
+        let base = match crate::memory::base_symbol(facts.f, a) {
+            Some(s) => format!("`{}`", crate::demangle(s)),
+            None => "the base pointer".to_string(),
+        };
+        fd.note(format!(
+            "blocks run concurrently and in any order, and no barrier orders threads of different blocks (element {elem} of {base}, in {}-byte elements; blocks 0 and {other} are neighbours along {axis})",
+            a.width
+        ));
+        if facts.grid_assumed {
+            let dims: Vec<&str> = facts.grid_dims.iter().map(|&d| ["x", "y", "z"][d as usize % 3]).collect();
+            fd.note(format!(
+                "no grid shape given for `{}`: assumed two blocks or more along {} (the kernel reads its block index there); pass `--grid X,Y,Z` or set `grid` in [package.metadata.gpucheck]",
+                crate::demangle(facts.f.func.name),
+                dims.join(" and ")
+            ));
+        }
+        cx.shape_note(&mut fd);
+        fd.metrics.push(("first_block_dimension", super::Metric::Int(dim as i64)));
+        if r.benign {
+            fd.note("every racing write stores the same value, the same in every block, and no thread reads these bytes: whichever block writes last, memory holds that value");
+            fd.help("make the intent explicit with an atomic store, or let one block write");
+        } else {
+            fd.help("give each block its own elements (index with blockIdx and blockDim), combine the blocks' results with atomics, or split the work into two kernel launches");
+        }
+        out.push(fd);
+    }
+}
