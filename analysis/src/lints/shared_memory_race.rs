@@ -121,7 +121,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         if r.first == r.second {
             fd.note(format!("both threads execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
         }
-        if t1 / crate::model::WARP == t2 / crate::model::WARP && !r.benign {
+        if r.lanes_only && !r.benign {
             fd.note(format!(
                 "threads {} and {} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; add `__syncwarp()` (or a barrier) between the accesses", t1.min(t2), t1.max(t2)
             ));

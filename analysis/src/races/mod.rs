@@ -200,6 +200,9 @@ pub struct Race {
     /// A race between two blocks: `first` in block 0, `second` in the
     /// block next to it along this dimension (0: x, 1: y, 2: z).
     pub between_blocks: Option<u8>,
+    /// Every racing pair of threads found is two lanes of one warp (the
+    /// race is warp-synchronous code's: `__syncwarp()` would separate it).
+    pub lanes_only: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -269,6 +272,7 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
             continue; // disjoint ranges
         }
         let mut best: Option<Race> = None;
+        let mut cross = false;
         let mut lo = 0;
         for &(y, t2) in vb {
             // accesses of `a` overlapping [y, y + wb)
@@ -291,7 +295,9 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
                         next_iteration: false,
                         when: None,
                         between_blocks: None,
+                        lanes_only: false,
                     };
+                    cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
                     // smallest thread ids make the clearest witness
                     if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {
                         best = Some(r);
@@ -300,12 +306,14 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
                 i += 1;
             }
         }
-        if best.is_some() {
-            return best;
+        if let Some(mut r) = best {
+            r.lanes_only = !cross;
+            return Some(r);
         }
     }
     None
 }
+
 /// The races between `accesses` of `f` for the block `shape`: pairs that
 /// share a barrier interval, touch the same space through the same root
 /// pointer, and overlap for two different threads. `active(b, it)` gives
@@ -627,6 +635,7 @@ fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize,
         next_iteration: false,
         when: None,
         between_blocks: None,
+        lanes_only: false,
     })
 }
 

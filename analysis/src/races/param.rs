@@ -133,6 +133,8 @@ pub(super) fn solve(
             benign: false,
             next_iteration: false,
             between_blocks: None,
+            // (the witness's pair: the other values' pairs are not compared)
+            lanes_only: t1 / crate::model::WARP == t2 / crate::model::WARP,
             when: Some(ParamCondition { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example }),
         });
     }
