@@ -558,7 +558,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             let back = |a: BlockId, b: BlockId| f.cfg.loops.iter().any(|l| l.header == b && l.latches.contains(&a));
             let within = crate::races::intervals_cut(f, &sites, &barrier_call, &back);
             for r in races.iter_mut().filter(|r| in_common_loop(r)) {
-                r.next_iteration = !within.share(r.first, r.second);
+                r.next_iteration |= !within.share(r.first, r.second);
             }
         }
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);

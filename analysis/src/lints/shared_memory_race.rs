@@ -14,8 +14,8 @@ declare_lint! {
     /// loop back edges), in two different threads of a block, on the same bytes,
     /// at least one of them a write (atomics do not race with atomics). The
     /// message names the kind (read-after-write, write-after-read,
-    /// write-after-write) and a witness pair of threads, and says "in the next
-    /// iteration" when only the loop's back edge joins the two (a barrier
+    /// write-after-write) and a witness pair of threads, and says "one
+    /// iteration apart" when only the loop's back edge joins the two (a barrier
     /// separates them within one iteration: the tiled matrix multiply without
     /// its second barrier). Warp-synchronous code is not exempt: threads of a
     /// warp are scheduled independently since Volta, and a witness pair of
@@ -99,7 +99,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             r.kind.describe(),
             what(b.kind),
             what(a.kind),
-            if r.next_iteration { " in the next iteration" } else { "" }
+            if r.next_iteration { ", one iteration apart" } else { "" }
         );
         // primary span on the second access, secondary on the first (the write)
         let mut fd = cx.race_finding(lint, r.second, message, format!("thread {t2} {} here", what(b.kind)));
@@ -138,7 +138,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             ));
         }
         if r.next_iteration {
-            fd.note("within one iteration a barrier separates them: the race goes around the loop's back edge, one iteration's access meeting the next one's; a barrier at the end of the loop body (before the next iteration's access) separates them");
+            fd.note("the race goes around the loop's back edge: a thread one iteration ahead meets the other's access of the previous iteration; a barrier at the end of the loop body (before the next iteration's access) separates them");
         }
         cx.shape_note(&mut fd);
         if r.benign {

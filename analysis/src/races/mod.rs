@@ -384,7 +384,11 @@ pub fn find(
     } else {
         BTreeSet::new()
     };
-    let mut found = races_at(evals, accesses, imported, &pairs, Some(active), &warp_synced);
+    // pairs a thread one iteration ahead of another can meet (the tree reduction without its barrier)
+    let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
+    let cross: BTreeSet<(usize, usize)> =
+        pairs.iter().copied().filter(|&(a, b)| b < n && one_iteration_apart(f, &is_bar, accesses[a].inst, accesses[b].inst)).collect();
+    let mut found = races_at(evals, accesses, imported, &pairs, &cross, Some(active), &warp_synced);
     // the pairs the sampled parameter values leave apart: solved for the parameters
     // (a callee's offsets are sampled values: its accesses are not solved for)
     let params: Vec<Vec<ValueId>> = accesses
@@ -411,7 +415,6 @@ pub fn find(
     // two accesses that share an interval only through paths no two threads take
     // together (the two sides of a uniform branch: a loop that may run no
     // iteration, say) do not meet
-    let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
     let divergent: Vec<BlockId> = d.branches.iter().map(|b| b.block).collect();
     found.retain(|r| concurrent(f, &is_bar, &divergent, accesses[r.first].inst, accesses[r.second].inst));
     // a race with a callee's access is told at the caller's own access
@@ -431,7 +434,7 @@ pub fn find(
     for c in candidates {
         let small = Shape::new(*c, ShapeSource::Assumed);
         let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
-        let again = races_at(&Evals::new(f, d, &small), own, &[], &remaining, None, &warp_synced);
+        let again = races_at(&Evals::new(f, d, &small), own, &[], &remaining, &cross, None, &warp_synced);
         kept.retain(|r| r.when.is_some() || again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
     }
     kept
@@ -639,6 +642,67 @@ fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize,
     })
 }
 
+/// The blocks from whose start instruction `x` is reached without a barrier.
+fn reaching(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, x: InstId) -> BitSet {
+    let cfg = &f.cfg;
+    let mut r = BitSet::new(cfg.len());
+    let home = cfg.block_of(x);
+    let mut stack = Vec::new();
+    if !cfg.blocks[home].insts().take_while(|&i| i != x).any(is_bar) {
+        r.insert(home.index());
+        stack.push(home);
+    }
+    // a predecessor passes on to the block when it holds no barrier at all
+    let clear = |b: BlockId| !cfg.blocks[b].insts().any(is_bar);
+    while let Some(b) = stack.pop() {
+        for &p in &cfg.blocks[b].preds {
+            if !r.contains(p.index()) && clear(p) {
+                r.insert(p.index());
+                stack.push(p);
+            }
+        }
+    }
+    r
+}
+
+/// Can a thread one iteration ahead meet another at instruction `b`
+/// while that one is still at `a` (or the other way round)? Both are in
+/// one loop, nested in no other (the samples of the next iteration move
+/// every loop's counter), and a barrier-free path leads from one through
+/// the loop's back edge to the other.
+fn one_iteration_apart(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, a: InstId, b: InstId) -> bool {
+    let cfg = &f.cfg;
+    let (la, lb) = (cfg.loops_containing(cfg.block_of(a)), cfg.loops_containing(cfg.block_of(b)));
+    let ([l], [m]) = (la.as_slice(), lb.as_slice()) else { return false };
+    if l != m {
+        return false;
+    }
+    let lp = &cfg.loops[*l];
+    // from `x` to the end of a latch without a barrier
+    let to_latch = |x: InstId| {
+        let home = cfg.block_of(x);
+        if cfg.blocks[home].insts().skip_while(|&i| i != x).skip(1).any(is_bar) {
+            return false;
+        }
+        let mut seen = BitSet::new(cfg.len());
+        let mut stack = vec![home];
+        while let Some(blk) = stack.pop() {
+            if lp.latches.contains(&blk) {
+                return true;
+            }
+            for &s in &cfg.blocks[blk].succs {
+                if !seen.contains(s.index()) && cfg.in_loop(s, *l) && s != lp.header && !cfg.blocks[s].insts().any(is_bar) {
+                    seen.insert(s.index());
+                    stack.push(s);
+                }
+            }
+        }
+        false
+    };
+    (to_latch(a) && reaching(f, is_bar, b).contains(lp.header.index()))
+        || (to_latch(b) && reaching(f, is_bar, a).contains(lp.header.index()))
+}
+
 /// Can two threads be at instructions `a` and `b` between the same two
 /// barriers? Yes when a path from one to the other crosses no barrier
 /// (also around loop back edges: one thread an iteration ahead), or when a
@@ -651,28 +715,7 @@ fn concurrent(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, divergent: &[
         return true;
     }
     let cfg = &f.cfg;
-    // the blocks from whose start `x` is reached without a barrier
-    let reaching = |x: InstId| -> BitSet {
-        let mut r = BitSet::new(cfg.len());
-        let home = cfg.block_of(x);
-        let mut stack = Vec::new();
-        if !cfg.blocks[home].insts().take_while(|&i| i != x).any(is_bar) {
-            r.insert(home.index());
-            stack.push(home);
-        }
-        // a predecessor passes on to the block when it holds no barrier at all
-        let clear = |b: BlockId| !cfg.blocks[b].insts().any(is_bar);
-        while let Some(b) = stack.pop() {
-            for &p in &cfg.blocks[b].preds {
-                if !r.contains(p.index()) && clear(p) {
-                    r.insert(p.index());
-                    stack.push(p);
-                }
-            }
-        }
-        r
-    };
-    let (ra, rb) = (reaching(a), reaching(b));
+    let (ra, rb) = (reaching(f, is_bar, a), reaching(f, is_bar, b));
     // from `x` on to the end of its block, then into a block that reaches `y`
     let path = |x: InstId, y: InstId, ry: &BitSet| {
         let blk = &cfg.blocks[cfg.block_of(x)];
@@ -693,12 +736,16 @@ fn concurrent(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, divergent: &[
 }
 
 /// Races among `pairs` of accesses for one block shape (every thread
-/// active when `active` is not given); `accs` ends with `imported`'s.
+/// active when `active` is not given); `accs` ends with `imported`'s. The
+/// pairs in `cross` (a thread may be one iteration ahead of the other) are
+/// also compared across the two iterations sampled.
+#[allow(clippy::too_many_arguments)]
 fn races_at(
     evals: &Evals<'_, '_>,
     accs: &[Access],
     imported: &[Imported],
     pairs: &[(usize, usize)],
+    cross: &BTreeSet<(usize, usize)>,
     mut active: Option<&mut dyn FnMut(BlockId, usize) -> Vec<bool>>,
     warp_synced: &BTreeSet<(usize, usize)>,
 ) -> Vec<Race> {
@@ -735,5 +782,26 @@ fn races_at(
             per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
         })
         .collect();
-    pairs.iter().filter_map(|&(ka, kb)| conflict_between(accs, &addrs, ka, kb, warp_synced.contains(&(ka, kb)))).collect()
+    pairs
+        .iter()
+        .filter_map(|&(ka, kb)| {
+            let synced = warp_synced.contains(&(ka, kb));
+            conflict_between(accs, &addrs, ka, kb, synced).or_else(|| {
+                // a thread one iteration ahead of another: the samples of iterations 0 and 1 against each other
+                if !cross.contains(&(ka, kb)) {
+                    return None;
+                }
+                let (aa, ab) = (addrs[ka].as_ref()?, addrs[kb].as_ref()?);
+                // (the access of iteration 0 comes first: it names the kind)
+                [(ka, kb, aa, ab), (kb, ka, ab, aa)].into_iter().find_map(|(k0, k1, x0, x1)| {
+                    let mut two: Vec<Option<Addresses>> = vec![None; accs.len()];
+                    two[k0] = Some(vec![x0.first()?.clone()]);
+                    two[k1] = Some(vec![x1.get(1)?.clone()]);
+                    let mut r = conflict_between(accs, &two, k0, k1, synced)?;
+                    r.next_iteration = true;
+                    Some(r)
+                })
+            })
+        })
+        .collect()
 }
