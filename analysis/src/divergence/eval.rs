@@ -48,7 +48,7 @@ pub struct Evaluator<'f, 'a> {
     /// Parameters of a call context with their callers' values per thread
     /// (`lanes` is a prefix of the block's threads, as every evaluator's is).
     bound: HashMap<ValueId, Vals>,
-    cache: RefCell<HashMap<ValueId, Result<Vals, EvalErr>>>,
+    cache: RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
     pub first_iteration: bool,
@@ -76,7 +76,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             ntid: ntid.map(|x| x as i64),
             lanes,
             leaves: HashMap::new(),
-            cache: RefCell::new(HashMap::new()),
+            cache: RefCell::new(Default::default()),
             first_iteration: false,
             iteration: None,
         }

@@ -569,25 +569,32 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         let (grid_dims, grid_assumed) = if f.func.is_entry { grid_dimensions(f, grid, &own) } else { (Vec::new(), false) };
         let mut grid_races = if !grid_dims.is_empty() {
             let comparable = comparable_between_blocks(f, &by_block, &own);
-            let mut next: HashMap<u8, (Lanes<'_, '_, '_>, BitSet)> = HashMap::new();
+            // another block's threads differ from block 0's only through branches on the block index
+            let by_block_branches = branches.iter().any(|b| by_block.contains(b.br.cond.index()));
+            let mut next: HashMap<u8, (Option<Lanes<'_, '_, '_>>, BitSet)> = HashMap::new();
             let home = reached_in_block(f, d, &evals, &by_block, [0; 3]);
-            let mut active = |dim: Option<u8>, b: BlockId, it: usize| -> Vec<bool> {
-                let (mut on, reached) = match dim {
-                    None => (lanes.active(b, it).as_ref().clone(), home.contains(b.index())),
+            let mut active = |dim: Option<u8>, b: BlockId, it: usize| -> Threads {
+                let (on, reached) = match dim {
+                    None => (lanes.active(b, it), home.contains(b.index())),
                     Some(x) => {
                         let mut ctaid = [0; 3];
                         ctaid[x as usize] = 1;
                         let (l, r) = next.entry(x).or_insert_with(|| {
                             let r = reached_in_block(f, d, &evals, &by_block, ctaid);
-                            (Lanes::of_block(&evals, &branches, ctaid, Some(by_block.clone())), r)
+                            (by_block_branches.then(|| Lanes::of_block(&evals, &branches, ctaid, Some(by_block.clone()))), r)
                         });
-                        (l.active(b, it).as_ref().clone(), r.contains(b.index()))
+                        let on = match l {
+                            Some(l) => l.active(b, it),
+                            None => lanes.active(b, it),
+                        };
+                        (on, r.contains(b.index()))
                     }
                 };
-                if !reached {
-                    on.iter_mut().for_each(|x| *x = false);
+                if reached {
+                    on
+                } else {
+                    Rc::new(vec![false; on.len()])
                 }
-                on
             };
             crate::races::find_grid(&evals, &own, &comparable, &grid_dims, &mut active)
         } else {

@@ -33,7 +33,7 @@ use crate::model::{conflict_degree, sectors, Shape, WARP};
 pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
 use std::cell::{OnceCell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::rc::Rc;
 
 /// Stride assumed for a coefficient in an unknown symbol (e.g. a row pitch `n`).
@@ -296,14 +296,14 @@ pub struct Evals<'f, 'a> {
     pub f: &'f FunctionIr<'a>,
     pub d: &'f Divergence,
     pub shape: &'f Shape,
-    pool: RefCell<HashMap<Query, Evaluator<'f, 'a>>>,
+    pool: RefCell<rustc_hash::FxHashMap<Query, Evaluator<'f, 'a>>>,
     /// The loaded pointers addresses are computed from ([`loaded_pointers`]).
     pointers: OnceCell<HashSet<ValueId>>,
 }
 
 impl<'f, 'a> Evals<'f, 'a> {
     pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, shape: &'f Shape) -> Self {
-        Evals { f, d, shape, pool: RefCell::new(HashMap::new()), pointers: OnceCell::new() }
+        Evals { f, d, shape, pool: RefCell::new(Default::default()), pointers: OnceCell::new() }
     }
 
     /// Values of `v` (one per thread of the query), `None` when they depend

@@ -26,7 +26,7 @@ use crate::ir::space::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 pub mod param;
 
@@ -264,51 +264,20 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
         return None;
     }
     let (Some(aa), Some(ab)) = (&addrs[ka], &addrs[kb]) else { return None };
-    let kind = RaceKind::between(a, b);
     for s in 0..aa.len().min(ab.len()) {
         let (Some(va), Some(vb)) = (&aa[s], &ab[s]) else { continue };
         let (Some(fa), Some(la), Some(fb), Some(lb)) = (va.first(), va.last(), vb.first(), vb.last()) else { continue };
         if la.0 + (a.width as i64) <= fb.0 || lb.0 + (b.width as i64) <= fa.0 {
             continue; // disjoint ranges
         }
-        let mut best: Option<Race> = None;
-        let mut cross = false;
-        let mut lo = 0;
-        for &(y, t2) in vb {
-            // accesses of `a` overlapping [y, y + wb)
-            while lo < va.len() && va[lo].0 + (a.width as i64) <= y {
-                lo += 1;
-            }
-            let mut i = lo;
-            while i < va.len() && va[i].0 < y + b.width as i64 {
-                let (x, t1) = va[i];
-                if t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP) {
-                    let byte = x.max(y);
-                    let r = Race {
-                        first: ka,
-                        second: kb,
-                        kind,
-                        threads: (t1, t2),
-                        offset: byte - byte.rem_euclid(a.width.max(1) as i64),
-                        through_barrier: None,
-                        benign: false,
-                        next_iteration: false,
-                        when: None,
-                        between_blocks: None,
-                        lanes_only: false,
-                    };
-                    cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
-                    // smallest thread ids make the clearest witness
-                    if best.as_ref().is_none_or(|b| (t1.max(t2), t1, t2) < (b.threads.0.max(b.threads.1), b.threads.0, b.threads.1)) {
-                        best = Some(r);
-                    }
-                }
-                i += 1;
-            }
-        }
-        if let Some(mut r) = best {
+        let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
+        let best = sweep(va, vb, a.width, b.width, &ok).map(|(t1, t2, byte, cross)| {
+            let mut r = race_at(accesses, ka, kb, (t1, t2), byte);
             r.lanes_only = !cross;
-            return Some(r);
+            r
+        });
+        if best.is_some() {
+            return best;
         }
     }
     None
@@ -386,8 +355,11 @@ pub fn find(
     };
     // pairs a thread one iteration ahead of another can meet (the tree reduction without its barrier)
     let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
+    let mut apart_info: HashMap<usize, Option<(crate::ir::LoopId, bool, bool)>> = HashMap::new();
+    let mut info = |k: usize| *apart_info.entry(k).or_insert_with(|| around_back_edge(f, &is_bar, accesses[k].inst));
+    let in_loop = |k: usize| f.cfg.loop_of(f.cfg.block_of(accesses[k].inst)).is_some();
     let cross: BTreeSet<(usize, usize)> =
-        pairs.iter().copied().filter(|&(a, b)| b < n && one_iteration_apart(f, &is_bar, accesses[a].inst, accesses[b].inst)).collect();
+        pairs.iter().copied().filter(|&(a, b)| b < n && in_loop(a) && in_loop(b) && one_iteration_apart(info(a), info(b))).collect();
     let mut found = races_at(evals, accesses, imported, &pairs, &cross, Some(active), &warp_synced);
     // the pairs the sampled parameter values leave apart: solved for the parameters
     // (a callee's offsets are sampled values: its accesses are not solved for)
@@ -456,11 +428,28 @@ pub fn find_grid(evals: &Evals<'_, '_>, accesses: &[Access], comparable: &[bool]
     if dims.is_empty() || f.cfg.is_irreducible() {
         return vec![];
     }
-    let pairs = grid_pairs(f, accesses, comparable);
-    if pairs.is_empty() {
+    // the candidates: global accesses (`comparable` ones) through one root pointer,
+    // one of them writing, not both atomic (an access with itself too)
+    let roots: Vec<Option<ValueId>> = accesses
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            a.addr_value.filter(|_| a.space == Space::Global && !a.addr.data() && comparable[k]).map(|v| crate::memory::root(f, v))
+        })
+        .collect();
+    let candidate = |ka: usize, kb: usize| {
+        let (a, b) = (&accesses[ka], &accesses[kb]);
+        roots[ka].is_some()
+            && roots[ka] == roots[kb]
+            && (a.kind.writes() || b.kind.writes())
+            && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
+    };
+    let writer_roots: HashSet<ValueId> = (0..accesses.len()).filter(|&k| accesses[k].kind.writes()).filter_map(|k| roots[k]).collect();
+    let needed: Vec<usize> = (0..accesses.len()).filter(|&k| roots[k].is_some_and(|r| writer_roots.contains(&r))).collect();
+    if needed.is_empty() {
         return vec![];
     }
-    let found = grid_races_at(evals, accesses, &pairs, dims, Some(active));
+    let found = grid_races_at(evals, accesses, &needed, &candidate, dims, Some(active));
     if !shape.is_assumed() || found.is_empty() {
         return found;
     }
@@ -469,41 +458,19 @@ pub fn find_grid(evals: &Evals<'_, '_>, accesses: &[Access], comparable: &[bool]
     // keep the races that blocks of one thread have too
     let one = Shape::new([1, 1, 1], ShapeSource::Assumed);
     let pair = |r: &Race| (r.first.min(r.second), r.first.max(r.second));
-    let remaining: Vec<(usize, usize)> = found.iter().map(pair).collect();
-    let again = grid_races_at(&Evals::new(f, d, &one), accesses, &remaining, dims, None);
+    let remaining: BTreeSet<(usize, usize)> = found.iter().map(pair).collect();
+    let again_needed: Vec<usize> = remaining.iter().flat_map(|p| [p.0, p.1]).collect::<BTreeSet<_>>().into_iter().collect();
+    let again =
+        grid_races_at(&Evals::new(f, d, &one), accesses, &again_needed, &|a, b| remaining.contains(&(a.min(b), a.max(b))), dims, None);
     found.into_iter().filter(|r| again.iter().any(|x| pair(x) == pair(r))).collect()
-}
-
-/// The candidate pairs between blocks: global accesses (`comparable`
-/// ones) through one root pointer, one of them writing, not both atomic
-/// (an access with itself).
-fn grid_pairs(f: &FunctionIr<'_>, accesses: &[Access], comparable: &[bool]) -> Vec<(usize, usize)> {
-    let mut by_root: HashMap<ValueId, Vec<usize>> = HashMap::new();
-    for (k, a) in accesses.iter().enumerate() {
-        if a.space == Space::Global && !a.addr.data() && comparable[k] {
-            if let Some(v) = a.addr_value {
-                by_root.entry(crate::memory::root(f, v)).or_default().push(k);
-            }
-        }
-    }
-    let mut pairs = Vec::new();
-    for ks in by_root.values() {
-        for (x, &ka) in ks.iter().enumerate() {
-            for &kb in &ks[x..] {
-                let (a, b) = (&accesses[ka], &accesses[kb]);
-                if (a.kind.writes() || b.kind.writes()) && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic) {
-                    pairs.push((ka.min(kb), ka.max(kb)));
-                }
-            }
-        }
-    }
-    pairs.sort_unstable();
-    pairs
 }
 
 /// Which threads of block 0 (`None`) or of the block next to it along a
 /// dimension execute a CFG block in an iteration.
-pub type BlockLanes<'x> = &'x mut dyn FnMut(Option<u8>, BlockId, usize) -> Vec<bool>;
+pub type BlockLanes<'x> = &'x mut dyn FnMut(Option<u8>, BlockId, usize) -> std::rc::Rc<Vec<bool>>;
+
+/// An access's byte range in one block: (first byte, past the last, access).
+type Span = (i64, i64, usize);
 
 /// Exact overlap checks per access (as the later block's) before giving
 /// up on finding it a partner: bounds the work when many accesses' ranges
@@ -511,88 +478,118 @@ pub type BlockLanes<'x> = &'x mut dyn FnMut(Option<u8>, BlockId, usize) -> Vec<b
 const GRID_CHECKS_PER_ACCESS: usize = 32;
 
 /// [`find_grid`] for one block shape (every thread active when `active`
-/// is not given): for each access in the later block, its first partner
-/// (one race per pair, the first dimension that shows it).
-/// Each access's byte range in block 0 and in the next block is computed
-/// first (the next block's addresses are block 0's shifted by the
-/// first thread's difference when the address is affine in the thread
-/// index); only pairs whose ranges overlap are compared thread by thread.
+/// is not given), over the `needed` accesses and the pairs `candidate`
+/// accepts: for each access in the later block, its first partner (one
+/// race per pair, the first dimension that shows it). Each access's byte
+/// range in block 0 and in the next block is computed first (the next
+/// block's addresses are block 0's shifted by the first thread's
+/// difference when the address is affine in the thread index); only pairs
+/// whose ranges overlap are compared thread by thread.
 fn grid_races_at(
     evals: &Evals<'_, '_>,
     accs: &[Access],
-    pairs: &[(usize, usize)],
+    needed: &[usize],
+    candidate: &dyn Fn(usize, usize) -> bool,
     dims: &[u8],
     mut active: Option<BlockLanes<'_>>,
 ) -> Vec<Race> {
     let (f, lanes) = (evals.f, evals.shape.lanes());
-    let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
-    let allowed: BTreeSet<(usize, usize)> = pairs.iter().copied().collect();
-    // an access's addresses in the block at `ctaid` (`dim`: which block), iteration `it`
-    let mut per_thread = |k: usize, dim: Option<u8>, it: usize| -> Option<Vec<Option<i64>>> {
+    let all = std::rc::Rc::new(vec![true; lanes.len()]);
+    // an access's addresses in block 0 (`dim` `None`) or the next block along `dim`,
+    // iteration `it`: the values, a shift added to each, the threads that execute it
+    type Parts = (std::rc::Rc<Vec<i64>>, i64, std::rc::Rc<Vec<bool>>);
+    // (an access outside loops is the same in every iteration: its first one stands for both)
+    let looped: Vec<bool> = accs.iter().map(|a| f.cfg.loop_of(f.cfg.block_of(a.inst)).is_some()).collect();
+    let mut parts = |k: usize, dim: Option<u8>, it: usize| -> Option<Parts> {
         let a = &accs[k];
         let v = a.addr_value?;
+        let it = if looped[k] { it } else { 0 };
         let mut ctaid = [0i64; 3];
         if let Some(x) = dim {
             ctaid[x as usize] = 1;
         }
         let affine = matches!(a.addr, crate::divergence::AbsVal::Affine { c, .. } if c.iter().all(|x| matches!(x, crate::divergence::Coef::Const(_))));
-        let vals: Vec<i64> = match dim {
+        let (vals, shift) = match dim {
             Some(_) if affine => {
                 // block 0's addresses, shifted by the first thread's difference
-                let first = |ctaid| {
-                    evals.eval(
-                        v,
-                        Query { first_thread_only: true, ctaid, scalar: Some(crate::memory::SCALAR_SAMPLE), iteration: it, pin: None },
-                    )
-                };
-                let shift = first(ctaid)?.first()? - first([0; 3])?.first()?;
-                evals.eval(v, Query::block(it))?.iter().map(|x| x + shift).collect()
+                let home = evals.eval(v, Query::block(it))?;
+                let q = Query { first_thread_only: true, ctaid, scalar: Some(crate::memory::SCALAR_SAMPLE), iteration: it, pin: None };
+                let shift = evals.eval(v, q)?.first()? - home.first()?;
+                (home, shift)
             }
-            _ => evals.eval(v, Query { ctaid, ..Query::block(it) })?.as_ref().clone(),
+            _ => (evals.eval(v, Query { ctaid, ..Query::block(it) })?, 0),
         };
         let on = match active.as_mut() {
             Some(act) => act(dim, f.cfg.block_of(a.inst), it),
-            None => vec![true; lanes.len()],
+            None => all.clone(),
         };
-        Some(vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect())
+        Some((vals, shift + a.offset, on))
     };
-    let range = |xs: &[Option<i64>], w: u32| -> Option<(i64, i64)> {
-        let lo = xs.iter().flatten().min()?;
-        Some((*lo, xs.iter().flatten().max()? + w as i64))
+    let range = |(vals, shift, on): &Parts, w: u32| -> Option<(i64, i64)> {
+        let (lo, hi) =
+            vals.iter().zip(on.iter()).filter(|(_, on)| **on).fold((i64::MAX, i64::MIN), |(lo, hi), (x, _)| (lo.min(*x), hi.max(*x)));
+        (lo <= hi).then(|| (lo + shift, hi + shift + w as i64))
+    };
+    let list = |(vals, shift, on): &Parts| -> Vec<(i64, usize)> {
+        let mut v: Vec<(i64, usize)> =
+            vals.iter().zip(on.iter()).enumerate().filter(|(_, (_, on))| **on).map(|(t, (x, _))| (x + shift, t)).collect();
+        v.sort_unstable();
+        v
     };
     let mut found: Vec<Race> = Vec::new();
     let mut raced: BTreeSet<(usize, usize)> = BTreeSet::new();
     for &dim in dims {
+        // the byte ranges: (lo, hi, access) in block 0 and in the next block, per iteration
+        let (mut home0, mut next0): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
         for it in 0..2 {
-            // the byte ranges: (lo, hi, access) in block 0 and in the next block
             let (mut home, mut next) = (Vec::new(), Vec::new());
-            for &k in &needed {
-                let w = accs[k].width;
-                if let Some(r) = per_thread(k, None, it).and_then(|x| range(&x, w)) {
-                    home.push((r.0, r.1, k));
+            for &k in needed {
+                if it == 1 && !looped[k] {
+                    continue;
                 }
-                if let Some(r) = per_thread(k, Some(dim), it).and_then(|x| range(&x, w)) {
+                let w = accs[k].width;
+                let Some(h) = parts(k, None, it) else { continue };
+                let Some(r) = range(&h, w) else { continue };
+                home.push((r.0, r.1, k));
+                // the same values and threads shifted: the same range shifted
+                let Some(x) = parts(k, Some(dim), it) else { continue };
+                let same = std::rc::Rc::ptr_eq(&x.0, &h.0) && (std::rc::Rc::ptr_eq(&x.2, &h.2) || x.2 == h.2);
+                let shifted = if same { Some((r.0 + x.1 - h.1, r.1 + x.1 - h.1)) } else { range(&x, w) };
+                if let Some(r) = shifted {
                     next.push((r.0, r.1, k));
                 }
             }
+            if it == 0 {
+                (home0, next0) = (home.clone(), next.clone());
+            } else if home.is_empty() && next.is_empty() {
+                break; // no access in a loop: the second iteration is the first
+            } else {
+                home.extend(home0.iter().filter(|x| !looped[x.2]));
+                next.extend(next0.iter().filter(|x| !looped[x.2]));
+            }
             home.sort_unstable();
             let widest = home.iter().map(|x| x.1 - x.0).max().unwrap_or(0);
+            // each access's sorted addresses, computed once when first compared
+            let mut home_sorted: HashMap<usize, Option<Vec<(i64, usize)>>> = HashMap::new();
             for &(lo, hi, kb) in &next {
                 let mut checks = 0;
+                let mut xb: Option<Option<Vec<(i64, usize)>>> = None;
                 // the accesses of block 0 whose ranges overlap [lo, hi): they start
                 // before `hi`, and no earlier than the widest range before `lo`
                 let (start, end) = (home.partition_point(|x| x.0 <= lo.saturating_sub(widest)), home.partition_point(|x| x.0 < hi));
                 for &(_, ahi, ka) in &home[start.min(end)..end] {
                     let pair = (ka.min(kb), ka.max(kb));
-                    if ahi <= lo || !allowed.contains(&pair) || raced.contains(&pair) {
+                    if ahi <= lo || !candidate(ka, kb) || raced.contains(&pair) {
                         continue;
                     }
                     if checks == GRID_CHECKS_PER_ACCESS {
                         break;
                     }
                     checks += 1;
-                    let (Some(xa), Some(xb)) = (per_thread(ka, None, it), per_thread(kb, Some(dim), it)) else { continue };
-                    if let Some(mut r) = overlap(accs, &sorted(&xa), &sorted(&xb), ka, kb) {
+                    let xb = xb.get_or_insert_with(|| parts(kb, Some(dim), it).map(|p| list(&p)));
+                    let xa = home_sorted.entry(ka).or_insert_with(|| parts(ka, None, it).map(|p| list(&p)));
+                    let (Some(xa), Some(xb)) = (xa.as_ref(), xb.as_ref()) else { continue };
+                    if let Some(mut r) = overlap(accs, xa, xb, ka, kb) {
                         r.between_blocks = Some(dim);
                         raced.insert(pair);
                         found.push(r);
@@ -610,36 +607,60 @@ fn grid_races_at(
 /// threads) and access `kb` in the other block (`vb`): the witness with
 /// the smallest threads.
 fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize, kb: usize) -> Option<Race> {
-    let (a, b) = (&accs[ka], &accs[kb]);
+    let (t1, t2, byte, _) = sweep(va, vb, accs[ka].width, accs[kb].width, &|_, _| true)?;
+    Some(race_at(accs, ka, kb, (t1, t2), byte))
+}
+
+/// The pair of threads with the smallest ids (the clearest witness) among
+/// those of `va` (bytes `wa` wide from each address, sorted) and `vb`
+/// (`wb` wide) whose bytes overlap and that `ok` accepts: their ids, the
+/// first byte both touch, and whether some such pair is of two warps.
+fn sweep(
+    va: &[(i64, usize)],
+    vb: &[(i64, usize)],
+    wa: u32,
+    wb: u32,
+    ok: &dyn Fn(usize, usize) -> bool,
+) -> Option<(usize, usize, i64, bool)> {
     let mut best: Option<(usize, usize, i64)> = None;
+    let mut cross = false;
     let mut lo = 0;
     for &(y, t2) in vb {
-        while lo < va.len() && va[lo].0 + (a.width as i64) <= y {
+        // accesses of `va` overlapping [y, y + wb)
+        while lo < va.len() && va[lo].0 + (wa as i64) <= y {
             lo += 1;
         }
         let mut i = lo;
-        while i < va.len() && va[i].0 < y + b.width as i64 {
+        while i < va.len() && va[i].0 < y + wb as i64 {
             let (x, t1) = va[i];
-            if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
-                best = Some((t1, t2, x.max(y)));
+            if ok(t1, t2) {
+                cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
+                if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
+                    best = Some((t1, t2, x.max(y)));
+                }
             }
             i += 1;
         }
     }
-    let (t1, t2, byte) = best?;
-    Some(Race {
+    best.map(|(t1, t2, byte)| (t1, t2, byte, cross))
+}
+
+/// The race between accesses `ka` (first) and `kb` at the witness threads
+/// and byte.
+fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte: i64) -> Race {
+    Race {
         first: ka,
         second: kb,
-        kind: RaceKind::between(a, b),
-        threads: (t1, t2),
-        offset: byte - byte.rem_euclid(a.width.max(1) as i64),
+        kind: RaceKind::between(&accs[ka], &accs[kb]),
+        threads,
+        offset: byte - byte.rem_euclid(accs[ka].width.max(1) as i64),
         through_barrier: None,
         benign: false,
         next_iteration: false,
         when: None,
         between_blocks: None,
         lanes_only: false,
-    })
+    }
 }
 
 /// The blocks from whose start instruction `x` is reached without a barrier.
@@ -665,42 +686,46 @@ fn reaching(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, x: InstId) -> B
     r
 }
 
-/// Can a thread one iteration ahead meet another at instruction `b`
-/// while that one is still at `a` (or the other way round)? Both are in
-/// one loop, nested in no other (the samples of the next iteration move
-/// every loop's counter), and a barrier-free path leads from one through
-/// the loop's back edge to the other.
-fn one_iteration_apart(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, a: InstId, b: InstId) -> bool {
+/// For a thread one iteration ahead of another: per access, when it is in
+/// one loop nested in no other (the samples of the next iteration move
+/// every loop's counter), that loop, whether a barrier-free path leads
+/// from the access to the end of a latch, and whether one leads from the
+/// loop header's start to the access.
+fn around_back_edge(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, x: InstId) -> Option<(crate::ir::LoopId, bool, bool)> {
     let cfg = &f.cfg;
-    let (la, lb) = (cfg.loops_containing(cfg.block_of(a)), cfg.loops_containing(cfg.block_of(b)));
-    let ([l], [m]) = (la.as_slice(), lb.as_slice()) else { return false };
-    if l != m {
-        return false;
-    }
-    let lp = &cfg.loops[*l];
-    // from `x` to the end of a latch without a barrier
-    let to_latch = |x: InstId| {
-        let home = cfg.block_of(x);
-        if cfg.blocks[home].insts().skip_while(|&i| i != x).skip(1).any(is_bar) {
-            return false;
-        }
+    let home = cfg.block_of(x);
+    let [l] = cfg.loops_containing(home)[..] else { return None };
+    let lp = &cfg.loops[l];
+    let to_latch = !cfg.blocks[home].insts().skip_while(|&i| i != x).skip(1).any(is_bar) && {
         let mut seen = BitSet::new(cfg.len());
         let mut stack = vec![home];
+        let mut found = false;
         while let Some(blk) = stack.pop() {
             if lp.latches.contains(&blk) {
-                return true;
+                found = true;
+                break;
             }
             for &s in &cfg.blocks[blk].succs {
-                if !seen.contains(s.index()) && cfg.in_loop(s, *l) && s != lp.header && !cfg.blocks[s].insts().any(is_bar) {
+                if !seen.contains(s.index()) && cfg.in_loop(s, l) && s != lp.header && !cfg.blocks[s].insts().any(is_bar) {
                     seen.insert(s.index());
                     stack.push(s);
                 }
             }
         }
-        false
+        found
     };
-    (to_latch(a) && reaching(f, is_bar, b).contains(lp.header.index()))
-        || (to_latch(b) && reaching(f, is_bar, a).contains(lp.header.index()))
+    Some((l, to_latch, reaching(f, is_bar, x).contains(lp.header.index())))
+}
+
+/// Can a thread one iteration ahead meet another at access `b` while
+/// that one is still at `a` (or the other way round), from
+/// [`around_back_edge`] of each: one loop, and a barrier-free path from
+/// one through the back edge to the other.
+fn one_iteration_apart(a: Option<(crate::ir::LoopId, bool, bool)>, b: Option<(crate::ir::LoopId, bool, bool)>) -> bool {
+    match (a, b) {
+        (Some((la, a_out, a_in)), Some((lb, b_out, b_in))) => la == lb && ((a_out && b_in) || (b_out && a_in)),
+        _ => false,
+    }
 }
 
 /// Can two threads be at instructions `a` and `b` between the same two
