@@ -134,6 +134,10 @@ fn race_links_point_at_each_other() {
     }
     // the run saw the predicted race
     assert!(races.iter().any(|(_, _, s)| s["kernel"] == "neighbour_read" && s["verdict"] == "RACE"));
+    // a race between blocks says so, and its run row is the `grid` one
+    let grid = races.iter().find(|(_, _, s)| s["kernel"] == "pair_blocks_write").map(|(_, _, s)| *s).expect("the race between blocks");
+    assert!(grid.to_string().contains("race between blocks (write-after-write): thread 0 of block 0 here"), "{grid}");
+    assert_eq!(grid["verdict"], "RACE", "{grid}");
 }
 
 #[test]

@@ -353,16 +353,24 @@ impl Doc {
                 let (k1, k2) = (key(r.first_function, r.first), key(r.second_function, r.second));
                 let (Some(first), Some(second)) = (a.access_at(k1), a.access_at(k2)) else { continue };
                 let (la, lb) = (p.link(&first.site, u.ptx), p.link(&second.site, u.ptx));
-                let seen = u.runs.iter().flat_map(|k| &k.rows).find(|row| row_is_race(row, k1, k2));
-                for (site, at, other, thread) in [(first, &la, &lb, r.threads.0), (second, &lb, &la, r.threads.1)] {
+                let seen = u.runs.iter().flat_map(|k| &k.rows).find(|row| row_is_race(row, k1, k2, r.between_blocks));
+                // (between blocks: the first access in block 0, the second in the block next to it)
+                let (b0, b1) = if r.between_blocks { (" of block 0", " of the next block") } else { ("", "") };
+                for (site, at, other, (mine, theirs)) in
+                    [(first, &la, &lb, ((r.threads.0, b0), (r.threads.1, b1))), (second, &lb, &la, ((r.threads.1, b1), (r.threads.0, b0)))]
+                {
                     let predicted = format!(
-                        "{} race ({}): thread {thread} here, thread {} at line {}",
+                        "{} race{} ({}): thread {}{} here, thread {}{} at line {}",
                         r.space.name(),
+                        if r.between_blocks { " between blocks" } else { "" },
                         r.kind.describe(),
-                        if thread == r.threads.0 { r.threads.1 } else { r.threads.0 },
+                        mine.0,
+                        mine.1,
+                        theirs.0,
+                        theirs.1,
                         other.line
                     );
-                    let numbers = serde_json::json!({"threads": [r.threads.0, r.threads.1], "space": r.space.name(), "benign": r.benign});
+                    let numbers = serde_json::json!({"threads": [r.threads.0, r.threads.1], "space": r.space.name(), "benign": r.benign, "between_blocks": r.between_blocks});
                     let run = (
                         seen.map(|row| row.observed.clone()),
                         seen.map(|row| verdict_text(row.verdict)),
@@ -508,11 +516,12 @@ impl Doc {
     }
 }
 
-/// A confirm row for the race between the two accesses.
-fn row_is_race(row: &Row, a: gpucheck_analysis::interp::SiteKey, b: gpucheck_analysis::interp::SiteKey) -> bool {
+/// A confirm row for the race between the two accesses (`grid`: between blocks).
+fn row_is_race(row: &Row, a: gpucheck_analysis::interp::SiteKey, b: gpucheck_analysis::interp::SiteKey, grid: bool) -> bool {
     matches!(row.verdict, Verdict::Race | Verdict::BenignRace | Verdict::NotObserved | Verdict::OtherPartner)
         && (row.key == a || row.key == b)
         && row.json_predicted["race"] == true
+        && (row.what == "grid") == grid
 }
 
 /// Open a written page in the user's browser: `$BROWSER`, else the
