@@ -79,8 +79,9 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             Some(s) => format!("`{}`", crate::demangle(s)),
             None => "the base pointer".to_string(),
         };
+        let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
         fd.note(format!(
-            "blocks run concurrently and in any order, and no barrier orders threads of different blocks (element {elem} of {base}, in {}-byte elements; blocks 0 and {other} are neighbours along {axis})",
+            "blocks run concurrently and in any order, and no barrier orders threads of different blocks (element {elem} of {base}, in {}-byte elements{more}; block 0 and {other} are neighbours along {axis})",
             a.width
         ));
         if facts.grid_assumed {

@@ -130,7 +130,8 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             Some(s) => format!("`{}`", crate::demangle(s)),
             None => "the base pointer".to_string(),
         };
-        fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements)", a.width));
+        let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
+        fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements{more})", a.width));
         if let Some(c) = &r.when {
             fd.note(format!(
                 "the addresses depend on `{}`: solved for every value it can hold, not sampled; for other values no two threads touch the same bytes",

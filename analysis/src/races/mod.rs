@@ -203,6 +203,9 @@ pub struct Race {
     /// Every racing pair of threads found is two lanes of one warp (the
     /// race is warp-synchronous code's: `__syncwarp()` would separate it).
     pub lanes_only: bool,
+    /// The elements of the first access the race touches, in the sample
+    /// that shows it (1: the witness's alone).
+    pub elements: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -271,9 +274,9 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
             continue; // disjoint ranges
         }
         let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
-        let best = sweep(va, vb, a.width, b.width, &ok).map(|(t1, t2, byte, cross)| {
-            let mut r = race_at(accesses, ka, kb, (t1, t2), byte);
-            r.lanes_only = !cross;
+        let best = sweep(va, vb, a.width, b.width, &ok).map(|w| {
+            let mut r = race_at(accesses, ka, kb, w.threads, w.byte);
+            (r.lanes_only, r.elements) = (!w.cross, w.elements);
             r
         });
         if best.is_some() {
@@ -607,23 +610,30 @@ fn grid_races_at(
 /// threads) and access `kb` in the other block (`vb`): the witness with
 /// the smallest threads.
 fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize, kb: usize) -> Option<Race> {
-    let (t1, t2, byte, _) = sweep(va, vb, accs[ka].width, accs[kb].width, &|_, _| true)?;
-    Some(race_at(accs, ka, kb, (t1, t2), byte))
+    let w = sweep(va, vb, accs[ka].width, accs[kb].width, &|_, _| true)?;
+    let mut r = race_at(accs, ka, kb, w.threads, w.byte);
+    r.elements = w.elements;
+    Some(r)
+}
+
+/// The witness of overlapping bytes [`sweep`] found.
+struct Witness {
+    threads: (usize, usize),
+    /// The first byte both touch.
+    byte: i64,
+    /// Some racing pair is of two warps.
+    cross: bool,
+    /// The elements of the first access that race (distinct addresses).
+    elements: usize,
 }
 
 /// The pair of threads with the smallest ids (the clearest witness) among
 /// those of `va` (bytes `wa` wide from each address, sorted) and `vb`
-/// (`wb` wide) whose bytes overlap and that `ok` accepts: their ids, the
-/// first byte both touch, and whether some such pair is of two warps.
-fn sweep(
-    va: &[(i64, usize)],
-    vb: &[(i64, usize)],
-    wa: u32,
-    wb: u32,
-    ok: &dyn Fn(usize, usize) -> bool,
-) -> Option<(usize, usize, i64, bool)> {
+/// (`wb` wide) whose bytes overlap and that `ok` accepts.
+fn sweep(va: &[(i64, usize)], vb: &[(i64, usize)], wa: u32, wb: u32, ok: &dyn Fn(usize, usize) -> bool) -> Option<Witness> {
     let mut best: Option<(usize, usize, i64)> = None;
     let mut cross = false;
+    let mut hit: Vec<i64> = Vec::new();
     let mut lo = 0;
     for &(y, t2) in vb {
         // accesses of `va` overlapping [y, y + wb)
@@ -635,6 +645,7 @@ fn sweep(
             let (x, t1) = va[i];
             if ok(t1, t2) {
                 cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
+                hit.push(x);
                 if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
                     best = Some((t1, t2, x.max(y)));
                 }
@@ -642,7 +653,9 @@ fn sweep(
             i += 1;
         }
     }
-    best.map(|(t1, t2, byte)| (t1, t2, byte, cross))
+    hit.sort_unstable();
+    hit.dedup();
+    best.map(|(t1, t2, byte)| Witness { threads: (t1, t2), byte, cross, elements: hit.len() })
 }
 
 /// The race between accesses `ka` (first) and `kb` at the witness threads
@@ -660,6 +673,7 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
         when: None,
         between_blocks: None,
         lanes_only: false,
+        elements: 1,
     }
 }
 

@@ -135,6 +135,7 @@ pub(super) fn solve(
             between_blocks: None,
             // (the witness's pair: the other values' pairs are not compared)
             lanes_only: t1 / crate::model::WARP == t2 / crate::model::WARP,
+            elements: 1,
             when: Some(ParamCondition { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example }),
         });
     }
