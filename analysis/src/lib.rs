@@ -48,7 +48,7 @@ pub struct Options {
     /// The grid shape (races between blocks), from `--grid`, then
     /// `[package.metadata.gpucheck.kernels.NAME] grid`, then
     /// `[package.metadata.gpucheck] grid`; unknown: two blocks or more
-    /// along each dimension a kernel reads its block index in.
+    /// along each dimension global addresses take the block index from.
     pub grid: Option<[u32; 3]>,
     pub kernel_grids: HashMap<String, [u32; 3]>,
     pub package_grid: Option<[u32; 3]>,

@@ -423,7 +423,7 @@ pub struct KernelFacts<'f, 'a> {
     /// `accesses`; kernels only), along `grid_dims`.
     pub grid_races: Vec<Race>,
     /// The grid dimensions checked, and whether they are assumed (no grid
-    /// shape given: those the kernel reads its block index along).
+    /// shape given: those global addresses take the block index from).
     pub grid_dims: Vec<u8>,
     pub grid_assumed: bool,
     /// Instructions every thread of the block must reach: barriers, and

@@ -14,8 +14,10 @@ declare_lint! {
     /// counters at their first two values. The grid shape comes from `--grid`,
     /// `[package.metadata.gpucheck.kernels.NAME] grid` or
     /// `[package.metadata.gpucheck] grid`; without one, the check assumes two
-    /// blocks or more along each dimension the kernel reads its block index
-    /// (`blockIdx`, `gridDim`) in, and the finding says so. A grid-stride loop
+    /// blocks or more along each dimension some global address is computed from
+    /// the block index along (`blockIdx`, `gridDim`), and the finding says so;
+    /// it then keeps only the races that blocks of one thread have too. A
+    /// grid-stride loop
     /// (`i += blockDim.x * gridDim.x`) and one value per block
     /// (`out[blockIdx.x] = …` by thread 0) do not race. Accesses through different
     /// pointer parameters are assumed not to alias.
@@ -43,7 +45,7 @@ declare_lint! {
         name: "grid_memory_race",
         group: Correctness,
         default: Warn,
-        summary: "threads of two different blocks access the same global bytes, one writing (no barrier orders blocks); the grid from --grid or metadata, else two blocks or more along each dimension the kernel reads blockIdx in",
+        summary: "threads of two different blocks access the same global bytes, one writing (no barrier orders blocks); the grid from --grid or metadata, else two blocks or more along each dimension global addresses take blockIdx from",
     }
 }
 
@@ -87,7 +89,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         if facts.grid_assumed {
             let dims: Vec<&str> = facts.grid_dims.iter().map(|&d| ["x", "y", "z"][d as usize % 3]).collect();
             fd.note(format!(
-                "no grid shape given for `{}`: assumed two blocks or more along {} (the kernel reads its block index there); pass `--grid X,Y,Z` or set `grid` in [package.metadata.gpucheck]",
+                "no grid shape given for `{}`: assumed two blocks or more along {} (global addresses are computed from the block index there); pass `--grid X,Y,Z` or set `grid` in [package.metadata.gpucheck]",
                 crate::demangle(facts.f.func.name),
                 dims.join(" and ")
             ));
