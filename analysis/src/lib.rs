@@ -505,7 +505,7 @@ fn check_function(
             // a callee's access is named in its own function
             let at = |k: usize| match cx.imported(k) {
                 Some(x) => (x.function, x.export.access.inst.index()),
-                None => (f.index, facts.race_sites[k].inst.index()),
+                None => (f.index, facts.race_site(k).inst.index()),
             };
             let ((first_function, first), (second_function, second)) = (at(r.first), at(r.second));
             RaceReport {
@@ -516,7 +516,7 @@ fn check_function(
                 first_function,
                 second_function,
                 kind: r.kind,
-                space: facts.race_sites[r.first].space,
+                space: facts.race_site(r.first).space,
                 threads: r.threads,
                 benign: r.benign,
                 between_blocks: false,

@@ -2,11 +2,16 @@
 //! function and its block shape, every divergent branch with the blocks
 //! it controls and how many warps it splits, every global and shared
 //! access with its predicted cost (for the threads its guards let through,
-//! and with every thread active), the races between accesses (kernels
-//! only; benign ones and those meeting only in the next iteration marked),
+//! and with every thread active), the races between accesses (kernels and
+//! device functions in a call context; benign ones and those meeting one
+//! iteration apart marked; a kernel's own paired with its direct callees'
+//! accesses, `Imports`, placed at the calls), the races between blocks
+//! (kernels: the grid dimensions, each block's reached code and threads),
 //! the barriers, the calls it makes with what they pass (the contexts its
-//! callees are analysed in, `crate::calls`), and the coverage of its memory
-//! instructions (each in one category, with the reason when not analysed).
+//! callees are analysed in, `crate::calls`) and, in a call context, the
+//! accesses it exports to its caller's race check, and the coverage of its
+//! memory instructions (each in one category, with the reason when not
+//! analysed).
 //! Computed once, eagerly; lint passes only read them.
 //!
 //! Active lanes: the threads of the block that execute a block of the CFG,
@@ -189,7 +194,7 @@ impl Skip {
 pub struct Export {
     pub access: Access,
     pub param: usize,
-    pub offsets: [Option<std::sync::Arc<Vec<Option<i64>>>>; 2],
+    pub offsets: crate::races::Offsets,
 }
 
 /// A callee's access as its caller sees it: the export, and where it is.
@@ -414,9 +419,9 @@ pub struct KernelFacts<'f, 'a> {
     /// The accesses of the device functions this one calls that its race
     /// check paired with its own ([`Imports`]), each at its call.
     pub imported: Vec<CalleeAccess>,
-    /// Every access a race may name: `accesses`' then `imported`'s (the
-    /// latter placed at the call, through the caller's argument).
-    pub race_sites: Vec<Access>,
+    /// `imported`'s accesses as this function sees them: at the call,
+    /// through the caller's argument ([`Self::race_site`]).
+    pub placed: Vec<Access>,
     /// In a call context: the accesses the caller's race check pairs.
     pub exports: Vec<Export>,
     /// Races between threads of two blocks (`first`, `second` index
@@ -628,7 +633,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             groups,
             races,
             imported,
-            race_sites: sites,
+            placed: placed.into_iter().map(|x| x.access).collect(),
             exports,
             grid_races,
             grid_dims,
@@ -637,6 +642,15 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             coverage,
             calls,
             branch_at,
+        }
+    }
+
+    /// The access a race's `first` or `second` names: one of `accesses`,
+    /// then one of `placed`.
+    pub fn race_site(&self, k: usize) -> &Access {
+        match k.checked_sub(self.accesses.len()) {
+            Some(x) => &self.placed[x],
+            None => &self.accesses[k].access,
         }
     }
 

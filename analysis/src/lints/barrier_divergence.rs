@@ -94,7 +94,6 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
     if races.is_empty() {
         return;
     }
-    let sites = &cx.facts.race_sites;
     let verb = |k: crate::ir::inst::AccessKind| if k == crate::ir::inst::AccessKind::Load { "reads" } else { "writes" };
     fd.note(format!(
         "{} {} between threads that reach this barrier and threads that skip it follow from it:",
@@ -102,7 +101,7 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
         if races.len() == 1 { "race" } else { "races" }
     ));
     for r in races.iter().take(3) {
-        let (a, b) = (&sites[r.first], &sites[r.second]);
+        let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
         fd.note_text(Text::At {

@@ -233,7 +233,7 @@ impl LintCx<'_, '_, '_> {
         fd
     }
 
-    /// The callee access behind race site `k` ([`crate::facts::KernelFacts::race_sites`]), if it is one.
+    /// The callee access behind race site `k` ([`crate::facts::KernelFacts::race_site`]), if it is one.
     pub fn imported(&self, k: usize) -> Option<&crate::facts::CalleeAccess> {
         self.facts.imported.get(k.checked_sub(self.facts.accesses.len())?)
     }
@@ -242,7 +242,7 @@ impl LintCx<'_, '_, '_> {
     pub fn race_span(&self, k: usize) -> Option<SrcPos> {
         match self.imported(k) {
             Some(x) => x.span.clone(),
-            None => self.resolve(self.facts.race_sites[k].inst).primary,
+            None => self.resolve(self.facts.race_site(k).inst).primary,
         }
     }
 
@@ -251,14 +251,14 @@ impl LintCx<'_, '_, '_> {
         match (self.imported(k), self.race_span(k)) {
             (_, Some(p)) => Place::Source(p),
             (Some(x), None) => Place::PtxLine(x.ptx_line),
-            (None, None) => self.place(self.facts.race_sites[k].inst),
+            (None, None) => self.place(self.facts.race_site(k).inst),
         }
     }
 
     /// A finding at race site `k`: an access of this function, or one of a
     /// callee's at the callee's line, with a note naming the call.
     pub fn race_finding(&self, lint: &'static Lint, k: usize, message: String, label: String) -> Finding {
-        let call = self.facts.race_sites[k].inst;
+        let call = self.facts.race_site(k).inst;
         let Some(x) = self.imported(k) else { return self.finding(lint, call, message, label) };
         let mut fd = Finding {
             lint,

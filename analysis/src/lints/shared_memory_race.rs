@@ -68,10 +68,9 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
 pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
-    let sites = &cx.facts.race_sites;
     // races that come from threads skipping a divergent barrier are told with that barrier
     for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none()) {
-        let (a, b) = (&sites[r.first], &sites[r.second]);
+        let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
         if a.space != space {
             continue;
         }

@@ -166,11 +166,13 @@ pub fn intervals_cut(
 #[derive(Clone, Debug)]
 pub struct Imported {
     pub access: Access,
-    /// Per iteration sampled (0, 1): each thread's offset from the
-    /// argument (`None`: the thread does not execute the access); `None`
-    /// where the callee could not evaluate it.
-    pub offsets: [Option<std::sync::Arc<Vec<Option<i64>>>>; 2],
+    pub offsets: Offsets,
 }
+
+/// Per iteration sampled (0, 1): each thread's byte offset from a pointer
+/// (`None`: the thread does not execute the access); `None` where the
+/// callee could not evaluate it.
+pub type Offsets = [Option<std::sync::Arc<Vec<Option<i64>>>>; 2];
 
 /// A witness of a race between two accesses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -255,18 +257,30 @@ pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb:
 /// [`conflict`]; `warp_synced`: a `__syncwarp()` separates the two on every
 /// path, so lanes of one warp do not race (threads of different warps do).
 fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb: usize, warp_synced: bool) -> Option<Race> {
+    let (Some(aa), Some(ab)) = (&addrs[ka], &addrs[kb]) else { return None };
+    conflict_in(accesses, ka, kb, aa, ab, warp_synced)
+}
+
+/// [`conflict_between`] for the given samples of each access (`aa[s]`
+/// against `ab[s]`).
+fn conflict_in(
+    accesses: &[Access],
+    ka: usize,
+    kb: usize,
+    aa: &[Option<Vec<(i64, usize)>>],
+    ab: &[Option<Vec<(i64, usize)>>],
+    warp_synced: bool,
+) -> Option<Race> {
     let (a, b) = (&accesses[ka], &accesses[kb]);
     if a.space != b.space || !matches!(a.space, Space::Shared | Space::Global) {
         return None;
     }
-    let writes = |x: &Access| x.kind.writes();
-    if !writes(a) && !writes(b) {
+    if !a.kind.writes() && !b.kind.writes() {
         return None;
     }
     if a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic {
         return None;
     }
-    let (Some(aa), Some(ab)) = (&addrs[ka], &addrs[kb]) else { return None };
     for s in 0..aa.len().min(ab.len()) {
         let (Some(va), Some(vb)) = (&aa[s], &ab[s]) else { continue };
         let (Some(fa), Some(la), Some(fb), Some(lb)) = (va.first(), va.last(), vb.first(), vb.last()) else { continue };
@@ -274,13 +288,10 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
             continue; // disjoint ranges
         }
         let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
-        let best = sweep(va, vb, a.width, b.width, &ok).map(|w| {
+        if let Some(w) = sweep(va, vb, a.width, b.width, &ok) {
             let mut r = race_at(accesses, ka, kb, w.threads, w.byte);
             (r.lanes_only, r.elements) = (!w.cross, w.elements);
-            r
-        });
-        if best.is_some() {
-            return best;
+            return Some(r);
         }
     }
     None
@@ -833,10 +844,7 @@ fn races_at(
                 let (aa, ab) = (addrs[ka].as_ref()?, addrs[kb].as_ref()?);
                 // (the access of iteration 0 comes first: it names the kind)
                 [(ka, kb, aa, ab), (kb, ka, ab, aa)].into_iter().find_map(|(k0, k1, x0, x1)| {
-                    let mut two: Vec<Option<Addresses>> = vec![None; accs.len()];
-                    two[k0] = Some(vec![x0.first()?.clone()]);
-                    two[k1] = Some(vec![x1.get(1)?.clone()]);
-                    let mut r = conflict_between(accs, &two, k0, k1, synced)?;
+                    let mut r = conflict_in(accs, k0, k1, x0.get(..1)?, x1.get(1..2)?, synced)?;
                     r.next_iteration = true;
                     Some(r)
                 })
