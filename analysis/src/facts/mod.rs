@@ -803,7 +803,7 @@ fn reached_in_block(f: &FunctionIr<'_>, d: &Divergence, evals: &Evals<'_, '_>, b
             if !by_block.contains(cond.index()) || !d.at(f, cond, b).is_uniform() {
                 return None;
             }
-            let q = Query { first_thread_only: true, ctaid, scalar: Some(crate::memory::SCALAR_SAMPLE), iteration: 0, pin: None };
+            let q = Query::first_thread(ctaid, 0);
             let taken = (*evals.eval(cond, q)?.first()? != 0) != g.negated;
             let target = f.branch_target(i)?;
             Some(if taken { vec![target] } else { cfg.blocks[b].succs.iter().copied().filter(|&s| s != target).collect() })

@@ -227,6 +227,11 @@ impl Query {
     pub fn block(iteration: usize) -> Query {
         Query { first_thread_only: false, ctaid: [0; 3], scalar: Some(SCALAR_SAMPLE), iteration, pin: None }
     }
+
+    /// The first thread of block `ctaid`, parameters at [`SCALAR_SAMPLE`].
+    pub fn first_thread(ctaid: [i64; 3], iteration: usize) -> Query {
+        Query { first_thread_only: true, ctaid, ..Query::block(iteration) }
+    }
 }
 
 /// The scalar parameters (`ld.param` values that are not pointers) an
@@ -518,7 +523,7 @@ fn may_misalign(c: Coef, ev: &Evals<'_, '_>) -> bool {
         return true;
     }
     [SCALAR_SAMPLE, SCALAR_SAMPLE + 1].into_iter().any(|scalar| {
-        let q = Query { first_thread_only: true, ctaid: [0; 3], scalar: Some(scalar), iteration: 0, pin: None };
+        let q = Query { scalar: Some(scalar), ..Query::first_thread([0; 3], 0) };
         // a pitch that cannot be evaluated (loaded, packed) is not judged
         ev.eval(ValueId::new(sym as usize), q).and_then(|x| x.first().copied()).is_some_and(|x| (k + m * x).rem_euclid(SECTOR) != 0)
     })
@@ -545,7 +550,7 @@ fn first_thread_address(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64)
 
 /// [`first_thread_address`] in the given iteration of the loops around.
 fn first_thread_address_at(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i64, iteration: usize) -> Option<i64> {
-    let q = Query { first_thread_only: true, ctaid: [ctaid; 3], scalar: Some(scalar), iteration, pin: None };
+    let q = Query { scalar: Some(scalar), ..Query::first_thread([ctaid; 3], iteration) };
     Some(ev.eval(a.addr_value?, q)?.first()? + a.offset)
 }
 

@@ -527,7 +527,7 @@ fn grid_races_at(
             Some(_) if affine => {
                 // block 0's addresses, shifted by the first thread's difference
                 let home = evals.eval(v, Query::block(it))?;
-                let q = Query { first_thread_only: true, ctaid, scalar: Some(crate::memory::SCALAR_SAMPLE), iteration: it, pin: None };
+                let q = Query::first_thread(ctaid, it);
                 let shift = evals.eval(v, q)?.first()? - home.first()?;
                 (home, shift)
             }

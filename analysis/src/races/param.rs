@@ -68,7 +68,7 @@ pub(super) fn solve(
     for p in params.into_iter().take(2) {
         // the first thread tells cheaply whether the parameter moves the two apart by whole elements
         let step = |v: ValueId| {
-            let at = |s: i64| evals.eval(v, Query { first_thread_only: true, pin: Some((p, s)), ..Query::block(it) })?.first().copied();
+            let at = |s: i64| evals.eval(v, Query { pin: Some((p, s)), ..Query::first_thread([0; 3], it) })?.first().copied();
             Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
         };
         let (Some(sa), Some(sb)) = (step(va), step(vb)) else { continue };
