@@ -645,7 +645,7 @@ fn sweep(va: &[(i64, usize)], vb: &[(i64, usize)], wa: u32, wb: u32, ok: &dyn Fn
     let mut best: Option<(usize, usize, i64)> = None;
     let mut cross = false;
     // which of `va`'s entries race (its addresses are sorted: distinct ones are counted in one pass)
-    let mut hit: Vec<bool> = Vec::new();
+    let mut hit = vec![false; va.len()];
     let mut lo = 0;
     for &(y, t2) in vb {
         // accesses of `va` overlapping [y, y + wb)
@@ -657,9 +657,6 @@ fn sweep(va: &[(i64, usize)], vb: &[(i64, usize)], wa: u32, wb: u32, ok: &dyn Fn
             let (x, t1) = va[i];
             if ok(t1, t2) {
                 cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
-                if hit.is_empty() {
-                    hit.resize(va.len(), false);
-                }
                 hit[i] = true;
                 if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
                     best = Some((t1, t2, x.max(y)));
