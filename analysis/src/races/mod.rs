@@ -644,8 +644,7 @@ struct Witness {
 fn sweep(va: &[(i64, usize)], vb: &[(i64, usize)], wa: u32, wb: u32, ok: &dyn Fn(usize, usize) -> bool) -> Option<Witness> {
     let mut best: Option<(usize, usize, i64)> = None;
     let mut cross = false;
-    // which of `va`'s entries race (its addresses are sorted: distinct ones are counted in one pass)
-    let mut hit = vec![false; va.len()];
+    let mut hit: Vec<i64> = Vec::new();
     let mut lo = 0;
     for &(y, t2) in vb {
         // accesses of `va` overlapping [y, y + wb)
@@ -657,7 +656,7 @@ fn sweep(va: &[(i64, usize)], vb: &[(i64, usize)], wa: u32, wb: u32, ok: &dyn Fn
             let (x, t1) = va[i];
             if ok(t1, t2) {
                 cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
-                hit[i] = true;
+                hit.push(x);
                 if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
                     best = Some((t1, t2, x.max(y)));
                 }
@@ -665,16 +664,9 @@ fn sweep(va: &[(i64, usize)], vb: &[(i64, usize)], wa: u32, wb: u32, ok: &dyn Fn
             i += 1;
         }
     }
-    let (t1, t2, byte) = best?;
-    let mut elements = 0;
-    let mut last = None;
-    for (&(x, _), _) in va.iter().zip(&hit).filter(|(_, h)| **h) {
-        if last != Some(x) {
-            elements += 1;
-            last = Some(x);
-        }
-    }
-    Some(Witness { threads: (t1, t2), byte, cross, elements })
+    hit.sort_unstable();
+    hit.dedup();
+    best.map(|(t1, t2, byte)| Witness { threads: (t1, t2), byte, cross, elements: hit.len() })
 }
 
 /// The race between accesses `ka` (first) and `kb` at the witness threads
