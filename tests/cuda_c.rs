@@ -15,7 +15,6 @@
 //! that a failure.
 
 use gpucheck_tests::*;
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -128,8 +127,8 @@ fn cuda_c_findings_match_marks_exactly() {
     let fx = fixtures(tc);
     assert!(fx.len() >= 4, "the CUDA C fixtures are missing");
     let base = repo();
-    let expected: BTreeSet<Mark> = marks_in(&base, &base.join("tests/fixtures/cuda"), "cu").into_iter().collect();
-    let mut got = BTreeSet::new();
+    let expected = marks_in(&base, &base.join("tests/fixtures/cuda"), "cu");
+    let mut got = Vec::new();
     for f in fx {
         let mut args = words("ptx --message-format json -W gpucheck::pedantic");
         args.insert(1, f.ptx.display().to_string());
@@ -139,7 +138,7 @@ fn cuda_c_findings_match_marks_exactly() {
         for m in json_lines(&out.stdout).iter().filter(|m| m["reason"] == "compiler-message") {
             let msg = &m["message"];
             let span = msg["spans"].as_array().unwrap().iter().find(|s| s["is_primary"] == true).expect("a primary span");
-            got.insert(Mark {
+            got.push(Mark {
                 file: span["file_name"].as_str().unwrap().to_string(),
                 line: span["line_start"].as_u64().unwrap() as u32,
                 level: if msg["level"] == "error" { "ERROR" } else { "WARN" }.into(),
@@ -147,9 +146,7 @@ fn cuda_c_findings_match_marks_exactly() {
             });
         }
     }
-    let missing: Vec<_> = expected.difference(&got).collect();
-    let extra: Vec<_> = got.difference(&expected).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "missing findings: {missing:#?}\nextra findings: {extra:#?}");
+    assert_marks(expected, got);
 }
 
 /// Verdicts that agree with the prediction (a sampled branch is `observed`:
@@ -379,4 +376,31 @@ fn cuda_c_races_between_blocks() {
             "{grid:#?}"
         );
     }
+}
+
+/// One missing barrier, one error: the tile loop without its second
+/// `__syncthreads()` races on `As` and on `Bs` in one statement; the one
+/// diagnostic labels both reads and both writes and names the second race
+/// in a note. The synced twin has none.
+#[test]
+fn cuda_c_one_missing_barrier_is_one_error() {
+    let Some(tc) = toolchain() else { return };
+    let msgs: Vec<_> = fixture_records(tc, "tiled", "").into_iter().filter(|m| m["gpucheck"]["lint"] == "shared_memory_race").collect();
+    let kernels: Vec<&str> = msgs.iter().map(|m| m["gpucheck"]["kernel"].as_str().unwrap()).collect();
+    assert_eq!(kernels, ["matmul_missing_sync"], "{msgs:#?}");
+    let m = &msgs[0]["message"];
+    let labels: Vec<(u64, &str)> =
+        m["spans"].as_array().unwrap().iter().map(|s| (s["line_start"].as_u64().unwrap(), s["label"].as_str().unwrap_or(""))).collect();
+    // the lines of the statements, from the fixture
+    let cu = std::fs::read_to_string(repo().join("tests/fixtures/cuda/tiled.cu")).unwrap();
+    let line_of = |s: &str| cu.lines().position(|l| l.contains(s)).unwrap() as u64 + 1;
+    let (read, as_write, bs_write) = (line_of("acc += As[ty][k] * Bs[k][tx]; //~"), line_of("As[ty][tx] = A["), line_of("Bs[ty][tx] = B["));
+    let reads = labels.iter().filter(|(l, t)| *l == read && t.contains("reads here")).count();
+    let writes: Vec<u64> = labels.iter().filter(|(_, t)| t.contains("writes here")).map(|(l, _)| *l).collect();
+    assert_eq!((reads, writes), (2, vec![as_write, bs_write]), "{labels:?}");
+    let text = m["rendered"].as_str().unwrap();
+    assert!(
+        text.contains("element 0 of `matmul_missing_sync::As`") && text.contains("and at column 56: read-after-write data race"),
+        "{text}"
+    );
 }

@@ -146,6 +146,38 @@ pub fn marks_in(base: &Path, dir: &Path, ext: &str) -> Vec<Mark> {
     out
 }
 
+/// Compare the diagnostics found with the marks, counting: a line with
+/// two marks of one lint wants two diagnostics, and a second diagnostic
+/// of a lint on a line with one mark is extra (one bug, one diagnostic).
+pub fn assert_marks(expected: Vec<Mark>, got: Vec<Mark>) {
+    let count = |v: Vec<Mark>| {
+        let mut m = std::collections::BTreeMap::<Mark, usize>::new();
+        for x in v {
+            *m.entry(x).or_default() += 1;
+        }
+        m
+    };
+    let (want, have) = (count(expected), count(got));
+    let short = |a: &std::collections::BTreeMap<Mark, usize>, b: &std::collections::BTreeMap<Mark, usize>| -> Vec<String> {
+        a.iter()
+            .filter(|(m, n)| b.get(*m).copied().unwrap_or(0) < **n)
+            .map(|(m, n)| {
+                format!(
+                    "{}:{} {} {} (×{} marked or found, ×{} the other side)",
+                    m.file,
+                    m.line,
+                    m.level,
+                    m.lint,
+                    n,
+                    b.get(m).copied().unwrap_or(0)
+                )
+            })
+            .collect()
+    };
+    let (missing, extra) = (short(&want, &have), short(&have, &want));
+    assert!(missing.is_empty() && extra.is_empty(), "missing findings: {missing:#?}\nextra findings: {extra:#?}");
+}
+
 /// JSON lines of stdout.
 pub fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(out)

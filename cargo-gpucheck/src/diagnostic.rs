@@ -130,6 +130,12 @@ pub fn access_end(line: &str, col: u32) -> u32 {
     (end.max(start + 1) + 1) as u32
 }
 
+/// Whether `col` starts an expression (a dereference, a group, a name),
+/// not an assignment's operator.
+fn expression_at(line: &str, col: u32) -> bool {
+    line.chars().nth(col.max(1) as usize - 1).is_some_and(|c| c == '*' || c == '(' || c == '_' || c.is_alphabetic())
+}
+
 pub fn span_end(line: &str, col: u32) -> u32 {
     let chars: Vec<char> = line.chars().collect();
     let start = (col.max(1) - 1) as usize;
@@ -223,7 +229,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
         lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
     };
     let mut out: Vec<Diagnostic> = Vec::new();
-    let mut index: HashMap<(String, Option<String>, u32, u32), usize> = HashMap::new();
+    let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::new();
     for f in findings {
         if levels.level(f.lint) == Level::Allow {
             continue;
@@ -247,9 +253,25 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             None => (None, None, f.ptx_line, f.ptx_col, f.ptx_col + 1),
         };
         // one diagnostic per lint and place: the copies the compiler made (unrolled, inlined) may differ in
-        // their numbers (a misaligned copy, another witness), the bug is the same
-        let key = (f.lint.name.to_string(), file.clone(), line, col);
-        if let Some(&i) = index.get(&key) {
+        // their numbers (a misaligned copy, another witness), the bug is the same; a copy whose debug
+        // column points inside the expression of another (`(i + k)` in `a.add((i + k) % n)`) is one too
+        let key = (f.lint.name.to_string(), file.clone(), line);
+        let text = abs_file.as_ref().and_then(|a| line_text(a, line));
+        let same = index.get(&key).and_then(|at| {
+            at.iter().copied().find(|&i| {
+                let d: &Diagnostic = &out[i];
+                // inside an access expression (not a store's statement), for the same reason; races on
+                // one line are folded below, each access named
+                let inside = |outer: u32, end: u32, inner: u32| {
+                    (outer + 1..end).contains(&inner) && text.as_deref().is_some_and(|t| expression_at(t, outer))
+                };
+                let copy = d.finding.label == f.label
+                    && !gpucheck_analysis::lints::one_per_line(f.lint)
+                    && (inside(d.col, d.col_end, col) || inside(col, col_end, d.col));
+                d.col == col || copy
+            })
+        });
+        if let Some(i) = same {
             out[i].duplicates += 1;
             continue;
         }
@@ -265,7 +287,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
                 (paths.display(&p.file), abs, p.line, p.col, end, label.clone())
             })
             .collect();
-        index.insert(key, out.len());
+        index.entry(key).or_default().push(out.len());
         let level = levels.level(f.lint);
         let notes = f.notes.iter().map(|n| (n.kind.clone(), render_note(n, paths, hint))).collect();
         out.push(Diagnostic {
@@ -283,6 +305,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             secondary,
         });
     }
+    let mut out = fold_lines(out);
     for d in &mut out {
         if d.duplicates > 0 {
             let n = d.duplicates;
@@ -293,6 +316,36 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
         }
     }
     sort(&mut out);
+    out
+}
+
+/// One diagnostic per source line for the lints that ask for it
+/// ([`gpucheck_analysis::lints::one_per_line`]): the later findings of a
+/// line join the first as labels and a note naming their column and
+/// message.
+fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(diags.len());
+    let mut first: HashMap<(&'static str, String, u32), usize> = HashMap::new();
+    for d in diags {
+        let (Some(file), Some(abs)) = (d.file.clone(), d.abs_file.clone()) else {
+            out.push(d);
+            continue;
+        };
+        if !gpucheck_analysis::lints::one_per_line(d.finding.lint) {
+            out.push(d);
+            continue;
+        }
+        let Some(&i) = first.get(&(d.finding.lint.name, file.clone(), d.line)) else {
+            first.insert((d.finding.lint.name, file, d.line), out.len());
+            out.push(d);
+            continue;
+        };
+        let into = &mut out[i];
+        into.secondary.push((file, abs, d.line, d.col, d.col_end, d.finding.label.clone()));
+        into.secondary.extend(d.secondary);
+        into.notes.push((NoteKind::Note, format!("and at column {}: {}", d.col, d.finding.message)));
+        into.duplicates += d.duplicates;
+    }
     out
 }
 

@@ -193,7 +193,7 @@ pub unsafe extern "ptx-kernel" fn transpose_tiled(input: *const f32, output: *mu
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn scale_rows(a: *const f32, out: *mut f32, width: usize) {
     let (x, y) = (_block_idx_x() as usize * 32 + tid(), _block_idx_y() as usize * 8 + tid_y());
-    *out.add(y * width + x) = *a.add(y * width + x) * 2.0; //~ WARN misaligned_global_access
+    *out.add(y * width + x) = *a.add(y * width + x) * 2.0; //~ WARN misaligned_global_access //~ WARN misaligned_global_access
 }
 
 /// Good twin: the row pitch is padded to a multiple of 8 floats.
@@ -235,7 +235,7 @@ pub unsafe extern "ptx-kernel" fn reduce_interleaved(input: *const u32, out: *mu
     while stride < block_dim() {
         let i = 2 * stride * t;
         if i < block_dim() {
-            *s.add(i) += *s.add(i + stride); //~ WARN shared_bank_conflict
+            *s.add(i) += *s.add(i + stride); //~ WARN shared_bank_conflict //~ WARN shared_bank_conflict
         }
         _syncthreads();
         stride *= 2;
@@ -276,7 +276,7 @@ pub unsafe extern "ptx-kernel" fn fan2(m: *const f32, a: *mut f32, b: *mut f32, 
     let x = tid + t + 1;
     let mut y = t;
     while y < n {
-        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN uncoalesced_global_access //~ WARN vectorizable_access
+        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN uncoalesced_global_access //~ WARN uncoalesced_global_access //~ WARN vectorizable_access //~ WARN vectorizable_access
         y += 1;
     }
     *b.add(x) -= *m.add(n * x + t) * *b.add(t); //~ WARN uncoalesced_global_access
@@ -292,7 +292,7 @@ pub unsafe extern "ptx-kernel" fn fan2_fixed(m: *const f32, a: *mut f32, n: usiz
     let y = tid + t;
     let mut x = t + 1;
     while x < n {
-        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN misaligned_global_access
+        *a.add(n * x + y) -= *m.add(n * x + t) * *a.add(n * t + y); //~ WARN misaligned_global_access //~ WARN misaligned_global_access
         x += 1;
     }
 }

@@ -77,10 +77,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         } else {
             fd.note(format!("the threads of both blocks execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
         }
-        let base = match crate::memory::base_symbol(facts.f, a) {
-            Some(s) => format!("`{}`", crate::demangle(s)),
-            None => "the base pointer".to_string(),
-        };
+        let base = super::base_name(facts.f, a);
         let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
         fd.note(format!(
             "blocks run concurrently and in any order, and no barrier orders threads of different blocks (element {elem} of {base}, in {}-byte elements{more}; block 0 and {other} are neighbours along {axis})",

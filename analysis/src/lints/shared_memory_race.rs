@@ -25,6 +25,11 @@ declare_lint! {
     /// thread-dependent branch leads to each; a write in a loop whose body ends
     /// with a barrier is not paired with the code after the loop through the
     /// path where the loop runs no iteration (its trip count is uniform).
+    /// One diagnostic per source line: the races of one statement (the tile
+    /// loop's `As[ty][k] * Bs[k][tx]`, one missing barrier) are one error with
+    /// every access labelled and the other races named in notes; the copies
+    /// the compiler made of a race are counted, and the elements a race
+    /// touches are counted in its note ("the same race on 15 more").
     ///
     /// Scalar parameters are sampled, except one that offsets an index by whole
     /// elements (`a[t + offset]`): its values are solved for exactly, and a
@@ -125,10 +130,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                 "threads {} and {} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; add `__syncwarp()` (or a barrier) between the accesses", t1.min(t2), t1.max(t2)
             ));
         }
-        let base = match crate::memory::base_symbol(cx.facts.f, a) {
-            Some(s) => format!("`{}`", crate::demangle(s)),
-            None => "the base pointer".to_string(),
-        };
+        let base = super::base_name(cx.facts.f, a);
         let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements{more})", a.width));
         if let Some(c) = &r.when {
