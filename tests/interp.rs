@@ -249,3 +249,82 @@ fn device_function_calls() {
         interp::run(&m, "k", &Launch { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared: 0 }, &[], &mut Global::default()).unwrap_err();
     assert!(e.to_string().contains("PTX line 12: `call.uni`: `ext` has no body in this PTX"), "{e}");
 }
+
+/// A cooperative launch runs in phases: every block writes its element,
+/// arrives at the grid barrier (cooperative groups' protocol: the master
+/// thread adds to the grid workspace, polls until the count flips, then
+/// the block's barrier), and reads its neighbour's element. Every block
+/// sees its neighbour's write, and no race between blocks is recorded;
+/// when one block ends without arriving, the run says the others would
+/// wait forever.
+#[test]
+fn grid_sync_runs_the_blocks_in_phases() {
+    let src = r#".version 7.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 out, .param .u32 skip)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<20>;
+	.reg .b64 %rd<12>;
+	ld.param.u64 %rd1, [a];
+	ld.param.u64 %rd2, [out];
+	ld.param.u32 %r10, [skip];
+	mov.u32 %r1, %ctaid.x;
+	mov.u32 %r2, %tid.x;
+	mov.u32 %r3, %nctaid.x;
+	mul.wide.u32 %rd3, %r1, 4;
+	add.s64 %rd4, %rd1, %rd3;
+	setp.ne.u32 %p1, %r2, 0;
+	@%p1 bra $L_stored;
+	st.global.u32 [%rd4], 1;
+$L_stored:
+	add.u32 %r11, %r1, 1;
+	setp.eq.u32 %p3, %r11, %r10;
+	@%p3 bra $L_end;
+	mov.u32 %r4, %envreg1;
+	mov.u32 %r5, %envreg2;
+	cvt.u64.u32 %rd5, %r4;
+	shl.b64 %rd5, %rd5, 32;
+	cvt.u64.u32 %rd6, %r5;
+	or.b64 %rd7, %rd5, %rd6;
+	barrier.sync 0;
+	@%p1 bra $L_waited;
+	setp.eq.u32 %p2, %r1, 0;
+	sub.u32 %r6, %r3, 1;
+	mov.u32 %r17, -2147483648;
+	sub.u32 %r7, %r17, %r6;
+	selp.u32 %r8, %r7, 1, %p2;
+	atom.add.release.gpu.u32 %r9, [%rd7], %r8;
+$L_spin:
+	ld.acquire.gpu.u32 %r12, [%rd7];
+	xor.b32 %r13, %r12, %r9;
+	setp.gt.s32 %p2, %r13, -1;
+	@%p2 bra $L_spin;
+$L_waited:
+	barrier.sync 0;
+	@%p1 bra $L_end;
+	add.u32 %r14, %r1, 1;
+	rem.u32 %r15, %r14, %r3;
+	mul.wide.u32 %rd8, %r15, 4;
+	add.s64 %rd9, %rd1, %rd8;
+	ld.global.u32 %r16, [%rd9];
+	add.s64 %rd10, %rd2, %rd3;
+	st.global.u32 [%rd10], %r16;
+$L_end:
+	ret;
+}
+"#;
+    let m = ptx::parse(src).unwrap();
+    let launch = Launch { grid: [8, 1, 1], block: [64, 1, 1], dynamic_shared: 0 };
+    let mut mem = Global::default();
+    let (pa, po) = (mem.alloc(&[0u8; 32]), mem.alloc(&[0u8; 32]));
+    let obs = interp::run(&m, "k", &launch, &[Arg::Bits(pa), Arg::Bits(po), Arg::Bits(0)], &mut mem).unwrap();
+    assert_eq!(u32s(&mem.read(po, 32).unwrap()), [1; 8], "every block reads its neighbour's write, made in the phase before");
+    assert!(obs.races.is_empty(), "the grid barrier orders the blocks: {:?}", obs.races);
+    // block 1 (skip = 2) ends before the grid barrier
+    let mut mem = Global::default();
+    let (pa, po) = (mem.alloc(&[0u8; 32]), mem.alloc(&[0u8; 32]));
+    let e = interp::run(&m, "k", &launch, &[Arg::Bits(pa), Arg::Bits(po), Arg::Bits(2)], &mut mem).unwrap_err();
+    assert!(e.to_string().contains("blocks wait at `grid.sync()` that other blocks of the grid ended without reaching"), "{e}");
+}

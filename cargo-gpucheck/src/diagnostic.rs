@@ -320,12 +320,13 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
 }
 
 /// One diagnostic per source line for the lints that ask for it
-/// ([`gpucheck_analysis::lints::one_per_line`]): the later findings of a
-/// line join the first as labels and a note naming their column and
-/// message.
+/// ([`gpucheck_analysis::lints::one_per_line`]), and per pair of lines
+/// (the two sides of a race, whichever is primary): the later findings
+/// join the first as labels and a note naming their column and message.
 fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::with_capacity(diags.len());
-    let mut first: HashMap<(&'static str, String, u32), usize> = HashMap::new();
+    // (lint, file, line, the other side's line or 0) → the diagnostic that holds it
+    let mut first: HashMap<(&'static str, String, u32, u32), usize> = HashMap::new();
     for d in diags {
         let (Some(file), Some(abs)) = (d.file.clone(), d.abs_file.clone()) else {
             out.push(d);
@@ -335,14 +336,34 @@ fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
             out.push(d);
             continue;
         }
-        let Some(&i) = first.get(&(d.finding.lint.name, file.clone(), d.line)) else {
-            first.insert((d.finding.lint.name, file, d.line), out.len());
+        let name = d.finding.lint.name;
+        let other = d.secondary.first().filter(|s| s.1 == abs).map(|s| s.2);
+        let pair = other.map(|o| (name, file.clone(), d.line.min(o), d.line.max(o)));
+        let line = (name, file.clone(), d.line, 0);
+        let Some(i) = first.get(&line).or_else(|| pair.as_ref().and_then(|p| first.get(p))).copied() else {
+            first.insert(line, out.len());
+            if let Some(p) = pair {
+                first.insert(p, out.len());
+            }
             out.push(d);
             continue;
         };
+        first.entry(line).or_insert(i);
+        if let Some(p) = pair {
+            first.entry(p).or_insert(i);
+        }
         let into = &mut out[i];
-        into.secondary.push((file, abs, d.line, d.col, d.col_end, d.finding.label.clone()));
-        into.secondary.extend(d.secondary);
+        // one label per place (the first said which threads)
+        let labelled =
+            |into: &Diagnostic, l: u32, c: u32| (into.line, into.col) == (l, c) || into.secondary.iter().any(|s| (s.2, s.3) == (l, c));
+        if !labelled(into, d.line, d.col) {
+            into.secondary.push((file, abs, d.line, d.col, d.col_end, d.finding.label.clone()));
+        }
+        for s in d.secondary {
+            if !labelled(into, s.2, s.3) {
+                into.secondary.push(s);
+            }
+        }
         into.notes.push((NoteKind::Note, format!("and at column {}: {}", d.col, d.finding.message)));
         into.duplicates += d.duplicates;
     }

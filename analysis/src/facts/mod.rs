@@ -27,7 +27,7 @@
 use crate::divergence::split::{classify, Split};
 use crate::divergence::{controlled_blocks, AbsVal, ArgValue, CallArgs, DivBranch, Divergence, Summaries};
 use crate::ir::dataflow::BitSet;
-use crate::ir::inst::{Space, Special};
+use crate::ir::inst::{AccessKind, Space, Special};
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::footprint::Group;
 use crate::memory::{Access, Evals, Prediction, Query};
@@ -573,7 +573,14 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         // races between blocks: kernels, along the grid's dimensions of two blocks or more
         let (grid_dims, grid_assumed) = if f.func.is_entry { grid_dimensions(f, grid, &own) } else { (Vec::new(), false) };
         let mut grid_races = if !grid_dims.is_empty() {
-            let comparable = comparable_between_blocks(f, &by_block, &own);
+            // the grid workspace's arrivals and polls synchronise (acquire/release): not compared
+            let workspace = derived_from_specials(f, &|s| matches!(s, Special::GridWorkspace { .. }));
+            let mut comparable = comparable_between_blocks(f, &by_block, &own);
+            for (c, a) in comparable.iter_mut().zip(&own) {
+                *c &= a.addr_value.is_none_or(|v| !workspace.contains(v.index()));
+            }
+            let gbars = grid_barriers(f, &own, &workspace);
+            let phases = (!gbars.is_empty()).then(|| crate::races::grid_phases(f, &own, &gbars));
             // another block's threads differ from block 0's only through branches on the block index
             let by_block_branches = branches.iter().any(|b| by_block.contains(b.br.cond.index()));
             let mut next: HashMap<u8, (Option<Lanes<'_, '_, '_>>, BitSet)> = HashMap::new();
@@ -601,7 +608,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                     Rc::new(vec![false; on.len()])
                 }
             };
-            crate::races::find_grid(&evals, &own, &comparable, &grid_dims, &mut active)
+            crate::races::find_grid(&evals, &own, &comparable, phases.as_ref(), &grid_dims, &mut active)
         } else {
             Vec::new()
         };
@@ -846,6 +853,37 @@ fn derived_from_specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) ->
         f.insts.iter_enumerated().filter(|(_, inst)| reads(inst)).flat_map(|(i, _)| f.ssa.defs(i).to_vec()).collect();
     seeds.extend(f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)));
     f.derived_from(seeds)
+}
+
+/// The barriers that complete a cooperative `grid.sync()`: for each atomic
+/// on the grid workspace (`workspace`: the values computed from
+/// `%envreg1`/`%envreg2`; the block's master thread arrives there, then
+/// polls the count until every block has arrived), the first block barrier
+/// on every path after it (`cooperative_groups` ends the wait with
+/// `__syncthreads()`, so no thread of the block passes it before the grid
+/// has arrived). A `grid.sync()` inside a device function that is not
+/// inlined is not seen.
+fn grid_barriers(f: &FunctionIr<'_>, accesses: &[Access], workspace: &BitSet) -> Vec<InstId> {
+    let mut out: Vec<InstId> = Vec::new();
+    for a in accesses.iter().filter(|a| a.kind == AccessKind::Atomic) {
+        if !a.addr_value.is_some_and(|v| workspace.contains(v.index())) {
+            continue;
+        }
+        // the rest of the arrival's block, then each post-dominator from its start
+        let mut b = f.cfg.block_of(a.inst);
+        let mut after = f.cfg.blocks[b].insts().skip_while(|&i| i != a.inst).skip(1).find(|&i| f.insts[i].is_block_barrier());
+        let mut steps = 0;
+        while after.is_none() && steps < f.cfg.len() {
+            let Some(p) = f.cfg.ipdom(b) else { break };
+            b = p;
+            after = f.cfg.blocks[b].insts().find(|&i| f.insts[i].is_block_barrier());
+            steps += 1;
+        }
+        if let Some(i) = after.filter(|i| !out.contains(i)) {
+            out.push(i);
+        }
+    }
+    out
 }
 
 /// The accesses whose addresses can be compared between blocks: not

@@ -31,8 +31,14 @@ struct Entry {
 enum State {
     Running,
     AtBarrier,
+    /// Arrived at a cooperative `grid.sync()` (its atomic on the grid
+    /// workspace): the block pauses until every block has arrived.
+    AtGrid,
     Done,
 }
+
+/// Bytes of the grid workspace (its arrival counter).
+const WORKSPACE_BYTES: u64 = 16;
 
 /// A caller's frame while a device function runs.
 struct Saved {
@@ -107,6 +113,9 @@ struct Kernel<'p> {
     params: Vec<u8>,
     shared_bytes: usize,
     mem: &'p Global,
+    /// The grid workspace `%envreg1`/`%envreg2` point at (a cooperative
+    /// launch's `grid.sync()` counts arrivals there).
+    workspace: u64,
 }
 
 /// What a run observed, keyed by dense site keys (function base +
@@ -123,6 +132,9 @@ struct Tally {
     /// Each block's global bytes (races between blocks), and whether one
     /// touched more than were recorded.
     footprints: Vec<(u64, rustc_hash::FxHashMap<u64, super::memory::GridCell>)>,
+    /// Races between blocks of the phases of a cooperative launch already
+    /// compared (each phase's footprints are compared on their own).
+    grid_seen: Vec<super::memory::GridConflict>,
     grid_full: bool,
     warp_insts: u64,
     lane_insts: u64,
@@ -151,6 +163,7 @@ impl Tally {
             }
         }
         self.footprints.extend(o.footprints);
+        self.grid_seen.extend(o.grid_seen);
         self.grid_full |= o.grid_full;
         self.warp_insts += o.warp_insts;
         self.lane_insts += o.lane_insts;
@@ -261,6 +274,7 @@ pub fn run(
         keys.extend((0..fir_ref.insts.len()).map(|inst| SiteKey { func: fi, inst }));
         progs.insert(fi, prog);
     }
+    let workspace = mem.alloc(&[0u8; WORKSPACE_BYTES as usize]);
     let mem: &Global = mem;
     // the access groups to watch: site key → group
     let dense: HashMap<SiteKey, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
@@ -277,37 +291,13 @@ pub fn run(
         shared_bytes: shared_bytes as usize,
         mem,
         group_of,
+        workspace,
     };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
-    let tally = (0..nblocks)
-        .into_par_iter()
-        .try_fold(
-            || {
-                let mut shadow = Shadow::default();
-                shadow.track_grid = nblocks > 1;
-                (Tally::default(), shadow)
-            },
-            |(mut obs, mut shadow), b| {
-                let ctaid = [(b % gx as u64) as u32, ((b / gx as u64) % gy as u64) as u32, (b / (gx as u64 * gy as u64)) as u32];
-                run_block(&k, ctaid, &mut obs, &mut shadow)?;
-                if nblocks > 1 {
-                    obs.footprints.push((b, std::mem::take(&mut shadow.grid)));
-                    obs.grid_full |= std::mem::take(&mut shadow.grid_full);
-                }
-                Ok::<_, InterpError>((obs, shadow))
-            },
-        )
-        .map(|r| {
-            r.map(|(mut o, s)| {
-                o.races = s.races.into_values().collect();
-                o
-            })
-        })
-        .try_reduce(Tally::default, |mut a, b| {
-            a.merge(b);
-            Ok(a)
-        })?;
+    // a kernel that reads the grid workspace synchronises its grid (`grid.sync()`): its blocks run in phases
+    let cooperative = k.progs.values().any(|p| p.specials.iter().any(|(_, s)| matches!(s, crate::ir::inst::Special::GridWorkspace { .. })));
+    let tally = if cooperative { run_phases(&k, nblocks)? } else { run_blocks(&k, nblocks)? };
     let key = |x: usize| k.keys[x];
     let mut races: Vec<RaceSeen> = tally
         .races
@@ -323,7 +313,9 @@ pub fn run(
         })
         .collect();
     let grid_full = tally.grid_full;
-    races.extend(super::memory::grid_conflicts(tally.footprints).into_iter().map(|c| RaceSeen {
+    let mut seen = tally.grid_seen;
+    seen.extend(super::memory::grid_conflicts(tally.footprints));
+    races.extend(seen.into_iter().map(|c| RaceSeen {
         kind: c.kind,
         shared: false,
         first: key(c.first),
@@ -352,14 +344,142 @@ pub fn run(
     })
 }
 
+/// Block `b`'s index (linear order: x fastest).
+fn ctaid_of(k: &Kernel<'_>, b: u64) -> [u32; 3] {
+    let [gx, gy, _] = k.launch.grid;
+    [(b % gx as u64) as u32, ((b / gx as u64) % gy as u64) as u32, (b / (gx as u64 * gy as u64)) as u32]
+}
+
+/// A block's shadow memory for a launch of `nblocks` blocks.
+fn shadow_for(k: &Kernel<'_>, nblocks: u64) -> Shadow {
+    let mut shadow = Shadow::default();
+    shadow.track_grid = nblocks > 1;
+    // the grid workspace's arrivals and polls synchronise blocks: they do not race
+    shadow.skip = k.workspace..k.workspace + WORKSPACE_BYTES;
+    shadow
+}
+
+/// Every block run to its end, in parallel.
+fn run_blocks(k: &Kernel<'_>, nblocks: u64) -> Result<Tally, InterpError> {
+    (0..nblocks)
+        .into_par_iter()
+        .try_fold(
+            || (Tally::default(), shadow_for(k, nblocks)),
+            |(mut obs, mut shadow), b| {
+                run_block(k, ctaid_of(k, b), &mut obs, &mut shadow)?;
+                if nblocks > 1 {
+                    obs.footprints.push((b, std::mem::take(&mut shadow.grid)));
+                    obs.grid_full |= std::mem::take(&mut shadow.grid_full);
+                }
+                Ok::<_, InterpError>((obs, shadow))
+            },
+        )
+        .map(|r| {
+            r.map(|(mut o, s)| {
+                o.races = s.races.into_values().collect();
+                o
+            })
+        })
+        .try_reduce(Tally::default, |mut a, b| {
+            a.merge(b);
+            Ok(a)
+        })
+}
+
+/// The blocks of a cooperative launch in phases: every block runs until
+/// it arrives at `grid.sync()` (or ends), the phase's races between blocks
+/// are compared, then every block goes on (the grid workspace's count has
+/// flipped, so each block's wait ends).
+fn run_phases(k: &Kernel<'_>, nblocks: u64) -> Result<Tally, InterpError> {
+    let mut blocks: Vec<(BlockRun, Shadow, bool)> = (0..nblocks)
+        .map(|b| {
+            let mut shadow = shadow_for(k, nblocks);
+            shadow.reset(k.shared_bytes);
+            (start_block(k, ctaid_of(k, b)), shadow, false)
+        })
+        .collect();
+    let mut total = Tally::default();
+    loop {
+        let mut phase = blocks
+            .par_iter_mut()
+            .enumerate()
+            .filter(|(_, (_, _, done))| !*done)
+            .map(|(b, (run, shadow, done))| {
+                let mut obs = Tally::default();
+                for w in run.warps.iter_mut().filter(|w| w.state == State::AtGrid) {
+                    w.state = State::Running;
+                }
+                *done = resume_block(k, run, &mut obs, shadow)? == Stop::Done;
+                if nblocks > 1 {
+                    obs.footprints.push((b as u64, std::mem::take(&mut shadow.grid)));
+                    obs.grid_full |= std::mem::take(&mut shadow.grid_full);
+                }
+                Ok::<_, InterpError>(obs)
+            })
+            .try_reduce(Tally::default, |mut a, b| {
+                a.merge(b);
+                Ok(a)
+            })?;
+        phase.grid_seen.extend(super::memory::grid_conflicts(std::mem::take(&mut phase.footprints)));
+        total.merge(phase);
+        let waiting: Vec<&BlockRun> = blocks.iter().filter(|x| !x.2).map(|x| &x.0).collect();
+        if waiting.is_empty() {
+            break;
+        }
+        if waiting.len() < blocks.len() {
+            // some blocks ended without arriving: the others would wait for them forever
+            let line = waiting[0]
+                .warps
+                .iter()
+                .filter(|w| w.state == State::AtGrid)
+                .find_map(|w| w.stack.last().map(|e| k.lines.get(k.bases[&w.prog] + e.pc).copied().unwrap_or(0)))
+                .unwrap_or(0);
+            return Err(InterpError::GridDeadlock { line });
+        }
+    }
+    for (_, shadow, _) in blocks {
+        total.merge(Tally { races: shadow.races.into_values().collect(), ..Tally::default() });
+    }
+    Ok(total)
+}
+
+/// A block's state while it runs, kept between the phases of a
+/// cooperative launch.
+struct BlockRun {
+    ctaid: [u32; 3],
+    warps: Vec<Warp>,
+    shared: Vec<u8>,
+    budget: u64,
+    /// Per branch this block executed: the warps that executed it and those that split there.
+    branch_warps: HashMap<usize, (u32, u32)>,
+}
+
+/// Why a block stopped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Done,
+    /// Every warp still alive waits at `grid.sync()` (its master thread
+    /// arrived, the others wait at the barrier that ends it).
+    AtGrid,
+}
+
 fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Tally, shadow: &mut Shadow) -> Result<(), InterpError> {
+    shadow.reset(k.shared_bytes);
+    let mut run = start_block(k, ctaid);
+    match resume_block(k, &mut run, obs, shadow)? {
+        Stop::Done => Ok(()),
+        // (only a kernel that reads the grid workspace arrives, and it runs in phases)
+        Stop::AtGrid => Err(InterpError::Launch("a block arrived at a grid barrier in a launch that is not cooperative".into())),
+    }
+}
+
+/// A block's warps at the kernel's start.
+fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
     let [bx, by, bz] = k.launch.block;
     let n = bx * by * bz;
     let nwarps = n.div_ceil(32);
     let prog = &k.progs[&k.entry];
-    let mut shared = vec![0u8; k.shared_bytes];
-    shadow.reset(k.shared_bytes);
-    let mut warps: Vec<Warp> = (0..nwarps)
+    let warps: Vec<Warp> = (0..nwarps)
         .map(|w| {
             let first = w * 32;
             let lanes = (n - first).min(32);
@@ -382,25 +502,35 @@ fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Tally, shadow: &mut Shad
             warp
         })
         .collect();
-    let mut budget = BLOCK_BUDGET;
-    let mut branch_warps: HashMap<usize, (u32, u32)> = HashMap::new();
+    BlockRun { ctaid, warps, shared: vec![0u8; k.shared_bytes], budget: BLOCK_BUDGET, branch_warps: HashMap::new() }
+}
+
+/// Run a block's warps (interleaved between barriers) until the block ends
+/// or waits at `grid.sync()`.
+fn resume_block(k: &Kernel<'_>, run: &mut BlockRun, obs: &mut Tally, shadow: &mut Shadow) -> Result<Stop, InterpError> {
+    let [bx, by, bz] = k.launch.block;
+    let n = bx * by * bz;
+    let BlockRun { ctaid, warps, shared, budget, branch_warps } = run;
     loop {
         let mut progressed = false;
         for warp in warps.iter_mut() {
             if warp.state == State::Running {
-                let mut cx = Cx { k, ctaid, shared: &mut shared, shadow, obs, branch_warps: &mut branch_warps, budget: &mut budget };
+                let mut cx = Cx { k, ctaid: *ctaid, shared, shadow, obs, branch_warps, budget, arrived: false };
                 cx.run_warp(warp)?;
                 progressed = true;
             }
         }
         if warps.iter().all(|w| w.state == State::Done) {
             // per branch this block executed: how many of its warps split there
-            for (key, (_, split)) in branch_warps {
+            for (key, (_, split)) in branch_warps.drain() {
                 obs.branches.entry(key).or_default().warps_split.add(split.count_ones());
             }
-            return Ok(());
+            return Ok(Stop::Done);
         }
         if warps.iter().all(|w| w.state != State::Running) {
+            if warps.iter().any(|w| w.state == State::AtGrid) {
+                return Ok(Stop::AtGrid);
+            }
             // every warp still alive waits at a barrier: how many threads of the
             // block arrived at each barrier instruction, then release them
             let mut arrived: BTreeMap<usize, (u32, bool)> = BTreeMap::new();
@@ -443,6 +573,7 @@ fn init_specials(k: &Kernel<'_>, prog: &Program, w: &mut Warp, ctaid: [u32; 3], 
                 lane: l,
                 warp: Some(w.index),
                 nwarps: Some(nwarps),
+                workspace: Some(k.workspace),
             };
             // clocks, the SM and other registers a run cannot know read as 0
             let v = scalar::special_value(s, &pos).unwrap_or(0);
@@ -460,6 +591,8 @@ struct Cx<'a, 'k> {
     /// Per branch executed in this block: the warps that executed it and those that split there.
     branch_warps: &'a mut HashMap<usize, (u32, u32)>,
     budget: &'a mut u64,
+    /// The last atomic touched the grid workspace (`grid.sync()`'s arrival).
+    arrived: bool,
 }
 
 /// Iterate the set bits of a lane mask.
@@ -734,6 +867,12 @@ impl Cx<'_, '_> {
                 _ => self.exec(w, key, op, m)?,
             }
             w.stack.last_mut().unwrap().pc = next;
+            if self.arrived {
+                // `grid.sync()`'s arrival: the block waits for the grid
+                self.arrived = false;
+                w.state = State::AtGrid;
+                return Ok(());
+            }
         }
     }
 
@@ -953,7 +1092,10 @@ impl Cx<'_, '_> {
                     let (bv, cv) = (w.get(*b, l), w.get(*c, l));
                     let f = |old: u64| scalar::atom(*op, *ty, old, bv, cv);
                     let old = match wh {
-                        Where::Global(x) => self.k.mem.rmw(x, len, &f).map_err(|e| self.fault(w, l, pc, e))?,
+                        Where::Global(x) => {
+                            self.arrived |= (self.k.workspace..self.k.workspace + WORKSPACE_BYTES).contains(&x);
+                            self.k.mem.rmw(x, len, &f).map_err(|e| self.fault(w, l, pc, e))?
+                        }
                         _ => {
                             let old = self.load(w, l, pc, wh, len)?;
                             self.store(w, l, pc, wh, len, f(old))?;

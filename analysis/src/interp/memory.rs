@@ -283,6 +283,9 @@ pub struct Shadow {
     pub grid_full: bool,
     /// Record `grid` (a launch of more than one block).
     pub track_grid: bool,
+    /// Global bytes not recorded at all (the grid workspace, whose atomics
+    /// and polls synchronise).
+    pub skip: std::ops::Range<u64>,
 }
 
 /// Kind of an access for the shadow.
@@ -342,6 +345,9 @@ impl Shadow {
     /// touched by thread `tid` at instruction `site`.
     pub fn touch(&mut self, shared: bool, addr: u64, len: u32, tid: u32, site: usize, t: Touch) {
         let me = tid + 1;
+        if !shared && self.skip.contains(&addr) {
+            return;
+        }
         if !shared && self.track_grid {
             self.grid_touch(addr, len, me, site, t);
         }

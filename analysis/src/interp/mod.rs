@@ -4,7 +4,10 @@
 //! Executes one kernel over a grid: warps of 32 lanes in lock-step with
 //! active masks and a reconvergence stack (a divergent branch reconverges at
 //! its block's immediate post-dominator), warps of a block interleaved
-//! between barriers, blocks in parallel (rayon). Memories: device memory
+//! between barriers, blocks in parallel (rayon); a kernel that reads the
+//! grid workspace (`%envreg1`/`%envreg2`: cooperative groups' `grid.sync()`)
+//! runs in phases, every block pausing when it arrives at the grid barrier
+//! until all have arrived, so its wait ends. Memories: device memory
 //! (allocations made by the caller, plus the module's `.global`/`.const`
 //! variables, zero-initialised), shared memory per block, local memory per
 //! thread, the kernel's parameter buffer. Records per access site the
@@ -41,6 +44,8 @@ pub enum InterpError {
     Timeout { warp_insts: u64 },
     /// Warps wait at a barrier that the others never reach.
     Deadlock { line: u32 },
+    /// Some blocks ended while others wait at `grid.sync()`.
+    GridDeadlock { line: u32 },
     /// The launch does not fit the kernel.
     Launch(String),
 }
@@ -63,6 +68,9 @@ impl fmt::Display for InterpError {
                 write!(f, "a block did not finish within {warp_insts} warp instructions (an endless loop?)")
             }
             InterpError::Deadlock { line } => write!(f, "PTX line {line}: warps wait at a barrier the rest of the block never reaches"),
+            InterpError::GridDeadlock { line } => {
+                write!(f, "PTX line {line}: blocks wait at `grid.sync()` that other blocks of the grid ended without reaching")
+            }
             InterpError::Launch(s) => write!(f, "{s}"),
         }
     }

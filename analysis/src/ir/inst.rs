@@ -995,8 +995,15 @@ pub enum Special {
     Cluster,
     /// Shared-memory sizes and reservations (`%dynamic_smem_size`…).
     SmemSize,
-    /// `%envreg0`…`%envreg31`, `%current_graph_exec`.
+    /// `%envreg0`, `%envreg3`…`%envreg31`, `%current_graph_exec`.
     Env,
+    /// `%envreg1` (`high`) and `%envreg2`: the two halves of the address of
+    /// the grid workspace the driver gives a cooperative launch (CUDA's
+    /// driver ABI; `cooperative_groups` arrives at `grid.sync()` with an
+    /// atomic on it).
+    GridWorkspace {
+        high: bool,
+    },
     /// The whole `%tid` vector (a `.v4` move): differs between lanes.
     TidVector,
 }
@@ -1061,6 +1068,8 @@ impl Special {
             | "reserved_smem_offset_0"
             | "reserved_smem_offset_1" => Special::SmemSize,
             "current_graph_exec" => Special::Env,
+            "envreg1" => Special::GridWorkspace { high: true },
+            "envreg2" => Special::GridWorkspace { high: false },
             r if r.starts_with("envreg") => Special::Env,
             r if r.starts_with("pm") => Special::Clock,
             _ => return None,
@@ -1083,7 +1092,8 @@ impl Special {
             | Special::GridId
             | Special::Cluster
             | Special::SmemSize
-            | Special::Env => Variation::Uniform,
+            | Special::Env
+            | Special::GridWorkspace { .. } => Variation::Uniform,
         }
     }
 
@@ -1176,6 +1186,9 @@ mod tests {
         assert_eq!(Special::parse("%warpid").map(Special::variation), Some(Variation::Warp));
         assert_eq!(Special::parse("%clock64").map(Special::variation), Some(Variation::Unpredictable));
         assert_eq!(Special::parse("%envreg3").map(Special::variation), Some(Variation::Uniform));
+        // the grid workspace of a cooperative launch: high half, low half
+        assert_eq!(Special::parse("%envreg1"), Some(Special::GridWorkspace { high: true }));
+        assert_eq!(Special::parse("%envreg2"), Some(Special::GridWorkspace { high: false }));
         assert_eq!(Special::parse("%r1"), None);
         assert_eq!(Special::parse("%tid").map(Special::variation), Some(Variation::Lane));
     }

@@ -939,6 +939,8 @@ pub struct ThreadPos {
     pub lane: u32,
     pub warp: Option<u32>,
     pub nwarps: Option<u32>,
+    /// The grid workspace of a cooperative launch (`%envreg1`/`%envreg2`).
+    pub workspace: Option<u64>,
 }
 
 /// The value of special register `s` in the thread at `t`; `None` when it
@@ -960,6 +962,8 @@ pub fn special_value(s: super::inst::Special, t: &ThreadPos) -> Option<u64> {
         Special::LaneMask(LaneMask::Le) => (1u64 << (l + 1)) - 1,
         Special::LaneMask(LaneMask::Gt) => !((1u64 << (l + 1)) - 1) & 0xffff_ffff,
         Special::LaneMask(LaneMask::Ge) => !((1u64 << l) - 1) & 0xffff_ffff,
+        Special::GridWorkspace { high: true } => t.workspace? >> 32,
+        Special::GridWorkspace { high: false } => t.workspace? & 0xffff_ffff,
         _ => return None,
     })
 }

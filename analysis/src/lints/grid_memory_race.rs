@@ -20,11 +20,15 @@ declare_lint! {
     /// grid-stride loop
     /// (`i += blockDim.x * gridDim.x`) and one value per block
     /// (`out[blockIdx.x] = …` by thread 0) do not race. Accesses through different
-    /// pointer parameters are assumed not to alias.
+    /// pointer parameters are assumed not to alias. A grid-wide barrier
+    /// (cooperative groups' `grid.sync()`, recognised from its arrival: an atomic
+    /// on the grid workspace the driver passes in `%envreg1`/`%envreg2`) separates
+    /// the grid's phases: accesses on either side of one do not race, also around
+    /// a loop's back edge when the loop body ends with one.
     ///
     /// ### Known problems
-    /// A grid-wide barrier (cooperative groups' `grid.sync()`) is not recognised:
-    /// accesses it separates are reported. Blocks are compared pairwise with their
+    /// A `grid.sync()` inside a device function that is not inlined is not seen
+    /// (the accesses it separates are reported). Blocks are compared pairwise with their
     /// neighbour along one dimension (block 0 and block 1): a race between blocks
     /// further apart only (block 0 and block 2) is not found.
     ///
@@ -97,7 +101,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             fd.note("every racing write stores the same value, the same in every block, and no thread reads these bytes: whichever block writes last, memory holds that value");
             fd.help("make the intent explicit with an atomic store, or let one block write");
         } else {
-            fd.help("give each block its own elements (index with blockIdx and blockDim), combine the blocks' results with atomics, or split the work into two kernel launches");
+            fd.help("give each block its own elements (index with blockIdx and blockDim), combine the blocks' results with atomics, or split the work into two kernel launches (in a cooperative launch, put `grid.sync()` between the accesses)");
         }
         out.push(fd);
     }

@@ -75,8 +75,24 @@ pub fn intervals_cut(
     barrier_calls: &dyn Fn(InstId) -> bool,
     cut: &dyn Fn(BlockId, BlockId) -> bool,
 ) -> Intervals {
+    intervals_between(f, accesses, &|i| f.insts[i].is_block_barrier() || barrier_calls(i), cut)
+}
+
+/// The grid's phases: the intervals between the barriers that complete a
+/// cooperative `grid.sync()` (`grid_barriers`); accesses of two blocks in
+/// different phases do not race.
+pub fn grid_phases(f: &FunctionIr<'_>, accesses: &[Access], grid_barriers: &[InstId]) -> Intervals {
+    intervals_between(f, accesses, &|i| grid_barriers.contains(&i), &|_, _| false)
+}
+
+/// [`intervals_cut`] for the barriers `is_bar` picks.
+fn intervals_between(
+    f: &FunctionIr<'_>,
+    accesses: &[Access],
+    is_bar: &dyn Fn(InstId) -> bool,
+    cut: &dyn Fn(BlockId, BlockId) -> bool,
+) -> Intervals {
     let cfg = &f.cfg;
-    let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_calls(i);
     // interval k+1 opens after the k-th barrier instruction
     let mut id_of: HashMap<InstId, u32> = HashMap::new();
     for i in f.insts.keys().filter(|&i| is_bar(i)) {
@@ -431,13 +447,21 @@ pub fn find(
 /// `dims`, each access in either. Pairs through one root pointer, one of
 /// them writing (atomics among themselves excepted), an access with itself
 /// too (`comparable` ones: see the facts layer); compared at the same loop
-/// iteration (0, 1) in both blocks.
+/// iteration (0, 1) in both blocks, and only within one phase of the grid
+/// (`phases`: between the barriers of cooperative `grid.sync()`s).
 /// `active(dim, b, it)`: the threads of block 0 (`dim` `None`) or of the
 /// next block along `dim` that execute block `b`. When the shape is only
 /// assumed, a race is kept only if it also occurs (every thread active)
 /// for blocks of one thread: not one that needs the block
 /// to be larger than the stride the addresses give each block.
-pub fn find_grid(evals: &Evals<'_, '_>, accesses: &[Access], comparable: &[bool], dims: &[u8], active: BlockLanes<'_>) -> Vec<Race> {
+pub fn find_grid(
+    evals: &Evals<'_, '_>,
+    accesses: &[Access],
+    comparable: &[bool],
+    phases: Option<&Intervals>,
+    dims: &[u8],
+    active: BlockLanes<'_>,
+) -> Vec<Race> {
     let (f, d, shape) = (evals.f, evals.d, evals.shape);
     if dims.is_empty() || f.cfg.is_irreducible() {
         return vec![];
@@ -457,6 +481,7 @@ pub fn find_grid(evals: &Evals<'_, '_>, accesses: &[Access], comparable: &[bool]
             && roots[ka] == roots[kb]
             && (a.kind.writes() || b.kind.writes())
             && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
+            && phases.is_none_or(|p| p.share(ka, kb))
     };
     let writer_roots: HashSet<ValueId> = (0..accesses.len()).filter(|&k| accesses[k].kind.writes()).filter_map(|k| roots[k]).collect();
     let needed: Vec<usize> = (0..accesses.len()).filter(|&k| roots[k].is_some_and(|r| writer_roots.contains(&r))).collect();
