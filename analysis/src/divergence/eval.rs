@@ -180,35 +180,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     fn induction(&self, v: ValueId, depth: u32) -> Option<Result<Vals, EvalErr>> {
         let n = self.iteration?;
         let entry = self.header_phi_entry(v)?;
-        let ValueDef::Phi(p) = self.f.ssa.values[v] else { return None };
-        let (f, cfg) = (self.f, &self.f.cfg);
-        let ph = &f.ssa.phis[p];
-        let l = cfg.loop_with_header(ph.block)?;
-        let mut update = None;
-        for &(pred, iv) in &ph.incoming {
-            if cfg.in_loop(pred, l) {
-                let li = f.def_inst(iv)?;
-                if update.is_some_and(|u| u != li) {
-                    return None;
-                }
-                update = Some(li);
-            }
-        }
-        let li = update?;
-        let inst = &f.insts[li];
-        if !matches!(inst.opcode, Opcode::Add | Opcode::Sub) || inst.ast.guard.is_some() || inst.is_float() {
-            return None;
-        }
-        // the phi itself, stepped by a value from outside the loop
-        let uses_phi = matches!(inst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
-        let invariant = match inst.operand(2)? {
-            Operand::Imm(_) => true,
-            Operand::Reg(r) => f.ssa.use_of(li, r).is_some_and(|s| f.def_block(s).is_none_or(|b| !cfg.in_loop(b, l))),
-            _ => false,
-        };
-        if !uses_phi || !invariant {
-            return None;
-        }
+        let li = induction_update(self.f, v)?;
+        let inst = &self.f.insts[li];
         let op = scalar::prepare(inst, 0)?;
         let ty = scalar::dest_ty(inst, 0)?;
         Some((|| {
@@ -369,6 +342,43 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         op.apply_lanes(&refs[..srcs.len().min(5)], ty, &mut out).ok_or(EvalErr::Opaque)?;
         Ok(Rc::new(out))
     }
+}
+
+/// The update of a loop-header phi `p = phi(p0, p op s)` (`op` an integer
+/// addition or subtraction, `s` defined outside the loop, one update on
+/// every path round): the counters an evaluator steps exactly to any
+/// iteration ([`Evaluator::iteration`]).
+pub fn induction_update(f: &FunctionIr<'_>, v: ValueId) -> Option<InstId> {
+    let ValueDef::Phi(p) = f.ssa.values[v] else { return None };
+    let cfg = &f.cfg;
+    let ph = &f.ssa.phis[p];
+    let l = cfg.loop_with_header(ph.block)?;
+    if ph.incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).count() != 1 {
+        return None;
+    }
+    let mut update = None;
+    for &(pred, iv) in &ph.incoming {
+        if cfg.in_loop(pred, l) {
+            let li = f.def_inst(iv)?;
+            if update.is_some_and(|u| u != li) {
+                return None;
+            }
+            update = Some(li);
+        }
+    }
+    let li = update?;
+    let inst = &f.insts[li];
+    if !matches!(inst.opcode, Opcode::Add | Opcode::Sub) || inst.ast.guard.is_some() || inst.is_float() {
+        return None;
+    }
+    // the phi itself, stepped by a value from outside the loop
+    let uses_phi = matches!(inst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
+    let invariant = match inst.operand(2)? {
+        Operand::Imm(_) => true,
+        Operand::Reg(r) => f.ssa.use_of(li, r).is_some_and(|s| f.def_block(s).is_none_or(|b| !cfg.in_loop(b, l))),
+        _ => false,
+    };
+    (uses_phi && invariant).then_some(li)
 }
 
 /// Follow plain copies (`mov`, `cvt` between integers) back to the value copied.

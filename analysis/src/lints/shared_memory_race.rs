@@ -31,6 +31,13 @@ declare_lint! {
     /// the compiler made of a race are counted, and the elements a race
     /// touches are counted in its note ("the same race on 15 more").
     ///
+    /// Loop counters are compared at their first two values, and, in a loop whose
+    /// trip count is a constant (at most 64: a counter stepped by a constant or
+    /// loop-invariant amount, tested against constants or the block shape), at
+    /// every iteration when an address or a thread-dependent guard in the loop
+    /// moves with the counter: the message names the iteration ("in iteration 4
+    /// of 8 of the loop").
+    ///
     /// Scalar parameters are sampled, except one that offsets an index by whole
     /// elements (`a[t + offset]`): its values are solved for exactly, and a
     /// race that needs particular values says which (`when 1 ≤ offset ≤ 255`,
@@ -98,12 +105,16 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             }
             None => (String::new(), String::new()),
         };
+        let at = match r.iteration {
+            Some((it, trips)) => format!(", in iteration {} of {trips} of the loop", it + 1),
+            None if r.next_iteration => ", one iteration apart".to_string(),
+            None => String::new(),
+        };
         let message = format!(
-            "{} data race on {name}{when}: {example}thread {t2} {} element {elem} while thread {t1} {} it{}",
+            "{} data race on {name}{when}: {example}thread {t2} {} element {elem} while thread {t1} {} it{at}",
             r.kind.describe(),
             what(b.kind),
             what(a.kind),
-            if r.next_iteration { ", one iteration apart" } else { "" }
         );
         // primary span on the second access, secondary on the first (the write)
         let mut fd = cx.race_finding(lint, r.second, message, format!("thread {t2} {} here", what(b.kind)));
@@ -138,6 +149,11 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                 "the addresses depend on `{}`: solved for every value it can hold, not sampled; for other values no two threads touch the same bytes",
                 crate::demangle(&c.param)
             ));
+        }
+        if let Some((it, trips)) = r.iteration {
+            fd.metrics.push(("iteration", super::Metric::Int(it as i64 + 1)));
+            fd.metrics.push(("loop_iterations", super::Metric::Int(trips as i64)));
+            fd.note(format!("the loop runs {trips} iterations (its counter's start, step and bound are constants): each was compared, not only the first two, and this is the first that races"));
         }
         if r.next_iteration {
             fd.note("the race goes around the loop's back edge: a thread one iteration ahead meets the other's access of the previous iteration; a barrier at the end of the loop body (before the next iteration's access) separates them");

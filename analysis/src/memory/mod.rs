@@ -333,6 +333,57 @@ impl<'f, 'a> Evals<'f, 'a> {
     }
 }
 
+/// The iterations loop `l` runs, when that is a constant of at most `max`:
+/// its counters are stepped exactly by the evaluator (integer additions of
+/// a loop-invariant step), its one exit is a test of them, constants and
+/// the block shape (not of a parameter, data or another loop's counter),
+/// and the test is evaluated at each iteration until it leaves.
+pub fn trip_count(evals: &Evals<'_, '_>, l: crate::ir::LoopId, max: usize) -> Option<usize> {
+    let (f, cfg) = (evals.f, &evals.f.cfg);
+    let header = cfg.loops[l].header;
+    let counters: Vec<ValueId> = f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect();
+    let mut exits = cfg.loops[l].blocks.iter().copied().filter(|&b| cfg.blocks[b].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+    let (Some(e), None) = (exits.next(), exits.next()) else { return None };
+    let br = cfg.blocks[e].last()?;
+    let inst = &f.insts[br];
+    let g = inst.ast.guard.filter(|_| inst.is_jump())?;
+    let cond = f.ssa.use_of(br, g.reg)?;
+    // what the test reads: the loop's exact counters, constants, the shape
+    let (mut stack, mut seen) = (vec![cond], HashSet::new());
+    while let Some(v) = stack.pop() {
+        if !seen.insert(v) || seen.len() > 64 {
+            return None;
+        }
+        match f.ssa.values[v] {
+            ValueDef::Phi(_) if counters.contains(&v) => {
+                let li = crate::divergence::eval::induction_update(f, v)?;
+                stack.extend(f.ssa.uses(li).iter().copied().filter(|&x| x != v));
+            }
+            ValueDef::Phi(_) => return None,
+            ValueDef::Entry(_) => {
+                if !matches!(f.ssa.special(v), Some(Special::Ntid(_))) {
+                    return None;
+                }
+            }
+            ValueDef::Inst { inst, .. } => {
+                if f.insts[inst].param_read().is_some() || f.insts[inst].access().is_some() {
+                    return None;
+                }
+                stack.extend(f.ssa.uses(inst).iter().copied());
+            }
+        }
+    }
+    let taken_leaves = !cfg.in_loop(f.branch_target(br)?, l);
+    for n in 0..max {
+        let c = *evals.eval(cond, Query { scalar: None, ..Query::first_thread([0; 3], n) })?.first()? != 0;
+        if (c != g.negated) == taken_leaves {
+            // a test at the top leaves before iteration n's body, one at the bottom after it
+            return Some(if e == header { n } else { n + 1 });
+        }
+    }
+    None
+}
+
 /// Evaluate `v` with an evaluator made for the query's threads and
 /// iteration, giving the leaves it asks for their query values (the
 /// leaves stay for later values).

@@ -224,6 +224,9 @@ pub struct Race {
     /// The elements of the first access the race touches, in the sample
     /// that shows it (1: the witness's alone).
     pub elements: usize,
+    /// The race shows only in a later iteration of the loop around both
+    /// accesses: (that iteration, from 0; the loop's trip count).
+    pub iteration: Option<(usize, usize)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -710,6 +713,7 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
         between_blocks: None,
         lanes_only: false,
         elements: 1,
+        iteration: None,
     }
 }
 
@@ -827,37 +831,34 @@ fn races_at(
     let (f, lanes) = (evals.f, evals.shape.lanes());
     let n = accs.len() - imported.len();
     let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
-    let addrs: Vec<Option<Addresses>> = accs
-        .iter()
-        .enumerate()
-        .map(|(k, a)| {
+    // access k's (address, thread) pairs in iteration `it`, sorted
+    let mut addresses_at = |k: usize, it: usize| -> Option<Vec<(i64, usize)>> {
+        let a = &accs[k];
+        let vals = evals.eval(a.addr_value?, Query::block(it))?;
+        let on = match active.as_mut() {
+            Some(act) => act(f.cfg.block_of(a.inst), it),
+            None => vec![true; lanes.len()],
+        };
+        let per_thread: Vec<Option<i64>> = match k.checked_sub(n) {
+            // a callee's access: the argument plus the callee's offset, in the threads that run it
+            Some(x) => {
+                let offsets = imported[x].offsets[it].as_ref()?;
+                vals.iter().zip(on).zip(offsets.iter()).map(|((v, on), o)| o.filter(|_| on).map(|o| v + o)).collect()
+            }
+            None => vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect(),
+        };
+        Some(sorted(&per_thread))
+    };
+    let addrs: Vec<Option<Addresses>> = (0..accs.len())
+        .map(|k| {
             if !needed.contains(&k) {
                 return None;
             }
-            let v = a.addr_value?;
-            let b = f.cfg.block_of(a.inst);
-            let per_iteration: Addresses = (0..2)
-                .map(|it| {
-                    let vals = evals.eval(v, Query::block(it))?;
-                    let on = match active.as_mut() {
-                        Some(act) => act(b, it),
-                        None => vec![true; lanes.len()],
-                    };
-                    let per_thread: Vec<Option<i64>> = match k.checked_sub(n) {
-                        // a callee's access: the argument plus the callee's offset, in the threads that run it
-                        Some(x) => {
-                            let offsets = imported[x].offsets[it].as_ref()?;
-                            vals.iter().zip(on).zip(offsets.iter()).map(|((v, on), o)| o.filter(|_| on).map(|o| v + o)).collect()
-                        }
-                        None => vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect(),
-                    };
-                    Some(sorted(&per_thread))
-                })
-                .collect();
+            let per_iteration: Addresses = (0..2).map(|it| addresses_at(k, it)).collect();
             per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
         })
         .collect();
-    pairs
+    let mut found: Vec<Race> = pairs
         .iter()
         .filter_map(|&(ka, kb)| {
             let synced = warp_synced.contains(&(ka, kb));
@@ -875,5 +876,49 @@ fn races_at(
                 })
             })
         })
-        .collect()
+        .collect();
+    // later iterations: a pair in one loop whose trip count is a known constant is compared
+    // at each of them too, when its addresses or the loop's guards move with the counters
+    // (`if (t == i) s[t + 4] = …` meets thread 7's `s[t]` at i = 3 only)
+    let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
+    let mut loops: HashMap<crate::ir::LoopId, Option<(usize, BitSet, bool)>> = HashMap::new();
+    for &(ka, kb) in pairs {
+        // (a callee's offsets are known for the first two iterations only)
+        if raced.contains(&(ka, kb)) || ka >= n || kb >= n {
+            continue;
+        }
+        let loop_of = |k: usize| f.cfg.loop_of(f.cfg.block_of(accs[k].inst));
+        let Some(l) = loop_of(ka).filter(|&l| loop_of(kb) == Some(l)) else { continue };
+        let Some((trips, moving, guards_move)) = loops
+            .entry(l)
+            .or_insert_with(|| {
+                let t = crate::memory::trip_count(evals, l, MAX_ITERATIONS).filter(|&t| t > 2)?;
+                let header = f.cfg.loops[l].header;
+                let moving = f.derived_from(f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
+                let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
+                Some((t, moving, guards))
+            })
+            .as_ref()
+        else {
+            continue;
+        };
+        let moves = |k: usize| accs[k].addr_value.is_some_and(|v| moving.contains(v.index()));
+        if !(*guards_move || moves(ka) || moves(kb)) {
+            continue;
+        }
+        let synced = warp_synced.contains(&(ka, kb));
+        for it in 2..*trips {
+            let (Some(xa), Some(xb)) = (addresses_at(ka, it), addresses_at(kb, it)) else { continue };
+            if let Some(mut r) = conflict_in(accs, ka, kb, &[Some(xa)], &[Some(xb)], synced) {
+                r.iteration = Some((it, *trips));
+                found.push(r);
+                break;
+            }
+        }
+    }
+    found
 }
+
+/// Iterations of a loop compared one by one, at most (a loop that runs
+/// longer keeps its first two).
+const MAX_ITERATIONS: usize = 64;

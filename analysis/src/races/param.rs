@@ -137,6 +137,7 @@ pub(super) fn solve(
             lanes_only: t1 / crate::model::WARP == t2 / crate::model::WARP,
             elements: 1,
             when: Some(ParamCondition { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example }),
+            iteration: None,
         });
     }
     None
