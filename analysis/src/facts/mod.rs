@@ -846,6 +846,9 @@ fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
 
 /// The values computed from the special registers `which` picks.
 fn derived_from_specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) -> BitSet {
+    if !f.ssa.reads_special(which) {
+        return BitSet::new(f.ssa.values.len());
+    }
     let reads = |inst: &crate::ir::inst::Inst<'_>| {
         inst.operands().iter().skip(1).any(|o| matches!(o, Operand::Reg(r) if Special::parse(r).is_some_and(which)))
     };
