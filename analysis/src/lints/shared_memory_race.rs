@@ -163,7 +163,10 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             fd.note("every racing write stores the same value, uniform across the block, and no thread reads these bytes in the interval: whichever thread writes last, memory holds that value");
             fd.help("make the intent explicit with an atomic store, or let one thread write");
         } else {
-            fd.help("put a barrier (`_syncthreads()`) between the two accesses, or make each thread touch its own elements");
+            // the barrier as the kernel's language spells it
+            let rust = fd.span.as_ref().is_none_or(|s| s.file.ends_with(".rs"));
+            let barrier = if rust { "`_syncthreads()`" } else { "`__syncthreads()`" };
+            fd.help(format!("put a barrier ({barrier}) between the two accesses, or make each thread touch its own elements"));
         }
         out.push(fd);
     }
