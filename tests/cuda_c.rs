@@ -308,7 +308,12 @@ fn cuda_c_parameter_races_name_their_values() {
         text("two_threads"),
         ["write-after-write data race on global memory when `two_threads_param_1` = 185: thread 200 writes element 200 while thread 15 writes it"]
     );
-    assert!(text("shift_to_other").is_empty() && text("two_threads_apart").is_empty(), "{msgs:#?}");
+    // two parameters, one in each thread's address: the relation the race needs
+    assert_eq!(
+        text("two_params_equal"),
+        ["write-after-write data race on global memory when `two_params_equal_param_1` = `two_params_equal_param_2`: thread 1 writes element 1024 while thread 0 writes it"]
+    );
+    assert!(text("shift_to_other").is_empty() && text("two_threads_apart").is_empty() && text("two_params_parity").is_empty(), "{msgs:#?}");
 }
 
 /// Races across a call (issue 13, item 2): a kernel's read meets the store

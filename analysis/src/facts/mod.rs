@@ -927,6 +927,9 @@ struct Lanes<'f, 'a, 'b> {
     /// The evaluable branches (indices) controlling each block.
     controllers: Option<IdVec<BlockId, Vec<usize>>>,
     memo: HashMap<(BlockId, usize), Threads>,
+    /// Blocks whose threads are being computed (a branch's own threads are
+    /// asked for on the way; a loop may lead back).
+    computing: std::collections::HashSet<(BlockId, usize)>,
     /// The block whose threads these are (its index in each dimension).
     ctaid: [i64; 3],
     /// For a block past the first: the values computed from `%ctaid`
@@ -959,6 +962,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             sides: HashMap::new(),
             controllers: None,
             memo: HashMap::new(),
+            computing: Default::default(),
             ctaid,
             by_block,
         }
@@ -1003,7 +1007,12 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         if let Some(v) = self.memo.get(&(b, iteration)) {
             return v.clone();
         }
+        if !self.computing.insert((b, iteration)) {
+            // around a loop back to a block being computed: every thread may be there
+            return Rc::new(vec![true; self.shape.threads()]);
+        }
         let v = Rc::new(self.compute(b, iteration));
+        self.computing.remove(&(b, iteration));
         self.memo.insert((b, iteration), v.clone());
         v
     }
@@ -1042,10 +1051,17 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             let Some(taken) = self.direction(k, iteration) else { continue };
             let sides = self.side(k);
             let (taken_region, fall_region) = sides.as_ref();
-            match (taken_region.binary_search(&b).is_ok(), fall_region.binary_search(&b).is_ok()) {
-                (true, false) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= *t),
-                (false, true) => active.iter_mut().zip(taken.iter()).for_each(|(a, t)| *a &= !*t),
-                _ => {}
+            let side = match (taken_region.binary_search(&b).is_ok(), fall_region.binary_search(&b).is_ok()) {
+                (true, false) => true,
+                (false, true) => false,
+                _ => continue,
+            };
+            // only the threads that execute the branch chose a side there: another
+            // thread may reach `b` by a path around it (`if (t == 0) … else if (t == 1) …`
+            // joined in one store)
+            let at = self.active(br.block, iteration);
+            for ((a, t), at) in active.iter_mut().zip(taken.iter()).zip(at.iter()) {
+                *a &= !*at || *t == side;
             }
         }
         active

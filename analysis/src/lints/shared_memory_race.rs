@@ -41,8 +41,10 @@ declare_lint! {
     /// Scalar parameters are sampled, except one that offsets an index by whole
     /// elements (`a[t + offset]`): its values are solved for exactly, and a
     /// race that needs particular values says which (`when 1 ≤ offset ≤ 255`,
-    /// `when x = 185`). A size or row pitch that scales an index is not solved
-    /// for (rows that overlap because the pitch is smaller than a row are not a
+    /// `when x = 185`); two parameters that move the two threads' addresses one
+    /// each (thread 0's `a[x]`, thread 1's `a[y]`) give the relation the race
+    /// needs (`when y = x`, `when y = x + 1`). A size or row pitch that scales an
+    /// index is not solved for (rows that overlap because the pitch is smaller than a row are not a
     /// launch to judge).
     ///
     /// ### Known problems
@@ -93,6 +95,15 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let name = format!("{} memory", space.name());
         // a race that needs particular values of a parameter names them
         let (when, example) = match &r.when {
+            Some(c) if c.equals.is_some() => {
+                let (other, k) = c.equals.clone().unwrap_or_default();
+                let plus = match k {
+                    0 => String::new(),
+                    k if k > 0 => format!(" + {k}"),
+                    k => format!(" - {}", -k),
+                };
+                (format!(" when `{}` = `{}`{plus}", crate::demangle(&c.param), crate::demangle(&other)), String::new())
+            }
             Some(c) => {
                 let p = format!("`{}`", crate::demangle(&c.param));
                 let cond = match (c.lo == c.hi, c.contiguous) {
@@ -144,7 +155,13 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let base = super::base_name(cx.facts.f, a);
         let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements{more})", a.width));
-        if let Some(c) = &r.when {
+        if let Some((other, _)) = r.when.as_ref().and_then(|c| c.equals.as_ref().map(|e| (e, c))) {
+            fd.note(format!(
+                "the two threads' addresses depend on `{}` and `{}`, one each: they meet exactly when the condition holds (the witness is for one such pair of values); for other values no two threads touch the same bytes",
+                crate::demangle(&other.0),
+                crate::demangle(&r.when.as_ref().map(|c| c.param.clone()).unwrap_or_default()),
+            ));
+        } else if let Some(c) = &r.when {
             fd.note(format!(
                 "the addresses depend on `{}`: solved for every value it can hold, not sampled; for other values no two threads touch the same bytes",
                 crate::demangle(&c.param)

@@ -243,6 +243,15 @@ pub fn scalar_parameters(f: &FunctionIr<'_>, addr: ValueId) -> Vec<ValueId> {
         if !seen.insert(v) || seen.len() > 256 || v == root {
             continue;
         }
+        // a join of parameters (`a[x]` and `a[y]` in one store after the two sides of a
+        // branch); not a loop's counter (its step is not an offset to solve for)
+        if let ValueDef::Phi(p) = f.ssa.values[v] {
+            let ph = &f.ssa.phis[p];
+            if f.cfg.loop_with_header(ph.block).is_none() {
+                stack.extend(ph.incoming.iter().map(|x| x.1));
+            }
+            continue;
+        }
         let Some(i) = f.def_inst(v) else { continue };
         let inst = &f.insts[i];
         if inst.param_read().is_some() {

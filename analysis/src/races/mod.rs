@@ -401,6 +401,10 @@ pub fn find(
         .enumerate()
         .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::memory::scalar_parameters(f, v)).unwrap_or_default())
         .collect();
+    // a race at the sampled values that needs two parameters to meet (`a[x]` against `a[y]`): say so
+    for r in found.iter_mut().filter(|r| r.first < n && r.second < n && r.when.is_none()) {
+        r.when = param::relation(evals, accesses, &params, r);
+    }
     let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
     let apart: Vec<(usize, usize)> = pairs
         .iter()
@@ -411,7 +415,11 @@ pub fn find(
         let at = |k: usize| f.cfg.block_of(accesses[k].inst);
         for it in 0..2 {
             let mut on = |k: usize| active(at(k), it);
-            if let Some(r) = param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb))) {
+            if let Some(mut r) = param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb))) {
+                // two parameters, one on each side: the relation, not one's value for the other's sample
+                if let Some(c) = param::relation(evals, accesses, &params, &r) {
+                    r.when = Some(c);
+                }
                 found.push(r);
                 break;
             }

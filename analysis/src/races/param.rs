@@ -35,6 +35,10 @@ pub struct ParamCondition {
     pub contiguous: bool,
     /// The value the witness is for (the smallest in magnitude).
     pub example: i64,
+    /// The race needs `param` = this other parameter + this amount (the two
+    /// threads' addresses move with one parameter each): `lo`, `hi` and
+    /// `example` are the sampled value then.
+    pub equals: Option<(String, i64)>,
 }
 
 /// At most this many thread pairs are examined per access pair.
@@ -65,26 +69,29 @@ pub(super) fn solve(
         }
     }
     let (mut on_a, mut on_b) = (None, None);
+    // an address affine in the thread index moves alike in every thread: its first thread tells
+    let affine = |x: &Access| matches!(x.addr, crate::divergence::AbsVal::Affine { .. });
+    let offset_like = |d: i64, w: u32| d == 0 || d.abs() == w.max(1) as i64;
     for p in params.into_iter().take(2) {
-        // the first thread tells cheaply whether the parameter moves the two apart by whole elements
-        let step = |v: ValueId| {
-            let at = |s: i64| evals.eval(v, Query { pin: Some((p, s)), ..Query::first_thread([0; 3], it) })?.first().copied();
-            Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
-        };
-        let (Some(sa), Some(sb)) = (step(va), step(vb)) else { continue };
-        let offset_like = |d: i64, w: u32| d == 0 || d.abs() == w.max(1) as i64;
-        if sa == sb || !offset_like(sa, a.width) || !offset_like(sb, b.width) {
-            continue;
+        if affine(a) && affine(b) {
+            // the first thread tells cheaply whether the parameter moves the two apart by whole elements
+            let step = |v: ValueId| {
+                let at = |s: i64| evals.eval(v, Query { pin: Some((p, s)), ..Query::first_thread([0; 3], it) })?.first().copied();
+                Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
+            };
+            let (Some(sa), Some(sb)) = (step(va), step(vb)) else { continue };
+            if sa == sb || !offset_like(sa, a.width) || !offset_like(sb, b.width) {
+                continue;
+            }
         }
         let on_a = on_a.get_or_insert_with(|| on(ka));
         let on_b = on_b.get_or_insert_with(|| on(kb));
         let Some((la, da)) = linear_in(evals, va, a.offset, p, it) else { continue };
         let Some((lb, db)) = linear_in(evals, vb, b.offset, p, it) else { continue };
-        let delta = da - db;
         // an offset in elements (added to an index), not a size or a row pitch that
         // scales one: a pitch smaller than the row it separates is not a launch to judge;
         // a parameter that moves both alike leaves the sampled check to decide
-        if delta == 0 || !offset_like(da, a.width) || !offset_like(db, b.width) {
+        if !da.iter().all(|&d| offset_like(d, a.width)) || !db.iter().all(|&d| offset_like(d, b.width)) {
             continue;
         }
         let ta: Vec<usize> = (0..la.len()).filter(|&t| on_a.get(t).copied().unwrap_or(true)).collect();
@@ -98,7 +105,8 @@ pub(super) fn solve(
         let mut values: std::collections::BTreeMap<i64, (usize, usize)> = Default::default();
         for &t1 in &ta {
             for &t2 in &tb {
-                if t1 == t2 || (warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP) {
+                let delta = da[t1] - db[t2];
+                if t1 == t2 || delta == 0 || (warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP) {
                     continue;
                 }
                 // -wb < k·delta - diff < wa, k = s - S
@@ -116,11 +124,11 @@ pub(super) fn solve(
                 }
             }
         }
-        let (&lo, &hi) = (values.keys().next()?, values.keys().next_back()?);
+        let (Some(&lo), Some(&hi)) = (values.keys().next(), values.keys().next_back()) else { continue };
         let example = *values.keys().min_by_key(|s| (s.abs(), **s < 0)).expect("not empty");
         let (t1, t2) = values[&example];
         let k = example - SCALAR_SAMPLE;
-        let (xa, xb) = (la[t1] + k * da, lb[t2] + k * db);
+        let (xa, xb) = (la[t1] + k * da[t1], lb[t2] + k * db[t2]);
         let byte = xa.max(xb);
         let param = f.insts[f.def_inst(p)?].param_read().map(|(n, _)| n.to_string())?;
         return Some(Race {
@@ -136,11 +144,70 @@ pub(super) fn solve(
             // (the witness's pair: the other values' pairs are not compared)
             lanes_only: t1 / crate::model::WARP == t2 / crate::model::WARP,
             elements: 1,
-            when: Some(ParamCondition { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example }),
+            when: Some(ParamCondition { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example, equals: None }),
             iteration: None,
         });
     }
     None
+}
+
+/// For a race found at the sampled parameter values: when its witness
+/// threads' addresses move with two different parameters, one each, by
+/// whole elements (`a[x]` in thread 0, `a[y]` in thread 1, one store after
+/// clang joined the two), the relation the race needs (`y = x`, or
+/// `y = x + 1` for `a[x + 1]` against `a[y]`): the addresses are equal
+/// exactly then. `None`: the race does not depend on the parameters (or
+/// not in that form).
+pub(super) fn relation(evals: &Evals<'_, '_>, accs: &[Access], per_access: &[Vec<ValueId>], r: &Race) -> Option<ParamCondition> {
+    let f = evals.f;
+    let (a, b) = (&accs[r.first], &accs[r.second]);
+    let (va, vb) = (a.addr_value?, b.addr_value?);
+    // two addresses affine in the thread index through the same parameters move alike in
+    // every thread: no relation between parameters separates them
+    let (pa, pb) = (per_access.get(r.first)?, per_access.get(r.second)?);
+    let affine = |x: &Access| matches!(x.addr, crate::divergence::AbsVal::Affine { .. });
+    let same = pa.len() == pb.len() && pa.iter().all(|p| pb.contains(p));
+    if affine(a) && affine(b) && same {
+        return None;
+    }
+    let mut params = pa.clone();
+    for &p in pb {
+        if !params.contains(&p) {
+            params.push(p);
+        }
+    }
+    let [p, q] = params[..] else { return None };
+    let w = a.width.max(1) as i64;
+    if b.width.max(1) as i64 != w {
+        return None;
+    }
+    let (t1, t2) = r.threads;
+    // each thread's address with `pin` moved one up, less the sampled one (iteration 0)
+    let moved = |v: ValueId, t: usize, pin: ValueId| -> Option<i64> {
+        let at = |s: i64| evals.eval(v, Query { pin: Some((pin, s)), ..Query::block(0) })?.get(t).copied();
+        Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
+    };
+    let (ap, aq, bp, bq) = (moved(va, t1, p)?, moved(va, t1, q)?, moved(vb, t2, p)?, moved(vb, t2, q)?);
+    // addr1 - addr2 = (ap - bp)(p - S) + (aq - bq)(q - S) + (a1 - a2): one parameter on each side
+    let (cp, cq) = (ap - bp, aq - bq);
+    if cp.abs() != w || cq != -cp {
+        return None;
+    }
+    let at = |v: ValueId, t: usize| evals.eval(v, Query::block(0))?.get(t).copied();
+    let (a1, a2) = (at(va, t1)? + a.offset, at(vb, t2)? + b.offset);
+    // equal when cp·(p - q) = a2 - a1, that is q = p - (a2 - a1)/cp
+    if (a2 - a1) % cp != 0 {
+        return None;
+    }
+    let name = |v: ValueId| f.insts[f.def_inst(v)?].param_read().map(|(n, _)| n.to_string());
+    Some(ParamCondition {
+        param: name(q)?,
+        lo: SCALAR_SAMPLE,
+        hi: SCALAR_SAMPLE,
+        contiguous: true,
+        example: SCALAR_SAMPLE,
+        equals: Some((name(p)?, -(a2 - a1) / cp)),
+    })
 }
 
 /// The integers `k` with `lo < k·d < hi` (`d ≠ 0`), as an inclusive range
@@ -152,14 +219,13 @@ fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
 }
 
 /// Every thread's address at `p = S` and the amount it moves per unit of
-/// `p`, when that amount is the same in every thread and linear over three
-/// values.
-fn linear_in(evals: &Evals<'_, '_>, v: ValueId, offset: i64, p: ValueId, it: usize) -> Option<(Vec<i64>, i64)> {
+/// `p` (each thread's own: a join of two parameters moves one thread with
+/// one, another with the other), when linear over three values.
+fn linear_in(evals: &Evals<'_, '_>, v: ValueId, offset: i64, p: ValueId, it: usize) -> Option<(Vec<i64>, Vec<i64>)> {
     let at = |s: i64| evals.eval(v, Query { pin: Some((p, s)), ..Query::block(it) });
     let (x0, x1, x2) = (at(SCALAR_SAMPLE)?, at(SCALAR_SAMPLE + 1)?, at(SCALAR_SAMPLE + 2)?);
-    let d = *x1.first()? - *x0.first()?;
-    let linear = x0.iter().zip(x1.iter()).zip(x2.iter()).all(|((a, b), c)| b - a == d && c - b == d);
-    linear.then(|| (x0.iter().map(|x| x + offset).collect(), d))
+    let linear = x0.iter().zip(x1.iter()).zip(x2.iter()).all(|((a, b), c)| b - a == c - b);
+    linear.then(|| (x0.iter().map(|x| x + offset).collect(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect()))
 }
 
 /// The values a parameter of its PTX type can hold.
