@@ -608,7 +608,9 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                     Rc::new(vec![false; on.len()])
                 }
             };
-            crate::races::find_grid(&evals, &own, &comparable, phases.as_ref(), &grid_dims, &mut active)
+            // blocks further along run the next block's code when no branch tests blockIdx
+            let far = grid.filter(|_| !grid_assumed && !by_block_branches);
+            crate::races::find_grid(&evals, &own, &comparable, phases.as_ref(), &grid_dims, far, &mut active)
         } else {
             Vec::new()
         };

@@ -28,9 +28,13 @@ declare_lint! {
     ///
     /// ### Known problems
     /// A `grid.sync()` inside a device function that is not inlined is not seen
-    /// (the accesses it separates are reported). Blocks are compared pairwise with their
-    /// neighbour along one dimension (block 0 and block 1): a race between blocks
-    /// further apart only (block 0 and block 2) is not found.
+    /// (the accesses it separates are reported). Blocks are compared with their
+    /// neighbour along each dimension (block 0 and block 1); block 0 is compared with
+    /// a block further along (block 2: `a[(b + 2)·n + t]` read while block b + 2
+    /// writes it) only when the grid is given and no branch tests `blockIdx` (the
+    /// nearest such blocks whose byte ranges meet block 0's, solved for from each
+    /// access's step per block): with an assumed grid, a race between blocks
+    /// further apart only is not found.
     ///
     /// ### Why is this bad
     /// Blocks run concurrently and in any order, and `__syncthreads()` orders the
@@ -62,10 +66,12 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
         let axis = ["x", "y", "z"][dim as usize % 3];
+        let k = r.block_apart;
         let other = match (dim, facts.grid_dims.iter().any(|&d| d > 0)) {
-            (0, false) => "block 1".to_string(),
-            _ => format!("block ({})", (0..3).map(|d| if d == dim { "1" } else { "0" }).collect::<Vec<_>>().join(", ")),
+            (0, false) => format!("block {k}"),
+            _ => format!("block ({})", (0..3).map(|d| if d == dim { k.to_string() } else { "0".into() }).collect::<Vec<_>>().join(", ")),
         };
+        let relation = if k == 1 { "neighbours".to_string() } else { format!("{k} apart") };
         let lint = if r.benign { &super::benign_race::BENIGN_RACE } else { &GRID_MEMORY_RACE };
         let message = format!(
             "{} data race between blocks on global memory: thread {t2} of {other} {} element {elem} while thread {t1} of block 0 {} it",
@@ -84,7 +90,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let base = super::base_name(facts.f, a);
         let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
         fd.note(format!(
-            "blocks run concurrently and in any order, and no barrier orders threads of different blocks (element {elem} of {base}, in {}-byte elements{more}; block 0 and {other} are neighbours along {axis})",
+            "blocks run concurrently and in any order, and no barrier orders threads of different blocks (element {elem} of {base}, in {}-byte elements{more}; block 0 and {other} are {relation} along {axis})",
             a.width
         ));
         if facts.grid_assumed {
@@ -97,6 +103,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         }
         cx.shape_note(&mut fd);
         fd.metrics.push(("first_block_dimension", super::Metric::Int(dim as i64)));
+        fd.metrics.push(("blocks_apart", super::Metric::Int(k as i64)));
         if r.benign {
             fd.note("every racing write stores the same value, the same in every block, and no thread reads these bytes: whichever block writes last, memory holds that value");
             fd.help("make the intent explicit with an atomic store, or let one block write");

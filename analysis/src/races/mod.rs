@@ -216,8 +216,10 @@ pub struct Race {
     /// happens for the sampled values).
     pub when: Option<param::ParamCondition>,
     /// A race between two blocks: `first` in block 0, `second` in the
-    /// block next to it along this dimension (0: x, 1: y, 2: z).
+    /// block `block_apart` along this dimension (0: x, 1: y, 2: z).
     pub between_blocks: Option<u8>,
+    /// How far along that dimension the second block is (1: the next).
+    pub block_apart: u32,
     /// Every racing pair of threads found is two lanes of one warp (the
     /// race is warp-synchronous code's: `__syncwarp()` would separate it).
     pub lanes_only: bool,
@@ -465,12 +467,17 @@ pub fn find(
 /// assumed, a race is kept only if it also occurs (every thread active)
 /// for blocks of one thread: not one that needs the block
 /// to be larger than the stride the addresses give each block.
+/// `far`: the grid's extent when it is given and the blocks run the same
+/// code (no branch on `blockIdx`): block 0 is then also compared with the
+/// nearest block further along a dimension whose byte ranges meet its own
+/// ([`FAR_BLOCKS`] of them at most, per pair).
 pub fn find_grid(
     evals: &Evals<'_, '_>,
     accesses: &[Access],
     comparable: &[bool],
     phases: Option<&Intervals>,
     dims: &[u8],
+    far: Option<[u32; 3]>,
     active: BlockLanes<'_>,
 ) -> Vec<Race> {
     let (f, d, shape) = (evals.f, evals.d, evals.shape);
@@ -499,7 +506,7 @@ pub fn find_grid(
     if needed.is_empty() {
         return vec![];
     }
-    let found = grid_races_at(evals, accesses, &needed, &candidate, dims, Some(active));
+    let found = grid_races_at(evals, accesses, &needed, &candidate, dims, far, Some(active));
     if !shape.is_assumed() || found.is_empty() {
         return found;
     }
@@ -511,7 +518,7 @@ pub fn find_grid(
     let remaining: BTreeSet<(usize, usize)> = found.iter().map(pair).collect();
     let again_needed: Vec<usize> = remaining.iter().flat_map(|p| [p.0, p.1]).collect::<BTreeSet<_>>().into_iter().collect();
     let again =
-        grid_races_at(&Evals::new(f, d, &one), accesses, &again_needed, &|a, b| remaining.contains(&(a.min(b), a.max(b))), dims, None);
+        grid_races_at(&Evals::new(f, d, &one), accesses, &again_needed, &|a, b| remaining.contains(&(a.min(b), a.max(b))), dims, far, None);
     found.into_iter().filter(|r| again.iter().any(|x| pair(x) == pair(r))).collect()
 }
 
@@ -527,6 +534,9 @@ type Span = (i64, i64, usize);
 /// overlap without their bytes meeting.
 const GRID_CHECKS_PER_ACCESS: usize = 32;
 
+/// Blocks further than the next one compared per pair of accesses, at most.
+const FAR_BLOCKS: usize = 4;
+
 /// [`find_grid`] for one block shape (every thread active when `active`
 /// is not given), over the `needed` accesses and the pairs `candidate`
 /// accepts: for each access in the later block, its first partner (one
@@ -541,6 +551,7 @@ fn grid_races_at(
     needed: &[usize],
     candidate: &dyn Fn(usize, usize) -> bool,
     dims: &[u8],
+    far: Option<[u32; 3]>,
     mut active: Option<BlockLanes<'_>>,
 ) -> Vec<Race> {
     let (f, lanes) = (evals.f, evals.shape.lanes());
@@ -550,13 +561,14 @@ fn grid_races_at(
     type Parts = (std::rc::Rc<Vec<i64>>, i64, std::rc::Rc<Vec<bool>>);
     // (an access outside loops is the same in every iteration: its first one stands for both)
     let looped: Vec<bool> = accs.iter().map(|a| f.cfg.loop_of(f.cfg.block_of(a.inst)).is_some()).collect();
-    let mut parts = |k: usize, dim: Option<u8>, it: usize| -> Option<Parts> {
+    // `apart`: how far along `dim` the other block is (1: the next)
+    let mut parts_at = |k: usize, dim: Option<u8>, apart: i64, it: usize| -> Option<Parts> {
         let a = &accs[k];
         let v = a.addr_value?;
         let it = if looped[k] { it } else { 0 };
         let mut ctaid = [0i64; 3];
         if let Some(x) = dim {
-            ctaid[x as usize] = 1;
+            ctaid[x as usize] = apart;
         }
         let affine = matches!(a.addr, crate::divergence::AbsVal::Affine { c, .. } if c.iter().all(|x| matches!(x, crate::divergence::Coef::Const(_))));
         let (vals, shift) = match dim {
@@ -569,6 +581,7 @@ fn grid_races_at(
             }
             _ => (evals.eval(v, Query { ctaid, ..Query::block(it) })?, 0),
         };
+        // (a block further along runs the code the next one runs: no branch on blockIdx)
         let on = match active.as_mut() {
             Some(act) => act(dim, f.cfg.block_of(a.inst), it),
             None => all.clone(),
@@ -598,11 +611,11 @@ fn grid_races_at(
                     continue;
                 }
                 let w = accs[k].width;
-                let Some(h) = parts(k, None, it) else { continue };
+                let Some(h) = parts_at(k, None, 1, it) else { continue };
                 let Some(r) = range(&h, w) else { continue };
                 home.push((r.0, r.1, k));
                 // the same values and threads shifted: the same range shifted
-                let Some(x) = parts(k, Some(dim), it) else { continue };
+                let Some(x) = parts_at(k, Some(dim), 1, it) else { continue };
                 let same = std::rc::Rc::ptr_eq(&x.0, &h.0) && (std::rc::Rc::ptr_eq(&x.2, &h.2) || x.2 == h.2);
                 let shifted = if same { Some((r.0 + x.1 - h.1, r.1 + x.1 - h.1)) } else { range(&x, w) };
                 if let Some(r) = shifted {
@@ -636,8 +649,8 @@ fn grid_races_at(
                         break;
                     }
                     checks += 1;
-                    let xb = xb.get_or_insert_with(|| parts(kb, Some(dim), it).map(|p| list(&p)));
-                    let xa = home_sorted.entry(ka).or_insert_with(|| parts(ka, None, it).map(|p| list(&p)));
+                    let xb = xb.get_or_insert_with(|| parts_at(kb, Some(dim), 1, it).map(|p| list(&p)));
+                    let xa = home_sorted.entry(ka).or_insert_with(|| parts_at(ka, None, 1, it).map(|p| list(&p)));
                     let (Some(xa), Some(xb)) = (xa.as_ref(), xb.as_ref()) else { continue };
                     if let Some(mut r) = overlap(accs, xa, xb, ka, kb) {
                         r.between_blocks = Some(dim);
@@ -645,6 +658,40 @@ fn grid_races_at(
                         found.push(r);
                         // one partner per access is one finding to act on
                         break;
+                    }
+                }
+            }
+            // blocks further along: where an access's range moves by the same amount per
+            // block, the blocks whose range meets a block-0 range are solved for
+            let Some(extent) = far.map(|g| g[dim as usize] as i64).filter(|&e| e > 2) else { continue };
+            let starts: HashMap<usize, (i64, i64)> = home.iter().map(|x| (x.2, (x.0, x.1))).collect();
+            for &(lo1, _, kb) in &next {
+                let Some(&(lo0, hi0)) = starts.get(&kb) else { continue };
+                let step = lo1 - lo0;
+                let Some(p2) = parts_at(kb, Some(dim), 2, it) else { continue };
+                let Some((lo2, _)) = range(&p2, accs[kb].width) else { continue };
+                if step == 0 || lo2 - lo0 != 2 * step {
+                    continue;
+                }
+                for &(alo, ahi, ka) in &home {
+                    let pair = (ka.min(kb), ka.max(kb));
+                    if !candidate(ka, kb) || raced.contains(&pair) {
+                        continue;
+                    }
+                    // lo0 + k·step < ahi and hi0 + k·step > alo
+                    let (first, last) = param::open_interval(alo - hi0, ahi - lo0, step);
+                    for apart in first.max(2)..=last.min(extent - 1) {
+                        if apart - first.max(2) >= FAR_BLOCKS as i64 {
+                            break;
+                        }
+                        let xa = home_sorted.entry(ka).or_insert_with(|| parts_at(ka, None, 1, it).map(|p| list(&p)));
+                        let (Some(xa), Some(xb)) = (xa.as_ref(), parts_at(kb, Some(dim), apart, it).map(|p| list(&p))) else { break };
+                        if let Some(mut r) = overlap(accs, xa, &xb, ka, kb) {
+                            (r.between_blocks, r.block_apart) = (Some(dim), apart as u32);
+                            raced.insert(pair);
+                            found.push(r);
+                            break;
+                        }
                     }
                 }
             }
@@ -719,6 +766,7 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
         next_iteration: false,
         when: None,
         between_blocks: None,
+        block_apart: 1,
         lanes_only: false,
         elements: 1,
         iteration: None,

@@ -141,6 +141,7 @@ pub(super) fn solve(
             benign: false,
             next_iteration: false,
             between_blocks: None,
+            block_apart: 1,
             // (the witness's pair: the other values' pairs are not compared)
             lanes_only: t1 / crate::model::WARP == t2 / crate::model::WARP,
             elements: 1,
@@ -212,7 +213,7 @@ pub(super) fn relation(evals: &Evals<'_, '_>, accs: &[Access], per_access: &[Vec
 
 /// The integers `k` with `lo < k·d < hi` (`d ≠ 0`), as an inclusive range
 /// (empty when `lo > hi`).
-fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
+pub(super) fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
     let (lo, hi, d) = if d < 0 { (-hi, -lo, -d) } else { (lo, hi, d) };
     // smallest k with k·d > lo, largest with k·d < hi
     (lo.div_euclid(d) + 1, (hi - 1).div_euclid(d))

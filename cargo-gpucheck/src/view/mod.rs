@@ -355,7 +355,7 @@ impl Doc {
                 let (la, lb) = (p.link(&first.site, u.ptx), p.link(&second.site, u.ptx));
                 let seen = u.runs.iter().flat_map(|k| &k.rows).find(|row| row_is_race(row, k1, k2, r.between_blocks));
                 // (between blocks: the first access in block 0, the second in the block next to it)
-                let (b0, b1) = if r.between_blocks { (" of block 0", " of the next block") } else { ("", "") };
+                let (b0, b1) = if r.between_blocks { (" of block 0", " of the other block") } else { ("", "") };
                 for (site, at, other, (mine, theirs)) in
                     [(first, &la, &lb, ((r.threads.0, b0), (r.threads.1, b1))), (second, &lb, &la, ((r.threads.1, b1), (r.threads.0, b0)))]
                 {
