@@ -36,7 +36,10 @@ declare_lint! {
     /// loop-invariant amount, tested against constants or the block shape), at
     /// every iteration when an address or a thread-dependent guard in the loop
     /// moves with the counter: the message names the iteration ("in iteration 4
-    /// of 8 of the loop").
+    /// of 8 of the loop"). A loop whose bound is a runtime value (`i < n`) has its
+    /// first 16 iterations compared when a thread-dependent guard in it moves with
+    /// the counter (`if (t == i)`), and the finding says the race needs the loop to
+    /// run that many times.
     ///
     /// Scalar parameters are sampled, except one that offsets an index by whole
     /// elements (`a[t + offset]`): its values are solved for exactly, and a
@@ -117,6 +120,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             None => (String::new(), String::new()),
         };
         let at = match r.iteration {
+            Some((it, 0)) => format!(", in iteration {} of the loop (when it runs that many times)", it + 1),
             Some((it, trips)) => format!(", in iteration {} of {trips} of the loop", it + 1),
             None if r.next_iteration => ", one iteration apart".to_string(),
             None => String::new(),
@@ -167,10 +171,21 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                 crate::demangle(&c.param)
             ));
         }
-        if let Some((it, trips)) = r.iteration {
-            fd.metrics.push(("iteration", super::Metric::Int(it as i64 + 1)));
-            fd.metrics.push(("loop_iterations", super::Metric::Int(trips as i64)));
-            fd.note(format!("the loop runs {trips} iterations (its counter's start, step and bound are constants): each was compared, not only the first two, and this is the first that races"));
+        match r.iteration {
+            Some((it, 0)) => {
+                fd.metrics.push(("iteration", super::Metric::Int(it as i64 + 1)));
+                fd.note(format!(
+                    "the loop's bound is a runtime value: its first {RUNTIME} iterations were compared (the counter's values in each are exact), and this is the first that races; a launch whose loop stops before iteration {} does not race here",
+                    it + 1,
+                    RUNTIME = crate::races::RUNTIME_ITERATIONS
+                ));
+            }
+            Some((it, trips)) => {
+                fd.metrics.push(("iteration", super::Metric::Int(it as i64 + 1)));
+                fd.metrics.push(("loop_iterations", super::Metric::Int(trips as i64)));
+                fd.note(format!("the loop runs {trips} iterations (its counter's start, step and bound are constants): each was compared, not only the first two, and this is the first that races"));
+            }
+            None => {}
         }
         if r.next_iteration {
             fd.note("the race goes around the loop's back edge: a thread one iteration ahead meets the other's access of the previous iteration; a barrier at the end of the loop body (before the next iteration's access) separates them");

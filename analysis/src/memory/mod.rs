@@ -342,12 +342,24 @@ impl<'f, 'a> Evals<'f, 'a> {
     }
 }
 
+/// How many iterations a loop runs, as far as the evaluator can follow its
+/// counters ([`trip_count`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trips {
+    /// A constant.
+    Known(usize),
+    /// The exit tests a counter against a scalar parameter (`i < n`): the
+    /// counters' values in any iteration are exact, how many run is not.
+    Runtime,
+}
+
 /// The iterations loop `l` runs, when that is a constant of at most `max`:
 /// its counters are stepped exactly by the evaluator (integer additions of
 /// a loop-invariant step), its one exit is a test of them, constants and
-/// the block shape (not of a parameter, data or another loop's counter),
-/// and the test is evaluated at each iteration until it leaves.
-pub fn trip_count(evals: &Evals<'_, '_>, l: crate::ir::LoopId, max: usize) -> Option<usize> {
+/// the block shape (not of data or another loop's counter), and the test is
+/// evaluated at each iteration until it leaves; [`Trips::Runtime`] when the
+/// test also reads a scalar parameter.
+pub fn trip_count(evals: &Evals<'_, '_>, l: crate::ir::LoopId, max: usize) -> Option<Trips> {
     let (f, cfg) = (evals.f, &evals.f.cfg);
     let header = cfg.loops[l].header;
     let counters: Vec<ValueId> = f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect();
@@ -357,16 +369,18 @@ pub fn trip_count(evals: &Evals<'_, '_>, l: crate::ir::LoopId, max: usize) -> Op
     let inst = &f.insts[br];
     let g = inst.ast.guard.filter(|_| inst.is_jump())?;
     let cond = f.ssa.use_of(br, g.reg)?;
-    // what the test reads: the loop's exact counters, constants, the shape
-    let (mut stack, mut seen) = (vec![cond], HashSet::new());
+    // what the test reads: the loop's exact counters, constants, the shape, parameters
+    let (mut stack, mut seen, mut runtime) = (vec![cond], HashSet::new(), false);
     while let Some(v) = stack.pop() {
         if !seen.insert(v) || seen.len() > 64 {
             return None;
         }
         match f.ssa.values[v] {
-            ValueDef::Phi(_) if counters.contains(&v) => {
+            ValueDef::Phi(p) if counters.contains(&v) => {
                 let li = crate::divergence::eval::induction_update(f, v)?;
                 stack.extend(f.ssa.uses(li).iter().copied().filter(|&x| x != v));
+                // where it starts (`n` for a count down from `n`)
+                stack.extend(f.ssa.phis[p].incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).map(|x| x.1));
             }
             ValueDef::Phi(_) => return None,
             ValueDef::Entry(_) => {
@@ -374,20 +388,24 @@ pub fn trip_count(evals: &Evals<'_, '_>, l: crate::ir::LoopId, max: usize) -> Op
                     return None;
                 }
             }
+            ValueDef::Inst { inst, .. } if f.insts[inst].param_read().is_some() => runtime = true,
             ValueDef::Inst { inst, .. } => {
-                if f.insts[inst].param_read().is_some() || f.insts[inst].access().is_some() {
+                if f.insts[inst].access().is_some() {
                     return None;
                 }
                 stack.extend(f.ssa.uses(inst).iter().copied());
             }
         }
     }
+    if runtime {
+        return Some(Trips::Runtime);
+    }
     let taken_leaves = !cfg.in_loop(f.branch_target(br)?, l);
     for n in 0..max {
         let c = *evals.eval(cond, Query { scalar: None, ..Query::first_thread([0; 3], n) })?.first()? != 0;
         if (c != g.negated) == taken_leaves {
             // a test at the top leaves before iteration n's body, one at the bottom after it
-            return Some(if e == header { n } else { n + 1 });
+            return Some(Trips::Known(if e == header { n } else { n + 1 }));
         }
     }
     None

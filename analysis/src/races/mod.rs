@@ -227,7 +227,8 @@ pub struct Race {
     /// that shows it (1: the witness's alone).
     pub elements: usize,
     /// The race shows only in a later iteration of the loop around both
-    /// accesses: (that iteration, from 0; the loop's trip count).
+    /// accesses: (that iteration, from 0; the loop's trip count, 0 when its
+    /// bound is a runtime value).
     pub iteration: Option<(usize, usize)>,
 }
 
@@ -948,7 +949,14 @@ fn races_at(
         let Some((trips, moving, guards_move)) = loops
             .entry(l)
             .or_insert_with(|| {
-                let t = crate::memory::trip_count(evals, l, MAX_ITERATIONS).filter(|&t| t > 2)?;
+                let t = match crate::memory::trip_count(evals, l, MAX_ITERATIONS)? {
+                    crate::memory::Trips::Known(t) => t,
+                    // (0: the bound is a runtime value)
+                    crate::memory::Trips::Runtime => 0,
+                };
+                if t == 1 || t == 2 {
+                    return None;
+                }
                 let header = f.cfg.loops[l].header;
                 let moving = f.derived_from(f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
                 let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
@@ -959,11 +967,14 @@ fn races_at(
             continue;
         };
         let moves = |k: usize| accs[k].addr_value.is_some_and(|v| moving.contains(v.index()));
-        if !(*guards_move || moves(ka) || moves(kb)) {
+        // a runtime bound: only a thread-dependent guard on the counter (`if (t == i)`, `t > i`)
+        // picks threads iteration by iteration; addresses that move alike with it meet early
+        if !(*guards_move || (*trips > 0 && (moves(ka) || moves(kb)))) {
             continue;
         }
         let synced = warp_synced.contains(&(ka, kb));
-        for it in 2..*trips {
+        let last = if *trips == 0 { RUNTIME_ITERATIONS } else { *trips };
+        for it in 2..last {
             let (Some(xa), Some(xb)) = (addresses_at(ka, it), addresses_at(kb, it)) else { continue };
             if let Some(mut r) = conflict_in(accs, ka, kb, &[Some(xa)], &[Some(xb)], synced) {
                 r.iteration = Some((it, *trips));
@@ -978,3 +989,7 @@ fn races_at(
 /// Iterations of a loop compared one by one, at most (a loop that runs
 /// longer keeps its first two).
 const MAX_ITERATIONS: usize = 64;
+
+/// Iterations compared in a loop whose bound is a runtime value (a race
+/// in iteration k then needs the loop to run k times).
+pub const RUNTIME_ITERATIONS: usize = 16;
