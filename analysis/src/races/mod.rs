@@ -950,13 +950,12 @@ fn races_at(
             .entry(l)
             .or_insert_with(|| {
                 let t = match crate::memory::trip_count(evals, l, MAX_ITERATIONS)? {
-                    crate::memory::Trips::Known(t) => t,
+                    // (two iterations or fewer: compared already)
+                    crate::memory::Trips::Known(t) if t > 2 => t,
+                    crate::memory::Trips::Known(_) => return None,
                     // (0: the bound is a runtime value)
                     crate::memory::Trips::Runtime => 0,
                 };
-                if t == 1 || t == 2 {
-                    return None;
-                }
                 let header = f.cfg.loops[l].header;
                 let moving = f.derived_from(f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
                 let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
