@@ -8,7 +8,8 @@
 //! or a thread-dependent branch leads to each ([`concurrent`]: not through
 //! the two sides of a uniform branch). A pair races when, for two different threads of the
 //! block that execute them (their thread-only guards, first iteration of
-//! loops; loop counters also at their next values), the byte ranges
+//! loops; loop counters also at their next values, and at every later
+//! iteration of a loop whose trip count is known), the byte ranges
 //! overlap and at least one access writes; atomics do not race with
 //! atomics. Decided by enumerating the block's threads; a pair that the
 //! sampled parameter values leave apart is solved exactly for a parameter
