@@ -327,4 +327,8 @@ $L_end:
     let (pa, po) = (mem.alloc(&[0u8; 32]), mem.alloc(&[0u8; 32]));
     let e = interp::run(&m, "k", &launch, &[Arg::Bits(pa), Arg::Bits(po), Arg::Bits(2)], &mut mem).unwrap_err();
     assert!(e.to_string().contains("blocks wait at `grid.sync()` that other blocks of the grid ended without reaching"), "{e}");
+    // more blocks than run at once: said, not attempted
+    let huge = Launch { grid: [5000, 1, 1], block: [64, 1, 1], dynamic_shared: 0 };
+    let e = interp::run(&m, "k", &huge, &[Arg::Bits(pa), Arg::Bits(po), Arg::Bits(0)], &mut Global::default()).unwrap_err();
+    assert!(e.to_string().contains("a cooperative launch of 5000 blocks; at most 4096 run here"), "{e}");
 }

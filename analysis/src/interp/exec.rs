@@ -40,6 +40,10 @@ enum State {
 /// Bytes of the grid workspace (its arrival counter).
 const WORKSPACE_BYTES: u64 = 16;
 
+/// Blocks of a cooperative launch run at most (each block's state is kept
+/// between the phases).
+const MAX_COOPERATIVE_BLOCKS: u64 = 4096;
+
 /// A caller's frame while a device function runs.
 struct Saved {
     prog: usize,
@@ -297,6 +301,12 @@ pub fn run(
     let nblocks = gx as u64 * gy as u64 * gz as u64;
     // a kernel that reads the grid workspace synchronises its grid (`grid.sync()`): its blocks run in phases
     let cooperative = k.progs.values().any(|p| p.specials.iter().any(|(_, s)| matches!(s, crate::ir::inst::Special::GridWorkspace { .. })));
+    if cooperative && nblocks > MAX_COOPERATIVE_BLOCKS {
+        // every block's state is held at once (on a GPU every block must be resident too)
+        return Err(InterpError::Launch(format!(
+            "`{name}` synchronises its grid (`grid.sync()`): a cooperative launch of {nblocks} blocks; at most {MAX_COOPERATIVE_BLOCKS} run here (a GPU runs only as many as fit on it at once)"
+        )));
+    }
     let tally = if cooperative { run_phases(&k, nblocks)? } else { run_blocks(&k, nblocks)? };
     let key = |x: usize| k.keys[x];
     let mut races: Vec<RaceSeen> = tally
