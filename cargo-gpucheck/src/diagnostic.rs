@@ -265,9 +265,8 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
                 let inside = |outer: u32, end: u32, inner: u32| {
                     (outer + 1..end).contains(&inner) && text.as_deref().is_some_and(|t| expression_at(t, outer))
                 };
-                let copy = d.finding.label == f.label
-                    && !gpucheck_analysis::lints::one_per_line(f.lint)
-                    && (inside(d.col, d.col_end, col) || inside(col, col_end, d.col));
+                let copy =
+                    d.finding.label == f.label && !f.lint.one_per_line && (inside(d.col, d.col_end, col) || inside(col, col_end, d.col));
                 d.col == col || copy
             })
         });
@@ -320,7 +319,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
 }
 
 /// One diagnostic per source line for the lints that ask for it
-/// ([`gpucheck_analysis::lints::one_per_line`]), and per pair of lines
+/// (`Lint::one_per_line`), and per pair of lines
 /// (the two sides of a race, whichever is primary): the later findings
 /// join the first as labels and a note naming their column and message.
 fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
@@ -332,7 +331,7 @@ fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
             out.push(d);
             continue;
         };
-        if !gpucheck_analysis::lints::one_per_line(d.finding.lint) {
+        if !d.finding.lint.one_per_line {
             out.push(d);
             continue;
         }

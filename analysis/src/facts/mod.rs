@@ -16,9 +16,10 @@
 //!
 //! Active lanes: the threads of the block that execute a block of the CFG,
 //! as far as thread-only branch conditions tell (evaluated for every
-//! thread, loop counters at their first — or second — value; loop exits
-//! and conditions that cannot be evaluated do not restrict), starting from
-//! the calling threads in a call context.
+//! thread, loop counters at the iteration asked for; loop exits and
+//! conditions that cannot be evaluated do not restrict; a branch restricts
+//! only the threads that execute it, not those reaching the block by a path
+//! around it), starting from the calling threads in a call context.
 //!
 //! Owns: assembling the facts and the active-lane computation. Does not
 //! own: the analyses (`divergence`, `memory`, `races`) or what is worth a
@@ -32,7 +33,6 @@ use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::footprint::Group;
 use crate::memory::{Access, Evals, Prediction, Query};
 use crate::model::Shape;
-use crate::ptx::Operand;
 use crate::races::Race;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -851,13 +851,8 @@ fn derived_from_specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) ->
     if !f.ssa.reads_special(which) {
         return BitSet::new(f.ssa.values.len());
     }
-    let reads = |inst: &crate::ir::inst::Inst<'_>| {
-        inst.operands().iter().skip(1).any(|o| matches!(o, Operand::Reg(r) if Special::parse(r).is_some_and(which)))
-    };
-    let mut seeds: Vec<ValueId> =
-        f.insts.iter_enumerated().filter(|(_, inst)| reads(inst)).flat_map(|(i, _)| f.ssa.defs(i).to_vec()).collect();
-    seeds.extend(f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)));
-    f.derived_from(seeds)
+    // a special register read is the use of its entry value
+    f.derived_from(f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)).collect())
 }
 
 /// The barriers that complete a cooperative `grid.sync()`: for each atomic
@@ -875,16 +870,10 @@ fn grid_barriers(f: &FunctionIr<'_>, accesses: &[Access], workspace: &BitSet) ->
             continue;
         }
         // the rest of the arrival's block, then each post-dominator from its start
-        let mut b = f.cfg.block_of(a.inst);
-        let mut after = f.cfg.blocks[b].insts().skip_while(|&i| i != a.inst).skip(1).find(|&i| f.insts[i].is_block_barrier());
-        let mut steps = 0;
-        while after.is_none() && steps < f.cfg.len() {
-            let Some(p) = f.cfg.ipdom(b) else { break };
-            b = p;
-            after = f.cfg.blocks[b].insts().find(|&i| f.insts[i].is_block_barrier());
-            steps += 1;
-        }
-        if let Some(i) = after.filter(|i| !out.contains(i)) {
+        let b = f.cfg.block_of(a.inst);
+        let rest = f.cfg.blocks[b].insts().skip_while(|&i| i != a.inst).skip(1);
+        let later = std::iter::successors(f.cfg.ipdom(b), |&p| f.cfg.ipdom(p)).flat_map(|p| f.cfg.blocks[p].insts());
+        if let Some(i) = rest.chain(later).find(|&i| f.insts[i].is_block_barrier()).filter(|i| !out.contains(i)) {
             out.push(i);
         }
     }

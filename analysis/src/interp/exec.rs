@@ -369,6 +369,22 @@ fn shadow_for(k: &Kernel<'_>, nblocks: u64) -> Shadow {
     shadow
 }
 
+/// Hand block `b`'s global words (races between blocks) to `obs`, when
+/// the shadow recorded them (a launch of more than one block).
+fn keep_footprint(obs: &mut Tally, shadow: &mut Shadow, b: u64) {
+    if shadow.track_grid {
+        obs.footprints.push((b, std::mem::take(&mut shadow.grid)));
+        obs.grid_full |= std::mem::take(&mut shadow.grid_full);
+    }
+}
+
+impl Kernel<'_> {
+    /// The PTX line warp `w` stands at.
+    fn line_of(&self, w: &Warp) -> Option<u32> {
+        w.stack.last().map(|e| self.lines.get(self.bases[&w.prog] + e.pc).copied().unwrap_or(0))
+    }
+}
+
 /// Every block run to its end, in parallel.
 fn run_blocks(k: &Kernel<'_>, nblocks: u64) -> Result<Tally, InterpError> {
     (0..nblocks)
@@ -377,10 +393,7 @@ fn run_blocks(k: &Kernel<'_>, nblocks: u64) -> Result<Tally, InterpError> {
             || (Tally::default(), shadow_for(k, nblocks)),
             |(mut obs, mut shadow), b| {
                 run_block(k, ctaid_of(k, b), &mut obs, &mut shadow)?;
-                if nblocks > 1 {
-                    obs.footprints.push((b, std::mem::take(&mut shadow.grid)));
-                    obs.grid_full |= std::mem::take(&mut shadow.grid_full);
-                }
+                keep_footprint(&mut obs, &mut shadow, b);
                 Ok::<_, InterpError>((obs, shadow))
             },
         )
@@ -420,10 +433,7 @@ fn run_phases(k: &Kernel<'_>, nblocks: u64) -> Result<Tally, InterpError> {
                     w.state = State::Running;
                 }
                 *done = resume_block(k, run, &mut obs, shadow)? == Stop::Done;
-                if nblocks > 1 {
-                    obs.footprints.push((b as u64, std::mem::take(&mut shadow.grid)));
-                    obs.grid_full |= std::mem::take(&mut shadow.grid_full);
-                }
+                keep_footprint(&mut obs, shadow, b as u64);
                 Ok::<_, InterpError>(obs)
             })
             .try_reduce(Tally::default, |mut a, b| {
@@ -438,12 +448,7 @@ fn run_phases(k: &Kernel<'_>, nblocks: u64) -> Result<Tally, InterpError> {
         }
         if waiting.len() < blocks.len() {
             // some blocks ended without arriving: the others would wait for them forever
-            let line = waiting[0]
-                .warps
-                .iter()
-                .filter(|w| w.state == State::AtGrid)
-                .find_map(|w| w.stack.last().map(|e| k.lines.get(k.bases[&w.prog] + e.pc).copied().unwrap_or(0)))
-                .unwrap_or(0);
+            let line = waiting[0].warps.iter().filter(|w| w.state == State::AtGrid).find_map(|w| k.line_of(w)).unwrap_or(0);
             return Err(InterpError::GridDeadlock { line });
         }
     }
@@ -562,8 +567,7 @@ fn resume_block(k: &Kernel<'_>, run: &mut BlockRun, obs: &mut Tally, shadow: &mu
             }
             shadow.epoch += 1;
         } else if !progressed {
-            let line =
-                warps.iter().find_map(|w| w.stack.last().map(|e| k.lines.get(k.bases[&w.prog] + e.pc).copied().unwrap_or(0))).unwrap_or(0);
+            let line = warps.iter().find_map(|w| k.line_of(w)).unwrap_or(0);
             return Err(InterpError::Deadlock { line });
         }
     }

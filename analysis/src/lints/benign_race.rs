@@ -35,5 +35,6 @@ declare_lint! {
         group: Pedantic,
         default: Allow,
         summary: "threads of a block write the same uniform value to the same bytes in one barrier interval and nobody reads them there: a race in the strict sense, safe in practice for aligned word-sized stores",
+        one_per_line: true,
     }
 }

@@ -28,6 +28,7 @@ declare_lint! {
         group: Correctness,
         default: Warn,
         summary: "two threads of a block access the same global bytes in one barrier interval, one writing (different pointer parameters are assumed not to alias; races between blocks: grid_memory_race)",
+        one_per_line: true,
     }
 }
 

@@ -54,6 +54,7 @@ declare_lint! {
         group: Correctness,
         default: Warn,
         summary: "threads of two different blocks access the same global bytes, one writing (no barrier orders blocks); the grid from --grid or metadata, else two blocks or more along each dimension global addresses take blockIdx from",
+        one_per_line: true,
     }
 }
 

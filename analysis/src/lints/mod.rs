@@ -63,13 +63,6 @@ lints! {
     stride_dependent_access::STRIDE_DEPENDENT_ACCESS => check,
 }
 
-/// Lints whose findings on one source line are one diagnostic: the
-/// accesses of one statement that race through the same missing barrier
-/// (the tile loop's `As[ty][k] * Bs[k][tx]`) are one bug.
-pub fn one_per_line(lint: &Lint) -> bool {
-    [&SHARED_MEMORY_RACE, &GLOBAL_MEMORY_RACE, &GRID_MEMORY_RACE, &benign_race::BENIGN_RACE].iter().any(|l| l.name == lint.name)
-}
-
 /// The variable an access is based on, as its author wrote it (`` `As` ``
 /// for clang's `_ZZ19matmul_missing_syncE2As`), or "the base pointer".
 pub(crate) fn base_name(f: &crate::ir::FunctionIr<'_>, a: &crate::memory::Access) -> String {

@@ -72,6 +72,10 @@ pub struct Lint {
     pub group: Group,
     pub default: Level,
     pub summary: &'static str,
+    /// The findings of one source line, or of one pair of lines, are one
+    /// diagnostic (the accesses of one statement that race through the
+    /// same missing barrier: the tile loop's `As[ty][k] * Bs[k][tx]`).
+    pub one_per_line: bool,
     /// The doc comment of the declaration, one `#[doc]` line each.
     pub doc: &'static str,
 }
@@ -201,7 +205,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), LINTS.len());
         assert!(is_registered(&crate::lints::DIVERGENT_BRANCH));
-        let stray = Lint { name: "divergent_branch", group: Group::Perf, default: Level::Warn, summary: "", doc: "" };
+        let stray = Lint { name: "divergent_branch", group: Group::Perf, default: Level::Warn, summary: "", one_per_line: false, doc: "" };
         assert!(!is_registered(&stray));
     }
 }

@@ -6,6 +6,8 @@
 
 use super::{Finding, Lint, LintCx};
 use crate::ir::inst::{AccessKind, Space};
+use crate::memory::Trips;
+use crate::races::param::ParamCondition;
 
 declare_lint! {
     /// ### What it does
@@ -76,6 +78,7 @@ declare_lint! {
         group: Correctness,
         default: Deny,
         summary: "two threads of a block access the same shared bytes in one barrier interval (also around loop back edges), one writing; names read-after-write / write-after-read / write-after-write and a witness pair of threads",
+        one_per_line: true,
     }
 }
 
@@ -98,30 +101,29 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let name = format!("{} memory", space.name());
         // a race that needs particular values of a parameter names them
         let (when, example) = match &r.when {
-            Some(c) if c.equals.is_some() => {
-                let (other, k) = c.equals.clone().unwrap_or_default();
-                let plus = match k {
+            Some(ParamCondition::Relation { param, other, plus }) => {
+                let plus = match *plus {
                     0 => String::new(),
                     k if k > 0 => format!(" + {k}"),
                     k => format!(" - {}", -k),
                 };
-                (format!(" when `{}` = `{}`{plus}", crate::demangle(&c.param), crate::demangle(&other)), String::new())
+                (format!(" when `{}` = `{}`{plus}", crate::demangle(param), crate::demangle(other)), String::new())
             }
-            Some(c) => {
-                let p = format!("`{}`", crate::demangle(&c.param));
-                let cond = match (c.lo == c.hi, c.contiguous) {
-                    (true, _) => format!("{p} = {}", c.lo),
-                    (false, true) => format!("{} ≤ {p} ≤ {}", c.lo, c.hi),
-                    (false, false) => format!("{p} takes one of some values from {} to {}", c.lo, c.hi),
+            Some(ParamCondition::Values { param, lo, hi, contiguous, example }) => {
+                let p = format!("`{}`", crate::demangle(param));
+                let cond = match (lo == hi, contiguous) {
+                    (true, _) => format!("{p} = {lo}"),
+                    (false, true) => format!("{lo} ≤ {p} ≤ {hi}"),
+                    (false, false) => format!("{p} takes one of some values from {lo} to {hi}"),
                 };
-                let example = if c.lo == c.hi { String::new() } else { format!("for {p} = {}, ", c.example) };
+                let example = if lo == hi { String::new() } else { format!("for {p} = {example}, ") };
                 (format!(" when {cond}"), example)
             }
             None => (String::new(), String::new()),
         };
         let at = match r.iteration {
-            Some((it, 0)) => format!(", in iteration {} of the loop (when it runs that many times)", it + 1),
-            Some((it, trips)) => format!(", in iteration {} of {trips} of the loop", it + 1),
+            Some((it, Trips::Runtime)) => format!(", in iteration {} of the loop (when it runs that many times)", it + 1),
+            Some((it, Trips::Known(trips))) => format!(", in iteration {} of {trips} of the loop", it + 1),
             None if r.next_iteration => ", one iteration apart".to_string(),
             None => String::new(),
         };
@@ -159,20 +161,20 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let base = super::base_name(cx.facts.f, a);
         let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements{more})", a.width));
-        if let Some((other, _)) = r.when.as_ref().and_then(|c| c.equals.as_ref().map(|e| (e, c))) {
-            fd.note(format!(
+        match &r.when {
+            Some(ParamCondition::Relation { param, other, .. }) => fd.note(format!(
                 "the two threads' addresses depend on `{}` and `{}`, one each: they meet exactly when the condition holds (the witness is for one such pair of values); for other values no two threads touch the same bytes",
-                crate::demangle(&other.0),
-                crate::demangle(&r.when.as_ref().map(|c| c.param.clone()).unwrap_or_default()),
-            ));
-        } else if let Some(c) = &r.when {
-            fd.note(format!(
+                crate::demangle(other),
+                crate::demangle(param),
+            )),
+            Some(ParamCondition::Values { param, .. }) => fd.note(format!(
                 "the addresses depend on `{}`: solved for every value it can hold, not sampled; for other values no two threads touch the same bytes",
-                crate::demangle(&c.param)
-            ));
+                crate::demangle(param)
+            )),
+            None => {}
         }
         match r.iteration {
-            Some((it, 0)) => {
+            Some((it, Trips::Runtime)) => {
                 fd.metrics.push(("iteration", super::Metric::Int(it as i64 + 1)));
                 fd.note(format!(
                     "the loop's bound is a runtime value: its first {RUNTIME} iterations were compared (the counter's values in each are exact), and this is the first that races; a launch whose loop stops before iteration {} does not race here",
@@ -180,7 +182,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                     RUNTIME = crate::races::RUNTIME_ITERATIONS
                 ));
             }
-            Some((it, trips)) => {
+            Some((it, Trips::Known(trips))) => {
                 fd.metrics.push(("iteration", super::Metric::Int(it as i64 + 1)));
                 fd.metrics.push(("loop_iterations", super::Metric::Int(trips as i64)));
                 fd.note(format!("the loop runs {trips} iterations (its counter's start, step and bound are constants): each was compared, not only the first two, and this is the first that races"));

@@ -228,9 +228,8 @@ pub struct Race {
     /// that shows it (1: the witness's alone).
     pub elements: usize,
     /// The race shows only in a later iteration of the loop around both
-    /// accesses: (that iteration, from 0; the loop's trip count, 0 when its
-    /// bound is a runtime value).
-    pub iteration: Option<(usize, usize)>,
+    /// accesses: that iteration (from 0) and how many the loop runs.
+    pub iteration: Option<(usize, crate::memory::Trips)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -262,7 +261,11 @@ impl RaceKind {
 /// For each iteration sampled, the (byte address, thread) pairs of the
 /// threads that execute an access, sorted by address (`None` for an
 /// iteration that cannot be evaluated).
-pub type Addresses = Vec<Option<Vec<(i64, usize)>>>;
+pub type Addresses = Vec<Option<Sorted>>;
+
+/// The (byte address, thread) pairs of the threads that execute an
+/// access, sorted by address.
+pub type Sorted = Vec<(i64, usize)>;
 
 /// Sort per-thread addresses (`None`: the thread does not execute it).
 pub fn sorted(per_thread: &[Option<i64>]) -> Vec<(i64, usize)> {
@@ -286,14 +289,7 @@ fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize,
 
 /// [`conflict_between`] for the given samples of each access (`aa[s]`
 /// against `ab[s]`).
-fn conflict_in(
-    accesses: &[Access],
-    ka: usize,
-    kb: usize,
-    aa: &[Option<Vec<(i64, usize)>>],
-    ab: &[Option<Vec<(i64, usize)>>],
-    warp_synced: bool,
-) -> Option<Race> {
+fn conflict_in(accesses: &[Access], ka: usize, kb: usize, aa: &[Option<Sorted>], ab: &[Option<Sorted>], warp_synced: bool) -> Option<Race> {
     let (a, b) = (&accesses[ka], &accesses[kb]);
     if a.space != b.space || !matches!(a.space, Space::Shared | Space::Global) {
         return None;
@@ -406,8 +402,10 @@ pub fn find(
         .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::memory::scalar_parameters(f, v)).unwrap_or_default())
         .collect();
     // a race at the sampled values that needs two parameters to meet (`a[x]` against `a[y]`): say so
+    // (found in either sampled iteration of a loop: the relation must hold in both)
     for r in found.iter_mut().filter(|r| r.first < n && r.second < n && r.when.is_none()) {
-        r.when = param::relation(evals, accesses, &params, r);
+        let its: &[usize] = if in_loop(r.first) || in_loop(r.second) { &[0, 1] } else { &[0] };
+        r.when = param::relation(evals, accesses, &params, r, its);
     }
     let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
     let apart: Vec<(usize, usize)> = pairs
@@ -421,7 +419,7 @@ pub fn find(
             let mut on = |k: usize| active(at(k), it);
             if let Some(mut r) = param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb))) {
                 // two parameters, one on each side: the relation, not one's value for the other's sample
-                if let Some(c) = param::relation(evals, accesses, &params, &r) {
+                if let Some(c) = param::relation(evals, accesses, &params, &r, &[it]) {
                     r.when = Some(c);
                 }
                 found.push(r);
@@ -558,20 +556,21 @@ fn grid_races_at(
 ) -> Vec<Race> {
     let (f, lanes) = (evals.f, evals.shape.lanes());
     let all = std::rc::Rc::new(vec![true; lanes.len()]);
-    // an access's addresses in block 0 (`dim` `None`) or the next block along `dim`,
-    // iteration `it`: the values, a shift added to each, the threads that execute it
+    // an access's addresses in block 0 (`at` `None`) or in the block `(dim, apart)`, that
+    // many along `dim`, iteration `it`: the values, a shift added to each, the threads that
+    // execute it
     type Parts = (std::rc::Rc<Vec<i64>>, i64, std::rc::Rc<Vec<bool>>);
     // (an access outside loops is the same in every iteration: its first one stands for both)
     let looped: Vec<bool> = accs.iter().map(|a| f.cfg.loop_of(f.cfg.block_of(a.inst)).is_some()).collect();
-    // `apart`: how far along `dim` the other block is (1: the next)
-    let mut parts_at = |k: usize, dim: Option<u8>, apart: i64, it: usize| -> Option<Parts> {
+    let mut parts = |k: usize, at: Option<(u8, i64)>, it: usize| -> Option<Parts> {
         let a = &accs[k];
         let v = a.addr_value?;
         let it = if looped[k] { it } else { 0 };
         let mut ctaid = [0i64; 3];
-        if let Some(x) = dim {
+        if let Some((x, apart)) = at {
             ctaid[x as usize] = apart;
         }
+        let dim = at.map(|x| x.0);
         let affine = matches!(a.addr, crate::divergence::AbsVal::Affine { c, .. } if c.iter().all(|x| matches!(x, crate::divergence::Coef::Const(_))));
         let (vals, shift) = match dim {
             Some(_) if affine => {
@@ -613,11 +612,11 @@ fn grid_races_at(
                     continue;
                 }
                 let w = accs[k].width;
-                let Some(h) = parts_at(k, None, 1, it) else { continue };
+                let Some(h) = parts(k, None, it) else { continue };
                 let Some(r) = range(&h, w) else { continue };
                 home.push((r.0, r.1, k));
                 // the same values and threads shifted: the same range shifted
-                let Some(x) = parts_at(k, Some(dim), 1, it) else { continue };
+                let Some(x) = parts(k, Some((dim, 1)), it) else { continue };
                 let same = std::rc::Rc::ptr_eq(&x.0, &h.0) && (std::rc::Rc::ptr_eq(&x.2, &h.2) || x.2 == h.2);
                 let shifted = if same { Some((r.0 + x.1 - h.1, r.1 + x.1 - h.1)) } else { range(&x, w) };
                 if let Some(r) = shifted {
@@ -651,8 +650,8 @@ fn grid_races_at(
                         break;
                     }
                     checks += 1;
-                    let xb = xb.get_or_insert_with(|| parts_at(kb, Some(dim), 1, it).map(|p| list(&p)));
-                    let xa = home_sorted.entry(ka).or_insert_with(|| parts_at(ka, None, 1, it).map(|p| list(&p)));
+                    let xb = xb.get_or_insert_with(|| parts(kb, Some((dim, 1)), it).map(|p| list(&p)));
+                    let xa = home_sorted.entry(ka).or_insert_with(|| parts(ka, None, it).map(|p| list(&p)));
                     let (Some(xa), Some(xb)) = (xa.as_ref(), xb.as_ref()) else { continue };
                     if let Some(mut r) = overlap(accs, xa, xb, ka, kb) {
                         r.between_blocks = Some(dim);
@@ -670,7 +669,7 @@ fn grid_races_at(
             for &(lo1, _, kb) in &next {
                 let Some(&(lo0, hi0)) = starts.get(&kb) else { continue };
                 let step = lo1 - lo0;
-                let Some(p2) = parts_at(kb, Some(dim), 2, it) else { continue };
+                let Some(p2) = parts(kb, Some((dim, 2)), it) else { continue };
                 let Some((lo2, _)) = range(&p2, accs[kb].width) else { continue };
                 if step == 0 || lo2 - lo0 != 2 * step {
                     continue;
@@ -682,12 +681,9 @@ fn grid_races_at(
                     }
                     // lo0 + k·step < ahi and hi0 + k·step > alo
                     let (first, last) = param::open_interval(alo - hi0, ahi - lo0, step);
-                    for apart in first.max(2)..=last.min(extent - 1) {
-                        if apart - first.max(2) >= FAR_BLOCKS as i64 {
-                            break;
-                        }
-                        let xa = home_sorted.entry(ka).or_insert_with(|| parts_at(ka, None, 1, it).map(|p| list(&p)));
-                        let (Some(xa), Some(xb)) = (xa.as_ref(), parts_at(kb, Some(dim), apart, it).map(|p| list(&p))) else { break };
+                    for apart in (first.max(2)..=last.min(extent - 1)).take(FAR_BLOCKS) {
+                        let xa = home_sorted.entry(ka).or_insert_with(|| parts(ka, None, it).map(|p| list(&p)));
+                        let (Some(xa), Some(xb)) = (xa.as_ref(), parts(kb, Some((dim, apart)), it).map(|p| list(&p))) else { break };
                         if let Some(mut r) = overlap(accs, xa, &xb, ka, kb) {
                             (r.between_blocks, r.block_apart) = (Some(dim), apart as u32);
                             raced.insert(pair);
@@ -938,8 +934,11 @@ fn races_at(
     // later iterations: a pair in one loop whose trip count is a known constant is compared
     // at each of them too, when its addresses or the loop's guards move with the counters
     // (`if (t == i) s[t + 4] = …` meets thread 7's `s[t]` at i = 3 only)
+    use crate::memory::Trips;
     let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
-    let mut loops: HashMap<crate::ir::LoopId, Option<(usize, BitSet, bool)>> = HashMap::new();
+    let mut loops: HashMap<crate::ir::LoopId, Option<(Trips, BitSet, bool)>> = HashMap::new();
+    // each access's addresses in a later iteration, computed once
+    let mut later: HashMap<(usize, usize), Option<Sorted>> = HashMap::new();
     for &(ka, kb) in pairs {
         // (a callee's offsets are known for the first two iterations only)
         if raced.contains(&(ka, kb)) || ka >= n || kb >= n {
@@ -950,13 +949,8 @@ fn races_at(
         let Some((trips, moving, guards_move)) = loops
             .entry(l)
             .or_insert_with(|| {
-                let t = match crate::memory::trip_count(evals, l, MAX_ITERATIONS)? {
-                    // (two iterations or fewer: compared already)
-                    crate::memory::Trips::Known(t) if t > 2 => t,
-                    crate::memory::Trips::Known(_) => return None,
-                    // (0: the bound is a runtime value)
-                    crate::memory::Trips::Runtime => 0,
-                };
+                // (two iterations or fewer: compared already)
+                let t = crate::memory::trip_count(evals, l, MAX_ITERATIONS).filter(|t| !matches!(t, Trips::Known(..=2)))?;
                 let header = f.cfg.loops[l].header;
                 let moving = f.derived_from(f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
                 let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
@@ -969,14 +963,20 @@ fn races_at(
         let moves = |k: usize| accs[k].addr_value.is_some_and(|v| moving.contains(v.index()));
         // a runtime bound: only a thread-dependent guard on the counter (`if (t == i)`, `t > i`)
         // picks threads iteration by iteration; addresses that move alike with it meet early
-        if !(*guards_move || (*trips > 0 && (moves(ka) || moves(kb)))) {
+        let (last, known) = match *trips {
+            Trips::Known(t) => (t, true),
+            Trips::Runtime => (RUNTIME_ITERATIONS, false),
+        };
+        if !(*guards_move || (known && (moves(ka) || moves(kb)))) {
             continue;
         }
         let synced = warp_synced.contains(&(ka, kb));
-        let last = if *trips == 0 { RUNTIME_ITERATIONS } else { *trips };
         for it in 2..last {
-            let (Some(xa), Some(xb)) = (addresses_at(ka, it), addresses_at(kb, it)) else { continue };
-            if let Some(mut r) = conflict_in(accs, ka, kb, &[Some(xa)], &[Some(xb)], synced) {
+            for k in [ka, kb] {
+                later.entry((k, it)).or_insert_with(|| addresses_at(k, it));
+            }
+            let (xa, xb) = (std::slice::from_ref(&later[&(ka, it)]), std::slice::from_ref(&later[&(kb, it)]));
+            if let Some(mut r) = conflict_in(accs, ka, kb, xa, xb, synced) {
                 r.iteration = Some((it, *trips));
                 found.push(r);
                 break;

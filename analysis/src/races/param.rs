@@ -8,12 +8,16 @@
 //! For a pair of accesses that the sampled parameter values leave apart,
 //! each scalar parameter `s` their addresses depend on is solved for
 //! exactly, not sampled: the addresses are evaluated at `s = S, S+1, S+2`
-//! for every thread, and where each moves by the same amount per unit of
-//! `s` (`addr(t, s) = addr(t, S) + (s - S)·δ`, checked on the three
-//! values), two threads `t ≠ t'` overlap exactly for the `s` with
-//! `-w_b < (s - S)(δ_a - δ_b) - (addr_b(t') - addr_a(t)) < w_a`: one
-//! interval of `s` per thread pair, intersected with the parameter's type
-//! range. The union over thread pairs is the set of values that race.
+//! for every thread, and where each thread's moves linearly (`addr(t, s)
+//! = addr(t, S) + (s - S)·δ_t`, checked on the three values; δ_t differs
+//! between threads where an address joins two parameters), two threads
+//! `t ≠ t'` overlap exactly for the `s` with `-w_b < (s - S)(δ_t - δ_t') -
+//! (addr_b(t') - addr_a(t)) < w_a`: one interval of `s` per thread pair,
+//! intersected with the parameter's type range. The union over thread
+//! pairs is the set of values that race. When the two threads' addresses
+//! move with two parameters, one each (`a[x]` in thread 0, `a[y]` in
+//! thread 1), the race needs a relation between them instead (`y = x`):
+//! [`relation`].
 //!
 //! Owns: that solution. Does not own: which pairs are candidates, the
 //! threads that execute each access (the caller's), or the message.
@@ -23,22 +27,50 @@ use crate::ir::{FunctionIr, ValueId};
 use crate::memory::{Access, Evals, Query, SCALAR_SAMPLE};
 use crate::races::RaceKind;
 
-/// The values of one parameter for which a pair races.
+/// The parameter values for which a pair races (names as in the PTX).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamCondition {
-    /// The parameter's name in the PTX.
-    pub param: String,
-    /// Smallest and largest racing value.
-    pub lo: i64,
-    pub hi: i64,
-    /// Every value in `lo..=hi` races (otherwise only some do).
-    pub contiguous: bool,
-    /// The value the witness is for (the smallest in magnitude).
-    pub example: i64,
-    /// The race needs `param` = this other parameter + this amount (the two
-    /// threads' addresses move with one parameter each): `lo`, `hi` and
-    /// `example` are the sampled value then.
-    pub equals: Option<(String, i64)>,
+pub enum ParamCondition {
+    /// Values of one parameter.
+    Values {
+        param: String,
+        /// Smallest and largest racing value.
+        lo: i64,
+        hi: i64,
+        /// Every value in `lo..=hi` races (otherwise only some do).
+        contiguous: bool,
+        /// The value the witness is for (the smallest in magnitude).
+        example: i64,
+    },
+    /// `param = other + plus`: the two threads' addresses move with one
+    /// parameter each.
+    Relation { param: String, other: String, plus: i64 },
+}
+
+/// The scalar parameters of both accesses' addresses, each once.
+fn params_of(per_access: &[Vec<ValueId>], ka: usize, kb: usize) -> Vec<ValueId> {
+    let mut params = per_access.get(ka).cloned().unwrap_or_default();
+    for &p in per_access.get(kb).map(Vec::as_slice).unwrap_or(&[]) {
+        if !params.contains(&p) {
+            params.push(p);
+        }
+    }
+    params
+}
+
+/// An address affine in the thread index moves alike in every thread
+/// when a parameter does: its first thread tells for all.
+fn moves_alike(x: &Access) -> bool {
+    matches!(x.addr, crate::divergence::AbsVal::Affine { .. })
+}
+
+/// The value of `v` for query `q`'s threads with parameter `p` at `s`.
+fn pinned(evals: &Evals<'_, '_>, v: ValueId, p: ValueId, s: i64, q: Query) -> Option<std::rc::Rc<Vec<i64>>> {
+    evals.eval(v, Query { pin: Some((p, s)), ..q })
+}
+
+/// A parameter's name in the PTX.
+fn param_name(f: &FunctionIr<'_>, p: ValueId) -> Option<String> {
+    f.insts[f.def_inst(p)?].param_read().map(|(n, _)| n.to_string())
 }
 
 /// At most this many thread pairs are examined per access pair.
@@ -62,21 +94,13 @@ pub(super) fn solve(
     let f = evals.f;
     let (a, b) = (&accs[ka], &accs[kb]);
     let (va, vb) = (a.addr_value?, b.addr_value?);
-    let mut params = per_access[ka].clone();
-    for &p in &per_access[kb] {
-        if !params.contains(&p) {
-            params.push(p);
-        }
-    }
     let (mut on_a, mut on_b) = (None, None);
-    // an address affine in the thread index moves alike in every thread: its first thread tells
-    let affine = |x: &Access| matches!(x.addr, crate::divergence::AbsVal::Affine { .. });
     let offset_like = |d: i64, w: u32| d == 0 || d.abs() == w.max(1) as i64;
-    for p in params.into_iter().take(2) {
-        if affine(a) && affine(b) {
+    for p in params_of(per_access, ka, kb).into_iter().take(2) {
+        if moves_alike(a) && moves_alike(b) {
             // the first thread tells cheaply whether the parameter moves the two apart by whole elements
             let step = |v: ValueId| {
-                let at = |s: i64| evals.eval(v, Query { pin: Some((p, s)), ..Query::first_thread([0; 3], it) })?.first().copied();
+                let at = |s: i64| pinned(evals, v, p, s, Query::first_thread([0; 3], it))?.first().copied();
                 Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
             };
             let (Some(sa), Some(sb)) = (step(va), step(vb)) else { continue };
@@ -130,7 +154,7 @@ pub(super) fn solve(
         let k = example - SCALAR_SAMPLE;
         let (xa, xb) = (la[t1] + k * da[t1], lb[t2] + k * db[t2]);
         let byte = xa.max(xb);
-        let param = f.insts[f.def_inst(p)?].param_read().map(|(n, _)| n.to_string())?;
+        let param = param_name(f, p)?;
         return Some(Race {
             first: ka,
             second: kb,
@@ -145,7 +169,7 @@ pub(super) fn solve(
             // (the witness's pair: the other values' pairs are not compared)
             lanes_only: t1 / crate::model::WARP == t2 / crate::model::WARP,
             elements: 1,
-            when: Some(ParamCondition { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example, equals: None }),
+            when: Some(ParamCondition::Values { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example }),
             iteration: None,
         });
     }
@@ -158,57 +182,50 @@ pub(super) fn solve(
 /// clang joined the two), the relation the race needs (`y = x`, or
 /// `y = x + 1` for `a[x + 1]` against `a[y]`): the addresses are equal
 /// exactly then. `None`: the race does not depend on the parameters (or
-/// not in that form).
-pub(super) fn relation(evals: &Evals<'_, '_>, accs: &[Access], per_access: &[Vec<ValueId>], r: &Race) -> Option<ParamCondition> {
+/// not in that form). The relation must be the same in each of the
+/// loop iterations `its` (those the race may have been found in).
+pub(super) fn relation(
+    evals: &Evals<'_, '_>,
+    accs: &[Access],
+    per_access: &[Vec<ValueId>],
+    r: &Race,
+    its: &[usize],
+) -> Option<ParamCondition> {
     let f = evals.f;
     let (a, b) = (&accs[r.first], &accs[r.second]);
     let (va, vb) = (a.addr_value?, b.addr_value?);
     // two addresses affine in the thread index through the same parameters move alike in
     // every thread: no relation between parameters separates them
     let (pa, pb) = (per_access.get(r.first)?, per_access.get(r.second)?);
-    let affine = |x: &Access| matches!(x.addr, crate::divergence::AbsVal::Affine { .. });
     let same = pa.len() == pb.len() && pa.iter().all(|p| pb.contains(p));
-    if affine(a) && affine(b) && same {
+    if moves_alike(a) && moves_alike(b) && same {
         return None;
     }
-    let mut params = pa.clone();
-    for &p in pb {
-        if !params.contains(&p) {
-            params.push(p);
-        }
-    }
-    let [p, q] = params[..] else { return None };
+    let [p, q] = params_of(per_access, r.first, r.second)[..] else { return None };
     let w = a.width.max(1) as i64;
     if b.width.max(1) as i64 != w {
         return None;
     }
     let (t1, t2) = r.threads;
-    // each thread's address with `pin` moved one up, less the sampled one (iteration 0)
-    let moved = |v: ValueId, t: usize, pin: ValueId| -> Option<i64> {
-        let at = |s: i64| evals.eval(v, Query { pin: Some((pin, s)), ..Query::block(0) })?.get(t).copied();
-        Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
-    };
-    let (ap, aq, bp, bq) = (moved(va, t1, p)?, moved(va, t1, q)?, moved(vb, t2, p)?, moved(vb, t2, q)?);
-    // addr1 - addr2 = (ap - bp)(p - S) + (aq - bq)(q - S) + (a1 - a2): one parameter on each side
-    let (cp, cq) = (ap - bp, aq - bq);
-    if cp.abs() != w || cq != -cp {
-        return None;
+    let mut plus = None;
+    for &it in its {
+        // thread `t`'s address with `pin` at `s`
+        let at = |v: ValueId, t: usize, pin: ValueId, s: i64| pinned(evals, v, pin, s, Query::block(it))?.get(t).copied();
+        let moved = |v: ValueId, t: usize, pin: ValueId| Some(at(v, t, pin, SCALAR_SAMPLE + 1)? - at(v, t, pin, SCALAR_SAMPLE)?);
+        let (ap, aq, bp, bq) = (moved(va, t1, p)?, moved(va, t1, q)?, moved(vb, t2, p)?, moved(vb, t2, q)?);
+        // addr1 - addr2 = (ap - bp)(p - S) + (aq - bq)(q - S) + (a1 - a2): one parameter on each side
+        let (cp, cq) = (ap - bp, aq - bq);
+        if cp.abs() != w || cq != -cp {
+            return None;
+        }
+        let (a1, a2) = (at(va, t1, p, SCALAR_SAMPLE)? + a.offset, at(vb, t2, p, SCALAR_SAMPLE)? + b.offset);
+        // equal when cp·(p - q) = a2 - a1, that is q = p - (a2 - a1)/cp
+        if (a2 - a1) % cp != 0 || plus.is_some_and(|x| x != -(a2 - a1) / cp) {
+            return None;
+        }
+        plus = Some(-(a2 - a1) / cp);
     }
-    let at = |v: ValueId, t: usize| evals.eval(v, Query::block(0))?.get(t).copied();
-    let (a1, a2) = (at(va, t1)? + a.offset, at(vb, t2)? + b.offset);
-    // equal when cp·(p - q) = a2 - a1, that is q = p - (a2 - a1)/cp
-    if (a2 - a1) % cp != 0 {
-        return None;
-    }
-    let name = |v: ValueId| f.insts[f.def_inst(v)?].param_read().map(|(n, _)| n.to_string());
-    Some(ParamCondition {
-        param: name(q)?,
-        lo: SCALAR_SAMPLE,
-        hi: SCALAR_SAMPLE,
-        contiguous: true,
-        example: SCALAR_SAMPLE,
-        equals: Some((name(p)?, -(a2 - a1) / cp)),
-    })
+    Some(ParamCondition::Relation { param: param_name(f, q)?, other: param_name(f, p)?, plus: plus? })
 }
 
 /// The integers `k` with `lo < k·d < hi` (`d ≠ 0`), as an inclusive range
@@ -223,7 +240,7 @@ pub(super) fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
 /// `p` (each thread's own: a join of two parameters moves one thread with
 /// one, another with the other), when linear over three values.
 fn linear_in(evals: &Evals<'_, '_>, v: ValueId, offset: i64, p: ValueId, it: usize) -> Option<(Vec<i64>, Vec<i64>)> {
-    let at = |s: i64| evals.eval(v, Query { pin: Some((p, s)), ..Query::block(it) });
+    let at = |s: i64| pinned(evals, v, p, s, Query::block(it));
     let (x0, x1, x2) = (at(SCALAR_SAMPLE)?, at(SCALAR_SAMPLE + 1)?, at(SCALAR_SAMPLE + 2)?);
     let linear = x0.iter().zip(x1.iter()).zip(x2.iter()).all(|((a, b), c)| b - a == c - b);
     linear.then(|| (x0.iter().map(|x| x + offset).collect(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect()))
