@@ -848,9 +848,6 @@ fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
 
 /// The values computed from the special registers `which` picks.
 fn derived_from_specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) -> BitSet {
-    if !f.ssa.reads_special(which) {
-        return BitSet::new(f.ssa.values.len());
-    }
     // a special register read is the use of its entry value
     f.derived_from(f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)).collect())
 }

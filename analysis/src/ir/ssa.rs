@@ -402,11 +402,6 @@ impl<'a> Ssa<'a> {
         }
     }
 
-    /// Whether the function reads a special register `which` picks.
-    pub fn reads_special(&self, which: &dyn Fn(Special) -> bool) -> bool {
-        self.specials.iter().flatten().any(|&s| which(s))
-    }
-
     /// The special register a register name denotes, if it is one read by this function.
     pub fn special_reg(&self, r: RegId) -> Option<Special> {
         self.specials[r as usize]
