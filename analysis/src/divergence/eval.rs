@@ -10,9 +10,13 @@
 //! that are not constants are *leaves*: the caller supplies sample values
 //! for them or evaluation stops with `EvalErr::Leaf`.
 //!
+//! Loop counters (`crate::ir::loops`) evaluate at an asked iteration when
+//! they are additive, else as leaves whose first values (`samples`) the
+//! caller may try.
+//!
 //! Owns: the per-lane evaluation and its leaves. Does not own: what an
-//! operation computes (`crate::ir::scalar`), choosing samples or counting
-//! warps.
+//! operation computes (`crate::ir::scalar`), which values are loop counters
+//! (`crate::ir::loops`), choosing samples or counting warps.
 
 use super::Divergence;
 use crate::ir::inst::Opcode;
@@ -58,6 +62,8 @@ pub struct Evaluator<'f, 'a> {
     pub iteration: Option<usize>,
 }
 
+/// How deep the evaluation of one value recurses (a guard for the stack,
+/// not a walk: each value is computed once and cached).
 const MAX_DEPTH: u32 = 48;
 
 impl<'f, 'a> Evaluator<'f, 'a> {
@@ -136,7 +142,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             if let Some(x) = self.f.ssa.special(v).and_then(|s| self.special(s)) {
                 return Ok(x);
             }
-            if let (true, Some(x)) = (self.first_iteration, self.header_phi_entry(v)) {
+            if let (true, Some(x)) = (self.first_iteration, crate::ir::loops::entry_value(self.f, v)) {
                 return self.value_d(x, depth + 1);
             }
             if let Some(r) = self.induction(v, depth) {
@@ -164,7 +170,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 if let Some(r) = self.induction(v, depth) {
                     return r;
                 }
-                match self.header_phi_entry(v).filter(|_| self.first_iteration) {
+                match crate::ir::loops::entry_value(self.f, v).filter(|_| self.first_iteration) {
                     Some(x) => self.value_d(x, depth + 1),
                     None => self.join_phi(v, depth),
                 }
@@ -173,23 +179,23 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
     }
 
-    /// A loop-header phi `p = phi(p0, p op s)` (`op` an addition or
-    /// subtraction, `s` defined outside the loop) at [`Self::iteration`]:
-    /// `p0` stepped that many times by the update's own semantics. `None`:
-    /// not such a phi, or no iteration asked for.
+    /// A loop counter stepped by the same amount each iteration
+    /// ([`crate::ir::loops::Induction::additive`]) at [`Self::iteration`]:
+    /// its start stepped that many times by the update's own semantics.
+    /// `None`: not such a counter, or no iteration asked for.
     fn induction(&self, v: ValueId, depth: u32) -> Option<Result<Vals, EvalErr>> {
         let n = self.iteration?;
-        let entry = self.header_phi_entry(v)?;
-        let li = induction_update(self.f, v)?;
-        let inst = &self.f.insts[li];
+        let ind = self.f.loops.induction(v).filter(|i| i.additive(self.f))?;
+        let inst = &self.f.insts[ind.update];
         let op = scalar::prepare(inst, 0)?;
         let ty = scalar::dest_ty(inst, 0)?;
         Some((|| {
-            let mut x = self.value_d(entry, depth + 1)?;
-            let step = self.operand(li, inst.operand(2).ok_or(EvalErr::Opaque)?, depth + 1)?;
+            let mut x = self.value_d(ind.init.ok_or(EvalErr::Opaque)?, depth + 1)?;
+            let step = self.operand(ind.update, inst.operand(ind.step_operand).ok_or(EvalErr::Opaque)?, depth + 1)?;
             for _ in 0..n {
                 let mut out = Vec::with_capacity(x.len());
-                op.apply_lanes(&[&x[..], &step[..]], ty, &mut out).ok_or(EvalErr::Opaque)?;
+                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x, &step] } else { [&step, &x] };
+                op.apply_lanes(&args, ty, &mut out).ok_or(EvalErr::Opaque)?;
                 x = Rc::new(out);
             }
             Ok(x)
@@ -253,19 +259,6 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let cond = self.operand(br, &Operand::Reg(g.reg), depth + 1)?;
         let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
         Ok(Rc::new((0..self.lanes.len()).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect()))
-    }
-
-    /// For a loop-header phi: its single value from outside the loop.
-    fn header_phi_entry(&self, v: ValueId) -> Option<ValueId> {
-        let ValueDef::Phi(p) = self.f.ssa.values[v] else { return None };
-        let ph = &self.f.ssa.phis[p];
-        let cfg = &self.f.cfg;
-        let l = cfg.loop_with_header(ph.block)?;
-        let outside: Vec<ValueId> = ph.incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).map(|x| x.1).collect();
-        match outside.as_slice() {
-            [x] => Some(*x),
-            _ => None,
-        }
     }
 
     /// Per-lane values of a special register (`None`: not known per lane,
@@ -344,48 +337,6 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     }
 }
 
-/// The update of a loop-header phi `p = phi(p0, p op s)` (`op` an integer
-/// addition or subtraction, `s` defined outside the loop, one update on
-/// every path round): the counters an evaluator steps exactly to any
-/// iteration ([`Evaluator::iteration`]).
-pub fn induction_update(f: &FunctionIr<'_>, v: ValueId) -> Option<InstId> {
-    let ValueDef::Phi(p) = f.ssa.values[v] else { return None };
-    let cfg = &f.cfg;
-    let ph = &f.ssa.phis[p];
-    let l = cfg.loop_with_header(ph.block)?;
-    if ph.incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).count() != 1 {
-        return None;
-    }
-    let mut update = None;
-    for &(pred, iv) in &ph.incoming {
-        if cfg.in_loop(pred, l) {
-            let li = f.def_inst(iv)?;
-            if update.is_some_and(|u| u != li) {
-                return None;
-            }
-            update = Some(li);
-        }
-    }
-    let li = update?;
-    let inst = &f.insts[li];
-    if !matches!(inst.opcode, Opcode::Add | Opcode::Sub) || inst.ast.guard.is_some() || inst.is_float() {
-        return None;
-    }
-    // the phi itself, stepped by a value from outside the loop
-    let uses_phi = matches!(inst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
-    let invariant = match inst.operand(2)? {
-        Operand::Imm(_) => true,
-        Operand::Reg(r) => f.ssa.use_of(li, r).is_some_and(|s| f.def_block(s).is_none_or(|b| !cfg.in_loop(b, l))),
-        _ => false,
-    };
-    (uses_phi && invariant).then_some(li)
-}
-
-/// Follow plain copies (`mov`, `cvt` between integers) back to the value copied.
-pub fn through_copies(f: &FunctionIr<'_>, v: ValueId) -> ValueId {
-    f.through_copies(v)
-}
-
 /// Candidate sample values for a uniform leaf: the first values of a loop
 /// counter `phi(init, phi op k)`, or a few block indices.
 pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
@@ -397,55 +348,36 @@ pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i6
                 vec![]
             }
         }
-        ValueDef::Phi(p) => {
-            let ph = &f.ssa.phis[p];
-            let Some(l) = f.cfg.loop_with_header(ph.block) else {
-                return vec![];
-            };
-            let mut init = None;
-            let mut step = None;
-            for &(pred, iv) in &ph.incoming {
-                if f.cfg.in_loop(pred, l) {
-                    let Some(li) = f.def_inst(through_copies(f, iv)) else {
-                        return vec![];
-                    };
-                    let linst = &f.insts[li];
-                    let k = linst.operand(2).and_then(|o| match o {
-                        Operand::Imm(k) => Some(*k),
-                        _ => None,
-                    });
-                    let uses_phi = matches!(linst.operand(1), Some(Operand::Reg(r)) if f.ssa.use_of(li, r) == Some(v));
-                    if !uses_phi
-                        || !matches!(linst.opcode, Opcode::Add | Opcode::Sub | Opcode::Shl | Opcode::Shr | Opcode::Mul | Opcode::Div)
-                    {
-                        return vec![];
-                    }
-                    step = k.map(|k| (li, k));
-                } else {
-                    init = ev.values(iv).ok().and_then(|x| x.first().copied());
-                }
-            }
-            let (Some(mut x), Some((li, k))) = (init, step) else {
-                return vec![];
-            };
-            // the counter's next values, by the update instruction's own semantics
-            let linst = &f.insts[li];
-            let Some(ty) = scalar::dest_ty(linst, 0) else { return vec![] };
-            let mut out = vec![];
-            for _ in 0..6 {
-                out.push(x);
-                x = match scalar::apply(linst, 0, &[x as u64, k as u64]) {
-                    Some(bits) => scalar::to_i64(ty, bits),
-                    None => break,
-                };
-                if x == 0 || out.contains(&x) {
-                    break;
-                }
-            }
-            out
-        }
+        ValueDef::Phi(_) => counter_samples(f, ev, v),
         ValueDef::Inst { .. } => threshold_samples(f, v),
     }
+}
+
+/// The first values of a loop counter (at most six, until it reaches 0
+/// or repeats), when its start and step evaluate.
+fn counter_samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
+    let Some(ind) = f.loops.induction(v).filter(|i| i.invariant) else { return vec![] };
+    let first = |x: ValueId| ev.values(x).ok().and_then(|x| x.first().copied());
+    let Some(mut x) = ind.init.and_then(first) else { return vec![] };
+    let step = match ind.step {
+        crate::ir::loops::Step::Imm(k) => k,
+        crate::ir::loops::Step::Value(s) => match first(s) {
+            Some(k) => k,
+            None => return vec![],
+        },
+    };
+    let mut out = vec![];
+    for _ in 0..6 {
+        out.push(x);
+        x = match ind.next(f, x, step) {
+            Some(y) => y,
+            None => break,
+        };
+        if x == 0 || out.contains(&x) {
+            break;
+        }
+    }
+    out
 }
 
 /// Samples for a uniform value of unknown content (a kernel parameter, a

@@ -369,7 +369,7 @@ impl Problem for Problem_<'_, '_, '_> {
                         // a join of one value (the same register copy, or the same special
                         // register read on each side) is that value, whichever side ran
                         let first = ph.incoming.first().map(|x| x.1);
-                        if !first.is_some_and(|v0| ph.incoming.iter().all(|x| f.same_value(x.1, v0))) {
+                        if !first.is_some_and(|v0| ph.incoming.iter().all(|x| crate::ir::values::same_value(f, x.1, v0))) {
                             phis.push(p);
                             self.sync_sources[p].push(b);
                         }
@@ -592,12 +592,8 @@ pub fn controlled_blocks(f: &FunctionIr<'_>, b: BlockId) -> Vec<BlockId> {
 /// (`threadIdx.x`, `the lane id`, `loaded data`).
 pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    let mut stack = vec![v];
-    let mut seen = std::collections::HashSet::new();
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) || seen.len() > 512 {
-            continue;
-        }
+    let mut walk = crate::ir::values::Walk::new([v]);
+    while let Some(x) = walk.next_value() {
         if d.vals[x].is_uniform() {
             continue;
         }
@@ -616,7 +612,7 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
                 if d.sync_phi[p] != AbsVal::Bottom {
                     add("the path taken at an earlier divergent branch", &mut out);
                 }
-                stack.extend(ph.incoming.iter().map(|x| x.1));
+                walk.extend(ph.incoming.iter().map(|x| x.1));
             }
             ValueDef::Inst { inst, .. } => {
                 let i = &f.insts[inst];
@@ -628,7 +624,7 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
                     _ => {}
                 }
                 if !matches!(i.opcode, Opcode::Ld | Opcode::Ldu | Opcode::Atom) {
-                    stack.extend_from_slice(f.ssa.uses(inst));
+                    walk.extend(f.ssa.uses(inst).iter().copied());
                 }
             }
         }

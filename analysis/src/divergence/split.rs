@@ -9,12 +9,11 @@
 //! Owns: these counts. Does not own: deciding whether they are worth a
 //! warning (the lint passes) or warp formation (`crate::model`).
 
-use super::eval::{samples, through_copies, EvalErr, Evaluator};
+use super::eval::{samples, EvalErr, Evaluator};
 use super::{AbsVal, Coef, DivBranch, Divergence};
 use crate::ir::inst::{Cmp, Opcode};
 use crate::ir::{FunctionIr, InstId, LoopId, ValueDef, ValueId};
 use crate::model::{Shape, WARP};
-use crate::ptx::Operand;
 
 /// How a divergent branch splits the warps of a block.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,48 +119,37 @@ fn const_coefs(c: [Coef; 3]) -> Option<[i64; 3]> {
 }
 
 /// Per-iteration step of the loop counter the exit condition (instruction
-/// `i`) compares, if it is a header phi `p` updated as `p + step` (through
-/// copies and additions of uniform values).
+/// `i`) compares, if it is a counter of loop `l` updated as `p ± step`
+/// ([`crate::ir::loops::Induction`]) that the operand reaches through
+/// copies and additions of uniform values, and the step is uniform.
 fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: InstId, l: LoopId) -> Option<AbsVal> {
-    let header = f.cfg.loops[l].header;
-    for o in &f.insts[i].operands()[1..] {
-        let Operand::Reg(r) = o else { continue };
-        let Some(mut v) = f.ssa.use_of(i, r) else { continue };
-        for _ in 0..8 {
-            match f.ssa.values[v] {
-                ValueDef::Phi(p) if f.ssa.phis[p].block == header => {
-                    let ph = &f.ssa.phis[p];
-                    let &(_, latch) = ph.incoming.iter().find(|(pred, _)| f.cfg.in_loop(*pred, l))?;
-                    let li = f.def_inst(through_copies(f, latch))?;
-                    let linst = &f.insts[li];
-                    if !matches!(linst.opcode, Opcode::Add | Opcode::Sub) || linst.operands().len() != 3 {
-                        return None;
-                    }
-                    let other =
-                        linst.operands().iter().skip(1).find(|o| !matches!(o, Operand::Reg(r) if f.ssa.use_of(li, r) == Some(v)))?;
-                    let step = d.operand(f, li, other);
-                    if !step.is_uniform() {
-                        return None;
-                    }
-                    return Some(if linst.opcode == Opcode::Sub { -step } else { step });
+    for k in 1..f.insts[i].operands().len() {
+        let Some(start) = f.operand_value(i, k) else { continue };
+        let mut walk = crate::ir::values::Walk::new([start]);
+        while let Some(v) = walk.next_value() {
+            if let Some(ind) = f.loops.induction(v).filter(|x| x.lp == l) {
+                let update = &f.insts[ind.update];
+                if !matches!(update.opcode, Opcode::Add | Opcode::Sub) {
+                    return None;
                 }
-                ValueDef::Inst { inst: di, .. } => {
-                    let dinst = &f.insts[di];
-                    if !matches!(dinst.opcode, Opcode::Mov | Opcode::Cvt | Opcode::Add | Opcode::Sub) {
-                        break;
-                    }
-                    // follow the thread-dependent (or phi) operand
-                    let Some(next) = dinst.operands().iter().skip(1).find_map(|o| match o {
-                        Operand::Reg(r) => {
-                            f.ssa.use_of(di, r).filter(|x| !d.vals[*x].is_uniform() || matches!(f.ssa.values[*x], ValueDef::Phi(_)))
-                        }
-                        _ => None,
-                    }) else {
-                        break;
-                    };
-                    v = next;
+                let step = d.operand(f, ind.update, update.operand(ind.step_operand)?);
+                if !step.is_uniform() {
+                    return None;
                 }
-                _ => break,
+                return Some(if update.opcode == Opcode::Sub { -step } else { step });
+            }
+            let ValueDef::Inst { inst: di, .. } = f.ssa.values[v] else { break };
+            let dinst = &f.insts[di];
+            if !matches!(dinst.opcode, Opcode::Mov | Opcode::Cvt | Opcode::Add | Opcode::Sub) {
+                break;
+            }
+            // follow the thread-dependent (or phi) operand
+            let next = (1..dinst.operands().len())
+                .filter_map(|k| f.operand_value(di, k))
+                .find(|x| !d.vals[*x].is_uniform() || matches!(f.ssa.values[*x], ValueDef::Phi(_)));
+            match next {
+                Some(x) => walk.push(x),
+                None => break,
             }
         }
     }

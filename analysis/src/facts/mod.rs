@@ -298,13 +298,13 @@ fn exports(
     for x in accesses.iter().filter(|x| x.reached && matches!(x.access.space, Space::Global | Space::Shared)) {
         let a = &x.access;
         let Some(v) = a.addr_value else { continue };
-        let root = crate::memory::root(f, v);
+        let root = crate::ir::values::root(f, v);
         let crate::ir::ValueDef::Inst { inst, .. } = f.ssa.values[root] else { continue };
         let Some((p, 0)) = f.insts[inst].param_read() else { continue };
         let Some(param) = f.func.params.iter().position(|x| x.name == p) else { continue };
         // a uniform argument is the callee's own symbol, sampled apart from the caller's value
         let known = |p: &ValueId| d.call.values.get(p).is_some_and(|a| a.lanes.is_some() || a.abs.const_value().is_some());
-        if !crate::memory::scalar_parameters(f, v).iter().all(known) {
+        if !crate::ir::values::scalar_parameters(f, v).iter().all(known) {
             continue;
         }
         let block = f.cfg.block_of(a.inst);
@@ -357,7 +357,7 @@ fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], races: &mut
         let (a, b) = (&sites[r.first], &sites[r.second]);
         let same = match (stored(a), stored(b)) {
             (Some(Stored::Imm(x)), Some(Stored::Imm(y))) => x == y,
-            (Some(Stored::Value(u)), Some(Stored::Value(w))) => f.same_value(u, w),
+            (Some(Stored::Value(u)), Some(Stored::Value(w))) => crate::ir::values::same_value(f, u, w),
             _ => false,
         };
         r.benign = same && a.width == b.width && !read_races.contains(&r.first) && !read_races.contains(&r.second);
@@ -849,7 +849,7 @@ fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
 /// The values computed from the special registers `which` picks.
 fn derived_from_specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) -> BitSet {
     // a special register read is the use of its entry value
-    f.derived_from(f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)).collect())
+    crate::ir::values::derived_from(f, f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)).collect())
 }
 
 /// The barriers that complete a cooperative `grid.sync()`: for each atomic
@@ -898,7 +898,7 @@ fn comparable_between_blocks(f: &FunctionIr<'_>, by_block: &BitSet, accesses: &[
             })
         })
         .collect();
-    let tainted = f.derived_from(opaque);
+    let tainted = crate::ir::values::derived_from(f, opaque);
     accesses.iter().map(|a| a.addr_value.is_some_and(|v| !tainted.contains(v.index()))).collect()
 }
 

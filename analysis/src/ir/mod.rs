@@ -12,9 +12,11 @@ pub mod cfg;
 pub mod dataflow;
 pub mod entity;
 pub mod inst;
+pub mod loops;
 pub mod scalar;
 pub mod space;
 pub mod ssa;
+pub mod values;
 
 use crate::ptx::{Function, Loc, Module, Operand, Stmt};
 pub use cfg::Cfg;
@@ -38,6 +40,8 @@ pub struct FunctionIr<'a> {
     pub local_shared: HashSet<&'a str>,
     pub cfg: Cfg,
     pub ssa: Ssa<'a>,
+    /// Loop counters and exit tests (`loops`).
+    pub loops: loops::Loops,
     /// SSA value read through each top-level operand (`Reg`, `!Reg`, the
     /// base register of an address, the first register of a pair), flat,
     /// indexed through `opval_start`; `NO_VALUE` for other operands.
@@ -216,7 +220,22 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
         }
     }
     opval_start.push(opvals.len() as u32);
-    FunctionIr { func: f, index, insts, locs, labels, local_shared, cfg, ssa, opvals, opval_start, spaces: space::Spaces::empty() }
+    let mut ir = FunctionIr {
+        func: f,
+        index,
+        insts,
+        locs,
+        labels,
+        local_shared,
+        cfg,
+        ssa,
+        loops: loops::Loops::default(),
+        opvals,
+        opval_start,
+        spaces: space::Spaces::empty(),
+    };
+    ir.loops = loops::Loops::compute(&ir);
+    ir
 }
 
 impl<'a> FunctionIr<'a> {
@@ -237,8 +256,6 @@ impl<'a> FunctionIr<'a> {
         }
     }
 
-    /// SSA value read through operand `k` of instruction `i` (see `opvals`).
-    #[inline]
     /// The value stored to call parameter `name` before call `call`
     /// (`st.param.b64 [param0], %rd5`), searched back in the call's block.
     pub fn call_argument(&self, call: InstId, name: &str) -> Option<ValueId> {
@@ -270,6 +287,8 @@ impl<'a> FunctionIr<'a> {
             .find(|&i| self.insts[i].call_returns().iter().any(|o| matches!(o, Operand::Sym(s) if *s == name)))
     }
 
+    /// SSA value read through operand `k` of instruction `i` (see `opvals`).
+    #[inline]
     pub fn operand_value(&self, i: InstId, k: usize) -> Option<ValueId> {
         let i = i.index();
         let s = self.opval_start[i] as usize + k;
@@ -290,95 +309,6 @@ impl<'a> FunctionIr<'a> {
     pub fn branch_target(&self, i: InstId) -> Option<BlockId> {
         let l = self.insts[i].branch_label()?;
         self.labels.get(l).filter(|x| x.index() < self.insts.len()).map(|&x| self.cfg.block_of(x))
-    }
-
-    /// The values computed from `seeds` (the seeds included), through
-    /// instructions and phis: one forward pass over the SSA users.
-    pub fn derived_from(&self, mut stack: Vec<ValueId>) -> dataflow::BitSet {
-        let mut out = dataflow::BitSet::new(self.ssa.values.len());
-        while let Some(v) = stack.pop() {
-            if out.contains(v.index()) {
-                continue;
-            }
-            out.insert(v.index());
-            for u in &self.ssa.users[v] {
-                match *u {
-                    User::Inst(i) => stack.extend_from_slice(self.ssa.defs(i)),
-                    User::Phi(p) => stack.push(self.ssa.phis[p].value),
-                }
-            }
-        }
-        out
-    }
-
-    /// Follow plain copies (`mov`, `cvt` between integers, unguarded) back
-    /// to the value copied.
-    pub fn through_copies(&self, mut v: ValueId) -> ValueId {
-        for _ in 0..8 {
-            let Some(i) = self.def_inst(v) else { return v };
-            let inst = &self.insts[i];
-            if !matches!(inst.opcode, inst::Opcode::Mov | inst::Opcode::Cvt) || inst.ast.guard.is_some() || inst.is_float() {
-                return v;
-            }
-            match self.operand_value(i, 1) {
-                Some(x) => v = x,
-                None => return v,
-            }
-        }
-        v
-    }
-
-    /// Do `a` and `b` hold the same bits in every thread, whichever path
-    /// reached them (value numbering): the same value through copies (the
-    /// same special register read twice, say), or the same pure operation
-    /// on the same operands (constants, kernel parameters, equal values).
-    pub fn same_value(&self, a: ValueId, b: ValueId) -> bool {
-        self.same_value_within(a, b, 8)
-    }
-
-    fn same_value_within(&self, a: ValueId, b: ValueId, depth: u32) -> bool {
-        let (a, b) = (self.through_copies(a), self.through_copies(b));
-        if a == b {
-            return true;
-        }
-        let (ValueDef::Inst { inst: ia, slot: sa }, ValueDef::Inst { inst: ib, slot: sb }) = (self.ssa.values[a], self.ssa.values[b])
-        else {
-            return false;
-        };
-        if depth == 0 || sa != sb {
-            return false;
-        }
-        let (x, y) = (&self.insts[ia], &self.insts[ib]);
-        // no memory, no other lanes, no calls: the result depends on the operands only
-        // (kernel parameters and constants are the same memory everywhere)
-        let pure = |i: &Inst<'_>| {
-            i.ast.guard.is_none()
-                && i.call_target().is_none()
-                && !i.lane_exchanging()
-                && match i.access() {
-                    None => !i.is_block_barrier(),
-                    Some(inst::AccessKind::Load) => matches!(i.space, Some(inst::Space::Param) | Some(inst::Space::Const)),
-                    Some(_) => false,
-                }
-        };
-        let same_op = (x.opcode, x.ty, x.dty, x.cmp, x.bool_op, x.sub, x.flags, x.round, x.space, x.vec)
-            == (y.opcode, y.ty, y.dty, y.cmp, y.bool_op, y.sub, y.flags, y.round, y.space, y.vec);
-        let (ox, oy) = (x.operands(), y.operands());
-        if !pure(x) || !pure(y) || !same_op || ox.len() != oy.len() {
-            return false;
-        }
-        // the sources (operand 0 is the destination of an instruction that writes one)
-        (usize::from(x.has_dest())..ox.len()).all(|k| match (self.operand_value(ia, k), self.operand_value(ib, k)) {
-            (Some(u), Some(v)) => {
-                let offsets = match (&ox[k], &oy[k]) {
-                    (Operand::Addr(p), Operand::Addr(q)) => p.offset == q.offset,
-                    _ => true,
-                };
-                offsets && self.same_value_within(u, v, depth - 1)
-            }
-            (None, None) => ox[k] == oy[k],
-            _ => false,
-        })
     }
 }
 

@@ -11,7 +11,8 @@ use super::{Finding, LintCx, Metric};
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::ir::inst::{AccessKind, Space};
 use crate::ir::ValueId;
-use crate::memory::{root, Evals, SYMBOLIC_STRIDE};
+use crate::ir::values::root;
+use crate::memory::{Evals, SYMBOLIC_STRIDE};
 use crate::model::covered_bytes;
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 
 use super::{Finding, Lint, LintCx};
 use crate::ir::inst::{AccessKind, Space};
-use crate::memory::Trips;
+use crate::ir::loops::Trips;
 use crate::races::param::ParamCondition;
 
 declare_lint! {

@@ -193,7 +193,7 @@ fn record_key(cx: &LintCx<'_, '_, '_>, a: &Access, p: &Prediction) -> Option<Rec
         return None;
     }
     Some(RecordKey {
-        root: crate::memory::root(f, a.addr_value?),
+        root: crate::ir::values::root(f, a.addr_value?),
         stride,
         strides_yz: [p.strides[1], p.strides[2]],
         load: a.kind == crate::ir::inst::AccessKind::Load,

@@ -29,9 +29,10 @@
 //! Owns: grouping and the group numbers. Does not own: which accesses are
 //! reported (`lints`), the per-access predictions (`predict`).
 
-use super::{root, AccessKind, Evals, Query};
+use super::{AccessKind, Evals, Query};
 use crate::facts::AccessFact;
 use crate::ir::inst::Space;
+use crate::ir::values::root;
 use crate::ir::{LoopId, ValueId};
 use crate::model::{covered_bytes, SECTOR, WARP};
 use std::collections::BTreeSet;

@@ -27,13 +27,12 @@ pub mod footprint;
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::divergence::{AbsVal, Coef, Divergence};
 use crate::ir::dataflow::BitSet;
-use crate::ir::inst::{Opcode, Space, Special};
+use crate::ir::inst::{Space, Special};
 use crate::ir::{FunctionIr, InstId, ValueDef, ValueId};
 use crate::model::{conflict_degree, sectors, Shape, WARP};
 pub use crate::model::{covered_bytes, SECTOR};
 use crate::ptx::Operand;
 use std::cell::{OnceCell, RefCell};
-use std::collections::HashSet;
 use std::rc::Rc;
 
 /// Stride assumed for a coefficient in an unknown symbol (e.g. a row pitch `n`).
@@ -188,7 +187,7 @@ pub fn from_arguments(f: &FunctionIr<'_>, d: &Divergence) -> Option<BitSet> {
         })
         .map(|(v, _)| v)
         .collect();
-    Some(f.derived_from(seeds))
+    Some(crate::ir::values::derived_from(f, seeds))
 }
 
 /// The global and shared accesses of a function with their address operand.
@@ -232,37 +231,6 @@ impl Query {
     pub fn first_thread(ctaid: [i64; 3], iteration: usize) -> Query {
         Query { first_thread_only: true, ctaid, ..Query::block(iteration) }
     }
-}
-
-/// The scalar parameters (`ld.param` values that are not pointers) an
-/// address is computed from, its root pointer aside.
-pub fn scalar_parameters(f: &FunctionIr<'_>, addr: ValueId) -> Vec<ValueId> {
-    let root = root(f, addr);
-    let (mut out, mut seen, mut stack) = (Vec::new(), HashSet::new(), vec![addr]);
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v) || seen.len() > 256 || v == root {
-            continue;
-        }
-        // a join of parameters (`a[x]` and `a[y]` in one store after the two sides of a
-        // branch); not a loop's counter (its step is not an offset to solve for)
-        if let ValueDef::Phi(p) = f.ssa.values[v] {
-            let ph = &f.ssa.phis[p];
-            if f.cfg.loop_with_header(ph.block).is_none() {
-                stack.extend(ph.incoming.iter().map(|x| x.1));
-            }
-            continue;
-        }
-        let Some(i) = f.def_inst(v) else { continue };
-        let inst = &f.insts[i];
-        if inst.param_read().is_some() {
-            if !matches!(f.spaces.definite(v), Space::Global | Space::Shared) && !out.contains(&v) {
-                out.push(v);
-            }
-            continue;
-        }
-        stack.extend((1..inst.operands().len()).filter_map(|k| f.operand_value(i, k)));
-    }
-    out
 }
 
 /// Per-thread byte offsets of an access, none for a thread that does not
@@ -311,8 +279,9 @@ pub struct Evals<'f, 'a> {
     pub d: &'f Divergence,
     pub shape: &'f Shape,
     pool: RefCell<rustc_hash::FxHashMap<Query, Evaluator<'f, 'a>>>,
-    /// The loaded pointers addresses are computed from ([`loaded_pointers`]).
-    pointers: OnceCell<HashSet<ValueId>>,
+    /// The loaded pointers addresses are computed from
+    /// ([`crate::ir::values::loaded_pointers`]).
+    pointers: OnceCell<rustc_hash::FxHashSet<ValueId>>,
 }
 
 impl<'f, 'a> Evals<'f, 'a> {
@@ -332,91 +301,29 @@ impl<'f, 'a> Evals<'f, 'a> {
             ev.iteration = (q.iteration > 0).then_some(q.iteration);
             ev
         });
-        let pointers = self.pointers.get_or_init(|| loaded_pointers(f));
+        let pointers =
+            self.pointers.get_or_init(|| crate::ir::values::loaded_pointers(f, accesses_of(f).filter_map(|(i, k)| f.operand_value(i, k))));
         evaluate_with(ev, pointers, v, q)
     }
 
     /// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
     pub fn uniform_value(&self, v: ValueId) -> Option<i64> {
-        self.eval(v, Query { first_thread_only: true, ctaid: [0; 3], scalar: None, iteration: 0, pin: None })?.first().copied()
+        self.uniform_at(v, 0)
     }
-}
 
-/// How many iterations a loop runs, as far as the evaluator can follow its
-/// counters ([`trip_count`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trips {
-    /// A constant.
-    Known(usize),
-    /// The exit tests a counter against a scalar parameter (`i < n`): the
-    /// counters' values in any iteration are exact, how many run is not.
-    Runtime,
-}
-
-/// The iterations loop `l` runs, when that is a constant of at most `max`:
-/// its counters are stepped exactly by the evaluator (integer additions of
-/// a loop-invariant step), its one exit is a test of them, constants and
-/// the block shape (not of data or another loop's counter), and the test is
-/// evaluated at each iteration until it leaves; [`Trips::Runtime`] when the
-/// test also reads a scalar parameter.
-pub fn trip_count(evals: &Evals<'_, '_>, l: crate::ir::LoopId, max: usize) -> Option<Trips> {
-    let (f, cfg) = (evals.f, &evals.f.cfg);
-    let header = cfg.loops[l].header;
-    let counters: Vec<ValueId> = f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect();
-    let mut exits = cfg.loops[l].blocks.iter().copied().filter(|&b| cfg.blocks[b].succs.iter().any(|&s| !cfg.in_loop(s, l)));
-    let (Some(e), None) = (exits.next(), exits.next()) else { return None };
-    let br = cfg.blocks[e].last()?;
-    let inst = &f.insts[br];
-    let g = inst.ast.guard.filter(|_| inst.is_jump())?;
-    let cond = f.ssa.use_of(br, g.reg)?;
-    // what the test reads: the loop's exact counters, constants, the shape, parameters
-    let (mut stack, mut seen, mut runtime) = (vec![cond], HashSet::new(), false);
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v) || seen.len() > 64 {
-            return None;
-        }
-        match f.ssa.values[v] {
-            ValueDef::Phi(p) if counters.contains(&v) => {
-                let li = crate::divergence::eval::induction_update(f, v)?;
-                stack.extend(f.ssa.uses(li).iter().copied().filter(|&x| x != v));
-                // where it starts (`n` for a count down from `n`)
-                stack.extend(f.ssa.phis[p].incoming.iter().filter(|(pred, _)| !cfg.in_loop(*pred, l)).map(|x| x.1));
-            }
-            ValueDef::Phi(_) => return None,
-            ValueDef::Entry(_) => {
-                if !matches!(f.ssa.special(v), Some(Special::Ntid(_))) {
-                    return None;
-                }
-            }
-            ValueDef::Inst { inst, .. } if f.insts[inst].param_read().is_some() => runtime = true,
-            ValueDef::Inst { inst, .. } => {
-                if f.insts[inst].access().is_some() {
-                    return None;
-                }
-                stack.extend(f.ssa.uses(inst).iter().copied());
-            }
-        }
+    /// The value of `v` in the first thread of block 0 at an iteration of
+    /// the loops around, with no value given to unknown parameters.
+    pub fn uniform_at(&self, v: ValueId, iteration: usize) -> Option<i64> {
+        self.eval(v, Query { scalar: None, ..Query::first_thread([0; 3], iteration) })?.first().copied()
     }
-    if runtime {
-        return Some(Trips::Runtime);
-    }
-    let taken_leaves = !cfg.in_loop(f.branch_target(br)?, l);
-    for n in 0..max {
-        let c = *evals.eval(cond, Query { scalar: None, ..Query::first_thread([0; 3], n) })?.first()? != 0;
-        if (c != g.negated) == taken_leaves {
-            // a test at the top leaves before iteration n's body, one at the bottom after it
-            return Some(Trips::Known(if e == header { n } else { n + 1 }));
-        }
-    }
-    None
 }
 
 /// Evaluate `v` with an evaluator made for the query's threads and
 /// iteration, giving the leaves it asks for their query values (the
 /// leaves stay for later values).
-fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &HashSet<ValueId>, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
+fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &rustc_hash::FxHashSet<ValueId>, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
     let f = ev.f;
-    for _ in 0..16 {
+    for _ in 0..crate::ir::values::WALK_BUDGET {
         match ev.values(v) {
             Ok(x) => return Some(x),
             Err(EvalErr::Leaf(x)) => {
@@ -447,56 +354,6 @@ fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &HashSet<ValueId>, v: Val
     None
 }
 
-/// The 64-bit loaded values (parameters, pointers read from a struct or
-/// from memory) that the addresses of the function's accesses add to: the
-/// pointers. Followed back through additions (both sides), subtractions
-/// (the minuend), `mad` (the addend) and copies, not through scaling, so a
-/// length that indexes an array is not taken for a pointer.
-fn loaded_pointers(f: &FunctionIr<'_>) -> HashSet<ValueId> {
-    let mut out = HashSet::new();
-    let mut seen = HashSet::new();
-    let mut stack: Vec<ValueId> = accesses_of(f).filter_map(|(i, k)| f.operand_value(i, k)).collect();
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v) || seen.len() > 4096 {
-            continue;
-        }
-        let Some(i) = f.def_inst(v) else { continue };
-        let inst = &f.insts[i];
-        let sources: &[usize] = match inst.opcode {
-            Opcode::Ld if inst.ty.is_some_and(|t| t.bits() == 64) => {
-                out.insert(v);
-                &[]
-            }
-            Opcode::Add => &[1, 2],
-            Opcode::Sub | Opcode::Cvta | Opcode::Mov | Opcode::Cvt => &[1],
-            Opcode::Mad => &[3],
-            _ => &[],
-        };
-        stack.extend(sources.iter().filter_map(|&k| f.operand_value(i, k)));
-    }
-    out
-}
-
-/// The pointer an address is computed from: follow additions through the
-/// operand that is itself a pointer, up to a parameter load or a symbol.
-pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
-    for _ in 0..32 {
-        let ValueDef::Inst { inst, .. } = f.ssa.values[v] else { return v };
-        let i = inst;
-        if !matches!(f.insts[i].opcode, Opcode::Add | Opcode::Sub | Opcode::Mad | Opcode::Cvta | Opcode::Mov | Opcode::Cvt) {
-            return v;
-        }
-        let next = (1..f.insts[i].operands().len())
-            .filter_map(|k| f.operand_value(i, k))
-            .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic));
-        match next {
-            Some(x) => v = x,
-            None => return v,
-        }
-    }
-    v
-}
-
 /// The declared variable (`.shared` array, `.global`) an access is based
 /// on, when its address is that symbol plus offsets.
 pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
@@ -511,7 +368,7 @@ pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
             }
         }
     }
-    let ValueDef::Inst { inst, .. } = f.ssa.values[root(f, a.addr_value?)] else { return None };
+    let ValueDef::Inst { inst, .. } = f.ssa.values[crate::ir::values::root(f, a.addr_value?)] else { return None };
     f.insts[inst].operands().iter().skip(1).find_map(sym_of)
 }
 
@@ -672,7 +529,7 @@ fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &[i64], active: &[bool]
         return None;
     }
     let value = ValueId::new(sym as usize);
-    let load = f.def_inst(f.through_copies(value)).filter(|&i| f.insts[i].access() == Some(AccessKind::Load))?;
+    let load = f.def_inst(crate::ir::values::through_copies(f, value)).filter(|&i| f.insts[i].access() == Some(AccessKind::Load))?;
     // the same lanes with neighbouring lanes `m` bytes apart (the value at 1)
     let lanes = ev.shape.lanes();
     let mut per_warp = Vec::new();

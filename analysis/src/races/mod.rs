@@ -229,7 +229,7 @@ pub struct Race {
     pub elements: usize,
     /// The race shows only in a later iteration of the loop around both
     /// accesses: that iteration (from 0) and how many the loop runs.
-    pub iteration: Option<(usize, crate::memory::Trips)>,
+    pub iteration: Option<(usize, crate::ir::loops::Trips)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -351,7 +351,7 @@ pub fn find(
     };
     let same_call = |a: usize, b: usize| a >= n && b >= n && accesses[a].inst == accesses[b].inst;
     let intervals = intervals(f, accesses, barrier_call);
-    let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::memory::root(f, v))).collect();
+    let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::ir::values::root(f, v))).collect();
     // the pairs of one interval through one pointer, one of them writing (atomics among
     // themselves excepted), each once
     let mut pairs: Vec<(usize, usize)> = Vec::new();
@@ -399,7 +399,7 @@ pub fn find(
     let params: Vec<Vec<ValueId>> = accesses
         .iter()
         .enumerate()
-        .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::memory::scalar_parameters(f, v)).unwrap_or_default())
+        .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::ir::values::scalar_parameters(f, v)).unwrap_or_default())
         .collect();
     // a race at the sampled values that needs two parameters to meet (`a[x]` against `a[y]`): say so
     // (found in either sampled iteration of a loop: the relation must hold in both)
@@ -490,7 +490,7 @@ pub fn find_grid(
         .iter()
         .enumerate()
         .map(|(k, a)| {
-            a.addr_value.filter(|_| a.space == Space::Global && !a.addr.data() && comparable[k]).map(|v| crate::memory::root(f, v))
+            a.addr_value.filter(|_| a.space == Space::Global && !a.addr.data() && comparable[k]).map(|v| crate::ir::values::root(f, v))
         })
         .collect();
     let candidate = |ka: usize, kb: usize| {
@@ -934,7 +934,7 @@ fn races_at(
     // later iterations: a pair in one loop whose trip count is a known constant is compared
     // at each of them too, when its addresses or the loop's guards move with the counters
     // (`if (t == i) s[t + 4] = …` meets thread 7's `s[t]` at i = 3 only)
-    use crate::memory::Trips;
+    use crate::ir::loops::Trips;
     let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
     let mut loops: HashMap<crate::ir::LoopId, Option<(Trips, BitSet, bool)>> = HashMap::new();
     // each access's addresses in a later iteration, computed once
@@ -950,9 +950,10 @@ fn races_at(
             .entry(l)
             .or_insert_with(|| {
                 // (two iterations or fewer: compared already)
-                let t = crate::memory::trip_count(evals, l, MAX_ITERATIONS).filter(|t| !matches!(t, Trips::Known(..=2)))?;
+                let test = |cond, n| Some(evals.uniform_at(cond, n)? != 0);
+                let t = f.loops.trip_count(f, l, MAX_ITERATIONS, test).filter(|t| !matches!(t, Trips::Known(..=2)))?;
                 let header = f.cfg.loops[l].header;
-                let moving = f.derived_from(f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
+                let moving = crate::ir::values::derived_from(f, f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
                 let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
                 Some((t, moving, guards))
             })
