@@ -76,7 +76,11 @@ fn rust_cuda_corpus() {
     let add = run("rust-cuda-add.ptx");
     assert_eq!((add.kernels, add.instructions), (1, 28));
     assert!(add.findings.is_empty(), "{:#?}", add.findings);
-    assert!(add.accesses.iter().filter(|a| a.space == "global").all(|a| a.sectors.is_some_and(|s| s.0 == s.2)));
+    assert!(add
+        .accesses
+        .iter()
+        .filter(|a| a.space == gpucheck_analysis::ir::inst::Space::Global)
+        .all(|a| a.sectors.is_some_and(|s| s.0 == s.2)));
     // path tracer: array-of-structs float3 pixels, 12 or 16 bytes apart per lane
     let pt = run("rust-cuda-path_tracer.ptx");
     assert_eq!(pt.kernels, 3);
@@ -122,11 +126,11 @@ fn every_memory_instruction_is_counted_once() {
         }
         assert_eq!(sum, in_ptx, "{}: coverage counts {sum} memory instructions, the PTX has {in_ptx}", f.display());
         let n: usize = r.coverage.iter().map(|c| c.skipped.len()).sum();
-        uncalled += r.coverage.iter().flat_map(|c| &c.skipped).filter(|s| s.key == "no_caller").count();
+        uncalled += r.coverage.iter().flat_map(|c| &c.skipped).filter(|s| s.skip.key() == "no_caller").count();
         let mut why = std::collections::BTreeMap::new();
         for c in &r.coverage {
-            for (k, _, m) in c.not_analysed() {
-                *why.entry(k).or_insert(0) += m;
+            for (k, m) in c.not_analysed() {
+                *why.entry(k.key()).or_insert(0) += m;
             }
         }
         lines.push(format!("{}: {n} of {in_ptx} not analysed {why:?}", f.file_name().unwrap().to_string_lossy()));

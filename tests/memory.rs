@@ -115,7 +115,7 @@ fn every_prediction_matches_a_brute_force_reference() {
     let mut unpredictable = 0;
     for f in &fns {
         let d = Divergence::analyze(f, &sums);
-        let shape = shape_for(f.func, &opts);
+        let shape = shape_for(f, &opts);
         let evals = gpucheck_analysis::memory::Evals::new(f, &d, &shape);
         for a in gpucheck_analysis::memory::accesses(f, &d) {
             let all = vec![true; shape.threads()];

@@ -82,7 +82,7 @@ fn facts(c: &mut Criterion) {
     let fns = ir::lower(&m);
     let sums = Summaries::compute(&fns);
     let divs: Vec<Divergence> = fns.iter().map(|f| Divergence::analyze(f, &sums)).collect();
-    let shapes: Vec<_> = fns.iter().map(|f| shape_for(f.func, &Options::default())).collect();
+    let shapes: Vec<_> = fns.iter().map(|f| shape_for(f, &Options::default())).collect();
     let insts: usize = fns.iter().map(|f| f.insts.len()).sum();
     eprintln!("{name}: {} functions, {insts} instructions", fns.len());
     let mut g = c.benchmark_group("facts");

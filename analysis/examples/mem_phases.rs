@@ -35,7 +35,7 @@ fn main() {
     meter::reset();
     let d = divergence::Divergence::analyze(f, &sums);
     show("divergence");
-    let shape = shape_for(f.func, &Options::default());
+    let shape = shape_for(f, &Options::default());
     meter::reset();
     let facts = facts::KernelFacts::compute(f, &d, &sums, &shape);
     show("facts");

@@ -29,7 +29,7 @@ fn main() {
             worst = (a, f.func.name.to_string(), f.insts.len(), f.cfg.len(), f.cfg.loops.len());
         }
         let t = Instant::now();
-        let shape = shape_for(f.func, &Options::default());
+        let shape = shape_for(f, &Options::default());
         let facts = facts::KernelFacts::compute(f, &d, &sums, &shape);
         let cx = lints::LintCx { facts: &facts, srcmap: &sm, is_local: &|_| true, coalescing_threshold: 2.0 };
         let _ = lints::run(&cx);

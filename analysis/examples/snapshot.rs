@@ -130,8 +130,8 @@ fn snapshot(p: &str, opts: &gpucheck_analysis::Options) {
         ));
     }
     for c in &r.coverage {
-        let skipped: Vec<(u32, &str)> = c.skipped.iter().map(|s| (s.site.ptx_line, s.key)).collect();
-        let assumed: Vec<u32> = c.assumed_global.iter().map(|s| s.site.ptx_line).collect();
+        let skipped: Vec<(u32, &str)> = c.skipped.iter().map(|s| (s.site.ptx_line, s.skip.key())).collect();
+        let assumed: Vec<u32> = c.assumed_global.iter().map(|s| s.ptx_line).collect();
         lines.push(format!(
             "  coverage [{}] f{} entry {} block {:?} {:?} contexts {}/{} total {} predicted {} data {} other {} assumed {:?} skipped {:?}",
             c.kernel,

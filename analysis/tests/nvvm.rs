@@ -1,6 +1,7 @@
 //! NVVM idioms (what rustc_codegen_nvvm + libNVVM emit) in
 //! `tests/nvvm/idioms.ptx`, and the real Rust-CUDA PTX of the shared corpus.
 
+use gpucheck_analysis::ir::inst::Space;
 use gpucheck_analysis::{check, demangle, Options};
 use std::collections::BTreeMap;
 
@@ -20,14 +21,14 @@ fn nvvm_idioms() {
     assert_eq!((r.kernels, r.functions), (3, 4), "three kernels and the libdevice function");
 
     // ld.global.nc is a global load; slices and the struct parameter give plain affine addresses
-    let global: Vec<_> = r.accesses.iter().filter(|a| a.space == "global").collect();
-    let by_kernel = |k: &str| global.iter().filter(|a| a.site.kernel == k).map(|a| (a.kind, a.sectors)).collect::<Vec<_>>();
+    let global: Vec<_> = r.accesses.iter().filter(|a| a.space == Space::Global).collect();
+    let by_kernel = |k: &str| global.iter().filter(|a| a.site.kernel == k).map(|a| (a.kind.name(), a.sectors)).collect::<Vec<_>>();
     assert_eq!(by_kernel("exp_slice"), [("load", Some((4, 4, 4))), ("store", Some((4, 4, 4)))]);
     // ptr[8·i] of f32: 32 bytes apart, one sector per lane
     assert_eq!(by_kernel("strided_struct"), [("load", Some((32, 32, 4))), ("store", Some((4, 4, 4)))]);
     // the .local depot is neither global nor shared
-    assert!(r.accesses.iter().all(|a| a.space != "local"));
-    assert_eq!(r.accesses.iter().filter(|a| a.site.kernel == "block_sum" && a.space == "shared").count(), 2);
+    assert!(r.accesses.iter().all(|a| a.space != Space::Local));
+    assert_eq!(r.accesses.iter().filter(|a| a.site.kernel == "block_sum" && a.space == Space::Shared).count(), 2);
 
     // verdicts: bounds checks that end in `trap` are not divergence findings
     let c = counts(&r);

@@ -8,7 +8,7 @@
 //! accesses, `Imports`, placed at the calls), the races between blocks
 //! (kernels: the grid dimensions, each block's reached code and threads),
 //! the barriers, the calls it makes with what they pass (the contexts its
-//! callees are analysed in, `crate::calls`) and, in a call context, the
+//! callees are analysed in, `crate::driver`) and, in a call context, the
 //! accesses it exports to its caller's race check, and the coverage of its
 //! memory instructions (each in one category, with the reason when not
 //! analysed).
@@ -156,6 +156,8 @@ pub enum Skip {
     /// In a device function, its address is computed from the function's
     /// arguments (analysed once for all callers, without their context).
     FromArguments,
+    /// Likewise, in a device function no kernel of the module calls.
+    NoCaller,
     /// No thread of the block shape executes it (unreachable code, or
     /// guards that exclude every thread of the assumed block).
     Unreached,
@@ -168,6 +170,7 @@ impl Skip {
     pub fn reason(self) -> &'static str {
         match self {
             Skip::FromArguments => "address computed from a device function's arguments that no call context gives (recursion, beyond the call depth, a struct argument)",
+            Skip::NoCaller => "in a device function no kernel of the module calls",
             Skip::Unreached => "no thread of the block shape executes it",
             Skip::NotEvaluable => "address could not be evaluated per thread",
         }
@@ -177,6 +180,7 @@ impl Skip {
     pub fn key(self) -> &'static str {
         match self {
             Skip::FromArguments => "from_arguments",
+            Skip::NoCaller => "no_caller",
             Skip::Unreached => "unreached",
             Skip::NotEvaluable => "not_evaluable",
         }
@@ -445,19 +449,21 @@ pub struct KernelFacts<'f, 'a> {
 
 impl<'f, 'a> KernelFacts<'f, 'a> {
     pub fn compute(f: &'f FunctionIr<'a>, d: &'f Divergence, sums: &'f Summaries<'a>, shape: &'f Shape) -> KernelFacts<'f, 'a> {
-        Self::compute_with(f, d, sums, shape, &Imports::new(), None)
+        Self::compute_with(f, d, sums, shape, None, &mut |_| Imports::new())
     }
 
-    /// [`Self::compute`], the races also paired with `imports`, the
-    /// accesses of the calls' callees; `grid`: the grid shape, when known
-    /// (races between blocks).
+    /// [`Self::compute`]; `grid`: the grid shape, when known (races between
+    /// blocks); `imports(calls)`: given the calls the function makes (with
+    /// what each passes), the accesses of their callees, which the race
+    /// check pairs with the function's own (the caller analyses the callees
+    /// in those contexts first).
     pub fn compute_with(
         f: &'f FunctionIr<'a>,
         d: &'f Divergence,
         sums: &'f Summaries<'a>,
         shape: &'f Shape,
-        imports: &Imports,
         grid: Option<[u32; 3]>,
+        imports: &mut dyn FnMut(&[CallFact<'a>]) -> Imports,
     ) -> KernelFacts<'f, 'a> {
         let branches: Vec<BranchFact> = d
             .branches
@@ -521,7 +527,9 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             })
             .collect();
         let own: Vec<Access> = accesses.iter().map(|a| a.access.clone()).collect();
-        // the callees' accesses at their calls, through the arguments the calls pass
+        // the calls, and their callees' accesses at them, through the arguments the calls pass
+        let calls = call_facts(f, d, sums, &evals, &mut lanes);
+        let imports = imports(&calls);
         let mut imported: Vec<CalleeAccess> = Vec::new();
         let mut placed: Vec<crate::races::Imported> = Vec::new();
         let mut calls_sorted: Vec<(&InstId, &Vec<CalleeAccess>)> = imports.iter().collect();
@@ -615,7 +623,6 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             Vec::new()
         };
         mark_benign(f, d, &own, &mut grid_races, Some(&by_block));
-        let calls = call_facts(f, d, sums, &evals, &mut lanes);
         let exports = exports(f, d, sums, &evals, &mut lanes, &accesses);
         drop(lanes);
         let mut branches = branches;

@@ -376,6 +376,12 @@ impl Space {
     }
 }
 
+impl std::fmt::Display for Space {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Rounding modifiers (`.rn`, `.rz`, `.rm`, `.rp`; the `…i` forms round to
 /// an integer and set [`Flag::INT_ROUND`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -581,6 +587,12 @@ impl AccessKind {
     }
     pub fn writes(self) -> bool {
         self != AccessKind::Load
+    }
+}
+
+impl std::fmt::Display for AccessKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -21,7 +21,8 @@ pub mod registry;
 use crate::facts::KernelFacts;
 use crate::ir::InstId;
 use crate::model::ShapeSource;
-use crate::srcmap::{Resolved, SourceMap, SrcPos};
+pub use crate::srcmap::Place;
+use crate::srcmap::{IsLocal, Resolved, SourceMap, SrcPos};
 pub use registry::{Group, Level, Lint};
 
 /// The lint modules, the registry and the pass list, from one list. A
@@ -67,7 +68,7 @@ lints! {
 /// for clang's `_ZZ19matmul_missing_syncE2As`), or "the base pointer".
 pub(crate) fn base_name(f: &crate::ir::FunctionIr<'_>, a: &crate::memory::Access) -> String {
     match crate::memory::base_symbol(f, a) {
-        Some(s) => format!("`{}`", crate::calls::readable(&crate::demangle(s))),
+        Some(s) => format!("`{}`", crate::names::readable(&crate::names::demangle(s))),
         None => "the base pointer".to_string(),
     }
 }
@@ -83,14 +84,6 @@ pub enum Metric {
 pub enum NoteKind {
     Note,
     Help,
-}
-
-/// A place a note names: a source position, or a PTX line when the PTX
-/// has no source position there.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Place {
-    Source(SrcPos),
-    PtxLine(u32),
 }
 
 /// What a note says, as data: the binary renders positions (relative
@@ -176,7 +169,7 @@ impl Finding {
 pub struct LintCx<'c, 'f, 'a> {
     pub facts: &'c KernelFacts<'f, 'a>,
     pub srcmap: &'c SourceMap<'a>,
-    pub is_local: &'c crate::IsLocal<'c>,
+    pub is_local: &'c IsLocal<'c>,
     /// `predicted / ideal` sectors at or above which a global access is reported.
     pub coalescing_threshold: f64,
 }
@@ -198,10 +191,7 @@ impl LintCx<'_, '_, '_> {
 
     /// Where instruction `i` is, for a note.
     pub fn place(&self, i: InstId) -> Place {
-        match self.resolve(i).primary {
-            Some(p) => Place::Source(p),
-            None => Place::PtxLine(self.facts.f.insts[i].ast.pos.line),
-        }
+        self.srcmap.place(self.facts.f, i, self.is_local)
     }
 
     /// A finding at instruction `i` with the position notes filled in.
@@ -210,7 +200,7 @@ impl LintCx<'_, '_, '_> {
         let inst = self.facts.f.insts[i].ast;
         let mut fd = Finding {
             lint,
-            kernel: crate::demangle(self.facts.f.func.name),
+            kernel: crate::names::demangle(self.facts.f.func.name),
             ptx_line: inst.pos.line,
             ptx_col: inst.pos.col,
             span: r.primary.clone(),
@@ -271,7 +261,7 @@ impl LintCx<'_, '_, '_> {
         let Some(x) = self.imported(k) else { return self.finding(lint, call, message, label) };
         let mut fd = Finding {
             lint,
-            kernel: crate::demangle(self.facts.f.func.name),
+            kernel: crate::names::demangle(self.facts.f.func.name),
             ptx_line: x.ptx_line,
             ptx_col: x.ptx_col,
             span: x.span.clone(),
@@ -283,7 +273,7 @@ impl LintCx<'_, '_, '_> {
             access: true,
         };
         fd.note_text(Text::At {
-            before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::demangle(self.facts.f.func.name)),
+            before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::names::demangle(self.facts.f.func.name)),
             at: self.place(call),
             after: String::new(),
         });
@@ -293,7 +283,11 @@ impl LintCx<'_, '_, '_> {
     /// The note saying which block shape the numbers are for.
     pub fn shape_note(&self, fd: &mut Finding) {
         let shape = self.facts.shape;
-        fd.note_text(Text::Shape { kernel: crate::demangle(self.facts.f.func.name), block: shape.block, source: shape.source.clone() });
+        fd.note_text(Text::Shape {
+            kernel: crate::names::demangle(self.facts.f.func.name),
+            block: shape.block,
+            source: shape.source.clone(),
+        });
     }
 }
 

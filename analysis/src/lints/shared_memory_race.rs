@@ -107,10 +107,10 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                     k if k > 0 => format!(" + {k}"),
                     k => format!(" - {}", -k),
                 };
-                (format!(" when `{}` = `{}`{plus}", crate::demangle(param), crate::demangle(other)), String::new())
+                (format!(" when `{}` = `{}`{plus}", crate::names::demangle(param), crate::names::demangle(other)), String::new())
             }
             Some(ParamCondition::Values { param, lo, hi, contiguous, example }) => {
-                let p = format!("`{}`", crate::demangle(param));
+                let p = format!("`{}`", crate::names::demangle(param));
                 let cond = match (lo == hi, contiguous) {
                     (true, _) => format!("{p} = {lo}"),
                     (false, true) => format!("{lo} ≤ {p} ≤ {hi}"),
@@ -164,12 +164,12 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         match &r.when {
             Some(ParamCondition::Relation { param, other, .. }) => fd.note(format!(
                 "the two threads' addresses depend on `{}` and `{}`, one each: they meet exactly when the condition holds (the witness is for one such pair of values); for other values no two threads touch the same bytes",
-                crate::demangle(other),
-                crate::demangle(param),
+                crate::names::demangle(other),
+                crate::names::demangle(param),
             )),
             Some(ParamCondition::Values { param, .. }) => fd.note(format!(
                 "the addresses depend on `{}`: solved for every value it can hold, not sampled; for other values no two threads touch the same bytes",
-                crate::demangle(param)
+                crate::names::demangle(param)
             )),
             None => {}
         }

@@ -28,6 +28,18 @@ impl std::fmt::Display for SrcPos {
     }
 }
 
+/// Whether a source file belongs to the package being checked (findings
+/// point into it).
+pub type IsLocal<'a> = dyn Fn(&str) -> bool + Sync + 'a;
+
+/// A place a note names: a source position, or a PTX line when the PTX
+/// has no source position there.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Place {
+    Source(SrcPos),
+    PtxLine(u32),
+}
+
 /// Where a finding is reported.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Resolved {
@@ -85,7 +97,7 @@ impl<'m> SourceMap<'m> {
 
     /// Frames of instruction `i` of `f`, and the one to report given
     /// `is_local` (is this file part of the checked package?).
-    pub fn resolve(&self, f: &FunctionIr<'_>, i: InstId, is_local: &crate::IsLocal<'_>) -> Resolved {
+    pub fn resolve(&self, f: &FunctionIr<'_>, i: InstId, is_local: &IsLocal<'_>) -> Resolved {
         let mut frames = Vec::new();
         if let Some(l) = f.locs.get(i).copied().flatten() {
             frames.extend(self.pos(l.file, l.line, l.col));
@@ -129,5 +141,14 @@ impl<'m> SourceMap<'m> {
             is_local(&p.file).then_some(p)
         });
         Resolved { approximate: near.is_some(), primary: near, frames }
+    }
+
+    /// Where instruction `i` of `f` is, for a note: its reported source
+    /// position, else its PTX line.
+    pub fn place(&self, f: &FunctionIr<'_>, i: InstId, is_local: &IsLocal<'_>) -> Place {
+        match self.resolve(f, i, is_local).primary {
+            Some(p) => Place::Source(p),
+            None => Place::PtxLine(f.insts[i].ast.pos.line),
+        }
     }
 }

@@ -22,6 +22,7 @@ use super::{BranchSeen, Seen, SiteSeen};
 use crate::cli::{ConfirmArgs, MessageFormat};
 use crate::diagnostic::PathStyle;
 use gpucheck_analysis::interp::SiteKey;
+use gpucheck_analysis::ir::inst::Space;
 use gpucheck_analysis::{BranchPrediction, Report, Site, SrcPos};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -217,7 +218,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         predicted_sites.insert(k);
         let obs = seen.sites.get(&k).map(|x| &x.1);
         let (predicted, typical, jp) = match (a.space, a.sectors, a.conflict) {
-            ("global", Some((t, w, ideal)), _) => {
+            (Space::Global, Some((t, w, ideal)), _) => {
                 let (mut text, misaligned) = match a.misaligned {
                     Some(m) => (format!("; {m} if rows are misaligned"), json!(m)),
                     None => (String::new(), Value::Null),
@@ -232,12 +233,12 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                            "misaligned_sectors_per_request": misaligned, "sectors_per_request_at_stride_1": a.sectors_at_stride_one}),
                 )
             }
-            ("shared", _, Some((t, w))) => {
+            (Space::Shared, _, Some((t, w))) => {
                 (format!("{t}-way (worst {w})"), Some(t), json!({"conflict_degree": t, "worst_conflict_degree": w}))
             }
             _ => ("— (data-dependent)".to_string(), None, Value::Null),
         };
-        let unit = if a.space == "global" { " sectors/req" } else { "-way" };
+        let unit = if a.space == Space::Global { " sectors/req" } else { "-way" };
         let (observed, jo) = match obs {
             Some(s) => (seen_text(s, unit), json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests})),
             None => ("not executed".to_string(), Value::Null),
@@ -257,7 +258,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             Some(n) if mixed => format!("{predicted} (in one of {n} call contexts)"),
             _ => predicted,
         };
-        out.push(Row::at(paths, &a.site, a.space, predicted, observed, verdict, jp, jo));
+        out.push(Row::at(paths, &a.site, a.space.name(), predicted, observed, verdict, jp, jo));
     }
     // sites the run saw that the analysis has no record of
     for (k, (space, s)) in seen.sites.iter().filter(|(k, _)| !predicted_sites.contains(k)) {

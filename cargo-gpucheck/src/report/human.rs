@@ -139,8 +139,8 @@ pub fn coverage_note(cov: &[gpucheck_analysis::CoverageReport]) {
     }
     let (skipped, total): (usize, usize) = (cov.iter().map(|c| c.skipped.len()).sum(), cov.iter().map(|c| c.total).sum());
     let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
-    for (_, r, n) in cov.iter().flat_map(|c| c.not_analysed()) {
-        *by.entry(r).or_insert(0) += n;
+    for (skip, n) in cov.iter().flat_map(|c| c.not_analysed()) {
+        *by.entry(skip.reason()).or_insert(0) += n;
     }
     let why: Vec<String> = by.iter().map(|(r, n)| format!("{n} {r}")).collect();
     eprintln!(

@@ -112,8 +112,8 @@ pub fn print_accesses(accesses: &[gpucheck_analysis::AccessReport], ptx_file: &s
             "column": a.site.span.as_ref().map(|s| s.col),
             "ptx_file": ptx_file,
             "ptx_line": a.site.ptx_line,
-            "space": a.space,
-            "kind": a.kind,
+            "space": a.space.name(),
+            "kind": a.kind.name(),
             "width": a.width,
             "requests": a.requests,
             "predictable": !a.unpredictable,
@@ -136,12 +136,12 @@ pub fn print_accesses(accesses: &[gpucheck_analysis::AccessReport], ptx_file: &s
 /// category, and the sites not analysed or analysed as global by assumption.
 pub fn print_coverage(cov: &[gpucheck_analysis::CoverageReport], ptx_file: &str, paths: &crate::diagnostic::PathStyle) {
     let mut out = std::io::stdout().lock();
-    let site = |s: &gpucheck_analysis::SkippedSite| {
+    let site = |s: &gpucheck_analysis::Site, reason: &str| {
         json!({
-            "ptx_line": s.site.ptx_line,
-            "file": s.site.span.as_ref().map(|p| paths.display(&p.file)),
-            "line": s.site.span.as_ref().map(|p| p.line),
-            "reason": s.key,
+            "ptx_line": s.ptx_line,
+            "file": s.span.as_ref().map(|p| paths.display(&p.file)),
+            "line": s.span.as_ref().map(|p| p.line),
+            "reason": reason,
         })
     };
     for c in cov {
@@ -158,9 +158,9 @@ pub fn print_coverage(cov: &[gpucheck_analysis::CoverageReport], ptx_file: &str,
             "other_space": c.other_space,
             "assumed_global": c.assumed_global.len(),
             "not_analysed": c.skipped.len(),
-            "not_analysed_by_reason": c.not_analysed().iter().map(|(k, _, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            "not_analysed_sites": c.skipped.iter().map(site).collect::<Vec<_>>(),
-            "assumed_global_sites": c.assumed_global.iter().map(site).collect::<Vec<_>>(),
+            "not_analysed_by_reason": c.not_analysed().iter().map(|(k, n)| (k.key().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "not_analysed_sites": c.skipped.iter().map(|s| site(&s.site, s.skip.key())).collect::<Vec<_>>(),
+            "assumed_global_sites": c.assumed_global.iter().map(|s| site(s, "assumed_global")).collect::<Vec<_>>(),
         });
         let _ = std::io::Write::write_all(&mut out, format!("{v}\n").as_bytes());
     }

@@ -305,11 +305,11 @@ impl Doc {
                         serde_json::json!({"conflict": t, "worst": w, "requests": x.requests}),
                     ),
                     _ => {
-                        let col = if x.space == "shared" { Column::Banks } else { Column::Sectors };
+                        let col = if x.space == gpucheck_analysis::ir::inst::Space::Shared { Column::Banks } else { Column::Sectors };
                         (col, format!("{} {} {}: address depends on data", x.space, x.kind, x.width), None, serde_json::Value::Null)
                     }
                 };
-                let seen = observed(&rows, &x.site, x.space);
+                let seen = observed(&rows, &x.site, x.space.name());
                 p.add(&at, SiteView::at(column, &x.site, paths, format!("{} {}: {predicted}", x.space, x.kind), ratio, numbers, seen));
             }
             // branches that split some warp
@@ -466,7 +466,7 @@ impl Doc {
                     instructions: cov.instructions,
                     memory_instructions: cov.total,
                     memory_analysed: cov.total - cov.skipped.len(),
-                    not_analysed: cov.not_analysed().into_iter().map(|(_, r, n)| (r.to_string(), n)).collect(),
+                    not_analysed: cov.not_analysed().into_iter().map(|(skip, n)| (skip.reason().to_string(), n)).collect(),
                     findings,
                     errors,
                     bytes_moved: global.iter().map(|(_, s)| s.0 as u64 * 32).sum(),

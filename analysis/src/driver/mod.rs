@@ -1,0 +1,368 @@
+//! The driver: one PTX module through the pipeline. Each function is
+//! lowered, analysed and dropped in a task of its own (functions in
+//! parallel); a kernel's direct callees are analysed in the call contexts
+//! it gives them (`contexts`) while the kernel's facts are computed, before
+//! its race check, which pairs their accesses with the kernel's own — so
+//! every kernel is analysed once. The result is the module's [`Report`].
+//!
+//! Owns: launch shapes per function (`shape_for`, `grid_for`), the order of
+//! the work, and turning facts and findings into report types. Does not
+//! own: any analysis (`crate::facts` and below) or the lint decisions
+//! (`crate::lints`).
+
+mod contexts;
+
+pub use contexts::MAX_DEPTH;
+
+use crate::divergence::{self, CallArgs, Summaries};
+use crate::facts::{CallFact, CalleeAccess, Imports, KernelFacts, Skip};
+use crate::ir::{self, inst::Special, FunctionIr};
+use crate::lints::{self, Finding};
+use crate::model::{self, Shape, ShapeSource};
+use crate::names::{demangle, readable};
+use crate::ptx::{self, ParseError};
+use crate::report::*;
+use crate::srcmap::{IsLocal, Place, SourceMap};
+use contexts::{CallGraph, Context, Contexts};
+use std::collections::HashMap;
+
+/// Launch-shape hints, from the most to the least specific source.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `--block X,Y,Z`: wins over everything.
+    pub block: Option<[u32; 3]>,
+    /// `[package.metadata.gpucheck.kernels.NAME] block = […]`.
+    pub kernel_blocks: HashMap<String, [u32; 3]>,
+    /// `[package.metadata.gpucheck] block = […]`.
+    pub package_block: Option<[u32; 3]>,
+    /// The grid shape (races between blocks), from `--grid`, then
+    /// `[package.metadata.gpucheck.kernels.NAME] grid`, then
+    /// `[package.metadata.gpucheck] grid`; unknown: two blocks or more
+    /// along each dimension global addresses take the block index from.
+    pub grid: Option<[u32; 3]>,
+    pub kernel_grids: HashMap<String, [u32; 3]>,
+    pub package_grid: Option<[u32; 3]>,
+    /// `predicted / ideal` sectors from which a global access is reported
+    /// (`--coalescing-threshold`; 2.0 when unset).
+    pub coalescing_threshold: Option<f64>,
+}
+
+/// The block shape used for function `f`: `--block`, then the kernel's
+/// metadata, `.reqntid`, the package's metadata, else an assumed shape
+/// (two or three dimensions when the function reads `%tid.y` or `%tid.z`).
+pub fn shape_for(f: &FunctionIr<'_>, opts: &Options) -> Shape {
+    if let Some(b) = opts.block {
+        return Shape::new(b, ShapeSource::Cli);
+    }
+    let demangled = demangle(f.func.name);
+    if let Some((name, b)) = [f.func.name, demangled.as_str()].iter().find_map(|n| opts.kernel_blocks.get_key_value(*n)) {
+        return Shape::new(*b, ShapeSource::Kernel(name.clone()));
+    }
+    // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
+    let launchable =
+        |b: &[u32; 3]| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= model::MAX_BLOCK_THREADS);
+    if let Some(b) = f.func.perf.reqntid.filter(launchable) {
+        return Shape::new(b, ShapeSource::Reqntid);
+    }
+    if let Some(b) = opts.package_block {
+        return Shape::new(b, ShapeSource::Package);
+    }
+    let reads = |dim: u8| (0..f.ssa.regs.len()).any(|r| f.ssa.special_reg(r as u32) == Some(Special::Tid(dim)));
+    let block = if reads(2) {
+        [32, 4, 2]
+    } else if reads(1) {
+        [32, 8, 1]
+    } else {
+        [256, 1, 1]
+    };
+    Shape::new(block, ShapeSource::Assumed)
+}
+
+/// The grid shape used for kernel `f`, when known: `--grid`, then the
+/// kernel's metadata, then the package's.
+pub fn grid_for(f: &ptx::Function<'_>, opts: &Options) -> Option<[u32; 3]> {
+    let demangled = demangle(f.name);
+    opts.grid.or_else(|| [f.name, demangled.as_str()].iter().find_map(|n| opts.kernel_grids.get(*n).copied())).or(opts.package_grid)
+}
+
+/// Parse and check one PTX module. `is_local` says whether a source file
+/// belongs to the package being checked (findings point into it).
+pub fn check(src: &str, opts: &Options, is_local: &IsLocal<'_>) -> Result<Report, ParseError> {
+    let module = ptx::parse(src)?;
+    Ok(check_module(&module, opts, is_local))
+}
+
+/// What checking a module's functions needs.
+#[derive(Clone, Copy)]
+pub(crate) struct ModuleInput<'m, 'a> {
+    pub module: &'a ptx::Module<'a>,
+    pub mcx: &'m ir::ModuleCx<'a>,
+    pub sums: &'m Summaries<'a>,
+    pub srcmap: &'m SourceMap<'a>,
+    pub opts: &'m Options,
+    pub is_local: &'m IsLocal<'m>,
+}
+
+/// Check an already parsed module; functions are analysed in parallel.
+pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &IsLocal<'_>) -> Report {
+    use rayon::prelude::*;
+    // module-wide facts from the instruction listings; each function's IR
+    // is then built, analysed and dropped in its own task (peak memory)
+    let bodies = ir::bodies(module);
+    let sums = Summaries::compute(&bodies);
+    let srcmap = SourceMap::new(module, &bodies);
+    let mut report = Report { has_dwarf: srcmap.has_dwarf(), ..Default::default() };
+    for b in &bodies {
+        report.functions += 1;
+        report.kernels += b.func.is_entry as usize;
+        report.instructions += b.insts.len();
+    }
+    report.kernel_names = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name.to_string()).collect();
+    let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
+    let mcx = ir::ModuleCx::from_bodies(module, &bodies);
+    let graph = CallGraph::new(&bodies);
+    drop(bodies);
+    let input = ModuleInput { module, mcx: &mcx, sums: &sums, srcmap: &srcmap, opts, is_local };
+    let cxs = Contexts::new(input, &graph);
+    // kernels (each with its callees in the contexts it gives them), and device
+    // functions no call context covers (uncalled, recursive), once each
+    let in_context_only = |i: &usize| !module.functions[*i].is_entry && graph.called.contains(i) && !graph.recursive.contains(i);
+    let (later, now): (Vec<usize>, Vec<usize>) = indices.iter().partition(|i| in_context_only(i));
+    let roots: Vec<(FunctionReport, Vec<contexts::Use>)> = now.par_iter().map(|&i| cxs.analyse_root(i)).collect();
+    let mut uses = Vec::new();
+    let mut per_fn: Vec<FunctionReport> = Vec::with_capacity(indices.len());
+    for (r, u) in roots {
+        per_fn.push(r);
+        uses.extend(u);
+    }
+    // the called device functions in each call context their kernels give them
+    let (mut in_context, context_analyses) = cxs.finish(uses);
+    report.analyses = now.len() + context_analyses;
+    per_fn.extend(later.iter().filter_map(|i| in_context.remove(i)));
+    // those the contexts did not reach (past the call depth or budget): once for every caller
+    let missed: Vec<usize> = later.iter().copied().filter(|i| !per_fn.iter().any(|r| r.coverage.function == *i)).collect();
+    report.analyses += missed.len();
+    per_fn.extend(missed.par_iter().map(|&i| cxs.analyse_root(i).0).collect::<Vec<_>>());
+    per_fn.sort_by_key(|r| r.coverage.function);
+    for r in per_fn.iter_mut() {
+        if !r.coverage.entry && !graph.called.contains(&r.coverage.function) {
+            // no kernel runs this code: what its callers would pass is nobody's
+            for s in r.coverage.skipped.iter_mut().filter(|s| s.skip == Skip::FromArguments) {
+                s.skip = Skip::NoCaller;
+            }
+        }
+    }
+    for r in per_fn {
+        report.findings.extend(r.findings);
+        report.accesses.extend(r.accesses);
+        report.branches.extend(r.branches);
+        report.races.extend(r.races);
+        report.barriers.extend(r.barriers);
+        report.groups.extend(r.groups);
+        report.coverage.push(r.coverage);
+    }
+    report
+}
+
+/// A direct call a function makes: the callee, what it passes, where it is
+/// and the call instruction.
+#[derive(Clone, Debug)]
+pub(crate) struct Call {
+    pub callee: String,
+    pub args: CallArgs,
+    pub place: Place,
+    pub inst: ir::InstId,
+}
+
+/// What checking one function yields.
+#[derive(Clone)]
+pub(crate) struct FunctionReport {
+    pub findings: Vec<Finding>,
+    pub accesses: Vec<AccessReport>,
+    pub branches: Vec<BranchReport>,
+    pub races: Vec<RaceReport>,
+    pub barriers: Vec<BarrierReport>,
+    pub groups: Vec<GroupReport>,
+    pub coverage: CoverageReport,
+    /// The calls it makes.
+    pub calls: Vec<Call>,
+    /// In a call context: the accesses its caller's race check pairs.
+    pub exports: Vec<CalleeAccess>,
+    /// The block shape it was analysed for (a call's context inherits the kernel's).
+    pub shape: Shape,
+}
+
+/// Check one function: a device function in call context `cx` when given
+/// (its arguments, threads and the kernel's shape), else once for every
+/// caller (a kernel: for its own launch). `imports(shape, calls)` gives the
+/// accesses of its callees for its race check, given the calls it makes.
+fn check_function(
+    f: &FunctionIr<'_>,
+    m: &ModuleInput<'_, '_>,
+    cx: Option<&Context>,
+    imports: &mut dyn FnMut(&Shape, &[Call]) -> Imports,
+) -> FunctionReport {
+    let d = divergence::Divergence::analyze_in(f, m.sums, cx.map(|c| &c.args));
+    let shape = match cx {
+        Some(c) => c.shape.clone(),
+        None => shape_for(f, m.opts),
+    };
+    let grid = cx.is_none().then(|| grid_for(f.func, m.opts)).flatten();
+    let call = |c: &CallFact<'_>| Call {
+        callee: c.callee.to_string(),
+        args: c.args.clone(),
+        place: m.srcmap.place(f, c.inst, m.is_local),
+        inst: c.inst,
+    };
+    let facts = KernelFacts::compute_with(f, &d, m.sums, &shape, grid, &mut |cs| imports(&shape, &cs.iter().map(call).collect::<Vec<_>>()));
+    let lcx = lints::LintCx {
+        facts: &facts,
+        srcmap: m.srcmap,
+        is_local: m.is_local,
+        coalescing_threshold: m.opts.coalescing_threshold.unwrap_or(2.0),
+    };
+    let findings = lints::run(&lcx);
+    let kernel = cx.map_or_else(|| demangle(f.func.name), |c| c.kernel.clone());
+    let calls = facts.calls.iter().map(call).collect();
+    let exports = facts
+        .exports
+        .iter()
+        .map(|x| CalleeAccess {
+            function: f.index,
+            callee: readable(&demangle(f.func.name)),
+            ptx_line: f.insts[x.access.inst].ast.pos.line,
+            ptx_col: f.insts[x.access.inst].ast.pos.col,
+            span: lcx.resolve(x.access.inst).primary,
+            export: x.clone(),
+        })
+        .collect();
+    let site = |i: ir::InstId| Site {
+        kernel: kernel.clone(),
+        function: f.index,
+        inst: i.index(),
+        ptx_line: f.insts[i].ast.pos.line,
+        span: lcx.resolve(i).primary,
+        via: lcx.call_site(i),
+    };
+    let accesses = facts
+        .accesses
+        .iter()
+        .map(|x| {
+            let (a, p) = (&x.access, &x.prediction);
+            let global = a.space == ir::inst::Space::Global;
+            AccessReport {
+                site: site(a.inst),
+                space: a.space,
+                kind: a.kind,
+                width: a.width,
+                sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
+                misaligned: p.as_ref().filter(|_| global).and_then(|p| p.misaligned).map(|m| m.sectors),
+                sectors_at_stride_one: p.as_ref().and_then(|p| p.runtime_stride).map(|r| r.sectors_at_one),
+                conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
+                requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
+                unpredictable: p.is_none(),
+            }
+        })
+        .collect();
+    let branches = f
+        .cfg
+        .blocks
+        .iter_enumerated()
+        .filter(|(b, _)| f.cfg.reachable(*b))
+        .filter_map(|(b, blk)| {
+            let i = blk.last()?;
+            let inst = &f.insts[i];
+            let g = inst.ast.guard.filter(|_| inst.is_jump())?;
+            let cond = f.ssa.use_of(i, g.reg)?;
+            let prediction = match facts.branch_of_block(b) {
+                _ if d.at(f, cond, b).is_warp_uniform() => BranchPrediction::Uniform,
+                None => BranchPrediction::Uniform,
+                Some(x) => branch_prediction(&x.split),
+            };
+            Some(BranchReport { site: site(i), warps: shape.warps(), prediction })
+        })
+        .collect();
+    let races = facts
+        .races
+        .iter()
+        .map(|r| {
+            // a callee's access is named in its own function
+            let at = |k: usize| match lcx.imported(k) {
+                Some(x) => (x.function, x.export.access.inst.index()),
+                None => (f.index, facts.race_site(k).inst.index()),
+            };
+            let ((first_function, first), (second_function, second)) = (at(r.first), at(r.second));
+            RaceReport {
+                kernel: kernel.clone(),
+                function: f.index,
+                first,
+                second,
+                first_function,
+                second_function,
+                kind: r.kind,
+                space: facts.race_site(r.first).space,
+                threads: r.threads,
+                benign: r.benign,
+                between_blocks: false,
+            }
+        })
+        .chain(facts.grid_races.iter().map(|r| RaceReport {
+            kernel: kernel.clone(),
+            function: f.index,
+            first: facts.accesses[r.first].access.inst.index(),
+            second: facts.accesses[r.second].access.inst.index(),
+            first_function: f.index,
+            second_function: f.index,
+            kind: r.kind,
+            space: ir::inst::Space::Global,
+            threads: r.threads,
+            benign: r.benign,
+            between_blocks: true,
+        }))
+        .collect();
+    let barriers = facts.barriers.iter().map(|b| BarrierReport { site: site(b.inst), divergent: b.divergence.is_some() }).collect();
+    let groups = facts
+        .groups
+        .iter()
+        .map(|g| GroupReport {
+            kernel: kernel.clone(),
+            function: f.index,
+            members: g.members.iter().map(|&k| facts.accesses[k].access.inst.index()).collect(),
+            loads: g.kind == ir::inst::AccessKind::Load,
+            sectors: g.sectors,
+            later: g.later,
+            ideal: g.ideal,
+            bytes_used: g.bytes_used,
+        })
+        .collect();
+    let cov = &facts.coverage;
+    let coverage = CoverageReport {
+        kernel: demangle(f.func.name),
+        function: f.index,
+        entry: f.func.is_entry,
+        instructions: f.insts.len(),
+        block: shape.block,
+        shape_source: shape.source.clone(),
+        contexts: 0,
+        context_analyses: 0,
+        total: cov.total,
+        predicted: cov.predicted,
+        data_dependent: cov.data_dependent,
+        other_space: cov.other_space,
+        assumed_global: cov.assumed_global.iter().map(|&i| site(i)).collect(),
+        skipped: cov.skipped.iter().map(|&(i, skip)| SkippedSite { site: site(i), skip }).collect(),
+    };
+    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape }
+}
+
+/// A branch's split count as the report gives it.
+fn branch_prediction(split: &divergence::split::Split) -> BranchPrediction {
+    use divergence::split::Split;
+    match split {
+        Split::Exact { split, witness, .. } if witness.is_empty() => BranchPrediction::Splits(*split),
+        Split::Exact { split, witness, .. } => BranchPrediction::Sampled { warps: *split, values: witness.clone() },
+        Split::Bounded { split, .. } => BranchPrediction::AtMost(*split),
+        Split::TripCount => BranchPrediction::TripCount,
+        Split::Unknown { .. } => BranchPrediction::Unknown,
+    }
+}

@@ -1,0 +1,229 @@
+//! What checking a module returns: the findings, and every prediction the
+//! analysis made (access costs, branch splits, barriers, races, access
+//! groups) with the coverage of each function's memory instructions, so
+//! that `confirm` can judge each prediction against a run.
+//!
+//! Owns: these types, typed (spaces, access kinds, race kinds and the
+//! reasons an instruction was not analysed are enums, never strings).
+//! Does not own: computing them (`crate::driver` from `crate::facts`).
+
+use crate::facts::Skip;
+use crate::interp::SiteKey;
+use crate::ir::inst::{AccessKind, Space};
+use crate::lints::Finding;
+use crate::model::ShapeSource;
+use crate::races::RaceKind;
+use crate::srcmap::SrcPos;
+
+/// Where a reported instruction is: its function, its place in the PTX,
+/// and its source position.
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub kernel: String,
+    /// The function (index in `ptx::Module::functions`) and instruction
+    /// (index in its body), as the interpreter's `SiteKey` numbers them.
+    pub function: usize,
+    pub inst: usize,
+    pub ptx_line: u32,
+    pub span: Option<SrcPos>,
+    /// The call site the code at `span` was inlined at, when it is in the
+    /// package too (tells apart two calls of one helper).
+    pub via: Option<SrcPos>,
+}
+
+impl Site {
+    /// The site as the interpreter and `confirm` number it.
+    pub fn key(&self) -> SiteKey {
+        SiteKey { func: self.function, inst: self.inst }
+    }
+}
+
+/// The predicted cost of one memory access site (reported or not).
+#[derive(Clone, Debug)]
+pub struct AccessReport {
+    pub site: Site,
+    pub space: Space,
+    pub kind: AccessKind,
+    pub width: u32,
+    /// Global: (typical, worst) sectors per request and the ideal.
+    pub sectors: Option<(u32, u32, u32)>,
+    /// Global: the typical sectors per request when a runtime row pitch or
+    /// offset misaligns the warps' rows (only when that costs more).
+    pub misaligned: Option<u32>,
+    /// Global: the lane stride is a value read from memory; `sectors` is
+    /// for a large one, this for 1.
+    pub sectors_at_stride_one: Option<u32>,
+    /// Shared: (typical, worst) conflict degree.
+    pub conflict: Option<(u32, u32)>,
+    pub requests: usize,
+    /// Why there is no prediction (data-dependent address), if so.
+    pub unpredictable: bool,
+}
+
+/// What the analysis predicts for one conditional branch: how many warps
+/// of a block take both of its sides.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BranchPrediction {
+    /// The condition is the same in every lane of each warp: no warp splits.
+    Uniform,
+    /// Exactly this many warps of every block split (the condition was
+    /// evaluated for every thread; nothing was sampled).
+    Splits(usize),
+    /// This many split for the sampled values (loop counters, block
+    /// indices, parameters) named; other values may split other warps.
+    Sampled { warps: usize, values: Vec<(String, i64)> },
+    /// At most this many (a bound of the condition is not known statically).
+    AtMost(usize),
+    /// A loop exit whose trip count differs between the lanes of a warp.
+    TripCount,
+    /// Depends on loaded data or on something that cannot be evaluated.
+    Unknown,
+}
+
+/// A conditional branch with its prediction (reported or not).
+#[derive(Clone, Debug)]
+pub struct BranchReport {
+    pub site: Site,
+    /// Warps per block of the shape the prediction is for.
+    pub warps: usize,
+    pub prediction: BranchPrediction,
+}
+
+/// A barrier (or a call that executes one) with the prediction whether
+/// every thread of the block reaches it.
+#[derive(Clone, Debug)]
+pub struct BarrierReport {
+    pub site: Site,
+    /// Part of the block skips it (`barrier_divergence`).
+    pub divergent: bool,
+}
+
+/// A warp's footprint over a group of accesses to one array in one loop
+/// iteration (`memory::footprint`): the union of their sectors per warp.
+#[derive(Clone, Debug)]
+pub struct GroupReport {
+    pub kernel: String,
+    pub function: usize,
+    /// The members (instruction indices), in order.
+    pub members: Vec<usize>,
+    /// Loads (judged together, through L1) or stores.
+    pub loads: bool,
+    /// Sectors of the union per warp: (typical, worst); the ideal; bytes used.
+    pub sectors: (u32, u32),
+    /// In a loop that steps the members off their alignment: the typical
+    /// sectors from the second iteration on, when they differ.
+    pub later: Option<u32>,
+    pub ideal: u32,
+    pub bytes_used: u32,
+}
+
+/// A predicted race between two accesses of one function.
+#[derive(Clone, Debug)]
+pub struct RaceReport {
+    pub kernel: String,
+    pub function: usize,
+    /// The first (writing) and second access (instruction indices), each
+    /// in its function: `function`'s own, or a device function it calls.
+    pub first: usize,
+    pub second: usize,
+    pub first_function: usize,
+    pub second_function: usize,
+    pub kind: RaceKind,
+    pub space: Space,
+    /// The witness threads (linear ids in the block) of `first` and `second`,
+    /// as the finding names them.
+    pub threads: (usize, usize),
+    /// Both write the same uniform value (`benign_race`).
+    pub benign: bool,
+    /// Between threads of two blocks (`grid_memory_race`): `threads` are
+    /// in block 0 and in the block next to it.
+    pub between_blocks: bool,
+}
+
+/// The result of checking one PTX module.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    /// Kernels (`.entry`) and device functions with bodies analysed.
+    pub functions: usize,
+    pub kernels: usize,
+    pub instructions: usize,
+    /// Whether DWARF inline information was found and decoded.
+    pub has_dwarf: bool,
+    /// Every global and shared access with its prediction.
+    pub accesses: Vec<AccessReport>,
+    /// Every conditional branch with its prediction.
+    pub branches: Vec<BranchReport>,
+    /// Every predicted race.
+    pub races: Vec<RaceReport>,
+    /// Every reachable barrier with its prediction.
+    pub barriers: Vec<BarrierReport>,
+    /// Every access group's footprint prediction.
+    pub groups: Vec<GroupReport>,
+    /// The kernels' names (as in the PTX), in module order.
+    pub kernel_names: Vec<String>,
+    /// How each function's memory instructions were analysed.
+    pub coverage: Vec<CoverageReport>,
+    /// Function analyses the check ran: one per kernel and per function
+    /// analysed for every caller, one per distinct call context of a
+    /// device function.
+    pub analyses: usize,
+}
+
+impl Report {
+    /// The access report of a site, if the analysis made one.
+    pub fn access_at(&self, k: SiteKey) -> Option<&AccessReport> {
+        self.accesses.iter().find(|a| a.site.key() == k)
+    }
+}
+
+/// How the memory instructions (`ld`/`ldu`/`st`/`atom`/`red`, vector forms
+/// included) of one function were analysed; the categories add up to
+/// `total`.
+#[derive(Clone, Debug, Default)]
+pub struct CoverageReport {
+    /// The function's name (demangled).
+    pub kernel: String,
+    pub function: usize,
+    /// A kernel (`.entry`), else a device function.
+    pub entry: bool,
+    /// Instructions in the function's body.
+    pub instructions: usize,
+    /// The block shape the function was analysed for, and where it came from.
+    pub block: [u32; 3],
+    pub shape_source: ShapeSource,
+    /// The calls (from kernels, through direct calls) a device function
+    /// was analysed for (0: once for every caller, its parameters unknown),
+    /// and the analyses that took: calls with the same arguments, threads
+    /// and shape share one.
+    pub contexts: usize,
+    pub context_analyses: usize,
+    pub total: usize,
+    pub predicted: usize,
+    pub data_dependent: usize,
+    /// Local, constant and parameter memory (no coalescing question).
+    pub other_space: usize,
+    /// Predicted or data-dependent accesses whose space is not known,
+    /// analysed as global.
+    pub assumed_global: Vec<Site>,
+    /// Not analysed, each with its reason.
+    pub skipped: Vec<SkippedSite>,
+}
+
+impl CoverageReport {
+    /// Not analysed, per reason, in a stable order.
+    pub fn not_analysed(&self) -> Vec<(Skip, usize)> {
+        let mut by: std::collections::BTreeMap<&'static str, (Skip, usize)> = Default::default();
+        for s in &self.skipped {
+            by.entry(s.skip.key()).or_insert((s.skip, 0)).1 += 1;
+        }
+        by.into_values().collect()
+    }
+}
+
+/// A memory instruction that was not analysed, and why.
+#[derive(Clone, Debug)]
+pub struct SkippedSite {
+    pub site: Site,
+    pub skip: Skip,
+}
