@@ -111,7 +111,7 @@ pub fn describe_strides(strides: [i64; 3], width: u32, shape_dims: [u32; 3]) -> 
 
 pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let shape = cx.facts.shape;
-    let mut reported: Vec<(&crate::facts::AccessFact, &Access, &Prediction)> = Vec::new();
+    let mut reported: Vec<(&crate::memory::AccessFact, &Access, &Prediction)> = Vec::new();
     for x in &cx.facts.accesses {
         let (a, Some(p)) = (&x.access, &x.prediction) else { continue };
         // a lane stride read from memory: its cost is said with the condition (`stride_dependent_access`)
@@ -170,7 +170,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 }
 
 /// An access of a group, its prediction and its field's byte offset.
-type Member<'x> = (&'x crate::facts::AccessFact, &'x Prediction, i64);
+type Member<'x> = (&'x crate::memory::AccessFact, &'x Prediction, i64);
 
 /// What groups accesses as fields of one array of records: the pointer,
 /// the record size (the lanes' stride), the byte strides along y and z,
@@ -211,7 +211,7 @@ fn field_offset(shape: &crate::model::Shape, p: &Prediction, record: i64) -> Opt
 }
 
 /// One access.
-fn single(cx: &LintCx<'_, '_, '_>, x: &crate::facts::AccessFact, p: &Prediction) -> Finding {
+fn single(cx: &LintCx<'_, '_, '_>, x: &crate::memory::AccessFact, p: &Prediction) -> Finding {
     let shape = cx.facts.shape;
     let a = &x.access;
     let apart = match p.lane_stride {
@@ -316,7 +316,7 @@ fn explain_cost(cx: &LintCx<'_, '_, '_>, fd: &mut Finding, p: &Prediction) {
     cx.shape_note(fd);
 }
 
-fn metrics(cx: &LintCx<'_, '_, '_>, fd: &mut Finding, x: &crate::facts::AccessFact, p: &Prediction) {
+fn metrics(cx: &LintCx<'_, '_, '_>, fd: &mut Finding, x: &crate::memory::AccessFact, p: &Prediction) {
     let a = &x.access;
     // the warp's footprint with the other accesses of its group
     if let Some(g) = x.group.map(|g| &cx.facts.groups[g]) {

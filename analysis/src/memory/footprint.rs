@@ -29,8 +29,8 @@
 //! Owns: grouping and the group numbers. Does not own: which accesses are
 //! reported (`lints`), the per-access predictions (`predict`).
 
+use super::AccessFact;
 use super::{AccessKind, Evals, Query};
-use crate::facts::AccessFact;
 use crate::ir::inst::Space;
 use crate::ir::values::root;
 use crate::ir::{LoopId, ValueId};

@@ -139,6 +139,23 @@ impl Prediction {
     }
 }
 
+/// A global or shared access with its predicted cost.
+#[derive(Clone, Debug)]
+pub struct AccessFact {
+    pub access: Access,
+    /// One warp request's cost for the threads that execute it (`None`: the
+    /// address depends on data, or no thread of the block executes it).
+    pub prediction: Option<Prediction>,
+    /// Global accesses under a guard that masks threads: (typical sectors,
+    /// ideal) with every thread active, to tell waste that comes from the
+    /// guard from waste that comes from the address.
+    pub unmasked: Option<(u32, u32)>,
+    /// The warp footprint group it belongs to (index in `KernelFacts::groups`).
+    pub group: Option<usize>,
+    /// Some thread of the block shape executes it (as far as guards tell).
+    pub reached: bool,
+}
+
 /// The global and shared memory accesses of a function (not those whose
 /// address a device function computes from its arguments: see
 /// [`from_arguments`]).

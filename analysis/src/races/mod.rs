@@ -29,7 +29,10 @@ use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+mod marks;
 pub mod param;
+
+pub use marks::SkippedBarrier;
 
 /// The barrier intervals of a function: the stretches of execution from
 /// the entry or a barrier to the next barrier, and the accesses each holds.
@@ -204,14 +207,13 @@ pub struct Race {
     pub offset: i64,
     /// The divergent barrier (index in `KernelFacts::barriers`) that
     /// separates the two accesses for the threads that reach it: the race
-    /// comes from the threads that skip it (set by the facts layer).
+    /// comes from the threads that skip it.
     pub through_barrier: Option<usize>,
     /// Two plain stores of the same value, uniform across the block, that
-    /// no read races with (set by the facts layer): `benign_race`.
+    /// no read races with: `benign_race`.
     pub benign: bool,
     /// Every barrier-free path between the two goes around a loop's back
-    /// edge: one iteration's access meets the next iteration's (set by the
-    /// facts layer).
+    /// edge: one iteration's access meets the next iteration's.
     pub next_iteration: bool,
     /// The race needs these values of a scalar parameter (`None`: it
     /// happens for the sampled values).
@@ -330,7 +332,29 @@ fn conflict_in(accesses: &[Access], ka: usize, kb: usize, aa: &[Option<Sorted>],
 /// numbered after `accesses` (a race's `first`/`second` index both):
 /// paired with `f`'s own accesses and with other calls' (two accesses of
 /// one call are the callee's own pairs, checked in its call context).
+///
+/// Each race comes out marked: `through_barrier` when it exists only
+/// because threads skip one of the `skipped` barriers, `benign`,
+/// `next_iteration` (see `marks`).
 pub fn find(
+    evals: &Evals<'_, '_>,
+    own: &[Access],
+    imported: &[Imported],
+    active: &mut dyn FnMut(BlockId, usize) -> Vec<bool>,
+    barrier_call: &dyn Fn(InstId) -> bool,
+    skipped: &[SkippedBarrier],
+) -> Vec<Race> {
+    let mut races = pairs_racing(evals, own, imported, active, barrier_call);
+    let f = evals.f;
+    let sites: Vec<Access> = own.iter().chain(imported.iter().map(|x| &x.access)).cloned().collect();
+    marks::attribute_to_barriers(f, skipped, &sites, barrier_call, &mut races);
+    marks::mark_benign(f, evals.d, own, &mut races, None);
+    marks::mark_next_iteration(f, &sites, barrier_call, &mut races);
+    races
+}
+
+/// [`find`]'s races, before they are marked.
+fn pairs_racing(
     evals: &Evals<'_, '_>,
     own: &[Access],
     imported: &[Imported],
@@ -471,7 +495,26 @@ pub fn find(
 /// code (no branch on `blockIdx`): block 0 is then also compared with the
 /// nearest block further along a dimension whose byte ranges meet its own
 /// ([`FAR_BLOCKS`] of them at most, per pair).
+/// `by_block`: the values computed from `%ctaid` (a stored value that is
+/// one is not the same in both blocks: no `benign_race`).
+#[allow(clippy::too_many_arguments)]
 pub fn find_grid(
+    evals: &Evals<'_, '_>,
+    accesses: &[Access],
+    comparable: &[bool],
+    phases: Option<&Intervals>,
+    dims: &[u8],
+    far: Option<[u32; 3]>,
+    by_block: &BitSet,
+    active: BlockLanes<'_>,
+) -> Vec<Race> {
+    let mut found = grid_pairs(evals, accesses, comparable, phases, dims, far, active);
+    marks::mark_benign(evals.f, evals.d, accesses, &mut found, Some(by_block));
+    found
+}
+
+/// [`find_grid`]'s races, before they are marked.
+fn grid_pairs(
     evals: &Evals<'_, '_>,
     accesses: &[Access],
     comparable: &[bool],

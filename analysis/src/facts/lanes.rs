@@ -1,0 +1,173 @@
+//! Active lanes: the threads of the block that execute a block of the
+//! CFG, as far as thread-only branch conditions tell (evaluated for every
+//! thread, loop counters at the iteration asked for; loop exits and
+//! conditions that cannot be evaluated do not restrict; a branch restricts
+//! only the threads that execute it, not those reaching the block by a path
+//! around it), starting from the calling threads in a call context; for
+//! block 0, or another block (branches on the block index taken as that
+//! block takes them).
+//!
+//! Owns: the active-lane computation, memoised per block and iteration.
+//! Does not own: evaluating conditions (`crate::memory::Evals`).
+
+use super::BranchFact;
+use crate::ir::dataflow::BitSet;
+use crate::ir::{BlockId, FunctionIr, IdVec};
+use crate::memory::{Evals, Query};
+use crate::model::Shape;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Which threads execute each block (memoised per block and iteration).
+pub(super) struct Lanes<'f, 'a, 'b> {
+    f: &'f FunctionIr<'a>,
+    shape: &'f Shape,
+    evals: &'b Evals<'f, 'a>,
+    branches: &'b [BranchFact],
+    /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
+    directions: HashMap<(BlockId, usize), Option<Threads>>,
+    /// Blocks reachable from each branch's taken side and from its other side.
+    sides: HashMap<usize, Rc<Sides>>,
+    /// The evaluable branches (indices) controlling each block.
+    controllers: Option<IdVec<BlockId, Vec<usize>>>,
+    memo: HashMap<(BlockId, usize), Threads>,
+    /// Blocks whose threads are being computed (a branch's own threads are
+    /// asked for on the way; a loop may lead back).
+    computing: std::collections::HashSet<(BlockId, usize)>,
+    /// The block whose threads these are (its index in each dimension).
+    ctaid: [i64; 3],
+    /// For a block past the first: the values computed from `%ctaid`
+    /// (a condition that is not one is block 0's, evaluated once).
+    by_block: Option<BitSet>,
+}
+
+/// One flag per thread of the block.
+pub(super) type Threads = Rc<Vec<bool>>;
+
+/// The blocks of a branch's taken side and of its other side, sorted.
+type Sides = (Vec<BlockId>, Vec<BlockId>);
+
+impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
+    /// The threads of block 0.
+    pub fn new(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact]) -> Self {
+        Self::of_block(evals, branches, [0; 3], None)
+    }
+
+    /// The threads of block `ctaid` (its index in each dimension);
+    /// `by_block`: the values computed from `%ctaid` ([`block_index_values`]).
+    pub fn of_block(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact], ctaid: [i64; 3], by_block: Option<BitSet>) -> Self {
+        let (f, shape) = (evals.f, evals.shape);
+        Lanes {
+            f,
+            shape,
+            evals,
+            branches,
+            directions: HashMap::new(),
+            sides: HashMap::new(),
+            controllers: None,
+            memo: HashMap::new(),
+            computing: Default::default(),
+            ctaid,
+            by_block,
+        }
+    }
+
+    /// Which threads take divergent branch `k` in the given iteration of its loops.
+    pub fn direction(&mut self, k: usize, iteration: usize) -> Option<Threads> {
+        let br = self.branches[k].br;
+        let evals = self.evals;
+        let ctaid = match &self.by_block {
+            Some(vals) if !vals.contains(br.cond.index()) => [0; 3],
+            _ => self.ctaid,
+        };
+        self.directions
+            .entry((br.block, iteration))
+            .or_insert_with(|| {
+                evals
+                    .eval(br.cond, Query { first_thread_only: false, ctaid, scalar: None, iteration, pin: None })
+                    .map(|c| Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
+            })
+            .clone()
+    }
+
+    /// Blocks reachable from branch `k`'s taken side and from its other
+    /// side without passing its immediate post-dominator, sorted.
+    fn side(&mut self, k: usize) -> Rc<Sides> {
+        let cfg = &self.f.cfg;
+        let br = self.branches[k].br;
+        self.sides
+            .entry(k)
+            .or_insert_with(|| {
+                let stop = cfg.ipdom(br.block);
+                let target = self.f.branch_target(br.inst);
+                let taken: Vec<BlockId> = target.into_iter().collect();
+                let fall: Vec<BlockId> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
+                Rc::new((cfg.region(&taken, stop), cfg.region(&fall, stop)))
+            })
+            .clone()
+    }
+
+    pub fn active(&mut self, b: BlockId, iteration: usize) -> Threads {
+        if let Some(v) = self.memo.get(&(b, iteration)) {
+            return v.clone();
+        }
+        if !self.computing.insert((b, iteration)) {
+            // around a loop back to a block being computed: every thread may be there
+            return Rc::new(vec![true; self.shape.threads()]);
+        }
+        let v = Rc::new(self.compute(b, iteration));
+        self.computing.remove(&(b, iteration));
+        self.memo.insert((b, iteration), v.clone());
+        v
+    }
+
+    fn compute(&mut self, b: BlockId, iteration: usize) -> Vec<bool> {
+        let cfg = &self.f.cfg;
+        // the calling threads, in a call context
+        let threads = self.shape.threads();
+        let mut active = self.evals.d.call.active.clone().filter(|a| a.len() == threads).unwrap_or_else(|| vec![true; threads]);
+        if self.controllers.is_none() {
+            // only branches whose condition can be evaluated restrict the lanes
+            let mut by_block: IdVec<BlockId, Vec<usize>> = IdVec::filled(cfg.len(), Vec::new());
+            for k in 0..self.branches.len() {
+                if self.direction(k, 0).is_none() && self.direction(k, 1).is_none() {
+                    continue;
+                }
+                for x in self.branches[k].controlled() {
+                    by_block[x].push(k);
+                }
+            }
+            self.controllers = Some(by_block);
+        }
+        let controllers = self.controllers.as_ref().map(|c| c[b].clone()).unwrap_or_default();
+        for k in controllers {
+            let br = self.branches[k].br;
+            if br.block == b {
+                continue;
+            }
+            let loop_exit = cfg
+                .loops_containing(br.block)
+                .iter()
+                .any(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+            if loop_exit {
+                continue;
+            }
+            let Some(taken) = self.direction(k, iteration) else { continue };
+            let sides = self.side(k);
+            let (taken_region, fall_region) = sides.as_ref();
+            let side = match (taken_region.binary_search(&b).is_ok(), fall_region.binary_search(&b).is_ok()) {
+                (true, false) => true,
+                (false, true) => false,
+                _ => continue,
+            };
+            // only the threads that execute the branch chose a side there: another
+            // thread may reach `b` by a path around it (`if (t == 0) … else if (t == 1) …`
+            // joined in one store)
+            let at = self.active(br.block, iteration);
+            for ((a, t), at) in active.iter_mut().zip(taken.iter()).zip(at.iter()) {
+                *a &= !*at || *t == side;
+            }
+        }
+        active
+    }
+}
