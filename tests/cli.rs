@@ -78,6 +78,29 @@ fn ptx_findings_without_debug_info_point_into_the_ptx() {
     assert_eq!(m["message"]["spans"][0]["file_name"], "k.ptx");
     assert_eq!(m["message"]["spans"][0]["line_start"], 10);
     assert!(m["message"]["children"].to_string().contains("threads 0..63 of each block skip this barrier"), "{}", m["message"]);
+    // it holds for every value: it rests on nothing the kernel leaves open
+    assert_eq!(m["gpucheck"]["assumes"], serde_json::json!([]), "{}", m["gpucheck"]);
+}
+
+#[test]
+fn json_says_which_sampled_values_a_finding_rests_on() {
+    // `s[t / n] = t` races at the sample n = 1024 (every thread writes element 0), not for n = 1
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-assumes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("k.ptx"),
+        ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 k_n) {\n  .reg .b32 %r<6>;\n  .shared .align 4 .b8 s[1024];\n  ld.param.u32 %r1, [k_n];\n  mov.u32 %r2, %tid.x;\n  div.u32 %r3, %r2, %r1;\n  shl.b32 %r4, %r3, 2;\n  mov.u32 %r5, s;\n  add.s32 %r5, %r5, %r4;\n  st.shared.u32 [%r5], %r2;\n  ret;\n}\n",
+    )
+    .unwrap();
+    let out = gpucheck(&["ptx", "k.ptx", "--block", "256", "--message-format", "json"], &dir);
+    let msgs = json_lines(&out.stdout);
+    let race = msgs.iter().find(|m| m["gpucheck"]["lint"] == "shared_memory_race").unwrap_or_else(|| panic!("{msgs:#?}"));
+    assert_eq!(
+        race["gpucheck"]["assumes"],
+        serde_json::json!([{"name": "k_n", "kind": "parameter", "ptx_line": null, "sample": 1024, "alignment_only": false}]),
+        "{}",
+        race["gpucheck"]
+    );
 }
 
 #[test]

@@ -77,6 +77,10 @@ fn snapshot(p: &str, opts: &gpucheck_analysis::Options) {
             for (k, v) in &f.metrics {
                 s += &format!("\n    {k} = {v:?}");
             }
+            for x in &f.assumes {
+                let align = if x.alignment { " alignment" } else { "" };
+                s += &format!("\n    assumes{align} {} {} = {} (line {:?})", x.kind.key(), x.name, x.sample, x.ptx_line);
+            }
             s
         })
         .collect();

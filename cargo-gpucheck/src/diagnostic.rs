@@ -272,6 +272,8 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
         });
         if let Some(i) = same {
             out[i].duplicates += 1;
+            // a copy found with other samples: the diagnostic rests on them too
+            assume_also(&mut out[i].finding, &f.assumes);
             continue;
         }
         let secondary = f
@@ -365,8 +367,18 @@ fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
         into.notes.push((NoteKind::Note, format!("and at column {}: {}", d.col, d.finding.message)));
         into.duplicates += d.duplicates;
+        assume_also(&mut into.finding, &d.finding.assumes);
     }
     out
+}
+
+/// Add the assumptions `more` a folded finding rests on to `f`'s, each once.
+fn assume_also(f: &mut Finding, more: &[gpucheck_analysis::facts::Assumption]) {
+    for a in more {
+        if !f.assumes.contains(a) {
+            f.assumes.push(a.clone());
+        }
+    }
 }
 
 /// Stable order: by file, line, column, lint.

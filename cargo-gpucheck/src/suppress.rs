@@ -171,6 +171,7 @@ impl Suppressions {
                     notes: vec![],
                     metrics: vec![],
                     access: false,
+                    assumes: vec![],
                 };
                 if expand(name).is_some() {
                     f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");

@@ -39,7 +39,66 @@ pub enum EvalErr {
     Opaque,
 }
 
-type Vals = Rc<Vec<i64>>;
+/// The sampled leaves a value was computed from (sorted, each once): the
+/// uniform values a caller gave a sample rather than a value the kernel,
+/// the query or the memory model fixes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Leaves(Option<Rc<[ValueId]>>);
+
+impl Leaves {
+    /// None.
+    pub fn none() -> Leaves {
+        Leaves(None)
+    }
+
+    /// One leaf.
+    pub fn one(v: ValueId) -> Leaves {
+        Leaves(Some(Rc::from([v])))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Both sets, each leaf once.
+    pub fn union(&self, o: &Leaves) -> Leaves {
+        match (&self.0, &o.0) {
+            (None, _) => o.clone(),
+            (_, None) => self.clone(),
+            (Some(a), Some(b)) if Rc::ptr_eq(a, b) || a == b => self.clone(),
+            (Some(a), Some(b)) => {
+                let mut v: Vec<ValueId> = a.iter().chain(b.iter()).copied().collect();
+                v.sort_unstable();
+                v.dedup();
+                Leaves(Some(Rc::from(v)))
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.0.iter().flat_map(|x| x.iter().copied())
+    }
+}
+
+/// A value in every lane, with the sampled leaves it was computed from.
+#[derive(Clone, Debug)]
+struct Vals {
+    lanes: Rc<Vec<i64>>,
+    leaves: Leaves,
+}
+
+impl Vals {
+    fn new(lanes: Vec<i64>, leaves: Leaves) -> Vals {
+        Vals { lanes: Rc::new(lanes), leaves }
+    }
+}
+
+impl std::ops::Deref for Vals {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        &self.lanes
+    }
+}
 
 pub struct Evaluator<'f, 'a> {
     pub f: &'f FunctionIr<'a>,
@@ -47,8 +106,10 @@ pub struct Evaluator<'f, 'a> {
     /// Block dimensions (`%ntid`).
     pub ntid: [i64; 3],
     lanes: &'f [Lane],
-    /// Sample values of uniform leaves.
-    leaves: HashMap<ValueId, i64>,
+    /// Values of uniform leaves, with the sampled leaves each rests on
+    /// (itself for a sample; a loop counter's value at an iteration rests
+    /// on its start's and step's).
+    leaves: HashMap<ValueId, (i64, Leaves)>,
     /// Parameters of a call context with their callers' values per thread
     /// (`lanes` is a prefix of the block's threads, as every evaluator's is).
     bound: HashMap<ValueId, Vals>,
@@ -73,7 +134,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             .call
             .values
             .iter()
-            .filter_map(|(v, a)| a.lanes.as_ref().filter(|x| x.len() >= lanes.len()).map(|x| (*v, Rc::new(x[..lanes.len()].to_vec()))))
+            .filter_map(|(v, a)| {
+                a.lanes.as_ref().filter(|x| x.len() >= lanes.len()).map(|x| (*v, Vals::new(x[..lanes.len()].to_vec(), Leaves::none())))
+            })
             .collect();
         Evaluator {
             bound,
@@ -90,29 +153,46 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// Replace the sample values of uniform leaves (clears the cache).
     pub fn set_leaves(&mut self, leaves: HashMap<ValueId, i64>) {
-        self.leaves = leaves;
+        self.leaves = leaves.into_iter().map(|(v, x)| (v, (x, Leaves::one(v)))).collect();
         self.cache.borrow_mut().clear();
     }
 
-    /// Give one more leaf a value. Values already computed stay: they did
+    /// Give one more leaf a sample. Values already computed stay: they did
     /// not need it (only the failures that asked for a leaf are dropped).
     pub fn add_leaf(&mut self, v: ValueId, value: i64) {
-        self.leaves.insert(v, value);
+        self.add_leaf_resting_on(v, value, Leaves::one(v));
+    }
+
+    /// Give one more leaf a value that rests on the sampled leaves `on`
+    /// (none: a value the kernel or the query fixes).
+    pub fn add_leaf_resting_on(&mut self, v: ValueId, value: i64, on: Leaves) {
+        self.leaves.insert(v, (value, on));
         self.cache.borrow_mut().retain(|_, r| r.is_ok());
     }
 
     /// The value given to a leaf, if any.
     pub fn leaf(&self, v: ValueId) -> Option<i64> {
-        self.leaves.get(&v).copied()
+        self.leaves.get(&v).map(|x| x.0)
     }
 
     /// Values of `v` for every thread.
-    pub fn values(&self, v: ValueId) -> Result<Vals, EvalErr> {
-        self.value_d(v, 0)
+    pub fn values(&self, v: ValueId) -> Result<Rc<Vec<i64>>, EvalErr> {
+        self.value_d(v, 0).map(|x| x.lanes)
+    }
+
+    /// [`Self::values`], with the sampled leaves they were computed from.
+    pub fn values_resting(&self, v: ValueId) -> Result<(Rc<Vec<i64>>, Leaves), EvalErr> {
+        self.value_d(v, 0).map(|x| (x.lanes, x.leaves))
     }
 
     fn splat(&self, k: i64) -> Vals {
-        Rc::new(vec![k; self.lanes.len()])
+        Vals::new(vec![k; self.lanes.len()], Leaves::none())
+    }
+
+    /// A leaf's value in every lane, resting on what it rests on.
+    fn leaf_vals(&self, v: ValueId) -> Option<Vals> {
+        let (k, on) = self.leaves.get(&v)?;
+        Some(Vals { lanes: Rc::new(vec![*k; self.lanes.len()]), leaves: on.clone() })
     }
 
     fn value_d(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
@@ -136,8 +216,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             if let Some(k) = av.const_value() {
                 return Ok(self.splat(k));
             }
-            if let Some(k) = self.leaves.get(&v) {
-                return Ok(self.splat(*k));
+            if let Some(x) = self.leaf_vals(v) {
+                return Ok(x);
             }
             if let Some(x) = self.f.ssa.special(v).and_then(|s| self.special(s)) {
                 return Ok(x);
@@ -164,8 +244,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         match self.f.ssa.values[v] {
             ValueDef::Entry(_) => self.f.ssa.special(v).and_then(|s| self.special(s)).ok_or(EvalErr::Opaque),
             ValueDef::Phi(_) => {
-                if let Some(k) = self.leaves.get(&v) {
-                    return Ok(self.splat(*k));
+                if let Some(x) = self.leaf_vals(v) {
+                    return Ok(x);
                 }
                 if let Some(r) = self.induction(v, depth) {
                     return r;
@@ -196,7 +276,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 let mut out = Vec::with_capacity(x.len());
                 let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x, &step] } else { [&step, &x] };
                 op.apply_lanes(&args, ty, &mut out).ok_or(EvalErr::Opaque)?;
-                x = Rc::new(out);
+                x = Vals::new(out, x.leaves.union(&step.leaves));
             }
             Ok(x)
         })())
@@ -258,7 +338,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let (Some(a), Some(b)) = (on_taken, on_fall) else { return Err(EvalErr::Opaque) };
         let cond = self.operand(br, &Operand::Reg(g.reg), depth + 1)?;
         let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
-        Ok(Rc::new((0..self.lanes.len()).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect()))
+        let leaves = cond.leaves.union(&xa.leaves).union(&xb.leaves);
+        Ok(Vals::new((0..self.lanes.len()).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect(), leaves))
     }
 
     /// Per-lane values of a special register (`None`: not known per lane,
@@ -272,7 +353,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 scalar::special_value(s, &pos).map(|x| x as i64)
             })
             .collect::<Option<Vec<i64>>>()
-            .map(Rc::new)
+            .map(|x| Vals::new(x, Leaves::none()))
     }
 
     /// A register value read by instruction `i`.
@@ -293,7 +374,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             },
             Operand::Not(r) => {
                 let x = self.operand(i, &Operand::Reg(r), depth)?;
-                Ok(Rc::new(x.iter().map(|v| (*v == 0) as i64).collect()))
+                Ok(Vals::new(x.iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
             }
             Operand::Imm(k) => Ok(self.splat(*k)),
             _ => Err(EvalErr::Opaque),
@@ -312,7 +393,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             Some(p) => self.value_d(p, depth)?,
             None => return Err(EvalErr::Opaque),
         };
-        Ok(Rc::new((0..self.lanes.len()).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect()))
+        let leaves = value.leaves.union(&gv.leaves).union(&prior.leaves);
+        Ok(Vals::new((0..self.lanes.len()).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect(), leaves))
     }
 
     /// The instruction's value in every lane, from its sources' values, by
@@ -333,7 +415,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
         let mut out = Vec::with_capacity(self.lanes.len());
         op.apply_lanes(&refs[..srcs.len().min(5)], ty, &mut out).ok_or(EvalErr::Opaque)?;
-        Ok(Rc::new(out))
+        let leaves = srcs.iter().fold(Leaves::none(), |acc, s| acc.union(&s.leaves));
+        Ok(Vals::new(out, leaves))
     }
 }
 
@@ -348,22 +431,23 @@ pub fn samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i6
                 vec![]
             }
         }
-        ValueDef::Phi(_) => counter_samples(f, ev, v),
+        ValueDef::Phi(_) => counter_samples(f, ev, v).0,
         ValueDef::Inst { .. } => threshold_samples(f, v),
     }
 }
 
 /// The first values of a loop counter (at most six, until it reaches 0
-/// or repeats), when its start and step evaluate.
-fn counter_samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Vec<i64> {
-    let Some(ind) = f.loops.induction(v).filter(|i| i.invariant) else { return vec![] };
-    let first = |x: ValueId| ev.values(x).ok().and_then(|x| x.first().copied());
-    let Some(mut x) = ind.init.and_then(first) else { return vec![] };
-    let step = match ind.step {
-        crate::ir::loops::Step::Imm(k) => k,
+/// or repeats), when its start and step evaluate, and the sampled leaves
+/// those rest on.
+pub fn counter_samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> (Vec<i64>, Leaves) {
+    let Some(ind) = f.loops.induction(v).filter(|i| i.invariant) else { return (vec![], Leaves::none()) };
+    let first = |x: ValueId| ev.values_resting(x).ok().and_then(|(x, on)| Some((*x.first()?, on)));
+    let Some((mut x, on_init)) = ind.init.and_then(first) else { return (vec![], Leaves::none()) };
+    let (step, on_step) = match ind.step {
+        crate::ir::loops::Step::Imm(k) => (k, Leaves::none()),
         crate::ir::loops::Step::Value(s) => match first(s) {
             Some(k) => k,
-            None => return vec![],
+            None => return (vec![], Leaves::none()),
         },
     };
     let mut out = vec![];
@@ -377,7 +461,7 @@ fn counter_samples(f: &FunctionIr<'_>, ev: &Evaluator<'_, '_>, v: ValueId) -> Ve
             break;
         }
     }
-    out
+    (out, on_init.union(&on_step))
 }
 
 /// Samples for a uniform value of unknown content (a kernel parameter, a

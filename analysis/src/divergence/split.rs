@@ -18,8 +18,10 @@ use crate::model::{Shape, WARP};
 /// How a divergent branch splits the warps of a block.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Split {
-    /// Evaluated for every thread. `taken[t]`: thread t takes the branch.
-    Exact { split: usize, single_lane: bool, taken: Vec<bool>, witness: Vec<(String, i64)> },
+    /// Evaluated for every thread. `taken[t]`: thread t takes the branch;
+    /// `witness`: the uniform values sampled for it (none: it holds for
+    /// every value), each with its sample.
+    Exact { split: usize, single_lane: bool, taken: Vec<bool>, witness: Vec<(ValueId, i64)> },
     /// Condition `affine(tid) CMP unknown`: worst case over thresholds.
     Bounded { split: usize, single_lane: bool },
     /// Loop exit whose iteration count differs between lanes of a warp.
@@ -193,7 +195,7 @@ fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> R
             }
             None => {
                 let (split, single_lane) = count(&taken);
-                let witness = assign.iter().map(|(v, x)| (describe_value(f, *v), *x)).collect();
+                let witness = assign.clone();
                 let better = match &best {
                     None => true,
                     Some(Split::Exact { split: s, .. }) => split > *s,

@@ -277,7 +277,7 @@ fn check_function(
             let prediction = match facts.branch_of_block(b) {
                 _ if d.at(f, cond, b).is_warp_uniform() => BranchPrediction::Uniform,
                 None => BranchPrediction::Uniform,
-                Some(x) => branch_prediction(&x.split),
+                Some(x) => branch_prediction(f, &x.split),
             };
             Some(BranchReport { site: site(i), warps: shape.warps(), prediction })
         })
@@ -356,11 +356,13 @@ fn check_function(
 }
 
 /// A branch's split count as the report gives it.
-fn branch_prediction(split: &divergence::split::Split) -> BranchPrediction {
-    use divergence::split::Split;
+fn branch_prediction(f: &FunctionIr<'_>, split: &divergence::split::Split) -> BranchPrediction {
+    use divergence::split::{describe_value, Split};
     match split {
         Split::Exact { split, witness, .. } if witness.is_empty() => BranchPrediction::Splits(*split),
-        Split::Exact { split, witness, .. } => BranchPrediction::Sampled { warps: *split, values: witness.clone() },
+        Split::Exact { split, witness, .. } => {
+            BranchPrediction::Sampled { warps: *split, values: witness.iter().map(|(v, x)| (describe_value(f, *v), *x)).collect() }
+        }
         Split::Bounded { split, .. } => BranchPrediction::AtMost(*split),
         Split::TripCount => BranchPrediction::TripCount,
         Split::Unknown { .. } => BranchPrediction::Unknown,

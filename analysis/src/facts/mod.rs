@@ -17,11 +17,13 @@
 //! not own: the analyses (`divergence`, `memory`, `races`) or what is worth
 //! a warning (`lints`).
 
+pub mod assume;
 mod calls;
 mod coverage;
 mod grid;
 mod lanes;
 
+pub use assume::{Assumed, Assumption};
 pub use calls::{CallFact, CalleeAccess, Export, Imports};
 pub use coverage::{Coverage, Skip};
 
@@ -237,6 +239,9 @@ pub struct KernelFacts<'f, 'a> {
     pub coverage: Coverage,
     /// Direct calls of the module's device functions, with what they pass.
     pub calls: Vec<CallFact<'a>>,
+    /// The uniform values the predictions and witnesses were evaluated
+    /// with samples of, each with its sample.
+    pub sampled: crate::memory::Sampled,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -325,6 +330,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             }
         }
         let coverage = coverage::coverage(f, &accesses);
+        let sampled = evals.sampled();
         KernelFacts {
             f,
             d,
@@ -343,7 +349,59 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             barriers,
             coverage,
             calls,
+            sampled,
             branch_at,
+        }
+    }
+
+    /// What an access's prediction rests on: the samples its address was
+    /// evaluated with (those of its base's alignment marked so), and the
+    /// unknown strides taken as large.
+    pub fn access_assumes(&self, a: &AccessFact) -> Vec<Assumption> {
+        let Some(p) = &a.prediction else { return Vec::new() };
+        let mut out = assume::of_leaves(self.f, &p.rests_on, &self.sampled, &[]);
+        // (a base's leaves that the addresses do not read otherwise decide the alignment only)
+        let aligned = p.aligned_on.iter().filter(|v| !p.rests_on.iter().any(|x| x == *v)).collect::<Vec<_>>();
+        for v in aligned {
+            if let Some(&x) = self.sampled.get(&v) {
+                out.push(Assumption { alignment: true, ..assume::named(self.f, v, x) });
+            }
+        }
+        out.extend(assume::of_strides(self.f, &p.assumed_strides));
+        out
+    }
+
+    /// What the predictions of several accesses rest on, each once.
+    pub fn assumes_all<'x>(&self, xs: impl IntoIterator<Item = &'x AccessFact>) -> Vec<Assumption> {
+        let mut out: Vec<Assumption> = xs.into_iter().flat_map(|x| self.access_assumes(x)).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// What a race's witness rests on: the samples its two addresses were
+    /// evaluated with, but the parameters its condition names.
+    pub fn race_assumes(&self, r: &Race) -> Vec<Assumption> {
+        let named: Vec<&str> = match &r.when {
+            Some(crate::races::param::ParamCondition::Values { param, .. }) => vec![param.as_str()],
+            Some(crate::races::param::ParamCondition::Relation { param, other, .. }) => vec![param.as_str(), other.as_str()],
+            None => vec![],
+        };
+        let solved: Vec<crate::ir::ValueId> = self
+            .f
+            .ssa
+            .values
+            .keys()
+            .filter(|&v| self.f.def_inst(v).and_then(|i| self.f.insts[i].param_read()).is_some_and(|(p, _)| named.contains(&p)))
+            .collect();
+        assume::of_leaves(self.f, &r.rests_on, &self.sampled, &solved)
+    }
+
+    /// What a branch's split count rests on: the values it was found with.
+    pub fn branch_assumes(&self, b: &BranchFact) -> Vec<Assumption> {
+        match &b.split {
+            Split::Exact { witness, .. } => assume::of_samples(self.f, witness),
+            _ => Vec::new(),
         }
     }
 

@@ -119,6 +119,7 @@ fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, skipping: Opti
     let br = &cause.br;
     let b = cfg.block_of(i);
     let mut fd = cx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
+    fd.assumes = cx.facts.branch_assumes(cause);
     let srcs = sources(f, d, br.cond);
     let mut on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
     if d.at(f, br.cond, br.block) == AbsVal::WarpUniform {

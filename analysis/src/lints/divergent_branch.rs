@@ -95,9 +95,11 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         // a few straight-line instructions decided: real, but cheap (pedantic)
         let lint = if b.cost.is_cheap() && !matches!(split, Split::TripCount) { &super::CHEAP_DIVERGENT_BRANCH } else { &DIVERGENT_BRANCH };
         let mut fd = cx.finding(lint, br.inst, message, label);
+        fd.assumes = cx.facts.branch_assumes(b);
         match split {
             Split::Exact { witness, .. } if !witness.is_empty() => {
-                let w: Vec<String> = witness.iter().map(|(r, v)| format!("`{r}` = {v}")).collect();
+                let w: Vec<String> =
+                    witness.iter().map(|(r, v)| format!("`{}` = {v}", crate::divergence::split::describe_value(cx.facts.f, *r))).collect();
                 fd.note(format!("counted with {} (sampled values of a loop counter, block index or parameter; other values may split fewer warps)", w.join(", ")));
             }
             Split::Bounded { .. } => {

@@ -78,6 +78,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         );
         let label = format!("{what} is a runtime value");
         let mut fd = cx.finding(&super::MISALIGNED_GLOBAL_ACCESS, a.inst, message, label);
+        fd.assumes = cx.facts.access_assumes(x);
         fd.note(format!(
             "each misaligned warp request moves {} bytes more ({} of {} warps per block request this access)",
             (m.sectors - p.sectors.0) as u64 * SECTOR as u64,

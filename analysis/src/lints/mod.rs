@@ -147,6 +147,10 @@ pub struct Finding {
     /// The reported instruction is a memory access (its span is the one
     /// operand, not the statement).
     pub access: bool,
+    /// The values the finding's numbers or witness were computed with that
+    /// the kernel does not fix (samples, strides taken as large): empty
+    /// when it holds for every value the kernel allows.
+    pub assumes: Vec<crate::facts::Assumption>,
 }
 
 impl Finding {
@@ -210,6 +214,7 @@ impl LintCx<'_, '_, '_> {
             notes: vec![],
             metrics: vec![],
             access: self.facts.f.insts[i].access().is_some(),
+            assumes: vec![],
         };
         if let Some(p) = &r.primary {
             for fr in r.frames.iter().skip_while(|x| *x != p).skip(1) {
@@ -271,6 +276,7 @@ impl LintCx<'_, '_, '_> {
             notes: vec![],
             metrics: vec![],
             access: true,
+            assumes: vec![],
         };
         fd.note_text(Text::At {
             before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::names::demangle(self.facts.f.func.name)),

@@ -48,6 +48,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let message = format!("{}-way shared memory bank conflict{how}", p.conflict.0);
         let label = describe_addresses(p, a.width, cx.facts.shape);
         let mut fd = cx.finding(&SHARED_BANK_CONFLICT, a.inst, message, label);
+        fd.assumes = cx.facts.access_assumes(x);
         fd.note(format!(
             "each warp request is split into {} transactions ({} warps per block; worst warp {}-way)",
             p.conflict.0, p.requests, p.conflict.1

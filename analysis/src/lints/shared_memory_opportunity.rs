@@ -63,6 +63,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         ev.add_leaf(base, 0);
         // (thread, start, end): a thread re-reading its own bytes is not reuse
         let mut reads: Vec<(usize, i64, i64)> = Vec::new();
+        // the leaves no evaluation could give a value, given one here
+        let mut guessed: Vec<(ValueId, i64)> = Vec::new();
         for &k in &members {
             let x = &accesses[k];
             let (Some(v), Some(p)) = (x.access.addr_value, &x.prediction) else { continue };
@@ -71,7 +73,10 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                     Ok(x) => break Some(x),
                     Err(EvalErr::Leaf(l)) if ev.leaf(l).is_none() => {
                         // the same value for a leaf in every load of the group
-                        let val = evals.uniform_value(l).unwrap_or(SYMBOLIC_STRIDE * 16);
+                        let val = evals.uniform_value(l).unwrap_or_else(|| {
+                            guessed.push((l, SYMBOLIC_STRIDE * 16));
+                            SYMBOLIC_STRIDE * 16
+                        });
                         ev.add_leaf(l, val);
                     }
                     _ => break None,
@@ -101,6 +106,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             format!("each block reads {requested} bytes of this array but only {footprint} distinct: every byte is read {reuse:.1} times");
         let label = format!("{} load{} of the same array", members.len(), if members.len() == 1 { "" } else { "s" });
         let mut fd = cx.finding(&SHARED_MEMORY_OPPORTUNITY, first, message, label);
+        fd.assumes = cx.facts.assumes_all(members.iter().map(|&k| &accesses[k]));
+        fd.assumes.extend(crate::facts::assume::of_samples(f, &guessed));
         cx.shape_note(&mut fd);
         fd.help(format!("stage the block's {footprint}-byte footprint in shared memory once, synchronise, and read it from there"));
         fd.metrics.push(("footprint_bytes", Metric::Int(footprint)));

@@ -60,6 +60,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             rs.bytes_per_unit.abs()
         );
         let mut fd = cx.finding(&STRIDE_DEPENDENT_ACCESS, a.inst, message, "lanes `s` elements apart".to_string());
+        fd.assumes = cx.facts.access_assumes(x);
         fd.note_text(Text::At { before: "the stride `s` is the value read at ".into(), at: cx.place(rs.load), after: String::new() });
         cx.shape_note(&mut fd);
         fd.help("let neighbouring lanes walk the dimension whose stride is 1 and loop over the strided one, or stage the tile through shared memory");

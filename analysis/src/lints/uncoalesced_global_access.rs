@@ -223,6 +223,7 @@ fn single(cx: &LintCx<'_, '_, '_>, x: &crate::memory::AccessFact, p: &Prediction
     let message = format!("{} sectors per warp request, ideal {}{}", p.sectors.0, p.ideal, apart);
     let label = describe_addresses(p, a.width, shape);
     let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
+    fd.assumes = cx.facts.access_assumes(x);
     explain_cost(cx, &mut fd, p);
     fd.help("make threadIdx.x the fastest-varying index of the access (consecutive lanes, consecutive addresses); for a transpose, stage the tile through shared memory; for an array of structs, use a structure of arrays");
     metrics(cx, &mut fd, x, p);
@@ -260,6 +261,7 @@ fn record(cx: &LintCx<'_, '_, '_>, k: &RecordKey, members: &[Member], fields: &[
     };
     let label = name(field_offset(cx.facts.shape, p, k.stride).unwrap_or(0));
     let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
+    fd.assumes = cx.facts.assumes_all(members.iter().map(|m| m.0));
     for (m, _, off) in members.iter().filter(|m| m.0.access.inst != a.inst) {
         if let Some(pos) = cx.resolve(m.access.inst).primary {
             if !fd.secondary.iter().any(|(q, _)| *q == pos) && fd.span.as_ref() != Some(&pos) {

@@ -43,6 +43,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let verb = if g.kind == crate::ir::inst::AccessKind::Load { "loads" } else { "stores" };
         let message = format!("{n} {verb} of neighbouring {}-byte elements per lane: one `.v{n}` access could do them", first.width);
         let mut fd = cx.finding(&VECTORIZABLE_ACCESS, first.inst, message, format!("1 of {n}"));
+        fd.assumes = cx.facts.assumes_all(g.members.iter().map(|&m| &cx.facts.accesses[m]));
         for (k, &m) in g.members.iter().enumerate().skip(1) {
             if let Some(pos) = cx.resolve(cx.facts.accesses[m].access.inst).primary {
                 if fd.span.as_ref() != Some(&pos) && !fd.secondary.iter().any(|(q, _)| *q == pos) {

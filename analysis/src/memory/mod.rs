@@ -24,7 +24,7 @@
 
 pub mod footprint;
 
-use crate::divergence::eval::{EvalErr, Evaluator};
+use crate::divergence::eval::{EvalErr, Evaluator, Leaves};
 use crate::divergence::{AbsVal, Coef, Divergence};
 use crate::ir::dataflow::BitSet;
 use crate::ir::inst::{Space, Special};
@@ -124,6 +124,16 @@ pub struct Prediction {
     pub lane_stride: Option<i64>,
     /// Byte strides along (x, y, z) as used for the prediction.
     pub strides: [i64; 3],
+    /// The unknown symbols taken as large for `strides`, each with the
+    /// bytes per thread step it gave.
+    pub assumed_strides: Vec<(StrideSymbol, i64)>,
+    /// The sampled leaves the addresses were evaluated with (none: the
+    /// prediction holds for every value of the kernel's parameters).
+    pub rests_on: Leaves,
+    /// Those that decide only where the warps' addresses start within a
+    /// sector (an affine address's base): other values give the misaligned
+    /// variant.
+    pub aligned_on: Leaves,
     /// Per-thread byte offsets (relative to the base), for reuse analysis.
     pub offsets: Offsets,
 }
@@ -136,6 +146,8 @@ impl Prediction {
         self.sectors = (q.sectors.0, self.sectors.1.max(q.sectors.1));
         self.ideal = q.ideal;
         self.misaligned = q.misaligned;
+        self.rests_on = self.rests_on.union(&q.rests_on);
+        self.aligned_on = self.aligned_on.union(&q.aligned_on);
     }
 }
 
@@ -299,16 +311,65 @@ pub struct Evals<'f, 'a> {
     /// The loaded pointers addresses are computed from
     /// ([`crate::ir::values::loaded_pointers`]).
     pointers: OnceCell<rustc_hash::FxHashSet<ValueId>>,
+    /// The uniform values some evaluation gave a sample (not fixed by the
+    /// kernel, the query or the memory model), with the first sample given.
+    sampled: RefCell<Sampled>,
+    /// While [`Evals::recorded`] runs: the sampled leaves of the values
+    /// evaluated so far.
+    recording: RefCell<Option<Leaves>>,
 }
+
+/// Uniform values given a sample, with the value given (the first, when
+/// several queries gave several).
+pub type Sampled = std::collections::BTreeMap<ValueId, i64>;
 
 impl<'f, 'a> Evals<'f, 'a> {
     pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, shape: &'f Shape) -> Self {
-        Evals { f, d, shape, pool: RefCell::new(Default::default()), pointers: OnceCell::new() }
+        Evals {
+            f,
+            d,
+            shape,
+            pool: RefCell::new(Default::default()),
+            pointers: OnceCell::new(),
+            sampled: RefCell::new(Sampled::new()),
+            recording: RefCell::new(None),
+        }
+    }
+
+    /// Run `work`, and say which sampled leaves the values it evaluated
+    /// rest on (an outer recording gets them too).
+    pub fn recorded<T>(&self, work: impl FnOnce() -> T) -> (T, Leaves) {
+        let outer = self.recording.replace(Some(Leaves::none()));
+        let out = work();
+        let got = self.recording.replace(outer).unwrap_or_default();
+        if let Some(o) = self.recording.borrow_mut().as_mut() {
+            *o = o.union(&got);
+        }
+        (out, got)
+    }
+
+    /// Run `work` without recording what its values rest on (a variant
+    /// explored on purpose, not what the prediction says).
+    pub fn unrecorded<T>(&self, work: impl FnOnce() -> T) -> T {
+        let outer = self.recording.replace(None);
+        let out = work();
+        *self.recording.borrow_mut() = outer;
+        out
+    }
+
+    /// The uniform values the evaluations so far gave a sample.
+    pub fn sampled(&self) -> Sampled {
+        self.sampled.borrow().clone()
     }
 
     /// Values of `v` (one per thread of the query), `None` when they depend
     /// on data or on a uniform value the query gives up on.
     pub fn eval(&self, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
+        self.eval_resting(v, q).map(|x| x.0)
+    }
+
+    /// [`Self::eval`], with the sampled leaves the values rest on.
+    pub fn eval_resting(&self, v: ValueId, q: Query) -> Option<(Rc<Vec<i64>>, Leaves)> {
         let (f, d, shape) = (self.f, self.d, self.shape);
         let mut pool = self.pool.borrow_mut();
         let ev = pool.entry(q).or_insert_with(|| {
@@ -320,7 +381,11 @@ impl<'f, 'a> Evals<'f, 'a> {
         });
         let pointers =
             self.pointers.get_or_init(|| crate::ir::values::loaded_pointers(f, accesses_of(f).filter_map(|(i, k)| f.operand_value(i, k))));
-        evaluate_with(ev, pointers, v, q)
+        let out = evaluate_with(ev, pointers, &mut self.sampled.borrow_mut(), v, q)?;
+        if let Some(r) = self.recording.borrow_mut().as_mut() {
+            *r = r.union(&out.1);
+        }
+        Some(out)
     }
 
     /// The value of a uniform SSA value for the prediction (see [`symbol_value`]).
@@ -337,33 +402,55 @@ impl<'f, 'a> Evals<'f, 'a> {
 
 /// Evaluate `v` with an evaluator made for the query's threads and
 /// iteration, giving the leaves it asks for their query values (the
-/// leaves stay for later values).
-fn evaluate_with(ev: &mut Evaluator<'_, '_>, pointers: &rustc_hash::FxHashSet<ValueId>, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
+/// leaves stay for later values); the leaves given a sample (a scalar
+/// parameter or a value loaded from a lane-invariant address at the
+/// query's `scalar`, a loop counter past the values its start and step
+/// give) are recorded in `sampled`. The block index (the query's), a
+/// pinned parameter (the solver's) and a pointer (an offset from its own
+/// base, 256-byte aligned) are not samples.
+fn evaluate_with(
+    ev: &mut Evaluator<'_, '_>,
+    pointers: &rustc_hash::FxHashSet<ValueId>,
+    sampled: &mut Sampled,
+    v: ValueId,
+    q: Query,
+) -> Option<(Rc<Vec<i64>>, Leaves)> {
     let f = ev.f;
     for _ in 0..crate::ir::values::WALK_BUDGET {
-        match ev.values(v) {
+        match ev.values_resting(v) {
             Ok(x) => return Some(x),
             Err(EvalErr::Leaf(x)) => {
                 if ev.leaf(x).is_some() {
                     return None;
                 }
-                let val = match f.ssa.values[x] {
-                    _ if q.pin.is_some_and(|(p, _)| p == x) => q.pin.map_or(0, |p| p.1),
+                // the value, and what it rests on (`None`: a sample of its own)
+                let (val, on) = match f.ssa.values[x] {
+                    _ if q.pin.is_some_and(|(p, _)| p == x) => (q.pin.map_or(0, |p| p.1), Some(Leaves::none())),
                     ValueDef::Phi(_) => {
-                        let samples = crate::divergence::eval::samples(f, ev, x);
-                        samples.get(q.iteration).or(samples.first()).copied().or(q.scalar)?
+                        // a counter's value at the iteration, from its start and step
+                        let (samples, on) = crate::divergence::eval::counter_samples(f, ev, x);
+                        match samples.get(q.iteration) {
+                            Some(&k) => (k, Some(on)),
+                            None => (samples.first().copied().or(q.scalar)?, None),
+                        }
                     }
                     ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ctaid(_))) => match f.ssa.special(x) {
-                        Some(Special::Ctaid(d)) => q.ctaid[d as usize % 3],
-                        _ => 0,
+                        Some(Special::Ctaid(d)) => (q.ctaid[d as usize % 3], Some(Leaves::none())),
+                        _ => (0, Some(Leaves::none())),
                     },
                     // a pointer is an offset from its own base, and so is a loaded
                     // pointer an address is computed from; another generic value (an
                     // untyped 64-bit parameter: pointer or length) is not known
-                    _ if matches!(f.spaces.definite(x), Space::Global | Space::Shared) || pointers.contains(&x) => 0,
-                    _ => q.scalar?,
+                    _ if matches!(f.spaces.definite(x), Space::Global | Space::Shared) || pointers.contains(&x) => {
+                        (0, Some(Leaves::none()))
+                    }
+                    _ => (q.scalar?, None),
                 };
-                ev.add_leaf(x, val);
+                let on = on.unwrap_or_else(|| {
+                    sampled.entry(x).or_insert(val);
+                    Leaves::one(x)
+                });
+                ev.add_leaf_resting_on(x, val, on);
             }
             Err(EvalErr::Opaque) => return None,
         }
@@ -400,23 +487,36 @@ pub fn symbol_value(ev: &Evals<'_, '_>, sym: u32) -> Option<i64> {
     ev.uniform_value(ValueId::new(sym as usize))
 }
 
-/// A coefficient as a number of bytes per thread step, and whether an
-/// unknown symbol had to be taken as large.
-fn resolve(c: Coef, ev: &Evals<'_, '_>) -> (i64, bool) {
+/// A coefficient as a number of bytes per thread step, and the unknown
+/// symbol taken as large to get it, if one was.
+fn resolve(c: Coef, ev: &Evals<'_, '_>) -> (i64, Option<StrideSymbol>) {
     match c {
-        Coef::Const(k) => (k, false),
+        Coef::Const(k) => (k, None),
         Coef::Lin { k, m, sym } => match symbol_value(ev, sym) {
-            Some(v) => (k + m * v, false),
-            None => (k + m.signum() * SYMBOLIC_STRIDE, true),
+            Some(v) => (k + m * v, None),
+            None => (k + m.signum() * SYMBOLIC_STRIDE, Some(StrideSymbol::Named(sym))),
         },
-        Coef::Sym => (SYMBOLIC_STRIDE, true),
+        Coef::Sym => (SYMBOLIC_STRIDE, Some(StrideSymbol::Several)),
     }
 }
 
+/// A uniform value a lane stride is a multiple of, unknown statically and
+/// taken as large ([`SYMBOLIC_STRIDE`]) for the prediction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrideSymbol {
+    /// One symbol of the affine domain (an SSA value, or a parameter of a
+    /// call context by name: `divergence::name_key`).
+    Named(u32),
+    /// A product of several.
+    Several,
+}
+
 /// An access's per-thread byte addresses (relative to a 256-aligned base),
-/// how they were obtained, the byte strides along (x, y, z), and why the
-/// warps' alignment may differ from the one evaluated (`None`: it is known).
-type LaneAddresses = (Vec<i64>, Method, [i64; 3], Option<MisalignCause>);
+/// how they were obtained, the byte strides along (x, y, z) with the
+/// unknown symbols taken as large for them, the sampled leaves the base's
+/// alignment rests on (affine addresses), and why the warps' alignment may
+/// differ from the one evaluated (`None`: it is known).
+type LaneAddresses = (Vec<i64>, Method, [i64; 3], Vec<(StrideSymbol, i64)>, Leaves, Option<MisalignCause>);
 
 /// Per-thread byte addresses for the whole block `ctaid` (the same index
 /// in each dimension), or `None` when they depend on data.
@@ -426,40 +526,53 @@ fn lane_addresses(ev: &Evals<'_, '_>, a: &Access, ctaid: i64) -> Option<LaneAddr
         AbsVal::Affine { c, .. } => {
             let mut symbolic = [false; 3];
             let mut st = [0i64; 3];
+            let mut taken = Vec::new();
             for k in 0..3 {
-                (st[k], symbolic[k]) = resolve(c[k], ev);
+                let (bytes, sym) = resolve(c[k], ev);
+                st[k] = bytes;
+                symbolic[k] = sym.is_some();
+                // (a dimension no warp spans two indices of moves nothing within a request:
+                // its stride decides where each warp's row starts, the misaligned variant)
+                let span: u32 = block[..k].iter().product();
+                taken.extend(sym.filter(|_| block[k] > 1 && span < WARP as u32).map(|s| (s, bytes)));
             }
             // the uniform part modulo 256: exact when it is a base symbol + constant
-            let (base, unknown) = match a.addr.uniform_part() {
-                Some((_, k)) => (k.rem_euclid(256), false),
-                // e.g. `a + 4·(blockIdx·blockDim + t + 1)`: unknown, but the same
-                // modulo 256 in every block when the block offset is a multiple of it
-                None => match base_offset(ev, a) {
-                    Some(b) => (b, false),
-                    // sectors are what matters for the alignment of global accesses:
-                    // this block's offset in its sector is every block's
-                    None if a.space == Space::Global && same_sector_offset(ev, a) => {
-                        (first_thread_address(ev, a, ctaid, SCALAR_SAMPLE).map_or(0, |b| b.rem_euclid(256)), false)
-                    }
-                    None => (0, true),
-                },
-            };
-            let cause = if (1..3).any(|d| symbolic[d] && block[d] > 1 && may_misalign(c[d], ev)) {
-                Some(MisalignCause::RowPitch)
-            } else if moved_by_runtime_value(ev, a) {
-                Some(MisalignCause::Offset)
-            } else {
-                unknown.then_some(MisalignCause::UnknownBase)
-            };
+            // (what it rests on decides the alignment only: recorded apart)
+            let ((base, unknown), aligned_on) = ev.unrecorded(|| {
+                ev.recorded(|| match a.addr.uniform_part() {
+                    Some((_, k)) => (k.rem_euclid(256), false),
+                    // e.g. `a + 4·(blockIdx·blockDim + t + 1)`: unknown, but the same
+                    // modulo 256 in every block when the block offset is a multiple of it
+                    None => match base_offset(ev, a) {
+                        Some(b) => (b, false),
+                        // sectors are what matters for the alignment of global accesses:
+                        // this block's offset in its sector is every block's
+                        None if a.space == Space::Global && same_sector_offset(ev, a) => {
+                            (first_thread_address(ev, a, ctaid, SCALAR_SAMPLE).map_or(0, |b| b.rem_euclid(256)), false)
+                        }
+                        None => (0, true),
+                    },
+                })
+            });
+            // (the misaligned variant tries other values on purpose: not what the prediction rests on)
+            let cause = ev.unrecorded(|| {
+                if (1..3).any(|d| symbolic[d] && block[d] > 1 && may_misalign(c[d], ev)) {
+                    Some(MisalignCause::RowPitch)
+                } else if moved_by_runtime_value(ev, a) {
+                    Some(MisalignCause::Offset)
+                } else {
+                    unknown.then_some(MisalignCause::UnknownBase)
+                }
+            });
             let addrs = lanes.iter().map(|l| base + st[0] * l.tid[0] + st[1] * l.tid[1] + st[2] * l.tid[2]).collect();
-            Some((addrs, Method::Affine { symbolic: symbolic.contains(&true) }, st, cause))
+            Some((addrs, Method::Affine { symbolic: symbolic.contains(&true) }, st, taken, aligned_on, cause))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
             let vals = ev.eval(a.addr_value?, Query { ctaid: [ctaid; 3], ..Query::block(0) })?;
             let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
-            let cause = moved_by_runtime_value(ev, a).then_some(MisalignCause::Offset);
-            Some((addrs, Method::Evaluated, st, cause))
+            let cause = ev.unrecorded(|| moved_by_runtime_value(ev, a)).then_some(MisalignCause::Offset);
+            Some((addrs, Method::Evaluated, st, Vec::new(), Leaves::none(), cause))
         }
         _ => None,
     }
@@ -580,7 +693,8 @@ fn mode(v: &[(u32, u32)]) -> (u32, u32) {
 /// thread of that block).
 pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> Option<Prediction> {
     let shape = ev.shape;
-    let (addrs, method, strides, cause) = lane_addresses(ev, a, ctaid)?;
+    let (addresses, rests_on) = ev.recorded(|| lane_addresses(ev, a, ctaid));
+    let (addrs, method, strides, assumed_strides, aligned_on, cause) = addresses?;
     let lanes = shape.lanes();
     let mut per_warp: Vec<(u32, u32)> = Vec::new();
     let mut per_warp_conf: Vec<(u32, u32)> = Vec::new();
@@ -630,6 +744,9 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
         conflict: (conf, per_warp_conf.iter().map(|x| x.0).max().unwrap_or(0)),
         lane_stride,
         strides,
+        assumed_strides,
+        rests_on,
+        aligned_on,
         offsets: Offsets::new(addrs.to_vec(), |t| active.get(t).copied().unwrap_or(true)),
     })
 }

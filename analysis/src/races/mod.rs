@@ -22,6 +22,7 @@
 //! check. Does not own: address values and guards (`crate::memory`,
 //! `crate::facts`) or messages (lints).
 
+use crate::divergence::eval::Leaves;
 use crate::ir::dataflow::{solve, BitSet, Problem};
 use crate::ir::space::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
@@ -232,6 +233,10 @@ pub struct Race {
     /// The race shows only in a later iteration of the loop around both
     /// accesses: that iteration (from 0) and how many the loop runs.
     pub iteration: Option<(usize, crate::ir::loops::Trips)>,
+    /// The sampled leaves the witness's addresses were evaluated with
+    /// (none: it holds for every value of the kernel's parameters, those
+    /// `when` names aside).
+    pub rests_on: Leaves,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -441,7 +446,10 @@ fn pairs_racing(
         let at = |k: usize| f.cfg.block_of(accesses[k].inst);
         for it in 0..2 {
             let mut on = |k: usize| active(at(k), it);
-            if let Some(mut r) = param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb))) {
+            let (solved, rests_on) =
+                evals.recorded(|| param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb))));
+            if let Some(mut r) = solved {
+                r.rests_on = rests_on;
                 // two parameters, one on each side: the relation, not one's value for the other's sample
                 if let Some(c) = param::relation(evals, accesses, &params, &r, &[it]) {
                     r.when = Some(c);
@@ -605,7 +613,9 @@ fn grid_races_at(
     type Parts = (std::rc::Rc<Vec<i64>>, i64, std::rc::Rc<Vec<bool>>);
     // (an access outside loops is the same in every iteration: its first one stands for both)
     let looped: Vec<bool> = accs.iter().map(|a| f.cfg.loop_of(f.cfg.block_of(a.inst)).is_some()).collect();
-    let mut parts = |k: usize, at: Option<(u8, i64)>, it: usize| -> Option<Parts> {
+    // each access's sampled leaves, over the blocks and iterations compared
+    let mut rests: HashMap<usize, Leaves> = HashMap::new();
+    let mut parts_at = |k: usize, at: Option<(u8, i64)>, it: usize| -> Option<Parts> {
         let a = &accs[k];
         let v = a.addr_value?;
         let it = if looped[k] { it } else { 0 };
@@ -631,6 +641,12 @@ fn grid_races_at(
             None => all.clone(),
         };
         Some((vals, shift + a.offset, on))
+    };
+    let mut parts = |k: usize, at: Option<(u8, i64)>, it: usize| -> Option<Parts> {
+        let (out, on) = evals.recorded(|| parts_at(k, at, it));
+        let r = rests.entry(k).or_default();
+        *r = r.union(&on);
+        out
     };
     let range = |(vals, shift, on): &Parts, w: u32| -> Option<(i64, i64)> {
         let (lo, hi) =
@@ -738,6 +754,9 @@ fn grid_races_at(
             }
         }
     }
+    for r in found.iter_mut() {
+        r.rests_on = rests_of(&rests, r);
+    }
     found
 }
 
@@ -811,6 +830,7 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
         lanes_only: false,
         elements: 1,
         iteration: None,
+        rests_on: Leaves::none(),
     }
 }
 
@@ -928,10 +948,13 @@ fn races_at(
     let (f, lanes) = (evals.f, evals.shape.lanes());
     let n = accs.len() - imported.len();
     let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
-    // access k's (address, thread) pairs in iteration `it`, sorted
+    // access k's (address, thread) pairs in iteration `it`, sorted, and the sampled leaves they rest on
+    let mut rests: HashMap<usize, Leaves> = HashMap::new();
     let mut addresses_at = |k: usize, it: usize| -> Option<Vec<(i64, usize)>> {
         let a = &accs[k];
-        let vals = evals.eval(a.addr_value?, Query::block(it))?;
+        let (vals, on) = evals.eval_resting(a.addr_value?, Query::block(it))?;
+        let r = rests.entry(k).or_default();
+        *r = r.union(&on);
         let on = match active.as_mut() {
             Some(act) => act(f.cfg.block_of(a.inst), it),
             None => vec![true; lanes.len()],
@@ -1027,7 +1050,16 @@ fn races_at(
             }
         }
     }
+    for r in found.iter_mut() {
+        r.rests_on = rests_of(&rests, r);
+    }
     found
+}
+
+/// What a race's witness rests on: the sampled leaves its two accesses'
+/// addresses were evaluated with (`rests`, per access).
+fn rests_of(rests: &HashMap<usize, Leaves>, r: &Race) -> Leaves {
+    [r.first, r.second].iter().filter_map(|k| rests.get(k)).fold(Leaves::none(), |acc, x| acc.union(x))
 }
 
 /// Iterations of a loop compared one by one, at most (a loop that runs

@@ -171,6 +171,8 @@ pub(super) fn solve(
             elements: 1,
             when: Some(ParamCondition::Values { param, lo, hi, contiguous: (hi - lo + 1) as usize == values.len(), example }),
             iteration: None,
+            // (the caller records what the solution's evaluations rest on)
+            rests_on: crate::divergence::eval::Leaves::none(),
         });
     }
     None

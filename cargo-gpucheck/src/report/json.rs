@@ -68,6 +68,8 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     for (k, v) in &f.metrics {
         g.insert((*k).into(), metric_json(v));
     }
+    // the values the finding's numbers or witness rest on that the kernel does not fix
+    g.insert("assumes".into(), assumes_json(&f.assumes));
     json!({
         "reason": "compiler-message",
         "package_id": origin.package_id,
@@ -93,6 +95,18 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
         },
         "gpucheck": Value::Object(g)
     })
+}
+
+/// A finding's assumptions, one object each: what (`name`, `kind`, the PTX
+/// line computing it), the value it was given (`sample`; for a stride, the
+/// bytes between neighbouring threads), and whether it decides only the
+/// alignment of the warps' addresses (`alignment_only`: other values give
+/// the misaligned variant the finding names).
+pub fn assumes_json(assumes: &[gpucheck_analysis::facts::Assumption]) -> Value {
+    json!(assumes
+        .iter()
+        .map(|a| json!({"name": a.name, "kind": a.kind.key(), "ptx_line": a.ptx_line, "sample": a.sample, "alignment_only": a.alignment}))
+        .collect::<Vec<_>>())
 }
 
 pub fn build_finished(success: bool) -> Value {

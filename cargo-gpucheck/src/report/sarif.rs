@@ -72,6 +72,7 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
             props.insert("kernel".to_string(), serde_json::json!(f.kernel));
             props.insert("ptx_file".to_string(), serde_json::json!(d.ptx_file));
             props.insert("ptx_line".to_string(), serde_json::json!(f.ptx_line));
+            props.insert("assumes".to_string(), super::json::assumes_json(&f.assumes));
             for (k, v) in &f.metrics {
                 props.insert((*k).to_string(), metric_json(v));
             }
