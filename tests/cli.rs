@@ -97,7 +97,7 @@ fn json_says_which_sampled_values_a_finding_rests_on() {
     let race = msgs.iter().find(|m| m["gpucheck"]["lint"] == "shared_memory_race").unwrap_or_else(|| panic!("{msgs:#?}"));
     assert_eq!(
         race["gpucheck"]["assumes"],
-        serde_json::json!([{"name": "k_n", "kind": "parameter", "ptx_line": null, "sample": 1024, "alignment_only": false}]),
+        serde_json::json!([{"name": "k_n", "kind": "parameter", "ptx_line": null, "sample": 1024, "alignment_only": false, "known": []}]),
         "{}",
         race["gpucheck"]
     );

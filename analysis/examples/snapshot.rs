@@ -79,7 +79,8 @@ fn snapshot(p: &str, opts: &gpucheck_analysis::Options) {
             }
             for x in &f.assumes {
                 let align = if x.alignment { " alignment" } else { "" };
-                s += &format!("\n    assumes{align} {} {} = {} (line {:?})", x.kind.key(), x.name, x.sample, x.ptx_line);
+                s +=
+                    &format!("\n    assumes{align} {} {} = {} (line {:?}) known {:?}", x.kind.key(), x.name, x.sample, x.ptx_line, x.known);
             }
             s
         })

@@ -162,6 +162,8 @@ pub struct Report {
     pub groups: Vec<GroupReport>,
     /// The kernels' names (as in the PTX), in module order.
     pub kernel_names: Vec<String>,
+    /// The source files the PTX's line information names (`.file`), each once.
+    pub sources: Vec<String>,
     /// How each function's memory instructions were analysed.
     pub coverage: Vec<CoverageReport>,
     /// Function analyses the check ran: one per kernel and per function

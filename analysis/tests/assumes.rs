@@ -110,3 +110,40 @@ fn a_stride_taken_as_large_and_an_alignment_are_named() {
     assert!(!row.assumes.is_empty(), "{:#?}", row.assumes);
     assert!(row.assumes.iter().all(|a| a.alignment && a.name == "by_row_n"), "{:#?}", row.assumes);
 }
+
+/// The race of `s[t / n] = t` behind the kernel's own checks on `n`: a
+/// precondition that traps (`if (n % 256 != 0) __trap();`) and a guard
+/// (`if (n < 1024)`): the assumption says what the kernel knows of `n`.
+const GUARDED: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry guarded(.param .u32 guarded_n) {
+    .reg .pred %p<3>; .reg .b32 %r<10>;
+    .shared .align 4 .b8 s[1024];
+    ld.param.u32 %r1, [guarded_n];
+    rem.u32 %r9, %r1, 256;
+    setp.ne.s32 %p2, %r9, 0;
+    @%p2 trap;
+    setp.ge.u32 %p1, %r1, 1024;
+    @%p1 bra $done;
+    mov.u32 %r2, %tid.x;
+    div.u32 %r3, %r2, %r1;
+    shl.b32 %r4, %r3, 2;
+    mov.u32 %r5, s;
+    add.s32 %r5, %r5, %r4;
+    st.shared.u32 [%r5], %r2;
+$done:
+    ret;
+}"#;
+
+#[test]
+fn an_assumption_says_what_the_kernel_tested() {
+    let fs = findings(GUARDED);
+    let race = of(&fs, "shared_memory_race");
+    assert_eq!(race.len(), 1, "{fs:#?}");
+    let a = &race[0].assumes;
+    assert_eq!(a.len(), 1, "{a:#?}");
+    assert_eq!(a[0].name, "guarded_n");
+    assert_eq!(a[0].known, vec!["(guarded_n % 256) == 0".to_string(), "guarded_n < 1024".to_string()], "{a:#?}");
+}

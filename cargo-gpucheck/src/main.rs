@@ -13,6 +13,7 @@ mod cli;
 mod config;
 mod confirm;
 mod diagnostic;
+mod input;
 mod levels;
 mod new;
 mod report;
@@ -105,9 +106,9 @@ fn run() -> Result<i32> {
         Some(Command::Report(r)) => write_report(&r, &a.output, &flags),
         Some(Command::Ptx(p)) => {
             let out = merge(&a.output, &p.output);
-            check_ptx_files(&p.files, &out, &flags, p.quiet || a.build.quiet)
+            check(input::Source::Files { files: &p.files, manifest: None }, &a.build, &out, &flags, p.quiet || a.build.quiet)
         }
-        None => check_workspace(&a.build, &a.output, &flags),
+        None => check(input::Source::of(&a.build, &[]), &a.build, &a.output, &flags, a.build.quiet),
     }
 }
 
@@ -269,30 +270,41 @@ struct Checked {
     ptx_display: String,
 }
 
-fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
-    let meta = build::metadata(b.manifest_path.as_deref())?;
-    let ws = build::workspace(&meta, &b.packages, b.backend)?;
-    let paths = PathStyle { root: ws.root.clone() };
-    let root_manifest = paths.display(&ws.root.join("Cargo.toml").to_string_lossy());
+/// `cargo gpucheck` and `cargo gpucheck ptx`: check every unit of `src`
+/// (the workspace's kernel crates, built; or PTX files) and print.
+fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)], quiet: bool) -> Result<i32> {
+    let plan = input::plan(src)?;
+    let paths = PathStyle { root: plan.root.clone() };
+    let root_manifest = paths.display(&plan.root.join("Cargo.toml").to_string_lossy());
+    let (root, lints) = (plan.root.clone(), plan.lints.clone());
     let mut sink = Sink::new(o);
-    let levels_of = |k: &build::KernelCrate| levels_for(ws.lints.as_ref(), &root_manifest, k, flags, &paths);
+    let levels_of = |k: &build::KernelCrate| levels_for(lints.as_ref(), &root_manifest, k, flags, &paths);
     // configuration that cannot be used stops the check before the build
-    let mut bad: Vec<String> = ws.kernels.iter().flat_map(|k| levels_of(k).errors).collect();
+    // (the command line's own, when there is no crate to read tables from)
+    let mut from_flags = Levels::default();
+    from_flags.apply_flags(flags);
+    let mut bad: Vec<String> = plan.kernels.iter().flat_map(|k| levels_of(k).errors).chain(from_flags.errors.clone()).collect();
     bad.dedup();
     if !bad.is_empty() {
         for e in &bad {
             eprintln!("error: {e}");
         }
-        return Ok(sink.finish(&ws.root, true));
+        return Ok(sink.finish(&root, true));
+    }
+    // inputs that cannot be used are said; the others are checked
+    let mut failed = !plan.errors.is_empty();
+    for e in &plan.errors {
+        eprintln!("error: {e}");
     }
     let opts = build::BuildOpts { quiet: b.quiet, jobs: b.jobs, json: o.message_format == MessageFormat::Json };
-    let units = match build::build_all(&ws, &meta, opts) {
+    let units = match plan.units(opts) {
         Ok(u) => u,
         Err(e) => {
             eprintln!("error: {e:#}");
-            return Ok(sink.finish(&ws.root, true));
+            return Ok(sink.finish(&root, true));
         }
     };
+    sink.config_warnings(&from_flags.warnings);
     let levels: Vec<Levels> = units
         .iter()
         .map(|u| {
@@ -301,23 +313,28 @@ fn check_workspace(b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)])
             levels
         })
         .collect();
-    // analyse every PTX file in parallel; print in package order
+    // analyse every PTX file in parallel; print in unit order
     use rayon::prelude::*;
     let checked: Vec<Result<Checked>> = units.par_iter().zip(levels.par_iter()).map(|(u, l)| check_unit(u, o, l, &paths)).collect();
     for c in checked {
-        let c = c?;
+        let c = match c {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                failed = true;
+                continue;
+            }
+        };
         sink.config_warnings(&c.config_warnings);
-        if !b.quiet && o.message_format == MessageFormat::Human {
+        if !quiet && o.message_format == MessageFormat::Human {
             eprintln!("{}", c.status);
         }
         report::print_sites(&c.analysis.accesses, &c.analysis.coverage, &c.ptx_display, o.message_format, o.all_accesses, &paths);
         sink.emit(c.diags, &c.src, &c.origin);
     }
-    Ok(sink.finish(&ws.root, false))
+    Ok(sink.finish(&root, failed))
 }
 
-/// A kernel crate's lint levels: the defaults, the workspace's and the
-/// package's tables, then the command line.
 fn levels_for(
     ws_lints: Option<&serde_json::Value>,
     root_manifest: &str,
@@ -339,19 +356,17 @@ fn levels_for(
 /// `cargo gpucheck report`: check (and with `--confirm` run) the kernels
 /// as `cargo gpucheck` and `confirm` would, then write the pages (or print
 /// the JSON document).
+/// `cargo gpucheck report`: check (and with `--confirm` run) the kernels
+/// as `cargo gpucheck` and `confirm` would, then write the pages (or print
+/// the JSON document).
 fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let (units, root, target_dir, ws_lints) = if r.ptx.is_empty() {
-        let meta = build::metadata(r.build.manifest_path.as_deref())?;
-        let ws = build::workspace(&meta, &r.build.packages, r.build.backend)?;
-        let opts = build::BuildOpts { quiet: r.build.quiet, jobs: r.build.jobs, json: false };
-        let units = build::build_all(&ws, &meta, opts)?;
-        (units, ws.root.clone(), ws.target_dir.clone(), ws.lints.clone())
-    } else {
-        let (units, root) = build::ptx_units(&r.ptx, r.build.manifest_path.as_deref())?;
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).map(|t| cwd.join(t)).unwrap_or_else(|| cwd.join("target"));
-        (units, root, target, None)
-    };
+    let plan = input::plan(input::Source::of(&r.build, &r.ptx))?;
+    if let Some(e) = plan.errors.first() {
+        anyhow::bail!("{e}");
+    }
+    let (root, target_dir, ws_lints) = (plan.root.clone(), plan.target_dir.clone(), plan.lints.clone());
+    let units = plan.units(build::BuildOpts { quiet: r.build.quiet, jobs: r.build.jobs, json: false })?;
     let paths = PathStyle { root: root.clone() };
     let root_manifest = paths.display(&root.join("Cargo.toml").to_string_lossy());
     let levels: Vec<Levels> = units.iter().map(|u| levels_for(ws_lints.as_ref(), &root_manifest, &u.krate, flags, &paths)).collect();
@@ -428,9 +443,13 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
     }
 }
 
+/// Check one unit: analyse its PTX with its launch settings, turn the
+/// findings into diagnostics (levels, `// gpucheck: allow` comments in its
+/// sources), and say where it came from.
 fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyle) -> Result<Checked> {
     let k = &u.krate;
-    let src = std::fs::read_to_string(&u.ptx).with_context(|| format!("reading PTX `{}`", u.ptx.display()))?;
+    let bytes = std::fs::read(&u.ptx).with_context(|| format!("cannot read PTX `{}`", u.ptx.display()))?;
+    let src = String::from_utf8_lossy(&bytes).into_owned();
     let opts = Options {
         block: o.block,
         kernel_blocks: k.kernel_blocks.clone(),
@@ -442,95 +461,75 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     };
     let is_local = |f: &str| k.is_local(f);
     let started = std::time::Instant::now();
-    let mut report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display()))?;
-    let status = format!(
-        "    Checking {} ({}, {} PTX instructions{}) in {:.1?}{}",
-        k.name,
-        plural(report.kernels, "kernel"),
-        report.instructions,
-        if report.has_dwarf { "" } else { ", no DWARF inline info" },
-        started.elapsed(),
-        u.note.as_deref().map(|n| format!("\n        {n}")).unwrap_or_default()
-    );
-    let ptx_display = paths.display(&u.ptx.to_string_lossy());
-    let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, diagnostic::ShapeHint::Cargo);
-    // `// gpucheck: allow(…)` comments in the package's sources
-    let mut sup = suppress::Suppressions::new(suppress::scan(&k.root));
+    let ptx_display = paths.display(&std::path::absolute(&u.ptx).unwrap_or_else(|_| u.ptx.clone()).to_string_lossy());
+    let mut report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{ptx_display}:{e}"))?;
+    let status = match u.kind {
+        build::UnitKind::PtxFile => format!(
+            "    Checking {ptx_display} ({}; {}, {}, {})",
+            gpucheck_analysis::producer(&src),
+            plural(report.kernels, "kernel"),
+            plural(report.functions, "function"),
+            plural(report.instructions, "instruction")
+        ),
+        build::UnitKind::Crate | build::UnitKind::PtxWithManifest => format!(
+            "    Checking {} ({}, {} PTX instructions{}) in {:.1?}{}",
+            k.name,
+            plural(report.kernels, "kernel"),
+            report.instructions,
+            if report.has_dwarf { "" } else { ", no DWARF inline info" },
+            started.elapsed(),
+            u.note.as_deref().map(|n| format!("\n        {n}")).unwrap_or_default()
+        ),
+    };
+    let hint = if u.kind == build::UnitKind::PtxFile { diagnostic::ShapeHint::Cli } else { diagnostic::ShapeHint::Cargo };
+    let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, hint);
+    // `// gpucheck: allow(…)` comments in the unit's sources: the package's files, and
+    // those the PTX's line information names
+    let named: Vec<PathBuf> = report.sources.iter().filter(|f| k.is_local(f)).map(|f| paths.absolute(f)).collect();
+    let mut comments = match u.kind {
+        build::UnitKind::PtxFile => Vec::new(),
+        build::UnitKind::Crate | build::UnitKind::PtxWithManifest => suppress::scan(&k.root),
+    };
+    comments.extend(suppress::scan_files(&named));
+    comments.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    comments.dedup();
+    let mut sup = suppress::Suppressions::new(comments);
     let mut diags = sup.apply(diags, &|p: &Path| paths.display(&p.to_string_lossy()));
-    diags.extend(prepare(sup.unused(), &ptx_display, paths, levels, diagnostic::ShapeHint::Cargo));
+    diags.extend(prepare(sup.unused(), &ptx_display, paths, levels, hint));
     diagnostic::sort(&mut diags);
-    let origin = Origin {
-        package_name: k.name.clone(),
-        kind: "lib",
-        package_id: k.package_id.clone(),
-        manifest_path: k.manifest_path.to_string_lossy().to_string(),
-        target_name: k.target_name.clone(),
-        src_path: k.src_path.to_string_lossy().to_string(),
-        edition: k.edition.clone(),
+    let origin = match u.kind {
+        build::UnitKind::PtxFile => {
+            let abs = std::path::absolute(&u.ptx).unwrap_or_else(|_| u.ptx.clone());
+            Origin {
+                package_name: ptx_display.clone(),
+                kind: "PTX",
+                package_id: format!("path+file://{}", abs.display()),
+                manifest_path: abs.to_string_lossy().to_string(),
+                target_name: u.ptx.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default(),
+                src_path: abs.to_string_lossy().to_string(),
+                edition: "2021".into(),
+            }
+        }
+        build::UnitKind::Crate | build::UnitKind::PtxWithManifest => Origin {
+            package_name: k.name.clone(),
+            kind: "lib",
+            package_id: k.package_id.clone(),
+            manifest_path: k.manifest_path.to_string_lossy().to_string(),
+            target_name: k.target_name.clone(),
+            src_path: k.src_path.to_string_lossy().to_string(),
+            edition: k.edition.clone(),
+        },
     };
     let mut names = report.kernel_names.clone();
     names.extend(report.kernel_names.iter().map(|n| gpucheck_analysis::demangle(n)));
     let mut config_warnings = k.config_warnings.clone();
     config_warnings.extend(config::unknown_kernels(k.meta.as_ref(), &paths.display(&k.manifest_path.to_string_lossy()), &names));
+    if report.functions == 0 {
+        config_warnings.push(format!("no kernels or functions found in `{ptx_display}`: nothing was checked"));
+    }
     Ok(Checked { diags, config_warnings, src, origin, status, analysis: report, ptx_display })
 }
 
 fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
-fn check_ptx_files(files: &[PathBuf], o: &OutputArgs, flags: &[(char, String)], quiet: bool) -> Result<i32> {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let paths = PathStyle { root: cwd.clone() };
-    let mut levels = Levels::default();
-    levels.apply_flags(flags);
-    let mut sink = Sink::new(o);
-    sink.config_warnings(&levels.warnings);
-    let mut failed = false;
-    for file in files {
-        let src = match std::fs::read(file) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(e) => {
-                eprintln!("error: cannot read `{}`: {e}", file.display());
-                failed = true;
-                continue;
-            }
-        };
-        let opts = Options { block: o.block, grid: o.grid, coalescing_threshold: Some(o.coalescing_threshold), ..Default::default() };
-        let report = match gpucheck_analysis::check(&src, &opts, &|f| !build::toolkit_file(f)) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("error: {}:{e}", file.display());
-                failed = true;
-                continue;
-            }
-        };
-        let display = paths.display(&cwd.join(file).to_string_lossy());
-        report::print_sites(&report.accesses, &report.coverage, &display, o.message_format, o.all_accesses, &paths);
-        if report.functions == 0 {
-            sink.config_warnings(&[format!("no kernels or functions found in `{display}`: nothing was checked")]);
-        }
-        if o.message_format == MessageFormat::Human && !quiet {
-            eprintln!(
-                "    Checking {display} ({}; {}, {}, {})",
-                gpucheck_analysis::producer(&src),
-                plural(report.kernels, "kernel"),
-                plural(report.functions, "function"),
-                plural(report.instructions, "instruction")
-            );
-        }
-        let diags = prepare(report.findings, &display, &paths, &levels, diagnostic::ShapeHint::Cli);
-        let abs = cwd.join(file);
-        let origin = Origin {
-            package_name: display.clone(),
-            kind: "PTX",
-            package_id: format!("path+file://{}", abs.display()),
-            manifest_path: abs.to_string_lossy().to_string(),
-            target_name: file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default(),
-            src_path: abs.to_string_lossy().to_string(),
-            edition: "2021".into(),
-        };
-        sink.emit(diags, &src, &origin);
-    }
-    Ok(sink.finish(&cwd, failed))
 }

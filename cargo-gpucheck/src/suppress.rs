@@ -48,7 +48,7 @@ pub fn parse_line(line: &str) -> Option<(u32, Vec<String>)> {
 /// Every allow comment in the `.rs` files under `root` (skipping `target/`
 /// and hidden directories).
 pub fn scan(root: &Path) -> Vec<AllowComment> {
-    let mut out = Vec::new();
+    let mut files = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else { continue };
@@ -61,16 +61,27 @@ pub fn scan(root: &Path) -> Vec<AllowComment> {
                     stack.push(p);
                 }
             } else if name.ends_with(".rs") {
-                let Ok(text) = std::fs::read_to_string(&p) else { continue };
-                for (i, l) in text.lines().enumerate() {
-                    if let Some((col, names)) = parse_line(l) {
-                        out.push(AllowComment { file: p.clone(), line: i as u32 + 1, col, names });
-                    }
-                }
+                files.push(p);
+            }
+        }
+    }
+    scan_files(&files)
+}
+
+/// Every allow comment in the given source files (Rust, CUDA C: any file
+/// with `//` or `/* */` comments); files that cannot be read are skipped.
+pub fn scan_files(files: &[PathBuf]) -> Vec<AllowComment> {
+    let mut out = Vec::new();
+    for p in files {
+        let Ok(text) = std::fs::read_to_string(p) else { continue };
+        for (i, l) in text.lines().enumerate() {
+            if let Some((col, names)) = parse_line(l) {
+                out.push(AllowComment { file: p.clone(), line: i as u32 + 1, col, names });
             }
         }
     }
     out.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    out.dedup();
     out
 }
 

@@ -43,7 +43,7 @@ pub enum EvalErr {
 /// uniform values a caller gave a sample rather than a value the kernel,
 /// the query or the memory model fixes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Leaves(Option<Rc<[ValueId]>>);
+pub struct Leaves(Option<Rc<Vec<ValueId>>>);
 
 impl Leaves {
     /// None.
@@ -53,7 +53,7 @@ impl Leaves {
 
     /// One leaf.
     pub fn one(v: ValueId) -> Leaves {
-        Leaves(Some(Rc::from([v])))
+        Leaves(Some(Rc::new(vec![v])))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -70,7 +70,7 @@ impl Leaves {
                 let mut v: Vec<ValueId> = a.iter().chain(b.iter()).copied().collect();
                 v.sort_unstable();
                 v.dedup();
-                Leaves(Some(Rc::from(v)))
+                Leaves(Some(Rc::new(v)))
             }
         }
     }

@@ -118,6 +118,11 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.instructions += b.insts.len();
     }
     report.kernel_names = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name.to_string()).collect();
+    for f in &module.files {
+        if !report.sources.iter().any(|x| x == f.path) {
+            report.sources.push(f.path.to_string());
+        }
+    }
     let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
     let mcx = ir::ModuleCx::from_bodies(module, &bodies);
     let graph = CallGraph::new(&bodies);

@@ -16,8 +16,11 @@
 //! does with them (`crate::lints`).
 
 use crate::divergence::eval::Leaves;
-use crate::ir::{FunctionIr, ValueDef, ValueId};
+use crate::divergence::Divergence;
+use crate::ir::inst::Opcode;
+use crate::ir::{FunctionIr, InstId, ValueDef, ValueId};
 use crate::memory::{Sampled, StrideSymbol};
+use crate::ptx::Operand;
 
 /// A value a prediction or a witness was computed with that the kernel
 /// does not fix.
@@ -35,6 +38,11 @@ pub struct Assumption {
     /// It decides only where the warps' addresses start within a sector
     /// (other values give the prediction's misaligned variant).
     pub alignment: bool,
+    /// What the kernel itself says about it on every path to the fact: the
+    /// uniform tests it passed (`n < 1024`), its own preconditions
+    /// (`(C % 256) == 0` after `if (C % 256 != 0) __trap();`, an early
+    /// return of the whole block).
+    pub known: Vec<String>,
 }
 
 /// What kind of value an assumption is about.
@@ -75,16 +83,142 @@ impl Assumed {
     }
 }
 
-/// The sampled leaves `on` (a prediction's or a witness's), each with the
-/// sample `sampled` says it was given, but `solved` (the values a finding
+/// The sampled leaves `on` (a prediction's or a witness's, made at the
+/// instructions `at`), each with the sample `sampled` says it was given and
+/// what the kernel says about it there, but `solved` (the values a finding
 /// states its condition on).
-pub fn of_leaves(f: &FunctionIr<'_>, on: &Leaves, sampled: &Sampled, solved: &[ValueId]) -> Vec<Assumption> {
-    on.iter().filter(|v| !solved.contains(v)).filter_map(|v| Some(named(f, v, *sampled.get(&v)?))).collect()
+pub fn of_leaves(f: &FunctionIr<'_>, d: &Divergence, on: &Leaves, sampled: &Sampled, solved: &[ValueId], at: &[InstId]) -> Vec<Assumption> {
+    on.iter()
+        .filter(|v| !solved.contains(v))
+        .filter_map(|v| {
+            let mut a = named(f, v, *sampled.get(&v)?);
+            for k in at.iter().flat_map(|&i| known(f, d, v, i)) {
+                if !a.known.contains(&k) {
+                    a.known.push(k);
+                }
+            }
+            Some(a)
+        })
+        .collect()
 }
 
-/// Values given samples (a branch's split count was found with them, say).
-pub fn of_samples(f: &FunctionIr<'_>, witness: &[(ValueId, i64)]) -> Vec<Assumption> {
-    witness.iter().map(|&(v, x)| named(f, v, x)).collect()
+/// The uniform tests on `v` the kernel made on every path to instruction
+/// `at`, each as it holds there: the branches of the blocks that dominate
+/// `at` whose predicate is the same in every thread and computed from `v`
+/// (on the side that leads to `at`), and the guarded `trap`, `exit` and
+/// `ret` before it (their guard is false past them).
+pub fn known(f: &FunctionIr<'_>, d: &Divergence, v: ValueId, at: InstId) -> Vec<String> {
+    let cfg = &f.cfg;
+    let home = cfg.block_of(at);
+    let mut out = Vec::new();
+    let mut p = home;
+    while let Some(up) = cfg.idom(p) {
+        p = up;
+        let Some(last) = cfg.blocks[p].last() else { continue };
+        let inst = &f.insts[last];
+        let Some(g) = inst.ast.guard else { continue };
+        let Some(cond) = f.ssa.use_of(last, g.reg).filter(|&c| d.at(f, c, p).is_uniform() && reads(f, c, v)) else { continue };
+        // the predicate's value on the way to `at`
+        let value = if inst.is_jump() {
+            let target = f.branch_target(last);
+            let on_target = target.is_some_and(|t| cfg.dominates(t, home));
+            let on_fall = cfg.blocks[p].succs.iter().any(|&s| Some(s) != target && cfg.dominates(s, home));
+            match (on_target, on_fall) {
+                (true, false) => !g.negated,
+                (false, true) => g.negated,
+                _ => continue,
+            }
+        } else if matches!(inst.opcode, Opcode::Trap | Opcode::Exit | Opcode::Ret) {
+            g.negated
+        } else {
+            continue;
+        };
+        out.push(condition(f, cond, value));
+    }
+    out.reverse();
+    out
+}
+
+/// Does `x` read `v` (through its operands and phis)?
+fn reads(f: &FunctionIr<'_>, x: ValueId, v: ValueId) -> bool {
+    let mut walk = crate::ir::values::Walk::new([x]);
+    while let Some(y) = walk.next_value() {
+        if y == v {
+            return true;
+        }
+        match f.ssa.values[y] {
+            ValueDef::Inst { inst, .. } => walk.extend(f.ssa.uses(inst).iter().copied()),
+            ValueDef::Phi(p) => walk.extend(f.ssa.phis[p].incoming.iter().map(|x| x.1)),
+            ValueDef::Entry(_) => {}
+        }
+    }
+    false
+}
+
+/// A predicate as C writes it, given the value it has (`n < 1024`; `!(…)`
+/// where no inverse comparison says it).
+fn condition(f: &FunctionIr<'_>, cond: ValueId, value: bool) -> String {
+    let setp = f.def_inst(crate::ir::values::through_copies(f, cond)).filter(|&i| {
+        let x = &f.insts[i];
+        x.opcode == Opcode::Setp && x.bool_op.is_none() && x.operands().len() == 3
+    });
+    let Some(i) = setp else {
+        let r = f.ssa.reg_of(cond, &f.insts);
+        return if value { format!("{r} is true") } else { format!("{r} is false") };
+    };
+    let x = &f.insts[i];
+    let (a, b) = (expr(f, i, 1, 4), expr(f, i, 2, 4));
+    match (x.cmp, value) {
+        (Some(c), true) => format!("{a} {} {b}", c.symbol()),
+        (Some(c), false) => match c.inverse() {
+            Some(n) => format!("{a} {} {b}", n.symbol()),
+            None => format!("!({a} {} {b})", c.symbol()),
+        },
+        (None, _) => f.ssa.reg_of(cond, &f.insts).to_string(),
+    }
+}
+
+/// Operand `k` of instruction `i` as C writes it: constants, parameters by
+/// name, and arithmetic on them, `depth` levels deep (else the register).
+fn expr(f: &FunctionIr<'_>, i: InstId, k: usize, depth: u32) -> String {
+    match f.insts[i].operand(k) {
+        Some(Operand::Imm(c)) => c.to_string(),
+        _ => match f.operand_value(i, k) {
+            Some(v) => value_expr(f, v, depth),
+            None => "?".to_string(),
+        },
+    }
+}
+
+fn value_expr(f: &FunctionIr<'_>, v: ValueId, depth: u32) -> String {
+    let v = crate::ir::values::through_copies(f, v);
+    let Some(i) = f.def_inst(v) else { return register(f, v) };
+    let x = &f.insts[i];
+    if let Some((p, off)) = x.param_read() {
+        return if off == 0 { p.to_string() } else { format!("{p}+{off}") };
+    }
+    let op = match x.opcode {
+        Opcode::Add => "+",
+        Opcode::Sub => "-",
+        Opcode::Mul => "*",
+        Opcode::Div => "/",
+        Opcode::Rem => "%",
+        Opcode::And => "&",
+        Opcode::Or => "|",
+        Opcode::Shl => "<<",
+        Opcode::Shr => ">>",
+        _ => "",
+    };
+    if op.is_empty() || depth == 0 || x.operands().len() != 3 || x.ast.guard.is_some() {
+        return register(f, v);
+    }
+    format!("({} {op} {})", expr(f, i, 1, depth - 1), expr(f, i, 2, depth - 1))
+}
+
+/// Values given samples (a branch's split count was found with them, say)
+/// for a fact at instruction `at`, with what the kernel says about them there.
+pub fn of_samples(f: &FunctionIr<'_>, d: &Divergence, witness: &[(ValueId, i64)], at: InstId) -> Vec<Assumption> {
+    witness.iter().map(|&(v, x)| Assumption { known: known(f, d, v, at), ..named(f, v, x) }).collect()
 }
 
 /// The unknown values a prediction's lane strides were taken as large for.
@@ -104,7 +238,7 @@ pub fn of_strides(f: &FunctionIr<'_>, strides: &[(StrideSymbol, i64)]) -> Vec<As
                 },
                 StrideSymbol::Several => ("a product of uniform values".to_string(), None),
             };
-            Assumption { name, kind: Assumed::Stride, ptx_line, sample: bytes, alignment: false }
+            Assumption { name, kind: Assumed::Stride, ptx_line, sample: bytes, alignment: false, known: Vec::new() }
         })
         .collect()
 }
@@ -129,5 +263,19 @@ pub fn named(f: &FunctionIr<'_>, v: ValueId, x: i64) -> Assumption {
             _ => (reg(), Assumed::Value, None),
         },
     };
-    Assumption { name, kind, ptx_line, sample: x, alignment: false }
+    Assumption { name, kind, ptx_line, sample: x, alignment: false, known: Vec::new() }
+}
+
+/// A value no expression says: a special register as CUDA names it
+/// (`blockIdx.x`), else its register.
+fn register(f: &FunctionIr<'_>, v: ValueId) -> String {
+    use crate::ir::inst::Special;
+    let dim = |d: u8| ["x", "y", "z"][d as usize % 3];
+    match f.ssa.special(v) {
+        Some(Special::Tid(d)) => format!("threadIdx.{}", dim(d)),
+        Some(Special::Ntid(d)) => format!("blockDim.{}", dim(d)),
+        Some(Special::Ctaid(d)) => format!("blockIdx.{}", dim(d)),
+        Some(Special::Nctaid(d)) => format!("gridDim.{}", dim(d)),
+        _ => f.ssa.reg_of(v, &f.insts).to_string(),
+    }
 }

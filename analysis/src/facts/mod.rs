@@ -359,12 +359,14 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// unknown strides taken as large.
     pub fn access_assumes(&self, a: &AccessFact) -> Vec<Assumption> {
         let Some(p) = &a.prediction else { return Vec::new() };
-        let mut out = assume::of_leaves(self.f, &p.rests_on, &self.sampled, &[]);
+        let at = [a.access.inst];
+        let mut out = assume::of_leaves(self.f, self.d, &p.rests_on, &self.sampled, &[], &at);
         // (a base's leaves that the addresses do not read otherwise decide the alignment only)
         let aligned = p.aligned_on.iter().filter(|v| !p.rests_on.iter().any(|x| x == *v)).collect::<Vec<_>>();
         for v in aligned {
             if let Some(&x) = self.sampled.get(&v) {
-                out.push(Assumption { alignment: true, ..assume::named(self.f, v, x) });
+                let known = assume::known(self.f, self.d, v, a.access.inst);
+                out.push(Assumption { alignment: true, known, ..assume::named(self.f, v, x) });
             }
         }
         out.extend(assume::of_strides(self.f, &p.assumed_strides));
@@ -394,13 +396,14 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .keys()
             .filter(|&v| self.f.def_inst(v).and_then(|i| self.f.insts[i].param_read()).is_some_and(|(p, _)| named.contains(&p)))
             .collect();
-        assume::of_leaves(self.f, &r.rests_on, &self.sampled, &solved)
+        let at: Vec<InstId> = [r.first, r.second].iter().map(|&k| self.race_site(k).inst).collect();
+        assume::of_leaves(self.f, self.d, &r.rests_on, &self.sampled, &solved, &at)
     }
 
     /// What a branch's split count rests on: the values it was found with.
     pub fn branch_assumes(&self, b: &BranchFact) -> Vec<Assumption> {
         match &b.split {
-            Split::Exact { witness, .. } => assume::of_samples(self.f, witness),
+            Split::Exact { witness, .. } => assume::of_samples(self.f, self.d, witness, b.br.inst),
             _ => Vec::new(),
         }
     }

@@ -438,6 +438,35 @@ impl Cmp {
     pub fn is_equality(self) -> bool {
         matches!(self, Cmp::Eq | Cmp::Ne | Cmp::Equ | Cmp::Neu)
     }
+
+    /// The comparison that holds exactly when this one does not (integer
+    /// comparisons; `None` for the floating-point ones, where NaN holds
+    /// neither).
+    pub fn inverse(self) -> Option<Cmp> {
+        Some(match self {
+            Cmp::Eq => Cmp::Ne,
+            Cmp::Ne => Cmp::Eq,
+            Cmp::Lt => Cmp::Ge,
+            Cmp::Ge => Cmp::Lt,
+            Cmp::Le => Cmp::Gt,
+            Cmp::Gt => Cmp::Le,
+            _ => return None,
+        })
+    }
+
+    /// How C writes it (`<`, `==`…), for messages.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Eq | Cmp::Equ => "==",
+            Cmp::Ne | Cmp::Neu => "!=",
+            Cmp::Lt | Cmp::Ltu => "<",
+            Cmp::Le | Cmp::Leu => "<=",
+            Cmp::Gt | Cmp::Gtu => ">",
+            Cmp::Ge | Cmp::Geu => ">=",
+            Cmp::Num => "is a number and",
+            Cmp::Nan => "is NaN or",
+        }
+    }
 }
 
 /// How `setp`/`set` combine their comparison with a predicate operand.

@@ -107,7 +107,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let label = format!("{} load{} of the same array", members.len(), if members.len() == 1 { "" } else { "s" });
         let mut fd = cx.finding(&SHARED_MEMORY_OPPORTUNITY, first, message, label);
         fd.assumes = cx.facts.assumes_all(members.iter().map(|&k| &accesses[k]));
-        fd.assumes.extend(crate::facts::assume::of_samples(f, &guessed));
+        fd.assumes.extend(crate::facts::assume::of_samples(f, d, &guessed, first));
         cx.shape_note(&mut fd);
         fd.help(format!("stage the block's {footprint}-byte footprint in shared memory once, synchronise, and read it from there"));
         fd.metrics.push(("footprint_bytes", Metric::Int(footprint)));

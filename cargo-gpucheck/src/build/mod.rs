@@ -244,8 +244,10 @@ pub fn launch_blocks(gm: Option<&serde_json::Value>, manifest: &str, key: &str) 
 /// without cargo) when given, its sources local when under the manifest's
 /// folder (else the PTX file's).
 pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
-    if !ptx.is_file() {
-        bail!("no PTX file `{}`", ptx.display());
+    match std::fs::metadata(ptx) {
+        Err(e) => bail!("cannot read `{}`: {e}", ptx.display()),
+        Ok(m) if m.is_dir() => bail!("cannot read `{}`: it is a folder; name the PTX files in it", ptx.display()),
+        Ok(_) => {}
     }
     let stem = ptx.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
     let (name, manifest_path, meta) = match manifest {
@@ -283,19 +285,8 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         meta,
         config_warnings,
     };
-    Ok(Unit { krate, ptx: ptx.to_path_buf(), note: None })
-}
-
-/// The units of PTX files given on the command line (`--ptx`), and the
-/// folder paths are shown relative to, as `cargo gpucheck ptx` shows them:
-/// the manifest's folder, or the current one for PTX files given alone.
-pub fn ptx_units(files: &[PathBuf], manifest: Option<&Path>) -> Result<(Vec<Unit>, PathBuf)> {
-    let units = files.iter().map(|p| ptx_unit(p, manifest)).collect::<Result<Vec<_>>>()?;
-    let root = match manifest {
-        Some(_) => units.first().map(|u| u.krate.root.clone()).unwrap_or_default(),
-        None => std::env::current_dir().unwrap_or_default(),
-    };
-    Ok((units, root))
+    let kind = if manifest.is_some() { UnitKind::PtxWithManifest } else { UnitKind::PtxFile };
+    Ok(Unit { krate, ptx: ptx.to_path_buf(), note: None, kind })
 }
 
 /// `cargo`, the rustup proxy, so that the package's toolchain file is
@@ -334,6 +325,20 @@ pub struct Unit {
     pub ptx: PathBuf,
     /// Set for Rust-CUDA builds: `CUDA_ARCH` and the flags the wrapper added.
     pub note: Option<String>,
+    pub kind: UnitKind,
+}
+
+/// Where a unit's PTX comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitKind {
+    /// A kernel crate's library, built (its sources: the package's files).
+    Crate,
+    /// A PTX file given on the command line alone (its sources: the files
+    /// its line information names, toolkit headers aside).
+    PtxFile,
+    /// A PTX file given with a manifest, whose table gives the launch
+    /// settings and whose folder holds the sources.
+    PtxWithManifest,
 }
 
 /// The nearest `rust-toolchain.toml` / `rust-toolchain` at or above `dir`.
@@ -446,7 +451,7 @@ pub fn build_all(ws: &Workspace, meta: &Metadata, opts: BuildOpts) -> Result<Vec
     }
     for (_, group) in &groups {
         for (k, ptx) in nvptx::build(group, &ws.target_dir.join("gpucheck"), opts)? {
-            units.push(Unit { krate: k.clone(), ptx, note: None });
+            units.push(Unit { krate: k.clone(), ptx, note: None, kind: UnitKind::Crate });
         }
     }
     for host in ws.kernels.iter().filter(|k| k.backend == Backend::Nvvm) {

@@ -91,6 +91,7 @@ fn unit(r: &Record, host: &KernelCrate, meta: &Metadata) -> Unit {
         krate: k,
         ptx: r.ptx.clone().unwrap_or_default(),
         note: Some(format!("Rust-CUDA kernel crate built by `{}` ({arch}rustc flags added: {})", host.name, r.added.join(" "))),
+        kind: super::UnitKind::Crate,
     }
 }
 

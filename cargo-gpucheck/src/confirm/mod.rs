@@ -102,14 +102,13 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
 
 /// The PTX units to run (built, or the `--ptx` files) and the folder paths are shown relative to.
 pub fn units(a: &ConfirmArgs) -> Result<(Vec<build::Unit>, std::path::PathBuf)> {
-    Ok(if a.ptx.is_empty() {
-        let meta = build::metadata(a.build.manifest_path.as_deref())?;
-        let ws = build::workspace(&meta, &a.build.packages, a.build.backend)?;
-        let opts = build::BuildOpts { quiet: a.build.quiet, jobs: a.build.jobs, json: a.message_format == MessageFormat::Json };
-        (build::build_all(&ws, &meta, opts)?, ws.root)
-    } else {
-        build::ptx_units(&a.ptx, a.build.manifest_path.as_deref())?
-    })
+    let plan = crate::input::plan(crate::input::Source::of(&a.build, &a.ptx))?;
+    if let Some(e) = plan.errors.first() {
+        bail!("{e}");
+    }
+    let root = plan.root.clone();
+    let opts = build::BuildOpts { quiet: a.build.quiet, jobs: a.build.jobs, json: a.message_format == MessageFormat::Json };
+    Ok((plan.units(opts)?, root))
 }
 
 /// Run the kernels of `units` that `a` selects (those with a launch

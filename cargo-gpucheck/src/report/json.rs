@@ -99,13 +99,14 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
 
 /// A finding's assumptions, one object each: what (`name`, `kind`, the PTX
 /// line computing it), the value it was given (`sample`; for a stride, the
-/// bytes between neighbouring threads), and whether it decides only the
+/// bytes between neighbouring threads), whether it decides only the
 /// alignment of the warps' addresses (`alignment_only`: other values give
-/// the misaligned variant the finding names).
+/// the misaligned variant the finding names), and what the kernel itself
+/// tested about it on the way to the finding (`known`: `n < 1024`).
 pub fn assumes_json(assumes: &[gpucheck_analysis::facts::Assumption]) -> Value {
     json!(assumes
         .iter()
-        .map(|a| json!({"name": a.name, "kind": a.kind.key(), "ptx_line": a.ptx_line, "sample": a.sample, "alignment_only": a.alignment}))
+        .map(|a| json!({"name": a.name, "kind": a.kind.key(), "ptx_line": a.ptx_line, "sample": a.sample, "alignment_only": a.alignment, "known": a.known}))
         .collect::<Vec<_>>())
 }
 
