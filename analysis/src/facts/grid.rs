@@ -72,7 +72,9 @@ pub(super) fn races(
     };
     // blocks further along run the next block's code when no branch tests blockIdx
     let far = grid.filter(|_| !grid_assumed && !by_block_branches);
-    let found = crate::races::find_grid(evals, own, &comparable, phases.as_ref(), &grid_dims, far, by_block, &mut active);
+    let check =
+        crate::races::GridCheck { accesses: own, comparable: &comparable, phases: phases.as_ref(), dims: &grid_dims, far, by_block };
+    let found = crate::races::find_grid(evals, &check, &mut active);
     (found, grid_dims, grid_assumed)
 }
 

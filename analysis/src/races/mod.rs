@@ -505,32 +505,26 @@ fn pairs_racing(
 /// ([`FAR_BLOCKS`] of them at most, per pair).
 /// `by_block`: the values computed from `%ctaid` (a stored value that is
 /// one is not the same in both blocks: no `benign_race`).
-#[allow(clippy::too_many_arguments)]
-pub fn find_grid(
-    evals: &Evals<'_, '_>,
-    accesses: &[Access],
-    comparable: &[bool],
-    phases: Option<&Intervals>,
-    dims: &[u8],
-    far: Option<[u32; 3]>,
-    by_block: &BitSet,
-    active: BlockLanes<'_>,
-) -> Vec<Race> {
-    let mut found = grid_pairs(evals, accesses, comparable, phases, dims, far, active);
-    marks::mark_benign(evals.f, evals.d, accesses, &mut found, Some(by_block));
+pub fn find_grid(evals: &Evals<'_, '_>, g: &GridCheck<'_>, active: BlockLanes<'_>) -> Vec<Race> {
+    let mut found = grid_pairs(evals, g, active);
+    marks::mark_benign(evals.f, evals.d, g.accesses, &mut found, Some(g.by_block));
     found
 }
 
+/// What the races between blocks are looked for in (see [`find_grid`]).
+#[derive(Clone, Copy)]
+pub struct GridCheck<'x> {
+    pub accesses: &'x [Access],
+    pub comparable: &'x [bool],
+    pub phases: Option<&'x Intervals>,
+    pub dims: &'x [u8],
+    pub far: Option<[u32; 3]>,
+    pub by_block: &'x BitSet,
+}
+
 /// [`find_grid`]'s races, before they are marked.
-fn grid_pairs(
-    evals: &Evals<'_, '_>,
-    accesses: &[Access],
-    comparable: &[bool],
-    phases: Option<&Intervals>,
-    dims: &[u8],
-    far: Option<[u32; 3]>,
-    active: BlockLanes<'_>,
-) -> Vec<Race> {
+fn grid_pairs(evals: &Evals<'_, '_>, g: &GridCheck<'_>, active: BlockLanes<'_>) -> Vec<Race> {
+    let GridCheck { accesses, comparable, phases, dims, far, .. } = *g;
     let (f, d, shape) = (evals.f, evals.d, evals.shape);
     if dims.is_empty() || f.cfg.is_irreducible() {
         return vec![];
