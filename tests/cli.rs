@@ -83,6 +83,34 @@ fn ptx_findings_without_debug_info_point_into_the_ptx() {
 }
 
 #[test]
+fn allow_comments_in_a_ptx_files_sources_apply() {
+    // `cargo gpucheck ptx` reads `// gpucheck: allow(…)` in the files the PTX's line information names
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-allow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cu = dir.join("k.cu");
+    let ptx = |cu: &std::path::Path| {
+        format!(
+            ".version 7.0\n.target sm_70\n.address_size 64\n.file 1 \"{}\"\n.entry k() {{\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  .loc 1 3 5\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  .loc 1 5 5\n  bar.sync 0;\n$L1:\n  ret;\n}}\n",
+            cu.display()
+        )
+    };
+    std::fs::write(dir.join("k.ptx"), ptx(&cu)).unwrap();
+    let body = |comment: &str| {
+        format!("__global__ void k() {{\n  int t = threadIdx.x;\n  if (t >= 64) {{\n    // the barrier\n    __syncthreads();{comment}\n  }}\n}}\n")
+    };
+    std::fs::write(&cu, body("")).unwrap();
+    let out = gpucheck(&["ptx", "k.ptx"], &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(&cu, body(" // gpucheck: allow(barrier_divergence)")).unwrap();
+    let out = gpucheck(&["ptx", "k.ptx"], &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // a comment that suppresses nothing is said
+    std::fs::write(&cu, body(" // gpucheck: allow(barrier_divergence, shared_bank_conflict)")).unwrap();
+    let err = String::from_utf8_lossy(&gpucheck(&["ptx", "k.ptx"], &dir).stderr).to_string();
+    assert!(err.contains("unused_gpucheck_allow") && err.contains("shared_bank_conflict"), "{err}");
+}
+
+#[test]
 fn json_says_which_sampled_values_a_finding_rests_on() {
     // `s[t / n] = t` races at the sample n = 1024 (every thread writes element 0), not for n = 1
     let dir = std::env::temp_dir().join(format!("gpucheck-cli-assumes-{}", std::process::id()));
