@@ -16,8 +16,8 @@ fn of<'a>(fs: &'a [Finding], lint: &str) -> Vec<&'a Finding> {
 }
 
 /// `s[t / n] = t`: at the sample (n = 1024) every thread writes element 0;
-/// for n = 1 no two threads do. `s[t & 0] = t`: every thread writes element 0
-/// whatever the parameters.
+/// for n = 1 no two threads do. `s[(t / 1024) * n]` and `s[t & 0] = t`:
+/// every thread writes element 0 whatever the parameters.
 const RACES: &str = r#"
 .version 7.0
 .target sm_80
@@ -30,6 +30,19 @@ const RACES: &str = r#"
     div.u32 %r3, %r2, %r1;
     shl.b32 %r4, %r3, 2;
     mov.u32 %r5, s;
+    add.s32 %r5, %r5, %r4;
+    st.shared.u32 [%r5], %r2;
+    ret;
+}
+.visible .entry scaled_zero(.param .u32 scaled_zero_n) {
+    .reg .b32 %r<7>;
+    .shared .align 4 .b8 s3[1024];
+    ld.param.u32 %r1, [scaled_zero_n];
+    mov.u32 %r2, %tid.x;
+    div.u32 %r3, %r2, 1024;
+    mul.lo.s32 %r6, %r3, %r1;
+    shl.b32 %r4, %r6, 2;
+    mov.u32 %r5, s3;
     add.s32 %r5, %r5, %r4;
     st.shared.u32 [%r5], %r2;
     ret;
@@ -56,6 +69,9 @@ fn a_race_found_with_a_sample_names_it() {
     assert_eq!((a.name.as_str(), a.kind, a.sample, a.alignment), ("by_param_n", Assumed::Parameter, 1024, false));
     // the same race for every value: nothing assumed
     assert!(by_kernel("always").assumes.is_empty(), "{:#?}", by_kernel("always").assumes);
+    // `s[(t / 1024) * n]`: evaluated with n's sample, but every thread of the block writes
+    // element 0 whatever n is: the witness is settled at other values and rests on nothing
+    assert!(by_kernel("scaled_zero").assumes.is_empty(), "{:#?}", by_kernel("scaled_zero").assumes);
 }
 
 /// `x[t * n]` (n unknown: its lane stride is taken as large) against

@@ -56,6 +56,13 @@ impl Leaves {
         Leaves(Some(Rc::new(vec![v])))
     }
 
+    /// These leaves.
+    pub fn of(mut vs: Vec<ValueId>) -> Leaves {
+        vs.sort_unstable();
+        vs.dedup();
+        Leaves((!vs.is_empty()).then(|| Rc::new(vs)))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_none()
     }
@@ -105,6 +112,8 @@ pub struct Evaluator<'f, 'a> {
     pub d: &'f Divergence,
     /// Block dimensions (`%ntid`).
     pub ntid: [i64; 3],
+    /// Grid dimensions (`%nctaid`), when the launch is known.
+    pub nctaid: Option<[u32; 3]>,
     lanes: &'f [Lane],
     /// Values of uniform leaves, with the sampled leaves each rests on
     /// (itself for a sample; a loop counter's value at an iteration rests
@@ -143,6 +152,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             f,
             d,
             ntid: ntid.map(|x| x as i64),
+            nctaid: None,
             lanes,
             leaves: HashMap::new(),
             cache: RefCell::new(Default::default()),
@@ -349,7 +359,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.lanes
             .iter()
             .map(|l| {
-                let pos = ThreadPos { tid: l.tid.map(|x| x as u32), ntid, lane: l.lane as u32, ..ThreadPos::default() };
+                let pos =
+                    ThreadPos { tid: l.tid.map(|x| x as u32), ntid, nctaid: self.nctaid, lane: l.lane as u32, ..ThreadPos::default() };
                 scalar::special_value(s, &pos).map(|x| x as i64)
             })
             .collect::<Option<Vec<i64>>>()

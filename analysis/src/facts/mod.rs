@@ -280,7 +280,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .filter(|&i| (f.insts[i].is_block_barrier() || barrier_call(i)) && f.cfg.reachable(f.cfg.block_of(i)))
             .map(|inst| BarrierFact { inst, divergence: barrier_divergence(f, d, &branches, inst, barrier_call(inst)), skipping: None })
             .collect();
-        let evals = Evals::new(f, d, shape);
+        let evals = Evals::new(f, d, shape).with_grid(grid);
         let mut lanes = Lanes::new(&evals, &branches);
         // lanes that never reach a branch (returned, or outside an outer guard) do not split it
         let recount: Vec<Option<(usize, bool)>> = branches

@@ -317,6 +317,8 @@ pub struct Evals<'f, 'a> {
     /// While [`Evals::recorded`] runs: the sampled leaves of the values
     /// evaluated so far.
     recording: RefCell<Option<Leaves>>,
+    /// The grid's dimensions (`%nctaid`), when the launch is known.
+    grid: Option<[u32; 3]>,
 }
 
 /// Uniform values given a sample, with the value given (the first, when
@@ -333,7 +335,15 @@ impl<'f, 'a> Evals<'f, 'a> {
             pointers: OnceCell::new(),
             sampled: RefCell::new(Sampled::new()),
             recording: RefCell::new(None),
+            grid: None,
         }
+    }
+
+    /// The evaluators of a kernel whose grid is known: `%nctaid` is its
+    /// dimensions, not a sample.
+    pub fn with_grid(mut self, grid: Option<[u32; 3]>) -> Self {
+        self.grid = grid;
+        self
     }
 
     /// Run `work`, and say which sampled leaves the values it evaluated
@@ -362,6 +372,11 @@ impl<'f, 'a> Evals<'f, 'a> {
         self.sampled.borrow().clone()
     }
 
+    /// The sample given to `v`, if it was given one.
+    pub fn sampled_value(&self, v: ValueId) -> Option<i64> {
+        self.sampled.borrow().get(&v).copied()
+    }
+
     /// Values of `v` (one per thread of the query), `None` when they depend
     /// on data or on a uniform value the query gives up on.
     pub fn eval(&self, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
@@ -375,6 +390,7 @@ impl<'f, 'a> Evals<'f, 'a> {
         let ev = pool.entry(q).or_insert_with(|| {
             let lanes = if q.first_thread_only { &shape.lanes()[..1] } else { shape.lanes() };
             let mut ev = Evaluator::new(f, d, shape.block, lanes);
+            ev.nctaid = self.grid;
             ev.first_iteration = q.iteration == 0;
             ev.iteration = (q.iteration > 0).then_some(q.iteration);
             ev

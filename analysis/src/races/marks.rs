@@ -1,16 +1,18 @@
 //! Marks on the races found, judged from the function around them: the
 //! benign ones (two plain stores of the same uniform value, no racing
 //! read), those that come from threads skipping a divergent barrier
-//! (reported with that barrier), and those that meet one iteration apart.
+//! (reported with that barrier), those that meet one iteration apart, and
+//! the samples a witness really rests on (`settle`).
 //!
 //! Owns: these marks. Does not own: finding the races (`super`), or which
 //! barriers are divergent (the facts layer says, `SkippedBarrier`).
 
 use super::Race;
+use crate::divergence::eval::Leaves;
 use crate::divergence::Divergence;
 use crate::ir::dataflow::BitSet;
 use crate::ir::{BlockId, FunctionIr, InstId};
-use crate::memory::Access;
+use crate::memory::{Access, Evals, Query};
 
 /// A barrier that part of the block skips: the block ending in the
 /// thread-dependent branch that decides it, and the successors of that
@@ -105,4 +107,45 @@ pub(super) fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], 
         };
         r.benign = same && a.width == b.width && !read_races.contains(&r.first) && !read_races.contains(&r.second);
     }
+}
+
+/// The samples a race's witness rests on, settled: its two threads'
+/// addresses are evaluated again with each sampled leaf at other values
+/// (the sample + 1 and + 2, and small values, 1 and 3); a leaf at whose
+/// every other value the two threads still touch the same bytes is not
+/// what the race rests on, and is dropped from `Race::rests_on`. A race
+/// whose witness does not reproduce at its own sample (an iteration or a
+/// callee's offsets this check does not follow) keeps its leaves.
+pub(super) fn settle(evals: &Evals<'_, '_>, accesses: &[Access], own: usize, r: &mut Race) {
+    if r.rests_on.is_empty() || r.first >= own || r.second >= own {
+        return;
+    }
+    let (a, b) = (&accesses[r.first], &accesses[r.second]);
+    let (Some(va), Some(vb)) = (a.addr_value, b.addr_value) else { return };
+    let it = r.iteration.map_or(0, |x| x.0);
+    let mut other = [0i64; 3];
+    if let Some(dim) = r.between_blocks {
+        other[dim as usize % 3] = r.block_apart as i64;
+    }
+    let (t1, t2) = r.threads;
+    // do the witness threads touch the same bytes, with `pin` given?
+    let overlap = |pin: Option<(crate::ir::ValueId, i64)>| -> Option<bool> {
+        let qa = Query { pin, ..Query::block(it) };
+        let qb = Query { ctaid: other, ..qa };
+        let x = evals.eval(va, qa)?.get(t1)? + a.offset;
+        let y = evals.eval(vb, qb)?.get(t2)? + b.offset;
+        Some(x < y + b.width as i64 && y < x + a.width as i64)
+    };
+    if overlap(None) != Some(true) {
+        return;
+    }
+    let kept: Vec<crate::ir::ValueId> = r
+        .rests_on
+        .iter()
+        .filter(|v| {
+            let Some(sample) = evals.sampled_value(*v) else { return true };
+            ![sample + 1, sample + 2, 1, 3].iter().all(|&x| overlap(Some((*v, x))) == Some(true))
+        })
+        .collect();
+    r.rests_on = Leaves::of(kept);
 }

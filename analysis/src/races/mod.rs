@@ -355,6 +355,9 @@ pub fn find(
     marks::attribute_to_barriers(f, skipped, &sites, barrier_call, &mut races);
     marks::mark_benign(f, evals.d, own, &mut races, None);
     marks::mark_next_iteration(f, &sites, barrier_call, &mut races);
+    for r in races.iter_mut() {
+        marks::settle(evals, &sites, own.len(), r);
+    }
     races
 }
 
@@ -508,6 +511,9 @@ fn pairs_racing(
 pub fn find_grid(evals: &Evals<'_, '_>, g: &GridCheck<'_>, active: BlockLanes<'_>) -> Vec<Race> {
     let mut found = grid_pairs(evals, g, active);
     marks::mark_benign(evals.f, evals.d, g.accesses, &mut found, Some(g.by_block));
+    for r in found.iter_mut() {
+        marks::settle(evals, g.accesses, g.accesses.len(), r);
+    }
     found
 }
 
