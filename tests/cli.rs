@@ -22,6 +22,7 @@ fn help_explains_every_flag() {
         "-D <LINT>",
         "-F <LINT>",
         "--coalescing-threshold",
+        "--assume <NAME=VALUE>",
         "--all-accesses",
         "--color",
         "sarif",
@@ -108,6 +109,42 @@ fn allow_comments_in_a_ptx_files_sources_apply() {
     std::fs::write(&cu, body(" // gpucheck: allow(barrier_divergence, shared_bank_conflict)")).unwrap();
     let err = String::from_utf8_lossy(&gpucheck(&["ptx", "k.ptx"], &dir).stderr).to_string();
     assert!(err.contains("unused_gpucheck_allow") && err.contains("shared_bank_conflict"), "{err}");
+}
+
+#[test]
+fn a_race_that_needs_a_sampled_value_is_a_warning_until_declared() {
+    // `s[t / n] = t` behind `if (n < 1024)`: every thread writes element 0 for n ≥ 256, no two for n = 1
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-declared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("k.ptx"),
+        ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 k_n) {\n  .reg .pred %p<2>; .reg .b32 %r<6>;\n  .shared .align 4 .b8 s[1024];\n  ld.param.u32 %r1, [k_n];\n  setp.ge.u32 %p1, %r1, 1024;\n  @%p1 bra $D;\n  mov.u32 %r2, %tid.x;\n  div.u32 %r3, %r2, %r1;\n  shl.b32 %r4, %r3, 2;\n  mov.u32 %r5, s;\n  add.s32 %r5, %r5, %r4;\n  st.shared.u32 [%r5], %r2;\n$D:\n  ret;\n}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["ptx", "k.ptx", "--block", "256"];
+        args.extend(extra);
+        let out = gpucheck(&args, &dir);
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    // sampled: a warning that says what it needs, what the kernel tests, and how to decide it
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("warning: write-after-write data race on shared memory"), "{err}");
+    assert!(err.contains("found with `k_n` = 1024 (a parameter)") && err.contains("the kernel tests `k_n < 1024`"), "{err}");
+    assert!(err.contains("help: declare the value the kernel is launched with to decide it: `--assume k_n=VALUE`"), "{err}");
+    // declared: no race for n = 1, an error for n = 512 (by name or by index)
+    let (code, err) = run(&["--assume", "k_n=1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("data race"), "{err}");
+    for declared in ["k_n=512", "0=512"] {
+        let (code, err) = run(&["--assume", declared]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("error: write-after-write data race on shared memory") && !err.contains("found with"), "{err}");
+    }
+    let (code, err) = run(&["--assume", "k_n=many"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`many` in `k_n=many` is not an integer"), "{err}");
 }
 
 #[test]

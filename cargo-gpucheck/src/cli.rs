@@ -230,6 +230,9 @@ pub struct OutputArgs {
     /// Grid shape for every kernel, e.g. `4096` or `64,64,1` (wins over Cargo.toml metadata): the launch `confirm` runs, and the grid `grid_memory_race` checks (without one: two blocks or more along each dimension a kernel reads blockIdx in).
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid, global = true)]
     pub grid: Option<[u32; 3]>,
+    /// A value the kernels are launched with for a scalar parameter, by Rust or PTX parameter name or index (`n=1000`; repeatable; for every kernel that has such a parameter, and wins over `assume` in Cargo.toml): the analysis takes it as the launch's instead of sampling it, so findings that needed a sample hold (or vanish) for it.
+    #[arg(long = "assume", value_name = "NAME=VALUE", value_parser = parse_assume, global = true, action = clap::ArgAction::Append)]
+    pub assume: Vec<(String, i64)>,
     /// Output format: rustc-style text, cargo's JSON messages (one per line) for editors, or SARIF 2.1.0 for code-scanning UIs.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human, value_name = "FMT", global = true)]
     pub message_format: MessageFormat,
@@ -249,6 +252,16 @@ pub enum ColorChoice {
     Auto,
     Always,
     Never,
+}
+
+/// `NAME=VALUE` with an integer value.
+fn parse_assume(s: &str) -> Result<(String, i64), String> {
+    let (name, value) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE such as `n=1000`, found `{s}`"))?;
+    let v = value.trim().parse::<i64>().map_err(|_| format!("`{}` in `{s}` is not an integer", value.trim()))?;
+    if name.trim().is_empty() {
+        return Err(format!("expected NAME=VALUE such as `n=1000`, found `{s}`"));
+    }
+    Ok((name.trim().to_string(), v))
 }
 
 fn parse_threshold(s: &str) -> Result<f64, String> {

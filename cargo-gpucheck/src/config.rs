@@ -1,5 +1,6 @@
 //! The `[package.metadata.gpucheck]` table of a kernel package: its keys
-//! (`block`, `grid`, `args`, `kernels.NAME.{block, grid, args}`, `lints`),
+//! (`block`, `grid`, `args`, `assume`, `kernels.NAME.{block, grid, args,
+//! assume}`, `lints`),
 //! the types of their values, and the checks cargo's own `[lints]` makes:
 //! a value of the wrong type is an error naming the file and the key, an
 //! unknown key is a warning naming the closest known one, a kernel table
@@ -11,8 +12,20 @@
 use gpucheck_analysis::lints::registry::closest_among;
 use serde_json::Value;
 
-const PACKAGE_KEYS: &[&str] = &["block", "grid", "args", "kernels", "lints"];
-const KERNEL_KEYS: &[&str] = &["block", "grid", "args"];
+const PACKAGE_KEYS: &[&str] = &["block", "grid", "args", "assume", "kernels", "lints"];
+const KERNEL_KEYS: &[&str] = &["block", "grid", "args", "assume"];
+
+/// `assume = { n = 1000, … }`: the values a kernel is launched with for its
+/// scalar parameters (by Rust or PTX name, or index), integers.
+pub fn assume(v: &Value) -> Result<Vec<(String, i64)>, String> {
+    let obj = v.as_object().ok_or_else(|| format!("expected a table such as `assume = {{ n = 1000 }}`, found `{v}`"))?;
+    obj.iter()
+        .map(|(k, x)| {
+            let n = x.as_i64().or_else(|| x.as_str().and_then(|s| s.trim().parse().ok()));
+            n.map(|n| (k.clone(), n)).ok_or_else(|| format!("`{k} = {x}` in `assume`: expected an integer"))
+        })
+        .collect()
+}
 
 /// `[x, y, z]`, `[x, y]`, `[x]` or `x`: 1 to 3 positive integers.
 pub fn dims(v: &Value, what: &str) -> Result<[u32; 3], String> {
@@ -68,6 +81,9 @@ pub fn validate(gm: &Value, manifest: &str) -> Result<Vec<String>, String> {
             if !a.is_object() {
                 return Err(format!("`args = {a}` in {}: expected a table such as `{{ x = \"f32[1024]\", n = \"1024\" }}`", at(table)));
             }
+        }
+        if let Some(a) = t.get("assume") {
+            assume(a).map_err(|e| format!("{e} in {}", at(table)))?;
         }
         Ok(())
     };
@@ -145,6 +161,10 @@ mod tests {
             .unwrap_err()
             .contains("`1.5` in `block` is not a positive integer"));
         assert!(validate(&json!({"args": "x"}), "Cargo.toml").unwrap_err().contains("`args = \"x\"`"));
+        assert_eq!(assume(&json!({"n": 1000, "c": "768"})), Ok(vec![("c".to_string(), 768), ("n".to_string(), 1000)]));
+        assert!(validate(&json!({"kernels": {"k": {"assume": {"n": "many"}}}}), "Cargo.toml")
+            .unwrap_err()
+            .contains("`n = \"many\"` in `assume`: expected an integer in `[package.metadata.gpucheck.kernels.k]`"));
         let names = vec!["saxpy".to_string(), "transpose".to_string()];
         let u = unknown_kernels(Some(&json!({"kernels": {"saxpy": {}, "saxyp": {}}})), "Cargo.toml", &names);
         assert_eq!(u, ["`[package.metadata.gpucheck.kernels.saxyp]` in Cargo.toml names no kernel of the package; did you mean `saxpy`?"]);

@@ -289,10 +289,29 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             })
             .collect();
         index.entry(key).or_default().push(out.len());
-        let level = levels.level(f.lint);
-        let notes = f.notes.iter().map(|n| (n.kind.clone(), render_note(n, paths, hint))).collect();
+        let (level, level_note) = levels.of_finding(&f);
+        let mut notes: Vec<(NoteKind, String)> = f.notes.iter().map(|n| (n.kind.clone(), render_note(n, paths, hint))).collect();
+        if f.lint.group == gpucheck_analysis::lints::Group::Correctness && f.conditional() {
+            notes.push((NoteKind::Note, condition_note(&f.assumes)));
+            let names: Vec<String> = f
+                .assumes
+                .iter()
+                .filter(|a| !a.alignment && a.kind == gpucheck_analysis::facts::Assumed::Parameter)
+                .map(|a| a.name.clone())
+                .collect();
+            if let Some(first) = names.first() {
+                let how = match hint {
+                    ShapeHint::Cargo => format!(
+                        "`assume = {{ {first} = … }}` under `[package.metadata.gpucheck.kernels.{}]` (or `--assume {first}=VALUE`)",
+                        f.kernel
+                    ),
+                    ShapeHint::Cli => format!("`--assume {first}=VALUE`"),
+                };
+                notes.push((NoteKind::Help, format!("declare the value the kernel is launched with to decide it: {how}")));
+            }
+        }
         out.push(Diagnostic {
-            level_note: levels.note(f.lint),
+            level_note,
             finding: f,
             level,
             file,
@@ -370,6 +389,32 @@ fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         assume_also(&mut into.finding, &d.finding.assumes);
     }
     out
+}
+
+/// What a correctness finding needs of values the kernel does not fix: the
+/// values the check gave them, and what the kernel tests of them there.
+pub fn condition_note(assumes: &[gpucheck_analysis::facts::Assumption]) -> String {
+    use gpucheck_analysis::facts::Assumed;
+    let mut parts = Vec::new();
+    let mut known: Vec<&str> = Vec::new();
+    for a in assumes.iter().filter(|a| !a.alignment) {
+        let line = a.ptx_line.map(|l| format!(", PTX line {l}")).unwrap_or_default();
+        parts.push(match a.kind {
+            Assumed::Parameter => format!("`{}` = {} (a parameter)", a.name, a.sample),
+            Assumed::Loaded => format!("`{}` = {} (a value loaded from memory{line})", a.name, a.sample),
+            Assumed::Counter => format!("`{}` = {} (a loop counter{line})", a.name, a.sample),
+            Assumed::Grid => format!("`{}` = {} (no grid given)", a.name, a.sample),
+            Assumed::Value => format!("`{}` = {} (a value not known statically{line})", a.name, a.sample),
+            Assumed::Stride => format!("a lane stride in `{}` taken as {} bytes", a.name, a.sample),
+        });
+        for k in &a.known {
+            if !known.contains(&k.as_str()) {
+                known.push(k);
+            }
+        }
+    }
+    let tested = if known.is_empty() { String::new() } else { format!("; the kernel tests `{}` on the way", known.join("`, `")) };
+    format!("found with {}, values the kernel does not fix{tested}: with others it may not happen", parts.join(", "))
 }
 
 /// Add the assumptions `more` a folded finding rests on to `f`'s, each once.

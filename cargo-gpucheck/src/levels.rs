@@ -10,7 +10,8 @@
 //! findings exist or where comments suppress them (`suppress`).
 
 use gpucheck_analysis::lints::registry::{closest, expand};
-use gpucheck_analysis::{Level, Lint, LINTS};
+use gpucheck_analysis::lints::Group;
+use gpucheck_analysis::{Finding, Level, Lint, LINTS};
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,6 +130,28 @@ impl Levels {
         }
     }
 
+    /// A finding's level and the note saying where it came from: its lint's,
+    /// but a correctness finding that needs values the check gave unknowns
+    /// (`Finding::conditional`: it names them) is a warning while its lint
+    /// is at its default deny — an error is one that happens for every
+    /// launch; `-D` on the lint (or `-D warnings`) makes it one.
+    pub fn of_finding(&self, f: &Finding) -> (Level, String) {
+        let defaulted = matches!(self.map.get(f.lint.name), None | Some((_, Source::Default)));
+        if defaulted && f.lint.default == Level::Deny && f.lint.group == Group::Correctness && f.conditional() {
+            let note = format!(
+                "`#[deny(gpucheck::{})]` on by default, but this finding needs the values named above: a warning until they hold for the launch (`-D gpucheck::{}` makes it an error)",
+                f.lint.name, f.lint.name
+            );
+            return match &self.all_warnings {
+                Some((promoted, from)) if *promoted != Level::Warn => {
+                    (*promoted, format!("{note}, and this warning is {} by {}", promoted.as_str(), warnings_source(from)))
+                }
+                _ => (Level::Warn, note),
+            };
+        }
+        (self.level(f.lint), self.note(f.lint))
+    }
+
     /// rustc-style note saying where the level came from.
     pub fn note(&self, lint: &'static Lint) -> String {
         let (level, src) = self.map.get(lint.name).map(|(l, s)| (*l, s)).unwrap_or((lint.default, &Source::Default));
@@ -212,6 +235,45 @@ mod tests {
         assert_eq!(l.note(&DIVERGENT_BRANCH), "`-W gpucheck::divergent_branch` implied by `-W gpucheck::perf`");
         assert_eq!(l.level(&BARRIER_DIVERGENCE), Level::Deny);
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    }
+
+    #[test]
+    fn a_finding_that_needs_sampled_values_is_a_warning_until_denied() {
+        use gpucheck_analysis::facts::{Assumed, Assumption};
+        use gpucheck_analysis::lints::SHARED_MEMORY_RACE;
+        let finding = |alignment: bool| Finding {
+            lint: &SHARED_MEMORY_RACE,
+            kernel: "k".into(),
+            ptx_line: 1,
+            ptx_col: 1,
+            span: None,
+            label: String::new(),
+            message: String::new(),
+            secondary: vec![],
+            notes: vec![],
+            metrics: vec![],
+            access: true,
+            assumes: vec![Assumption {
+                name: "n".into(),
+                kind: Assumed::Parameter,
+                ptx_line: None,
+                sample: 1024,
+                alignment,
+                known: vec![],
+            }],
+        };
+        let mut l = Levels::default();
+        // a sample the witness needs: a warning; one that decides the alignment only: still an error
+        let (level, note) = l.of_finding(&finding(false));
+        assert_eq!(level, Level::Warn);
+        assert!(note.contains("needs the values named above"), "{note}");
+        assert_eq!(l.of_finding(&finding(true)).0, Level::Deny);
+        // asked for on the command line: an error again
+        l.apply_flags(&[('D', "shared_memory_race".into())]);
+        assert_eq!(l.of_finding(&finding(false)).0, Level::Deny);
+        let mut w = Levels::default();
+        w.apply_flags(&[('D', "warnings".into())]);
+        assert_eq!(w.of_finding(&finding(false)).0, Level::Deny);
     }
 
     #[test]

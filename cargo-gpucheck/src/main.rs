@@ -159,6 +159,7 @@ fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
         message_format: if inner.message_format != MessageFormat::Human { inner.message_format } else { outer.message_format },
         color: if inner.color != ColorChoice::Auto { inner.color } else { outer.color },
         coalescing_threshold: if inner.coalescing_threshold != 2.0 { inner.coalescing_threshold } else { outer.coalescing_threshold },
+        assume: outer.assume.iter().chain(&inner.assume).cloned().collect(),
         all_accesses: inner.all_accesses || outer.all_accesses,
         ..Default::default()
     }
@@ -458,6 +459,16 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         kernel_grids: k.kernel_grids.clone(),
         package_grid: k.grid,
         coalescing_threshold: Some(o.coalescing_threshold),
+        // the command line's declared values win over the tables'
+        values: k.values.iter().map(|(n, v)| (n.clone(), *v)).chain(o.assume.iter().cloned()).collect(),
+        kernel_values: k
+            .kernel_values
+            .iter()
+            .map(|(kn, vs)| {
+                (kn.clone(), vs.iter().filter(|(n, _)| !o.assume.iter().any(|(a, _)| a == *n)).map(|(n, v)| (n.clone(), *v)).collect())
+            })
+            .collect(),
+        source_names: if u.kind == build::UnitKind::PtxFile { Default::default() } else { confirm::launch::rust_kernel_params(&k.root) },
     };
     let is_local = |f: &str| k.is_local(f);
     let started = std::time::Instant::now();

@@ -143,6 +143,23 @@ impl Bound {
         }
         Bound { values, active: Some(args.active.clone()) }
     }
+
+    /// The values the user declares for a kernel's scalar parameters
+    /// (`declared(k, name)`: by index and PTX name), bound as constants:
+    /// every analysis takes them as the kernel's, none samples them. Not a
+    /// call context (`active` stays `None`).
+    pub fn declared(f: &FunctionIr<'_>, declared: &dyn Fn(usize, &str) -> Option<i64>) -> Bound {
+        let mut values = HashMap::new();
+        for (v, def) in f.ssa.values.iter_enumerated() {
+            let ValueDef::Inst { inst, .. } = *def else { continue };
+            let Some((p, 0)) = f.insts[inst].param_read() else { continue };
+            let Some(k) = f.func.params.iter().position(|x| x.name == p) else { continue };
+            if let Some(x) = declared(k, p) {
+                values.insert(v, ArgValue { abs: AbsVal::konst(x), lanes: None, space: crate::ir::space::Fact::UNKNOWN });
+            }
+        }
+        Bound { values, active: None }
+    }
 }
 
 /// A block ending in a thread-dependent branch (or guarded `ret`/`exit`).
@@ -417,7 +434,12 @@ impl Divergence {
     /// The analysis of a device function in one call context (`None`: for
     /// every caller at once, its parameters uniform unknowns).
     pub fn analyze_in(f: &FunctionIr<'_>, sums: &Summaries<'_>, args: Option<&CallArgs>) -> Divergence {
-        let call = args.map(|a| Bound::new(f, a)).unwrap_or_default();
+        Divergence::analyze_bound(f, sums, args.map(|a| Bound::new(f, a)).unwrap_or_default())
+    }
+
+    /// The analysis with parameters bound (a call context's arguments, or
+    /// the values declared for a kernel).
+    pub fn analyze_bound(f: &FunctionIr<'_>, sums: &Summaries<'_>, call: Bound) -> Divergence {
         let (nv, nb, nl) = (f.ssa.values.len(), f.cfg.len(), f.cfg.loops.len());
         let def_block: IdVec<ValueId, Option<BlockId>> = f
             .ssa

@@ -45,6 +45,29 @@ pub struct Options {
     /// `predicted / ideal` sectors from which a global access is reported
     /// (`--coalescing-threshold`; 2.0 when unset).
     pub coalescing_threshold: Option<f64>,
+    /// Values declared for kernels' scalar parameters, by PTX parameter
+    /// name or index: `--assume` and `[package.metadata.gpucheck] assume`
+    /// for every kernel, then `[package.metadata.gpucheck.kernels.NAME]
+    /// assume` (by kernel name, as in the PTX or demangled). The analysis
+    /// takes them as the launch's values instead of sampling.
+    pub values: HashMap<String, i64>,
+    pub kernel_values: HashMap<String, HashMap<String, i64>>,
+    /// The source's names of each kernel's parameters, by index (a Rust
+    /// kernel's), so that declared values may name them.
+    pub source_names: HashMap<String, Vec<String>>,
+}
+
+impl Options {
+    /// The value declared for parameter `k` (named `name` in the PTX) of
+    /// kernel `f`, if any: by its PTX name, its index, or its source name.
+    pub fn declared(&self, f: &ptx::Function<'_>, k: usize, name: &str) -> Option<i64> {
+        let demangled = demangle(f.name);
+        let names = [f.name, demangled.as_str()];
+        let index = k.to_string();
+        let source = names.iter().find_map(|n| self.source_names.get(*n)).and_then(|ps| ps.get(k));
+        let find = |m: &HashMap<String, i64>| m.get(name).or_else(|| m.get(&index)).or_else(|| source.and_then(|s| m.get(s))).copied();
+        names.iter().find_map(|n| self.kernel_values.get(*n)).and_then(find).or_else(|| find(&self.values))
+    }
 }
 
 /// The block shape used for function `f`: `--block`, then the kernel's
@@ -207,7 +230,14 @@ fn check_function(
     cx: Option<&Context>,
     imports: &mut dyn FnMut(&Shape, &[Call]) -> Imports,
 ) -> FunctionReport {
-    let d = divergence::Divergence::analyze_in(f, m.sums, cx.map(|c| &c.args));
+    let d = match cx {
+        Some(c) => divergence::Divergence::analyze_in(f, m.sums, Some(&c.args)),
+        None if f.func.is_entry => {
+            let bound = divergence::Bound::declared(f, &|k, name| m.opts.declared(f.func, k, name));
+            divergence::Divergence::analyze_bound(f, m.sums, bound)
+        }
+        None => divergence::Divergence::analyze_in(f, m.sums, None),
+    };
     let shape = match cx {
         Some(c) => c.shape.clone(),
         None => shape_for(f, m.opts),

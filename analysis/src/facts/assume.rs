@@ -221,6 +221,42 @@ pub fn of_samples(f: &FunctionIr<'_>, d: &Divergence, witness: &[(ValueId, i64)]
     witness.iter().map(|&(v, x)| Assumption { known: known(f, d, v, at), ..named(f, v, x) }).collect()
 }
 
+/// Is `v` a block index, or a loop counter whose start and step the kernel
+/// fixes (constants, the block shape, declared values, other such
+/// counters)? Its sampled values are then the block or the iteration a
+/// fact is for, not guesses.
+pub fn iteration_or_block(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> bool {
+    use crate::ir::inst::Special;
+    if matches!(f.ssa.special(v), Some(Special::Ctaid(_))) {
+        return true;
+    }
+    let Some(ind) = f.loops.induction(v).filter(|i| i.invariant) else { return false };
+    let mut walk = crate::ir::values::Walk::new(ind.init);
+    if let crate::ir::loops::Step::Value(s) = ind.step {
+        walk.push(s);
+    }
+    while let Some(x) = walk.next_value() {
+        if d.vals[x].const_value().is_some() {
+            continue;
+        }
+        match f.ssa.values[x] {
+            ValueDef::Entry(_) if matches!(f.ssa.special(x), Some(Special::Ntid(_))) => {}
+            ValueDef::Inst { inst, .. } if f.insts[inst].param_read().is_none() && f.insts[inst].access().is_none() => {
+                walk.extend(f.ssa.uses(inst).iter().copied())
+            }
+            ValueDef::Phi(_) if f.loops.induction(x).is_some() => {
+                let i = f.loops.induction(x).expect("a counter");
+                walk.extend(i.init);
+                if let crate::ir::loops::Step::Value(s) = i.step {
+                    walk.push(s);
+                }
+            }
+            _ => return false,
+        }
+    }
+    !walk.cut()
+}
+
 /// The unknown values a prediction's lane strides were taken as large for.
 pub fn of_strides(f: &FunctionIr<'_>, strides: &[(StrideSymbol, i64)]) -> Vec<Assumption> {
     strides

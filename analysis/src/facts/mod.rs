@@ -400,12 +400,15 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         assume::of_leaves(self.f, self.d, &r.rests_on, &self.sampled, &solved, &at)
     }
 
-    /// What a branch's split count rests on: the values it was found with.
+    /// What a branch's split count rests on: the values it was found with,
+    /// but a block index (the count is for that block) and a loop
+    /// counter's value from a start and step the kernel fixes (the count
+    /// is for that iteration: a value the counter takes, not a guess).
     pub fn branch_assumes(&self, b: &BranchFact) -> Vec<Assumption> {
-        match &b.split {
-            Split::Exact { witness, .. } => assume::of_samples(self.f, self.d, witness, b.br.inst),
-            _ => Vec::new(),
-        }
+        let Split::Exact { witness, .. } = &b.split else { return Vec::new() };
+        let guessed: Vec<(crate::ir::ValueId, i64)> =
+            witness.iter().copied().filter(|&(v, _)| !assume::iteration_or_block(self.f, self.d, v)).collect();
+        assume::of_samples(self.f, self.d, &guessed, b.br.inst)
     }
 
     /// The access a race's `first` or `second` names: one of `accesses`,

@@ -166,6 +166,13 @@ impl Finding {
     pub fn metric(&self, name: &str) -> Option<&Metric> {
         self.metrics.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
     }
+
+    /// The finding holds for the values the check gave some unknowns, not
+    /// for every value the kernel allows (alignment aside: the misaligned
+    /// variant covers that).
+    pub fn conditional(&self) -> bool {
+        self.assumes.iter().any(|a| !a.alignment)
+    }
 }
 
 /// What a pass reads for one function: its facts, and where its

@@ -42,6 +42,11 @@ pub struct KernelCrate {
     /// (launches for `confirm`, and the grid races between blocks are checked in).
     pub grid: Option<[u32; 3]>,
     pub kernel_grids: HashMap<String, [u32; 3]>,
+    /// `assume` of `[package.metadata.gpucheck]` and of its kernels' tables:
+    /// the values declared for scalar parameters (by Rust or PTX name, or
+    /// index).
+    pub values: HashMap<String, i64>,
+    pub kernel_values: HashMap<String, HashMap<String, i64>>,
     /// `[package.metadata.gpucheck.lints]`
     pub lints: Option<serde_json::Value>,
     /// The whole `[package.metadata.gpucheck]` table (launch specifications for `confirm`).
@@ -186,6 +191,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             gm.map(|g| crate::config::validate(g, &manifest)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
         let (block, kernel_blocks) = launch_blocks(gm, &manifest, "block")?;
         let (grid, kernel_grids) = launch_blocks(gm, &manifest, "grid")?;
+        let (values, kernel_values) = launch_values(gm, &manifest)?;
         let manifest_path: PathBuf = p.manifest_path.clone().into();
         let root = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
         kernels.push(KernelCrate {
@@ -201,6 +207,8 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             kernel_blocks,
             grid,
             kernel_grids,
+            values,
+            kernel_values,
             lints: gm.and_then(|g| g.get("lints")).cloned(),
             meta: gm.cloned(),
             config_warnings,
@@ -239,6 +247,30 @@ pub fn launch_blocks(gm: Option<&serde_json::Value>, manifest: &str, key: &str) 
     Ok((block, kernel_blocks))
 }
 
+/// The package's `assume` values and the kernels' own, from its
+/// `[package.metadata.gpucheck]` table.
+pub fn launch_values(gm: Option<&serde_json::Value>, manifest: &str) -> Result<KernelValues> {
+    let read = |v: &serde_json::Value, table: &str| -> Result<HashMap<String, i64>> {
+        Ok(crate::config::assume(v).map_err(|e| anyhow::anyhow!("{e} in `[{table}]` of {manifest}"))?.into_iter().collect())
+    };
+    let values = match gm.and_then(|g| g.get("assume")) {
+        Some(v) => read(v, "package.metadata.gpucheck")?,
+        None => HashMap::new(),
+    };
+    let mut kernel_values = HashMap::new();
+    if let Some(ks) = gm.and_then(|g| g.get("kernels")).and_then(|k| k.as_object()) {
+        for (name, k) in ks {
+            if let Some(v) = k.get("assume") {
+                kernel_values.insert(name.clone(), read(v, &format!("package.metadata.gpucheck.kernels.{name}"))?);
+            }
+        }
+    }
+    Ok((values, kernel_values))
+}
+
+/// Declared values: the package's, and each kernel's.
+pub type KernelValues = (HashMap<String, i64>, HashMap<String, HashMap<String, i64>>);
+
 /// A PTX file as a unit to run without building: its launch settings from
 /// the `[package.metadata.gpucheck]` table of `manifest` (read directly,
 /// without cargo) when given, its sources local when under the manifest's
@@ -266,6 +298,7 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         meta.as_ref().map(|g| crate::config::validate(g, &shown)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
     let (block, kernel_blocks) = launch_blocks(meta.as_ref(), &shown, "block")?;
     let (grid, kernel_grids) = launch_blocks(meta.as_ref(), &shown, "grid")?;
+    let (values, kernel_values) = launch_values(meta.as_ref(), &shown)?;
     let root = std::path::absolute(&manifest_path)?.parent().map(Path::to_path_buf).unwrap_or_default();
     let krate = KernelCrate {
         name: name.clone(),
@@ -280,6 +313,8 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         kernel_blocks,
         grid,
         kernel_grids,
+        values,
+        kernel_values,
         lints: meta.as_ref().and_then(|g| g.get("lints")).cloned(),
         any_source_is_local: manifest.is_none(),
         meta,

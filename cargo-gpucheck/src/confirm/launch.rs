@@ -12,7 +12,7 @@
 use gpucheck_analysis::interp::{Arg, Global};
 use gpucheck_analysis::ir::inst::Ty;
 use gpucheck_analysis::ptx;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// Element type of a generated buffer.
@@ -187,6 +187,25 @@ pub struct Field {
     pub ty: String,
     pub offset: usize,
     pub size: usize,
+}
+
+/// The parameter names of every Rust kernel (`extern "ptx-kernel" fn NAME(…)`)
+/// in the `.rs` files under `root/src`, in order.
+pub fn rust_kernel_params(root: &Path) -> HashMap<String, Vec<String>> {
+    let mut out = HashMap::new();
+    for text in sources(root) {
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("\"ptx-kernel\"") {
+            rest = &rest[i + "\"ptx-kernel\"".len()..];
+            let Some(after) = rest.trim_start().strip_prefix("fn ") else { continue };
+            let name: String = after.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let Some(open) = after.find('(') else { continue };
+            if let Some(list) = enclosed(&after[open + 1..], '(', ')') {
+                out.insert(name, typed_items(list).into_iter().map(|(n, _)| n.trim_start_matches("mut ").to_string()).collect());
+            }
+        }
+    }
+    out
 }
 
 /// The `.rs` files under `root/src`.
