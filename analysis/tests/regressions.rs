@@ -191,3 +191,43 @@ fn a_join_of_one_uniform_value_is_uniform() {
     let barrier: Vec<&Finding> = fs.iter().filter(|f| f.lint.name == "barrier_divergence").collect();
     assert!(barrier.is_empty(), "{barrier:#?}");
 }
+
+/// A struct copied to the thread's stack, its field's address an `or` of
+/// the stack pointer (`or.b64 %rd, %SP, 8`: an offset into an aligned
+/// frame): the stores are local, no race, whatever every thread writes;
+/// the same stores through a global pointer race.
+const STACK_FIELD: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry on_stack(.param .u64 on_stack_out) {
+    .local .align 16 .b8 __local_depot0[32];
+    .reg .b64 %SP; .reg .b64 %SPL; .reg .b64 %rd<6>; .reg .b32 %r<3>;
+    mov.u64 %SPL, __local_depot0;
+    cvta.local.u64 %SP, %SPL;
+    mov.u32 %r1, %tid.x;
+    add.u64 %rd1, %SP, 0;
+    or.b64 %rd2, %rd1, 8;
+    st.u32 [%rd2], %r1;
+    and.b64 %rd3, %rd2, -16;
+    st.u32 [%rd3+4], %r1;
+    ret;
+}
+.visible .entry on_global(.param .u64 on_global_out) {
+    .reg .b64 %rd<6>; .reg .b32 %r<3>;
+    ld.param.u64 %rd1, [on_global_out];
+    mov.u32 %r1, %tid.x;
+    or.b64 %rd2, %rd1, 8;
+    st.u32 [%rd2], %r1;
+    ret;
+}"#;
+
+#[test]
+fn a_stack_address_made_with_or_stays_local() {
+    let r = check(STACK_FIELD, &Options { block: Some([64, 1, 1]), grid: Some([1, 1, 1]), ..Default::default() }, &|_| true).unwrap();
+    let races: Vec<&Finding> = r.findings.iter().filter(|f| f.lint.name.ends_with("_race")).collect();
+    assert!(races.iter().all(|f| f.kernel == "on_global"), "{races:#?}");
+    assert_eq!(races.len(), 1, "{races:#?}");
+    let cov = |k: &str| r.coverage.iter().find(|c| c.kernel == k).unwrap();
+    assert_eq!((cov("on_stack").other_space, cov("on_stack").predicted), (2, 0));
+}

@@ -140,7 +140,10 @@ impl Inference<'_, '_> {
                 }
             }
             Opcode::Mov | Opcode::Cvt => of(1),
-            Opcode::Add | Opcode::Sub | Opcode::Selp => join(of(1), of(2)),
+            // `or.b64 %rd, %SP, 8`: a compiler's add of an offset to an aligned base
+            Opcode::Add | Opcode::Sub | Opcode::Selp | Opcode::Or => join(of(1), of(2)),
+            // `and.b64 %rd, %rd, -16`: the same pointer, aligned down
+            Opcode::And if matches!(inst.operand(2), Some(Operand::Imm(_))) => of(1),
             Opcode::Mad => join(join(of(1), of(2)), of(3)),
             _ => Fact::UNKNOWN,
         }
