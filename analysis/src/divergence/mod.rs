@@ -9,6 +9,7 @@
 //! (`eval`). Does not own: deciding what is worth a warning (see
 //! `crate::lints`).
 
+pub mod butterfly;
 pub mod domain;
 pub mod eval;
 pub mod split;
@@ -186,6 +187,8 @@ pub struct Divergence {
     def_block: IdVec<ValueId, Option<BlockId>>,
     /// The call context the function was analysed in (empty: none).
     pub call: Bound,
+    /// The lane bits each value is invariant under ([`butterfly`]).
+    butterfly: IdVec<ValueId, u8>,
 }
 
 /// Read access to abstract values, during the fixed point (the solver's
@@ -510,7 +513,10 @@ impl Divergence {
         // the values are the state's first `nv` nodes: keep them in place
         state.truncate(nv);
         let def_block = problem.def_block;
-        Divergence { vals: IdVec::from_vec(state), branches, divergent_loop, sync_phi, def_block, call }
+        let mut d =
+            Divergence { vals: IdVec::from_vec(state), branches, divergent_loop, sync_phi, def_block, call, butterfly: IdVec::new() };
+        d.butterfly = butterfly::invariance(f, &d);
+        d
     }
 
     /// The value of `v` as seen by a use in block `use_block` (see [`Values::at`]).

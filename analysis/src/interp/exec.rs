@@ -320,6 +320,7 @@ pub fn run(
             first_thread: r.first_thread,
             second_thread: r.second_thread,
             blocks: None,
+            same_value: r.same_value,
         })
         .collect();
     let grid_full = tally.grid_full;
@@ -333,6 +334,7 @@ pub fn run(
         first_thread: Some(c.threads.0),
         second_thread: c.threads.1,
         blocks: Some(c.blocks),
+        same_value: false,
     }));
     races.sort();
     let mut lines: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
@@ -710,8 +712,10 @@ impl Cx<'_, '_> {
         r.map_err(|f| self.fault(w, l, pc, f))
     }
 
-    /// Count one warp request of a memory site and feed the race shadow.
-    fn observe(&mut self, w: &mut Warp, pc: usize, at: &[(usize, Where)], len: u32, touch: Touch) {
+    /// Count one warp request of a memory site and feed the race shadow
+    /// (`bytes`: for a store, what each lane of `at` stored, `len` bytes
+    /// each, in order).
+    fn observe(&mut self, w: &mut Warp, pc: usize, at: &[(usize, Where)], len: u32, touch: Touch, bytes: &[u8]) {
         let Some(&(_, first)) = at.first() else { return };
         match first {
             Where::Global(_) => {
@@ -746,11 +750,12 @@ impl Cx<'_, '_> {
             }
             _ => {}
         }
-        for &(l, a) in at {
+        for (k, &(l, a)) in at.iter().enumerate() {
             let tid = w.first + l as u32;
+            let stored = bytes.get(k * len as usize..(k + 1) * len as usize).unwrap_or(&[]);
             match a {
-                Where::Global(x) => self.shadow.touch(false, x, len, tid, pc, touch),
-                Where::Shared(x) => self.shadow.touch(true, x, len, tid, pc, touch),
+                Where::Global(x) => self.shadow.touch(false, x, len, tid, pc, touch, stored),
+                Where::Shared(x) => self.shadow.touch(true, x, len, tid, pc, touch, stored),
                 _ => {}
             }
         }
@@ -1081,21 +1086,24 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, &at, len * ds.len() as u32, Touch::Read);
+                self.observe(w, pc, &at, len * ds.len() as u32, Touch::Read, &[]);
             }
             Op::St { space, ty, srcs, addr } => {
                 let len = ty.bytes();
                 let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
+                // what each lane stores, byte by byte (the race shadow tells a same-value write)
+                let mut bytes: Vec<u8> = Vec::with_capacity(32 * len as usize * srcs.len());
                 for l in lanes(m) {
                     let a = Self::addr_of(w, addr, l);
                     let wh = Self::resolve(*space, a);
                     for (k, s) in srcs.iter().enumerate() {
-                        let v = w.get(*s, l);
-                        self.store(w, l, pc, shift(wh, k as u64 * len as u64), len, v & mask(ty.bits()))?;
+                        let v = w.get(*s, l) & mask(ty.bits());
+                        self.store(w, l, pc, shift(wh, k as u64 * len as u64), len, v)?;
+                        bytes.extend_from_slice(&v.to_le_bytes()[..len as usize]);
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, &at, len * srcs.len() as u32, Touch::Write);
+                self.observe(w, pc, &at, len * srcs.len() as u32, Touch::Write, &bytes);
             }
             Op::Atom { space, op, ty, d, addr, b, c } => {
                 let len = ty.bytes();
@@ -1122,7 +1130,7 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, &at, len, Touch::Atomic);
+                self.observe(w, pc, &at, len, Touch::Atomic, &[]);
             }
             Op::Bfe { ty, d, a, b, c } => {
                 for l in lanes(m) {

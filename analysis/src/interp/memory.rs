@@ -159,6 +159,9 @@ pub struct Conflict {
     /// The earlier access's thread; `None` when several threads read first.
     pub first_thread: Option<u32>,
     pub second_thread: u32,
+    /// A write-after-write where every time it was seen the later write
+    /// stored the bytes the earlier one had stored (a benign race).
+    pub same_value: bool,
 }
 
 const NONE: u32 = 0;
@@ -185,6 +188,8 @@ struct Cell {
     rwe: u32,
     awe: u32,
     rwarp: u32,
+    /// The byte the last write stored.
+    wval: u8,
 }
 
 /// Who touched one 4-byte global word in a whole block run, for the races
@@ -342,8 +347,10 @@ impl Shadow {
     }
 
     /// Record `len` bytes at `addr` (shared offset or global address)
-    /// touched by thread `tid` at instruction `site`.
-    pub fn touch(&mut self, shared: bool, addr: u64, len: u32, tid: u32, site: usize, t: Touch) {
+    /// touched by thread `tid` at instruction `site`; a write's `bytes`
+    /// (what it stored) tell a write-after-write of the same value.
+    #[allow(clippy::too_many_arguments)]
+    pub fn touch(&mut self, shared: bool, addr: u64, len: u32, tid: u32, site: usize, t: Touch, bytes: &[u8]) {
         let me = tid + 1;
         if !shared && self.skip.contains(&addr) {
             return;
@@ -371,6 +378,8 @@ impl Shadow {
             let other = |x: u32| x != NONE && x != me;
             let readers_synced = cell.rwarp == my_warp && cell.rwe < cur;
             let mut seen: Option<(RaceKind, u32, u32)> = None;
+            let byte = bytes.get(k as usize).copied();
+            let mut same = false;
             match t {
                 Touch::Read => {
                     if other(cell.writer) && !synced(cell.writer, cell.wwe) {
@@ -393,6 +402,7 @@ impl Shadow {
                 Touch::Write | Touch::Atomic => {
                     if other(cell.writer) && !synced(cell.writer, cell.wwe) {
                         seen = Some((RaceKind::WriteAfterWrite, cell.wsite, cell.writer));
+                        same = t == Touch::Write && byte == Some(cell.wval);
                     } else if !readers_synced && (other(cell.reader) || other(cell.reader2)) {
                         // a reader other than the writer, one of another warp first (a
                         // lane of mine may be ordered by `__syncwarp()`)
@@ -408,6 +418,7 @@ impl Shadow {
                         cell.writer = me;
                         cell.wsite = site as u32;
                         cell.wwe = cur;
+                        cell.wval = byte.unwrap_or(0);
                     } else {
                         cell.atomic = if cell.atomic == NONE || cell.atomic == me { me } else { MANY };
                         cell.asite = site as u32;
@@ -417,13 +428,15 @@ impl Shadow {
             }
             if let Some((kind, s, who)) = seen {
                 let first = s as usize;
-                self.races.entry((shared, kind, first, site)).or_insert(Conflict {
+                // (one write of another value makes the race a real one)
+                self.races.entry((shared, kind, first, site)).and_modify(|c| c.same_value &= same).or_insert(Conflict {
                     kind,
                     shared,
                     first,
                     second: site,
                     first_thread: if who == MANY { None } else { Some(who - 1) },
                     second_thread: tid,
+                    same_value: same,
                 });
                 return;
             }
@@ -434,6 +447,19 @@ impl Shadow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_after_write_of_the_same_bytes_is_told_apart() {
+        let mut s = Shadow::default();
+        s.reset(64);
+        s.touch(true, 0, 4, 0, 10, Touch::Write, &[1, 0, 0, 0]);
+        s.touch(true, 0, 4, 1, 10, Touch::Write, &[1, 0, 0, 0]);
+        s.touch(true, 8, 4, 0, 11, Touch::Write, &[1, 0, 0, 0]);
+        s.touch(true, 8, 4, 1, 11, Touch::Write, &[2, 0, 0, 0]);
+        let mut same: Vec<(usize, bool)> = s.races.values().map(|c| (c.first, c.same_value)).collect();
+        same.sort_unstable();
+        assert_eq!(same, [(10, true), (11, false)]);
+    }
 
     #[test]
     fn global_bytes_words_and_faults() {
@@ -459,24 +485,24 @@ mod tests {
     fn shadow_kinds() {
         let mut s = Shadow::default();
         s.reset(64);
-        s.touch(true, 0, 4, 0, 10, Touch::Write);
-        s.touch(true, 0, 4, 0, 11, Touch::Read); // own write: fine
-        s.touch(true, 4, 4, 1, 12, Touch::Read);
-        s.touch(true, 4, 4, 2, 13, Touch::Write); // thread 1 read it
-        s.touch(true, 0, 4, 1, 14, Touch::Read); // thread 0 wrote it
+        s.touch(true, 0, 4, 0, 10, Touch::Write, &[]);
+        s.touch(true, 0, 4, 0, 11, Touch::Read, &[]); // own write: fine
+        s.touch(true, 4, 4, 1, 12, Touch::Read, &[]);
+        s.touch(true, 4, 4, 2, 13, Touch::Write, &[]); // thread 1 read it
+        s.touch(true, 0, 4, 1, 14, Touch::Read, &[]); // thread 0 wrote it
         let mut kinds: Vec<_> = s.races.values().map(|r| (r.kind, r.first, r.second, r.first_thread, r.second_thread)).collect();
         kinds.sort();
         assert_eq!(kinds, [(RaceKind::ReadAfterWrite, 10, 14, Some(0), 1), (RaceKind::WriteAfterRead, 12, 13, Some(1), 2)]);
         // a barrier starts a new interval
         s.epoch += 1;
         s.races.clear();
-        s.touch(true, 0, 4, 3, 15, Touch::Write);
+        s.touch(true, 0, 4, 3, 15, Touch::Write, &[]);
         assert!(s.races.is_empty());
         // atomics among themselves do not race
-        s.touch(false, 100, 4, 1, 20, Touch::Atomic);
-        s.touch(false, 100, 4, 2, 20, Touch::Atomic);
+        s.touch(false, 100, 4, 1, 20, Touch::Atomic, &[]);
+        s.touch(false, 100, 4, 2, 20, Touch::Atomic, &[]);
         assert!(s.races.is_empty());
-        s.touch(false, 100, 4, 3, 21, Touch::Read);
+        s.touch(false, 100, 4, 3, 21, Touch::Read, &[]);
         assert_eq!(s.races.len(), 1);
     }
 
@@ -486,9 +512,9 @@ mod tests {
     fn a_write_by_the_first_reader_names_the_other() {
         let mut s = Shadow::default();
         s.reset(256);
-        s.touch(true, 64, 4, 16, 40, Touch::Read); // lane 16 reads its own element
-        s.touch(true, 64, 4, 0, 41, Touch::Read); // lane 0 reads it too
-        s.touch(true, 64, 4, 16, 42, Touch::Write); // lane 16 writes it
+        s.touch(true, 64, 4, 16, 40, Touch::Read, &[]); // lane 16 reads its own element
+        s.touch(true, 64, 4, 0, 41, Touch::Read, &[]); // lane 0 reads it too
+        s.touch(true, 64, 4, 16, 42, Touch::Write, &[]); // lane 16 writes it
         let seen: Vec<_> = s.races.values().map(|r| (r.first, r.first_thread, r.second, r.second_thread)).collect();
         assert_eq!(seen, [(41, Some(0), 42, 16)]);
     }
@@ -501,7 +527,7 @@ mod tests {
             let mut s = Shadow { track_grid: true, ..Default::default() };
             s.reset(0);
             for &(addr, tid, site, t) in accesses {
-                s.touch(false, addr, 4, tid, site, t);
+                s.touch(false, addr, 4, tid, site, t, &[]);
             }
             (b, std::mem::take(&mut s.grid))
         };
@@ -515,7 +541,7 @@ mod tests {
         let bytes = |b: u64, addr: u64, len: u32| {
             let mut s = Shadow { track_grid: true, ..Default::default() };
             s.reset(0);
-            s.touch(false, addr, len, 0, 5, Touch::Write);
+            s.touch(false, addr, len, 0, 5, Touch::Write, &[]);
             (b, std::mem::take(&mut s.grid))
         };
         assert!(grid_conflicts(vec![bytes(0, 1000, 1), bytes(1, 1001, 1), bytes(2, 1002, 2)]).is_empty());
@@ -527,20 +553,20 @@ mod tests {
     fn warp_sync_separates_lanes_of_one_warp() {
         let mut s = Shadow::default();
         s.reset(256);
-        s.touch(true, 64, 4, 0, 30, Touch::Read); // lane 0 reads element 16
-        s.touch(true, 64, 4, 40, 31, Touch::Read); // thread 40 (warp 1) too
+        s.touch(true, 64, 4, 0, 30, Touch::Read, &[]); // lane 0 reads element 16
+        s.touch(true, 64, 4, 40, 31, Touch::Read, &[]); // thread 40 (warp 1) too
         s.warp_sync(0);
         // lane 16 writes it after the warp's sync: still a race with warp 1's read, none with lane 0's
-        s.touch(true, 64, 4, 16, 32, Touch::Write);
+        s.touch(true, 64, 4, 16, 32, Touch::Write, &[]);
         let seen: Vec<_> = s.races.values().map(|r| (r.first_thread, r.second_thread)).collect();
         assert_eq!(seen, [(Some(40), 16)]);
         s.races.clear();
-        s.touch(true, 128, 4, 1, 33, Touch::Read); // lane 1 reads element 32
-        s.touch(true, 128, 4, 17, 34, Touch::Write); // lane 17 writes it, no sync between
+        s.touch(true, 128, 4, 1, 33, Touch::Read, &[]); // lane 1 reads element 32
+        s.touch(true, 128, 4, 17, 34, Touch::Write, &[]); // lane 17 writes it, no sync between
         assert_eq!(s.races.len(), 1);
         s.races.clear();
         s.warp_sync(0);
-        s.touch(true, 128, 4, 2, 35, Touch::Write); // lane 2 writes after the sync: ordered after lane 17's write
+        s.touch(true, 128, 4, 2, 35, Touch::Write, &[]); // lane 2 writes after the sync: ordered after lane 17's write
         assert!(s.races.is_empty());
     }
 }

@@ -237,6 +237,10 @@ pub struct RaceSeen {
     /// Between blocks: the earlier block (linear index) and the later one;
     /// the threads are in those blocks.
     pub blocks: Option<(u64, u64)>,
+    /// A write-after-write within a block whose later write stored, each
+    /// time it was seen, the bytes the earlier one had (the value is the
+    /// same: a benign race). Not judged between blocks.
+    pub same_value: bool,
 }
 
 /// Everything a run observed, by instruction.

@@ -1,7 +1,7 @@
 //! `benign_race` (pedantic): the declaration only. The race passes
 //! (`shared_memory_race`, `global_memory_race`) emit it for a
 //! write-after-write pair whose two stores write the same uniform value
-//! (`crate::races::Race::benign`, decided in the facts layer).
+//! (`crate::races::Race::benign`, decided by `crate::races`' marks).
 
 declare_lint! {
     /// ### What it does
@@ -10,7 +10,13 @@ declare_lint! {
     /// the block (a constant, a kernel parameter, a value every thread computes
     /// alike), and no thread reads those bytes in the interval: the
     /// "any thread found it" flag (`*done = 1`), `x[0] = 0` by every thread.
-    /// Whichever thread writes last, memory holds that value.
+    /// When every racing pair is two lanes of one warp, a value the same in
+    /// every lane of the warp counts too: a warp's sum after a shuffle
+    /// butterfly (`__shfl_xor_sync` by 16, 8, 4, 2 and 1), a broadcast
+    /// (`__shfl_sync(mask, v, 0)`), a vote or a `__reduce_*_sync`, stored by
+    /// every lane at its warp's slot (`s[warp] = sum`). Whichever thread
+    /// writes last, memory holds that value; `confirm` checks that the run's
+    /// racing writes stored the same bytes.
     ///
     /// ### Why is this bad
     /// In the CUDA and C++ memory models it is still a data race (undefined

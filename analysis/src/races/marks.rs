@@ -69,7 +69,8 @@ pub(super) fn mark_next_iteration(f: &FunctionIr<'_>, sites: &[Access], barrier_
 }
 
 /// Write-after-write races whose two plain stores write the same value,
-/// uniform across the block, at most 8 bytes wide, with no read racing
+/// uniform across the block (or across each warp, when every racing pair
+/// is two lanes of one warp), at most 8 bytes wide, with no read racing
 /// with either store: benign in practice (`benign_race`).
 /// Between blocks (`by_block`: the values computed from `%ctaid`), the value
 /// must not be one of those either.
@@ -80,7 +81,9 @@ pub(super) fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], 
         Imm(i64),
         Value(crate::ir::ValueId),
     }
-    let stored = |a: &Access| -> Option<Stored> {
+    // (`lanes`: every racing pair is two lanes of one warp, so a value the same in every
+    // lane of each warp — a shuffle butterfly's sum, a broadcast — is the same in both)
+    let stored = |a: &Access, lanes: bool| -> Option<Stored> {
         let inst = &f.insts[a.inst];
         if a.kind != crate::ir::inst::AccessKind::Store || inst.vec > 1 || a.width > 8 {
             return None;
@@ -90,7 +93,9 @@ pub(super) fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], 
             Operand::Reg(_) => {
                 let v = f.operand_value(a.inst, 1)?;
                 let grid_uniform = by_block.is_none_or(|b| !b.contains(v.index()));
-                (grid_uniform && d.at(f, v, f.cfg.block_of(a.inst)).is_uniform()).then_some(Stored::Value(v))
+                let at = d.at(f, v, f.cfg.block_of(a.inst));
+                let same = at.is_uniform() || (lanes && at == d.vals[v] && d.is_warp_uniform(v));
+                (grid_uniform && same).then_some(Stored::Value(v))
             }
             _ => None,
         }
@@ -100,7 +105,8 @@ pub(super) fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], 
     // (a callee's store is not judged: what it stores is in another function)
     for r in races.iter_mut().filter(|r| r.kind == crate::races::RaceKind::WriteAfterWrite && r.first.max(r.second) < sites.len()) {
         let (a, b) = (&sites[r.first], &sites[r.second]);
-        let same = match (stored(a), stored(b)) {
+        let lanes = r.lanes_only && r.between_blocks.is_none();
+        let same = match (stored(a, lanes), stored(b, lanes)) {
             (Some(Stored::Imm(x)), Some(Stored::Imm(y))) => x == y,
             (Some(Stored::Value(u)), Some(Stored::Value(w))) => crate::ir::values::same_value(f, u, w),
             _ => false,

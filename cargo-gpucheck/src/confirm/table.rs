@@ -420,8 +420,19 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 (false, true) => "grid",
             },
             predicted: predicted_text,
-            observed: format!("{}: {} then {}", r.kind.describe(), who(r.first_thread, b1), who(Some(r.second_thread), b2)),
-            verdict: if prediction.is_some_and(|p| p.benign) { Verdict::BenignRace } else { Verdict::Race },
+            observed: format!(
+                "{}: {} then {}{}",
+                r.kind.describe(),
+                who(r.first_thread, b1),
+                who(Some(r.second_thread), b2),
+                if r.same_value { " (the same value)" } else { "" }
+            ),
+            // a benign race is seen writing the same value (between blocks the values are not compared)
+            verdict: match prediction {
+                Some(p) if p.benign && (r.same_value || r.blocks.is_some()) => Verdict::BenignRace,
+                Some(p) if p.benign => Verdict::Mismatch,
+                _ => Verdict::Race,
+            },
             json_predicted: match prediction {
                 Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1, "benign": p.benign, "between_blocks": p.between_blocks}),
                 None => json!({"race": false}),
@@ -433,6 +444,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 "first_thread": r.first_thread,
                 "second_thread": r.second_thread,
                 "blocks": r.blocks.map(|b| [b.0, b.1]),
+                "same_value": r.same_value,
             }),
             via: Value::Null,
         });
