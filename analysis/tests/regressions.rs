@@ -231,3 +231,61 @@ fn a_stack_address_made_with_or_stays_local() {
     let cov = |k: &str| r.coverage.iter().find(|c| c.kernel == k).unwrap();
     assert_eq!((cov("on_stack").other_space, cov("on_stack").predicted), (2, 0));
 }
+
+/// `out[blockIdx.x * 256 + t]` after an `if (t < 128)` on both arms of
+/// which the compiler computed `blockIdx.x << 8` into one register: the
+/// join is that value whichever side ran (it was a sample, the same in
+/// every block: a race between blocks); the twin joins `blockIdx.x << 8`
+/// with 0 — threads 128..255 of every block write the same elements, a race.
+const JOINED: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry same_on_both_arms(.param .u64 same_on_both_arms_out) {
+  .reg .pred %p<2>; .reg .b32 %r<12>; .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [same_on_both_arms_out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 128;
+  @%p1 bra $A;
+  mov.u32 %r2, %ctaid.x;
+  shl.b32 %r11, %r2, 8;
+  bra.uni $J;
+$A:
+  mov.u32 %r3, %ctaid.x;
+  shl.b32 %r11, %r3, 8;
+$J:
+  add.s32 %r4, %r11, %r1;
+  mul.wide.u32 %rd3, %r4, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r1;
+  ret;
+}
+.visible .entry zero_on_one_arm(.param .u64 zero_on_one_arm_out) {
+  .reg .pred %p<2>; .reg .b32 %r<12>; .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [zero_on_one_arm_out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 128;
+  @%p1 bra $A;
+  mov.u32 %r11, 0;
+  bra.uni $J;
+$A:
+  mov.u32 %r3, %ctaid.x;
+  shl.b32 %r11, %r3, 8;
+$J:
+  add.s32 %r4, %r11, %r1;
+  mul.wide.u32 %rd3, %r4, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r1;
+  ret;
+}"#;
+
+#[test]
+fn one_value_computed_on_both_arms_is_that_value() {
+    let r = check(JOINED, &Options { block: Some([256, 1, 1]), grid: Some([4, 1, 1]), ..Default::default() }, &|_| true).unwrap();
+    let races: Vec<&Finding> = r.findings.iter().filter(|f| f.lint.name == "grid_memory_race").collect();
+    assert_eq!(races.len(), 1, "{races:#?}");
+    assert_eq!(races[0].kernel, "zero_on_one_arm");
+    assert!(r.findings.iter().all(|f| f.kernel != "same_on_both_arms"), "{:#?}", r.findings);
+}

@@ -238,13 +238,22 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             if let Some(r) = self.induction(v, depth) {
                 return r;
             }
-            if let ValueDef::Inst { inst, slot } = self.f.ssa.values[v] {
+            match self.f.ssa.values[v] {
                 // uniform computations of known things (e.g. %ntid.x * 2) still evaluate
-                match self.inst(inst, slot as usize, depth + 1) {
+                ValueDef::Inst { inst, slot } => match self.inst(inst, slot as usize, depth + 1) {
                     Ok(k) => return Ok(k),
                     Err(EvalErr::Leaf(x)) => return Err(EvalErr::Leaf(x)),
                     Err(EvalErr::Opaque) => {}
+                },
+                // a join of a uniform branch (or of one value computed on each side)
+                ValueDef::Phi(_) if self.f.cfg.loop_with_header(self.f.def_block(v).expect("a phi's block")).is_none() => {
+                    match self.join_phi(v, depth) {
+                        Ok(k) => return Ok(k),
+                        Err(EvalErr::Leaf(x)) => return Err(EvalErr::Leaf(x)),
+                        Err(EvalErr::Opaque) => {}
+                    }
                 }
+                _ => {}
             }
             return Err(EvalErr::Leaf(v));
         }
@@ -294,7 +303,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// A phi at the join of an `if`/`else` (or `if` without `else`): in
     /// each thread, the value from the side the thread's branch condition
-    /// chose. Only for the simple shape: the join's immediate dominator ends
+    /// chose (one value computed alike on every side: that value). Only for the simple shape: the join's immediate dominator ends
     /// in the branch, each incoming edge comes from one side (a side may
     /// hold nested branches or whole loops, but then passes one value that
     /// is defined outside them), and the branch and the join are in the
@@ -303,6 +312,15 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let (f, cfg) = (self.f, &self.f.cfg);
         let ValueDef::Phi(p) = f.ssa.values[v] else { return Err(EvalErr::Opaque) };
         let ph = &f.ssa.phis[p];
+        // one value computed on each side (`shl %r11, %ctaid.x, 8` on both arms): that value,
+        // whichever side ran
+        let reachable: Vec<ValueId> = ph.incoming.iter().filter(|(pred, _)| cfg.reachable(*pred)).map(|x| x.1).collect();
+        if let Some(&first) = reachable.first() {
+            let inside = |x: ValueId| f.def_block(x).is_some_and(|b| cfg.loops_containing(b).iter().any(|&l| !cfg.in_loop(ph.block, l)));
+            if reachable.iter().all(|&x| !inside(x) && crate::ir::values::same_value(f, x, first)) {
+                return self.value_d(first, depth + 1);
+            }
+        }
         let join = ph.block;
         let d = cfg.idom(join).ok_or(EvalErr::Opaque)?;
         let br = cfg.blocks[d].last().ok_or(EvalErr::Opaque)?;
