@@ -166,6 +166,11 @@ pub struct Report {
     pub sources: Vec<String>,
     /// How each function's memory instructions were analysed.
     pub coverage: Vec<CoverageReport>,
+    /// Plain loads that only seed a compare-and-swap loop on their address
+    /// (an atomic the hardware lacks, emulated), each with that CAS: the
+    /// analysis pairs neither as a race; a run may see them touch the same
+    /// bytes.
+    pub cas_seeds: Vec<(SiteKey, SiteKey)>,
     /// Function analyses the check ran: one per kernel and per function
     /// analysed for every caller, one per distinct call context of a
     /// device function.

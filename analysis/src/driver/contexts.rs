@@ -324,6 +324,7 @@ fn merge(rs: &[FunctionReport]) -> FunctionReport {
         calls: vec![],
         exports: vec![],
         shape: first.shape.clone(),
+        cas_seeds: dedup(rs.iter().flat_map(|r| r.cas_seeds.iter().cloned())),
     }
 }
 

@@ -16,6 +16,7 @@ pub use contexts::MAX_DEPTH;
 
 use crate::divergence::{self, CallArgs, Summaries};
 use crate::facts::{CallFact, CalleeAccess, Imports, KernelFacts, Skip};
+use crate::interp::SiteKey;
 use crate::ir::{self, inst::Special, FunctionIr};
 use crate::lints::{self, Finding};
 use crate::model::{self, Shape, ShapeSource};
@@ -187,6 +188,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.races.extend(r.races);
         report.barriers.extend(r.barriers);
         report.groups.extend(r.groups);
+        report.cas_seeds.extend(r.cas_seeds);
         report.coverage.push(r.coverage);
     }
     report
@@ -218,6 +220,8 @@ pub(crate) struct FunctionReport {
     pub exports: Vec<CalleeAccess>,
     /// The block shape it was analysed for (a call's context inherits the kernel's).
     pub shape: Shape,
+    /// Loads that only seed a CAS loop, with the CAS.
+    pub cas_seeds: Vec<(SiteKey, SiteKey)>,
 }
 
 /// Check one function: a device function in call context `cx` when given
@@ -387,7 +391,9 @@ fn check_function(
         assumed_global: cov.assumed_global.iter().map(|&i| site(i)).collect(),
         skipped: cov.skipped.iter().map(|&(i, skip)| SkippedSite { site: site(i), skip }).collect(),
     };
-    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape }
+    let key = |k: usize| SiteKey { func: f.index, inst: facts.accesses[k].access.inst.index() };
+    let cas_seeds = facts.cas_seeds.iter().map(|&(l, c)| (key(l), key(c))).collect();
+    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape, cas_seeds }
 }
 
 /// A branch's split count as the report gives it.

@@ -242,6 +242,9 @@ pub struct KernelFacts<'f, 'a> {
     /// The uniform values the predictions and witnesses were evaluated
     /// with samples of, each with its sample.
     pub sampled: crate::memory::Sampled,
+    /// Plain loads that only seed a compare-and-swap loop on their address,
+    /// each with that CAS (indices into `accesses`): not races.
+    pub cas_seeds: Vec<(usize, usize)>,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -331,6 +334,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         }
         let coverage = coverage::coverage(f, &accesses);
         let sampled = evals.sampled();
+        let cas_seeds = crate::races::cas_seeds(f, &own).into_iter().enumerate().filter_map(|(k, c)| Some((k, c?))).collect();
         KernelFacts {
             f,
             d,
@@ -350,6 +354,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             coverage,
             calls,
             sampled,
+            cas_seeds,
             branch_at,
         }
     }

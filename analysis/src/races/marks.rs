@@ -14,6 +14,61 @@ use crate::ir::dataflow::BitSet;
 use crate::ir::{BlockId, FunctionIr, InstId};
 use crate::memory::{Access, Evals, Query};
 
+/// For each access, when it is a plain load that only seeds a
+/// compare-and-swap loop on the same address (`old = *p; do { assumed =
+/// old; old = atomicCAS(p, assumed, f(assumed)); } while (assumed !=
+/// old);`, the emulation of an atomic the hardware lacks), that CAS
+/// (an index into `accesses`): what the load reads is only compared by
+/// the CAS, which retries when another thread changed it, so the load does
+/// not race with the atomics on that address. The loaded value must reach
+/// nothing but arithmetic, comparisons, joins and that CAS (not a store,
+/// another access or a call).
+pub fn cas_seeds(f: &FunctionIr<'_>, accesses: &[Access]) -> Vec<Option<usize>> {
+    use crate::ir::inst::{AccessKind, AtomOp, Sub};
+    let cas: Vec<usize> = (0..accesses.len())
+        .filter(|&k| accesses[k].kind == AccessKind::Atomic && f.insts[accesses[k].inst].sub == Sub::Atom(AtomOp::Cas))
+        .collect();
+    accesses
+        .iter()
+        .map(|a| {
+            if a.kind != AccessKind::Load || cas.is_empty() {
+                return None;
+            }
+            let (v, addr) = (*f.ssa.defs(a.inst).first()?, a.addr_value?);
+            let same_place = |c: &Access| c.offset == a.offset && c.addr_value.is_some_and(|x| crate::ir::values::same_value(f, x, addr));
+            let mut target = None;
+            let mut seen = BitSet::new(f.ssa.values.len());
+            let mut stack = vec![v];
+            while let Some(x) = stack.pop() {
+                if seen.contains(x.index()) {
+                    continue;
+                }
+                seen.insert(x.index());
+                for u in &f.ssa.users[x] {
+                    match *u {
+                        crate::ir::User::Phi(p) => stack.push(f.ssa.phis[p].value),
+                        crate::ir::User::Inst(i) => {
+                            let inst = &f.insts[i];
+                            if let Some(&k) = cas.iter().find(|&&k| accesses[k].inst == i) {
+                                // the CAS on the same address, compared or swapped in: its result is the CAS's own
+                                if !same_place(&accesses[k]) || target.is_some_and(|t| t != k) {
+                                    return None;
+                                }
+                                target = Some(k);
+                            } else if inst.access().is_some() || inst.call_target().is_some() || inst.lane_exchanging() {
+                                return None;
+                            } else {
+                                stack.extend_from_slice(f.ssa.defs(i));
+                            }
+                        }
+                    }
+                }
+            }
+            target
+        })
+        .collect()
+}
+
 /// A barrier that part of the block skips: the block ending in the
 /// thread-dependent branch that decides it, and the successors of that
 /// branch from which the barrier is not reached (the facts layer's

@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 mod marks;
 pub mod param;
 
-pub use marks::SkippedBarrier;
+pub use marks::{cas_seeds, SkippedBarrier};
 
 /// The barrier intervals of a function: the stretches of execution from
 /// the entry or a barrier to the next barrier, and the accesses each holds.
@@ -382,6 +382,9 @@ fn pairs_racing(
         &all
     };
     let same_call = |a: usize, b: usize| a >= n && b >= n && accesses[a].inst == accesses[b].inst;
+    // a load that only seeds a compare-and-swap loop on its address does not race with the CAS
+    let seeds = marks::cas_seeds(f, accesses);
+    let seeded = |a: usize, b: usize| seeds[a] == Some(b) || seeds[b] == Some(a);
     let intervals = intervals(f, accesses, barrier_call);
     let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::ir::values::root(f, v))).collect();
     // the pairs of one interval through one pointer, one of them writing (atomics among
@@ -402,7 +405,8 @@ fn pairs_racing(
                     let possible = (a.kind.writes() || b.kind.writes())
                         && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
                         && a.space == b.space
-                        && !same_call(ka, kb);
+                        && !same_call(ka, kb)
+                        && !seeded(ka, kb);
                     if possible && seen.insert((ka.min(kb), ka.max(kb))) {
                         pairs.push((ka.min(kb), ka.max(kb)));
                     }
@@ -544,6 +548,7 @@ fn grid_pairs(evals: &Evals<'_, '_>, g: &GridCheck<'_>, active: BlockLanes<'_>) 
             a.addr_value.filter(|_| a.space == Space::Global && !a.addr.data() && comparable[k]).map(|v| crate::ir::values::root(f, v))
         })
         .collect();
+    let seeds = marks::cas_seeds(f, accesses);
     let candidate = |ka: usize, kb: usize| {
         let (a, b) = (&accesses[ka], &accesses[kb]);
         roots[ka].is_some()
@@ -551,6 +556,8 @@ fn grid_pairs(evals: &Evals<'_, '_>, g: &GridCheck<'_>, active: BlockLanes<'_>) 
             && (a.kind.writes() || b.kind.writes())
             && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
             && phases.is_none_or(|p| p.share(ka, kb))
+            && seeds[ka] != Some(kb)
+            && seeds[kb] != Some(ka)
     };
     let writer_roots: HashSet<ValueId> = (0..accesses.len()).filter(|&k| accesses[k].kind.writes()).filter_map(|k| roots[k]).collect();
     let needed: Vec<usize> = (0..accesses.len()).filter(|&k| roots[k].is_some_and(|r| writer_roots.contains(&r))).collect();

@@ -53,6 +53,9 @@ pub enum Verdict {
     /// A race was seen where one was predicted between two stores of the
     /// same uniform value (`benign_race`).
     BenignRace,
+    /// A run saw a plain load meet a compare-and-swap that the load only
+    /// seeds (the CAS retries when the value changed): not a race.
+    CasRetry,
     /// A predicted race or barrier divergence the run did not show.
     NotObserved,
     /// A predicted race the run did not show for this pair, while one of
@@ -76,6 +79,7 @@ impl Verdict {
             Verdict::Observed => "observed",
             Verdict::Race => "RACE",
             Verdict::BenignRace => "benign race (same value)",
+            Verdict::CasRetry => "CAS retry (the load only seeds the compare-and-swap)",
             Verdict::NotObserved => "not observed",
             Verdict::OtherPartner => "race seen with another partner",
             Verdict::BarrierDivergence => "BARRIER DIVERGENCE",
@@ -431,6 +435,7 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             verdict: match prediction {
                 Some(p) if p.benign && (r.same_value || r.blocks.is_some()) => Verdict::BenignRace,
                 Some(p) if p.benign => Verdict::Mismatch,
+                None if report.cas_seeds.iter().any(|&(l, c)| (l.min(c), l.max(c)) == pair) => Verdict::CasRetry,
                 _ => Verdict::Race,
             },
             json_predicted: match prediction {
