@@ -413,7 +413,7 @@ fn cuda_c_one_missing_barrier_is_one_error() {
     assert_eq!((reads, writes), (2, vec![as_write, bs_write]), "{labels:?}");
     let text = m["rendered"].as_str().unwrap();
     assert!(
-        text.contains("element 0 of `matmul_missing_sync::As`") && text.contains("and at column 56: read-after-write data race"),
+        text.contains("element 0 of `matmul_missing_sync::As`") && text.contains("and at column 56: write-after-read data race"),
         "{text}"
     );
 }

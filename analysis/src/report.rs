@@ -140,6 +140,15 @@ pub struct RaceReport {
     pub between_blocks: bool,
 }
 
+/// A pair a last-block election orders without a fence: the counter
+/// atomic, the access before it (in every block) and the elected block's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UnfencedReport {
+    pub ticket: SiteKey,
+    pub published: SiteKey,
+    pub elected: SiteKey,
+}
+
 /// The result of checking one PTX module.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -171,6 +180,11 @@ pub struct Report {
     /// analysis pairs neither as a race; a run may see them touch the same
     /// bytes.
     pub cas_seeds: Vec<(SiteKey, SiteKey)>,
+    /// Pairs of accesses of two blocks that a last-block election orders
+    /// with no fence between the earlier one and its block's ticket
+    /// (`missing_threadfence`): not races; a run sees them ordered by the
+    /// ticket, unfenced.
+    pub unfenced: Vec<UnfencedReport>,
     /// Function analyses the check ran: one per kernel and per function
     /// analysed for every caller, one per distinct call context of a
     /// device function.

@@ -130,6 +130,9 @@ pub struct Evaluator<'f, 'a> {
     /// (`p = phi(p0, p + s)`: counters, pointers walked along an array) at
     /// this iteration of their loop (1: the second).
     pub iteration: Option<usize>,
+    /// Compute values that depend on data too, from their sources (which
+    /// must then be bound: [`Self::bind`]).
+    pub through_data: bool,
 }
 
 /// How deep the evaluation of one value recurses (a guard for the stack,
@@ -158,6 +161,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             cache: RefCell::new(Default::default()),
             first_iteration: false,
             iteration: None,
+            through_data: false,
         }
     }
 
@@ -178,6 +182,14 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     pub fn add_leaf_resting_on(&mut self, v: ValueId, value: i64, on: Leaves) {
         self.leaves.insert(v, (value, on));
         self.cache.borrow_mut().retain(|_, r| r.is_ok());
+    }
+
+    /// Give `v` one value in every thread, whatever computes it (a value
+    /// the caller fixes: a comparison taken as false); clears the values
+    /// computed.
+    pub fn bind(&mut self, v: ValueId, k: i64) {
+        self.bound.insert(v, self.splat(k));
+        self.cache.borrow_mut().clear();
     }
 
     /// The value given to a leaf, if any.
@@ -257,7 +269,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
             return Err(EvalErr::Leaf(v));
         }
-        if av.data() {
+        if av.data() && !self.through_data {
             return Err(EvalErr::Opaque);
         }
         match self.f.ssa.values[v] {

@@ -325,6 +325,7 @@ fn merge(rs: &[FunctionReport]) -> FunctionReport {
         exports: vec![],
         shape: first.shape.clone(),
         cas_seeds: dedup(rs.iter().flat_map(|r| r.cas_seeds.iter().cloned())),
+        unfenced: dedup(rs.iter().flat_map(|r| r.unfenced.iter().cloned())),
     }
 }
 

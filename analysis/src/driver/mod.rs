@@ -189,6 +189,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.barriers.extend(r.barriers);
         report.groups.extend(r.groups);
         report.cas_seeds.extend(r.cas_seeds);
+        report.unfenced.extend(r.unfenced);
         report.coverage.push(r.coverage);
     }
     report
@@ -222,6 +223,8 @@ pub(crate) struct FunctionReport {
     pub shape: Shape,
     /// Loads that only seed a CAS loop, with the CAS.
     pub cas_seeds: Vec<(SiteKey, SiteKey)>,
+    /// Pairs an election orders without a fence.
+    pub unfenced: Vec<crate::report::UnfencedReport>,
 }
 
 /// Check one function: a device function in call context `cx` when given
@@ -393,7 +396,12 @@ fn check_function(
     };
     let key = |k: usize| SiteKey { func: f.index, inst: facts.accesses[k].access.inst.index() };
     let cas_seeds = facts.cas_seeds.iter().map(|&(l, c)| (key(l), key(c))).collect();
-    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape, cas_seeds }
+    let unfenced = facts
+        .unfenced
+        .iter()
+        .map(|u| crate::report::UnfencedReport { ticket: key(u.atomic), published: key(u.published), elected: key(u.elected) })
+        .collect();
+    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape, cas_seeds, unfenced }
 }
 
 /// A branch's split count as the report gives it.

@@ -24,8 +24,9 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     shape: &'f Shape,
     evals: &'b Evals<'f, 'a>,
     branches: &'b [BranchFact],
-    /// Thread directions of each divergent branch per iteration (`None`: not evaluable).
-    directions: HashMap<(BlockId, usize), Option<Threads>>,
+    /// Thread directions of each divergent branch per iteration, where
+    /// known (`None`: not evaluable in any thread).
+    directions: HashMap<(BlockId, usize), Option<Known>>,
     /// Blocks reachable from each branch's taken side and from its other side.
     sides: HashMap<usize, Rc<Sides>>,
     /// The evaluable branches (indices) controlling each block.
@@ -43,6 +44,9 @@ pub(super) struct Lanes<'f, 'a, 'b> {
 
 /// One flag per thread of the block.
 pub(super) type Threads = Rc<Vec<bool>>;
+
+/// A branch's direction per thread, where known.
+type Known = Rc<Vec<Option<bool>>>;
 
 /// The blocks of a branch's taken side and of its other side, sorted.
 type Sides = (Vec<BlockId>, Vec<BlockId>);
@@ -72,8 +76,17 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         }
     }
 
-    /// Which threads take divergent branch `k` in the given iteration of its loops.
+    /// Which threads take divergent branch `k` in the given iteration of
+    /// its loops (`None` unless every thread's direction is known).
     pub fn direction(&mut self, k: usize, iteration: usize) -> Option<Threads> {
+        let known = self.direction_where_known(k, iteration)?;
+        known.iter().copied().collect::<Option<Vec<bool>>>().map(Rc::new)
+    }
+
+    /// The direction branch `k` takes in each thread where the condition's
+    /// known parts decide it (`t != 0 || !flag` for a loaded `flag`: taken
+    /// in every thread but 0), `None` in the others.
+    fn direction_where_known(&mut self, k: usize, iteration: usize) -> Option<Known> {
         let br = self.branches[k].br;
         let evals = self.evals;
         let ctaid = match &self.by_block {
@@ -84,8 +97,8 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             .entry((br.block, iteration))
             .or_insert_with(|| {
                 evals
-                    .eval(br.cond, Query { first_thread_only: false, ctaid, scalar: None, iteration, pin: None })
-                    .map(|c| Rc::new(c.iter().map(|c| (*c != 0) != br.negated).collect()))
+                    .eval_partial(br.cond, Query { first_thread_only: false, ctaid, scalar: None, iteration, pin: None })
+                    .map(|c| Rc::new(c.iter().map(|c| c.map(|c| (c != 0) != br.negated)).collect()))
             })
             .clone()
     }
@@ -105,6 +118,19 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
                 Rc::new((cfg.region(&taken, stop), cfg.region(&fall, stop)))
             })
             .clone()
+    }
+
+    /// The threads that execute block `b` in the first iteration when
+    /// every thread-dependent branch deciding it is evaluated in every
+    /// thread (`None` when one is not: [`Self::active`] then includes
+    /// threads that may not run it).
+    pub fn active_exactly(&mut self, b: BlockId) -> Option<Threads> {
+        for k in 0..self.branches.len() {
+            if self.branches[k].controls(b) && self.direction(k, 0).is_none() {
+                return None;
+            }
+        }
+        Some(self.active(b, 0))
     }
 
     pub fn active(&mut self, b: BlockId, iteration: usize) -> Threads {
@@ -130,7 +156,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             // only branches whose condition can be evaluated restrict the lanes
             let mut by_block: IdVec<BlockId, Vec<usize>> = IdVec::filled(cfg.len(), Vec::new());
             for k in 0..self.branches.len() {
-                if self.direction(k, 0).is_none() && self.direction(k, 1).is_none() {
+                if self.direction_where_known(k, 0).is_none() && self.direction_where_known(k, 1).is_none() {
                     continue;
                 }
                 for x in self.branches[k].controlled() {
@@ -152,7 +178,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             if loop_exit {
                 continue;
             }
-            let Some(taken) = self.direction(k, iteration) else { continue };
+            let Some(taken) = self.direction_where_known(k, iteration) else { continue };
             let sides = self.side(k);
             let (taken_region, fall_region) = sides.as_ref();
             let side = match (taken_region.binary_search(&b).is_ok(), fall_region.binary_search(&b).is_ok()) {
@@ -165,7 +191,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             // joined in one store)
             let at = self.active(br.block, iteration);
             for ((a, t), at) in active.iter_mut().zip(taken.iter()).zip(at.iter()) {
-                *a &= !*at || *t == side;
+                *a &= !*at || t.is_none_or(|t| t == side);
             }
         }
         active

@@ -20,6 +20,7 @@
 pub mod assume;
 mod calls;
 mod coverage;
+pub mod election;
 mod grid;
 mod lanes;
 
@@ -245,6 +246,9 @@ pub struct KernelFacts<'f, 'a> {
     /// Plain loads that only seed a compare-and-swap loop on their address,
     /// each with that CAS (indices into `accesses`): not races.
     pub cas_seeds: Vec<(usize, usize)>,
+    /// Pairs of accesses of two blocks that a last-block election orders
+    /// with no fence between the earlier one and its block's ticket.
+    pub unfenced: Vec<election::Unfenced>,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -318,6 +322,11 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         }
         // races between blocks: kernels, along the grid's dimensions of two blocks or more
         let (grid_races, grid_dims, grid_assumed) = grid::races(f, d, &evals, &branches, &mut lanes, &own, &by_block, grid);
+        // last-block elections order some of them (fenced, or not: `unfenced`)
+        let elections =
+            if grid_races.is_empty() { Vec::new() } else { election::elections(f, d, shape, grid, &mut lanes, &own, &by_block) };
+        let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
+        let (grid_races, unfenced) = election::settle(f, &elections, &own, grid_races, &is_bar);
         let exports = calls::exports(f, d, sums, &evals, &mut lanes, &accesses);
         drop(lanes);
         for (b, r) in branches.iter_mut().zip(recount) {
@@ -355,6 +364,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             calls,
             sampled,
             cas_seeds,
+            unfenced,
             branch_at,
         }
     }

@@ -146,7 +146,11 @@ pub enum Op {
         addr: Addr,
         b: Src,
         c: Src,
+        /// `.release`/`.acq_rel` at the device's scope: a fence before the update.
+        fences: bool,
     },
+    /// A fence for the whole device (`__threadfence()`); other fences do nothing here.
+    Fence,
     Bfe {
         ty: Ty,
         d: u32,
@@ -546,7 +550,7 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: InstId) -> Result<Op, InterpError>
                 Some(o) => d.src(o, ty, i)?,
                 None => Src::Imm(0),
             };
-            Op::Atom { space: space(d)?, op: aop, ty, d: dd, addr, b, c }
+            Op::Atom { space: space(d)?, op: aop, ty, d: dd, addr, b, c, fences: inst.fences_device() }
         }
         Opcode::Bfe => {
             need(4, d)?;
@@ -623,6 +627,7 @@ fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: InstId) -> Result<Op, InterpError>
         Opcode::Ret => Op::Ret,
         Opcode::Exit => Op::Exit,
         Opcode::Trap => Op::Trap,
+        Opcode::Membar | Opcode::Fence if inst.fences_device() => Op::Fence,
         Opcode::Membar | Opcode::Fence | Opcode::Prefetch | Opcode::Prefetchu | Opcode::Pmevent | Opcode::Nanosleep => Op::Nop,
         Opcode::Call => {
             // call[.uni] [(results),] target, [(arguments)]

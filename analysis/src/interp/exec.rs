@@ -135,7 +135,7 @@ struct Tally {
     races: Vec<Conflict>,
     /// Each block's global bytes (races between blocks), and whether one
     /// touched more than were recorded.
-    footprints: Vec<(u64, rustc_hash::FxHashMap<u64, super::memory::GridCell>)>,
+    footprints: Vec<super::memory::Footprint>,
     /// Races between blocks of the phases of a cooperative launch already
     /// compared (each phase's footprints are compared on their own).
     grid_seen: Vec<super::memory::GridConflict>,
@@ -321,6 +321,7 @@ pub fn run(
             second_thread: r.second_thread,
             blocks: None,
             same_value: r.same_value,
+            unfenced: None,
         })
         .collect();
     let grid_full = tally.grid_full;
@@ -335,6 +336,7 @@ pub fn run(
         second_thread: c.threads.1,
         blocks: Some(c.blocks),
         same_value: false,
+        unfenced: c.unfenced.map(key),
     }));
     races.sort();
     let mut lines: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
@@ -375,7 +377,7 @@ fn shadow_for(k: &Kernel<'_>, nblocks: u64) -> Shadow {
 /// the shadow recorded them (a launch of more than one block).
 fn keep_footprint(obs: &mut Tally, shadow: &mut Shadow, b: u64) {
     if shadow.track_grid {
-        obs.footprints.push((b, std::mem::take(&mut shadow.grid)));
+        obs.footprints.push((b, std::mem::take(&mut shadow.grid), std::mem::take(&mut shadow.order)));
         obs.grid_full |= std::mem::take(&mut shadow.grid_full);
     }
 }
@@ -1105,7 +1107,7 @@ impl Cx<'_, '_> {
                 }
                 self.observe(w, pc, &at, len * srcs.len() as u32, Touch::Write, &bytes);
             }
-            Op::Atom { space, op, ty, d, addr, b, c } => {
+            Op::Atom { space, op, ty, d, addr, b, c, fences } => {
                 let len = ty.bytes();
                 let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
                 for l in lanes(m) {
@@ -1116,7 +1118,9 @@ impl Cx<'_, '_> {
                     let old = match wh {
                         Where::Global(x) => {
                             self.arrived |= (self.k.workspace..self.k.workspace + WORKSPACE_BYTES).contains(&x);
-                            self.k.mem.rmw(x, len, &f).map_err(|e| self.fault(w, l, pc, e))?
+                            let (old, seq) = self.k.mem.rmw(x, len, &f).map_err(|e| self.fault(w, l, pc, e))?;
+                            self.shadow.ticket(x, seq, w.first + l as u32, pc, *fences);
+                            old
                         }
                         _ => {
                             let old = self.load(w, l, pc, wh, len)?;
@@ -1203,6 +1207,11 @@ impl Cx<'_, '_> {
                 }
             }
             Op::Nop => {}
+            Op::Fence => {
+                for l in lanes(m) {
+                    self.shadow.fence(w.first + l as u32);
+                }
+            }
             Op::WarpSync => self.shadow.warp_sync(w.first / 32),
             Op::Bar { .. } | Op::Bra { .. } | Op::Exit | Op::Ret | Op::Trap | Op::Call { .. } => {}
         }

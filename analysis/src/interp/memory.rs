@@ -8,7 +8,7 @@
 //! race shadow. Does not own: instruction semantics or scheduling.
 
 use crate::races::RaceKind;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 /// Generic addresses at or above this are shared memory (offset = address - base).
@@ -38,11 +38,15 @@ pub struct Global {
     next: u64,
     /// Serialises 64-bit and floating-point read-modify-write atomics.
     rmw: Mutex<()>,
+    /// Counts read-modify-writes: each takes the next value as it
+    /// succeeds, so two on one address are numbered in their
+    /// modification order.
+    clock: AtomicU64,
 }
 
 impl Default for Global {
     fn default() -> Self {
-        Global { regions: Vec::new(), next: GLOBAL_START, rmw: Mutex::new(()) }
+        Global { regions: Vec::new(), next: GLOBAL_START, rmw: Mutex::new(()), clock: AtomicU64::new(0) }
     }
 }
 
@@ -117,18 +121,28 @@ impl Global {
         Ok(())
     }
 
-    /// Atomic read-modify-write of a 4- or 8-byte location; returns the old value.
-    pub fn rmw(&self, addr: u64, len: u32, f: &dyn Fn(u64) -> u64) -> Result<u64, Fault> {
+    /// Atomic read-modify-write of a 4- or 8-byte location; returns the
+    /// old value and the update's place in the location's modification
+    /// order (a number from [`Global`]'s clock, later for a later update).
+    pub fn rmw(&self, addr: u64, len: u32, f: &dyn Fn(u64) -> u64) -> Result<(u64, u64), Fault> {
         let r = self.region(addr, len).ok_or(Fault { addr, len, what: "global" })?;
         let off = addr - r.base;
         if len == 4 && off % 4 == 0 {
             let w = &r.words[(off / 4) as usize];
-            return Ok(w.fetch_update(Relaxed, Relaxed, |old| Some(f(old as u64) as u32)).unwrap_or(0) as u64);
+            // the number taken by the try that succeeds: after the update it read the value of
+            let seq = std::cell::Cell::new(0);
+            let old = w
+                .fetch_update(Relaxed, Relaxed, |old| {
+                    seq.set(self.clock.fetch_add(1, Relaxed));
+                    Some(f(old as u64) as u32)
+                })
+                .unwrap_or(0) as u64;
+            return Ok((old, seq.get()));
         }
         let _g = self.rmw.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.load(addr, len)?;
         self.store(addr, len, f(old))?;
-        Ok(old)
+        Ok((old, self.clock.fetch_add(1, Relaxed)))
     }
 }
 
@@ -216,55 +230,160 @@ pub struct GridConflict {
     pub second: usize,
     pub blocks: (u64, u64),
     pub threads: (u32, u32),
+    /// The two accesses are ordered by a ticket (an atomic on one address
+    /// that the earlier block updated first), with no device fence between
+    /// the earlier access and its block's ticket: that ticket's site.
+    pub unfenced: Option<usize>,
 }
 
+/// When, in one block's run, a thread made an access: the barrier
+/// interval, the thread (+ 1; `MANY`: several threads in that interval)
+/// and the thread's count of global accesses, atomics and fences so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moment {
+    pub epoch: u32,
+    pub thread: u32,
+    pub step: u32,
+}
+
+impl Moment {
+    /// Ordered before `o` in the block: an earlier barrier interval, or
+    /// earlier in the same thread.
+    fn before(self, o: Moment) -> bool {
+        self.epoch < o.epoch || (self.epoch == o.epoch && self.thread == o.thread && self.thread != MANY && self.step < o.step)
+    }
+    /// `self` for a first or a last moment, with `m` seen too (`latest`:
+    /// keep the latest interval, else the earliest).
+    fn widen(self, m: Moment, latest: bool) -> Moment {
+        let replace = if latest { m.epoch > self.epoch } else { m.epoch < self.epoch };
+        if replace {
+            m
+        } else if m.epoch == self.epoch && m.thread != self.thread {
+            Moment { thread: MANY, ..self }
+        } else if m.epoch == self.epoch && latest {
+            Moment { step: self.step.max(m.step), ..self }
+        } else {
+            self
+        }
+    }
+}
+
+/// A global atomic a block made, for the order it sets between blocks.
+#[derive(Clone, Copy, Debug)]
+pub struct Ticket {
+    pub addr: u64,
+    /// Its place in the address's modification order.
+    pub seq: u64,
+    pub at: Moment,
+    pub site: u32,
+}
+
+/// What orders one block's global accesses for other blocks: the first
+/// and last moment of each access site, its global atomics and its device
+/// fences (up to [`ORDER_EVENTS`] each; `full`: more, and no order is
+/// taken from this block).
+#[derive(Clone, Debug, Default)]
+pub struct BlockOrder {
+    pub sites: rustc_hash::FxHashMap<u32, (Moment, Moment)>,
+    pub tickets: Vec<Ticket>,
+    pub fences: Vec<Moment>,
+    pub full: bool,
+}
+
+/// Atomics and fences one block's order keeps, at most each.
+pub const ORDER_EVENTS: usize = 64;
+
+/// How block `p`'s access at site `sp` stands before block `q`'s at `sq`
+/// through tickets: `None` unordered; `Some(None)` ordered (a ticket of
+/// `p`'s after the access, fenced from it or the access itself, numbered
+/// before a ticket of `q`'s on the same address that comes before `q`'s
+/// access); `Some(Some(t))` ordered by ticket site `t` with no fence between.
+fn through_ticket(p: &BlockOrder, sp: u32, q: &BlockOrder, sq: u32) -> Option<Option<u32>> {
+    if p.full || q.full {
+        return None;
+    }
+    let last = p.sites.get(&sp)?.1;
+    let first = q.sites.get(&sq)?.0;
+    let mut unfenced = None;
+    for tq in q.tickets.iter().filter(|t| t.at.before(first)) {
+        for tp in p.tickets.iter().filter(|t| t.addr == tq.addr && t.seq < tq.seq) {
+            if tp.site == sp {
+                return Some(None);
+            }
+            if !last.before(tp.at) {
+                continue;
+            }
+            if p.fences.iter().any(|f| last.before(*f) && (f.before(tp.at) || *f == tp.at)) {
+                return Some(None);
+            }
+            unfenced = Some(tp.site);
+        }
+    }
+    unfenced.map(Some)
+}
+
+/// One block's record for the races between blocks: its index, its
+/// global words, and what orders its accesses.
+pub type Footprint = (u64, rustc_hash::FxHashMap<u64, GridCell>, BlockOrder);
+
 /// The races between blocks, from each block's [`GridCell`]s merged in
-/// block order (`footprints`: block index and its bytes), and whether a
-/// block touched more bytes than were recorded.
-pub fn grid_conflicts(mut footprints: Vec<(u64, rustc_hash::FxHashMap<u64, GridCell>)>) -> Vec<GridConflict> {
-    footprints.sort_by_key(|(b, _)| *b);
-    // per byte: the first block to touch it, and what it and later blocks did
-    let mut seen: rustc_hash::FxHashMap<u64, (u64, GridCell)> = Default::default();
+/// block order (`footprints`), less the pairs a ticket orders with a fence
+/// (those it orders without one are kept, marked `unfenced`).
+pub fn grid_conflicts(mut footprints: Vec<Footprint>) -> Vec<GridConflict> {
+    footprints.sort_by_key(|(b, _, _)| *b);
+    let orders: rustc_hash::FxHashMap<u64, BlockOrder> = footprints.iter_mut().map(|(b, _, o)| (*b, std::mem::take(o))).collect();
+    // per word: the first block to touch it, and per kind the first (thread, site, block) and the bytes
+    type Slot = (u32, u32, u64);
+    let mut seen: rustc_hash::FxHashMap<u64, (u64, [Slot; 3], [u8; 3])> = Default::default();
     let mut out: std::collections::BTreeMap<(RaceKind, usize, usize), GridConflict> = Default::default();
-    for (block, cells) in footprints {
+    for (block, cells, _) in footprints {
         let mut addrs: Vec<&u64> = cells.keys().collect();
         addrs.sort_unstable();
         for addr in addrs {
             let cur = cells[addr];
-            let entry = seen.entry(*addr).or_insert((block, GridCell::default()));
-            let (first_block, prev) = *entry;
+            let entry = seen.entry(*addr).or_insert((block, [(0, 0, 0); 3], [0; 3]));
+            let (first_block, prev, masks) = *entry;
+            let mine_of = [cur.writer, cur.reader, cur.atomic];
             if first_block != block {
-                // a conflict with an earlier block on a byte both touched: (kind, earlier (thread, site), mine)
+                // a conflict with an earlier block on bytes both touched: (kind, earlier slot, mine)
                 let (w, r, a) = (0, 1, 2);
-                let hit = |mine: (u32, u32), m: usize, theirs: (u32, u32), t: usize, kind| {
-                    (cur.masks[m] & prev.masks[t] != 0).then_some((kind, theirs, mine))
+                let hit = |m: usize, t: usize, kind| {
+                    (cur.masks[m] & masks[t] != 0 && prev[t].0 != 0).then_some((kind, prev[t], (mine_of[m].0, mine_of[m].1, block)))
                 };
-                let found = hit(cur.writer, w, prev.writer, w, RaceKind::WriteAfterWrite)
-                    .or_else(|| hit(cur.writer, w, prev.reader, r, RaceKind::WriteAfterRead))
-                    .or_else(|| hit(cur.writer, w, prev.atomic, a, RaceKind::WriteAfterWrite))
-                    .or_else(|| hit(cur.reader, r, prev.writer, w, RaceKind::ReadAfterWrite))
-                    .or_else(|| hit(cur.reader, r, prev.atomic, a, RaceKind::ReadAfterWrite))
-                    .or_else(|| hit(cur.atomic, a, prev.writer, w, RaceKind::WriteAfterWrite))
-                    .or_else(|| hit(cur.atomic, a, prev.reader, r, RaceKind::WriteAfterRead));
+                let found = hit(w, w, RaceKind::WriteAfterWrite)
+                    .or_else(|| hit(w, r, RaceKind::WriteAfterRead))
+                    .or_else(|| hit(w, a, RaceKind::WriteAfterWrite))
+                    .or_else(|| hit(r, w, RaceKind::ReadAfterWrite))
+                    .or_else(|| hit(r, a, RaceKind::ReadAfterWrite))
+                    .or_else(|| hit(a, w, RaceKind::WriteAfterWrite))
+                    .or_else(|| hit(a, r, RaceKind::WriteAfterRead));
                 if let Some((kind, theirs, mine)) = found {
-                    out.entry((kind, theirs.1 as usize, mine.1 as usize)).or_insert(GridConflict {
-                        kind,
-                        first: theirs.1 as usize,
-                        second: mine.1 as usize,
-                        blocks: (first_block, block),
-                        threads: (theirs.0 - 1, mine.0 - 1),
-                    });
+                    // a ticket may order the pair, either way round
+                    let (p, q) = (&orders[&theirs.2], &orders[&mine.2]);
+                    let judged = match (through_ticket(p, theirs.1, q, mine.1), through_ticket(q, mine.1, p, theirs.1)) {
+                        (Some(None), _) | (_, Some(None)) => None,
+                        (Some(Some(t)), _) | (_, Some(Some(t))) => Some(Some(t as usize)),
+                        (None, None) => Some(None),
+                    };
+                    if let Some(unfenced) = judged {
+                        out.entry((kind, theirs.1 as usize, mine.1 as usize)).or_insert(GridConflict {
+                            kind,
+                            first: theirs.1 as usize,
+                            second: mine.1 as usize,
+                            blocks: (theirs.2, mine.2),
+                            threads: (theirs.0 - 1, mine.0 - 1),
+                            unfenced,
+                        });
+                    }
                 }
             }
             // the bytes every block so far touched, the first of each kind named
-            let e = &mut entry.1;
-            for (mine, kept) in [(cur.writer, &mut e.writer), (cur.reader, &mut e.reader), (cur.atomic, &mut e.atomic)] {
-                if kept.0 == 0 {
-                    *kept = mine;
+            let e = seen.get_mut(addr).expect("just inserted");
+            for (k, mine) in mine_of.iter().enumerate() {
+                if e.1[k].0 == 0 && mine.0 != 0 {
+                    e.1[k] = (mine.0, mine.1, block);
                 }
-            }
-            for k in 0..3 {
-                e.masks[k] |= cur.masks[k];
+                e.2[k] |= cur.masks[k];
             }
         }
     }
@@ -291,6 +410,10 @@ pub struct Shadow {
     /// Global bytes not recorded at all (the grid workspace, whose atomics
     /// and polls synchronise).
     pub skip: std::ops::Range<u64>,
+    /// What orders the block's global accesses for other blocks (with `grid`).
+    pub order: BlockOrder,
+    /// Per thread: its global accesses, atomics and fences so far.
+    steps: Vec<u32>,
 }
 
 /// Kind of an access for the shadow.
@@ -309,6 +432,52 @@ impl Shadow {
         self.epoch = 1;
         self.warp_epoch.clear();
         self.grid.clear();
+        self.order = BlockOrder::default();
+        self.steps.clear();
+    }
+
+    /// Thread `tid`'s next moment (see [`Moment`]).
+    fn moment(&mut self, tid: u32) -> Moment {
+        let t = tid as usize;
+        if self.steps.len() <= t {
+            self.steps.resize(t + 1, 0);
+        }
+        self.steps[t] += 1;
+        Moment { epoch: self.epoch, thread: tid + 1, step: self.steps[t] }
+    }
+
+    /// Thread `tid` made a global atomic at `addr` (site `site`), numbered
+    /// `seq` in the address's modification order; `fences`: with release
+    /// semantics at the device's scope.
+    pub fn ticket(&mut self, addr: u64, seq: u64, tid: u32, site: usize, fences: bool) {
+        if !self.track_grid || self.skip.contains(&addr) {
+            return;
+        }
+        let at = self.moment(tid);
+        if fences {
+            self.fence_at(at);
+        }
+        if self.order.tickets.len() >= ORDER_EVENTS {
+            self.order.full = true;
+            return;
+        }
+        self.order.tickets.push(Ticket { addr, seq, at, site: site as u32 });
+    }
+
+    /// Thread `tid` executed a device fence (`__threadfence()`).
+    pub fn fence(&mut self, tid: u32) {
+        if self.track_grid {
+            let at = self.moment(tid);
+            self.fence_at(at);
+        }
+    }
+
+    fn fence_at(&mut self, at: Moment) {
+        if self.order.fences.len() >= ORDER_EVENTS {
+            self.order.full = true;
+        } else {
+            self.order.fences.push(at);
+        }
     }
 
     /// Warp `w` executed `__syncwarp()`.
@@ -356,6 +525,9 @@ impl Shadow {
             return;
         }
         if !shared && self.track_grid {
+            let m = self.moment(tid);
+            let e = self.order.sites.entry(site as u32).or_insert((m, m));
+            *e = (e.0.widen(m, false), e.1.widen(m, true));
             self.grid_touch(addr, len, me, site, t);
         }
         let epoch = self.epoch;
@@ -476,8 +648,11 @@ mod tests {
         assert_eq!(g.read(b, 8).unwrap(), [0, 0, 0, 0xef, 0xbe, 0, 0, 0]);
         g.store(b, 8, 0x1122334455667788).unwrap();
         assert_eq!(g.load(b, 8).unwrap(), 0x1122334455667788);
-        assert_eq!(g.rmw(b, 4, &|x| x + 1).unwrap(), 0x55667788);
-        assert_eq!(g.rmw(b, 8, &|x| x + 1).unwrap(), 0x1122334455667789);
+        let (old, first) = g.rmw(b, 4, &|x| x + 1).unwrap();
+        assert_eq!(old, 0x55667788);
+        let (old, second) = g.rmw(b, 8, &|x| x + 1).unwrap();
+        assert_eq!(old, 0x1122334455667789);
+        assert!(second > first, "numbered in modification order");
         assert_eq!(g.load(b, 8).unwrap(), 0x112233445566778a);
     }
 
@@ -529,23 +704,56 @@ mod tests {
             for &(addr, tid, site, t) in accesses {
                 s.touch(false, addr, 4, tid, site, t, &[]);
             }
-            (b, std::mem::take(&mut s.grid))
+            (b, std::mem::take(&mut s.grid), BlockOrder::default())
         };
         let got = grid_conflicts(vec![
             run(1, &[(100, 0, 7, Touch::Write), (200, 3, 8, Touch::Read), (300, 0, 9, Touch::Atomic), (404, 0, 10, Touch::Write)]),
             run(0, &[(100, 0, 7, Touch::Write), (200, 5, 8, Touch::Read), (300, 0, 9, Touch::Atomic), (400, 0, 10, Touch::Write)]),
         ]);
         // (bytes 400..404 and 404..408: two words apart, no race)
-        assert_eq!(got, [GridConflict { kind: RaceKind::WriteAfterWrite, first: 7, second: 7, blocks: (0, 1), threads: (0, 0) }]);
+        assert_eq!(
+            got,
+            [GridConflict { kind: RaceKind::WriteAfterWrite, first: 7, second: 7, blocks: (0, 1), threads: (0, 0), unfenced: None }]
+        );
         // bytes of one word: two blocks writing different bytes do not race, the same byte does
         let bytes = |b: u64, addr: u64, len: u32| {
             let mut s = Shadow { track_grid: true, ..Default::default() };
             s.reset(0);
             s.touch(false, addr, len, 0, 5, Touch::Write, &[]);
-            (b, std::mem::take(&mut s.grid))
+            (b, std::mem::take(&mut s.grid), BlockOrder::default())
         };
         assert!(grid_conflicts(vec![bytes(0, 1000, 1), bytes(1, 1001, 1), bytes(2, 1002, 2)]).is_empty());
         assert_eq!(grid_conflicts(vec![bytes(0, 1000, 2), bytes(1, 1001, 1)]).len(), 1);
+    }
+
+    /// A last-block election: each block writes its partial result (site
+    /// 1), takes a ticket on one counter (site 2), and the block with the
+    /// later ticket reads the other's partial result (site 3) after a
+    /// barrier. With a fence between the write and the ticket the pair is
+    /// ordered; without one it is kept, marked unfenced; the other way
+    /// round (the reader's ticket first) it is a race.
+    #[test]
+    fn a_ticket_orders_blocks() {
+        let block = |b: u64, seq: u64, fenced: bool, reads: bool| {
+            let mut s = Shadow { track_grid: true, ..Default::default() };
+            s.reset(0);
+            s.touch(false, 1000 + 4 * b, 4, 0, 1, Touch::Write, &[]);
+            if fenced {
+                s.fence(0);
+            }
+            s.ticket(2000, seq, 0, 2, false);
+            s.touch(false, 2000, 4, 0, 2, Touch::Atomic, &[]);
+            s.epoch += 1;
+            if reads {
+                s.touch(false, 1000, 4, 0, 3, Touch::Read, &[]);
+            }
+            (b, std::mem::take(&mut s.grid), std::mem::take(&mut s.order))
+        };
+        assert!(grid_conflicts(vec![block(0, 5, true, false), block(1, 9, true, true)]).is_empty());
+        let got = grid_conflicts(vec![block(0, 5, false, false), block(1, 9, false, true)]);
+        assert_eq!(got.iter().map(|c| (c.first, c.second, c.unfenced)).collect::<Vec<_>>(), [(1, 3, Some(2))]);
+        let got = grid_conflicts(vec![block(0, 9, true, false), block(1, 5, true, true)]);
+        assert_eq!(got.iter().map(|c| (c.first, c.second, c.unfenced)).collect::<Vec<_>>(), [(1, 3, None)]);
     }
 
     /// `__syncwarp()` orders the lanes of its warp, not other warps.

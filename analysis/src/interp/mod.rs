@@ -241,6 +241,10 @@ pub struct RaceSeen {
     /// time it was seen, the bytes the earlier one had (the value is the
     /// same: a benign race). Not judged between blocks.
     pub same_value: bool,
+    /// Between blocks: the pair was ordered by a ticket (a global atomic
+    /// the earlier block made first), with no device fence between the
+    /// earlier access and its ticket; the ticket's site. Not a race.
+    pub unfenced: Option<SiteKey>,
 }
 
 /// Everything a run observed, by instruction.

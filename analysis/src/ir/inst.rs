@@ -566,6 +566,13 @@ impl Flag {
     /// A cache operator that does not keep the line in L1: `.cg` (L2 only),
     /// `.cs` (streaming, evict first), `.cv` (fetch again).
     pub const NO_L1: u32 = 1 << 22;
+    /// A scope of the whole device or system: `membar.gl`/`.sys`,
+    /// `fence….gpu`/`.sys`, `atom….gpu`.
+    pub const DEVICE_SCOPE: u32 = 1 << 23;
+    /// Release ordering: `.release`, `.acq_rel`, `.sc` (`fence.sc`).
+    pub const RELEASE: u32 = 1 << 24;
+    /// The scope of one block: `.cta`.
+    pub const CTA_SCOPE: u32 = 1 << 25;
 }
 
 /// One decoded PTX instruction, with the syntax it came from.
@@ -747,7 +754,11 @@ pub fn decode<'a>(ast: &'a Instruction<'a>) -> Inst<'a> {
             (_, "nc") => inst.flags |= Flag::NC,
             (Opcode::Ld | Opcode::Ldu, "cg" | "cs" | "cv") => inst.flags |= Flag::NO_L1,
             (_, "volatile") => inst.flags |= Flag::VOLATILE,
-            (_, "relaxed" | "acquire" | "release" | "acq_rel" | "mmio") => inst.flags |= Flag::STRONG,
+            (_, "release" | "acq_rel") => inst.flags |= Flag::STRONG | Flag::RELEASE,
+            (_, "relaxed" | "acquire" | "mmio") => inst.flags |= Flag::STRONG,
+            (Opcode::Fence, "sc") => inst.flags |= Flag::RELEASE,
+            (Opcode::Membar, "gl" | "sys") | (_, "gpu" | "sys") => inst.flags |= Flag::DEVICE_SCOPE,
+            (_, "cta") => inst.flags |= Flag::CTA_SCOPE,
             (_, "sync") => inst.flags |= Flag::SYNC,
             (_, "aligned") => inst.flags |= Flag::ALIGNED,
             (_, "arrive") => inst.flags |= Flag::ARRIVE,
@@ -940,6 +951,19 @@ impl<'a> Inst<'a> {
     /// from L2 once.
     pub fn through_l1(&self) -> bool {
         matches!(self.opcode, Opcode::Ld | Opcode::Ldu) && !self.has(Flag::NO_L1) && !self.has(Flag::VOLATILE) && !self.has(Flag::STRONG)
+    }
+
+    /// Orders the thread's earlier memory accesses before its later ones
+    /// for every thread of the device (`__threadfence()`): `membar.gl` or
+    /// `.sys`, `fence.sc`/`fence.acq_rel` at `.gpu`/`.sys` scope, an atomic
+    /// with `.release`/`.acq_rel` at those scopes (or none named: `.gpu`).
+    pub fn fences_device(&self) -> bool {
+        match self.opcode {
+            Opcode::Membar => self.has(Flag::DEVICE_SCOPE),
+            Opcode::Fence => self.has(Flag::DEVICE_SCOPE) && self.has(Flag::RELEASE),
+            Opcode::Atom | Opcode::Red => self.has(Flag::RELEASE) && !self.has(Flag::CTA_SCOPE) && !self.has(Flag::CLUSTER),
+            _ => false,
+        }
     }
 
     /// The memory access an instruction makes (`ld`, `ldu`, `st`, `atom`, `red`).
@@ -1194,6 +1218,15 @@ mod tests {
         assert!(decode(&v[5]).is_block_barrier());
         assert_eq!(decode(&v[3]).call_target(), Some("f"));
         assert_eq!(decode(&v[2]).access_width(), 8);
+    }
+
+    #[test]
+    fn device_fences() {
+        let v = insts(
+            "membar.gl; membar.cta; membar.sys; fence.sc.gpu; fence.acq_rel.cta; fence.proxy.async; atom.release.gpu.global.add.u32 %r1, [%rd1], 1; atom.global.add.u32 %r1, [%rd1], 1; atom.acq_rel.cta.shared.add.u32 %r1, [%r2], 1; fence.acq_rel.sys;",
+        );
+        let x: Vec<bool> = v.iter().map(|i| decode(i).fences_device()).collect();
+        assert_eq!(x, [true, false, true, true, false, false, true, false, false, true]);
     }
 
     #[test]

@@ -256,6 +256,48 @@ impl<'a> FunctionIr<'a> {
         }
     }
 
+    /// From just after instruction `from`, does some path reach instruction
+    /// `to` (`None`: the function's end — a `ret`/`exit`, guarded or not,
+    /// or a block without successors) without passing an instruction
+    /// `stop` accepts? Around loops too (`to` may come before `from`).
+    pub fn reaches_avoiding(&self, from: InstId, to: Option<InstId>, stop: &dyn Fn(InstId) -> bool) -> bool {
+        let cfg = &self.cfg;
+        // scan a run of instructions: Some(true) reached, Some(false) stopped, None went on
+        let scan = |insts: &mut dyn Iterator<Item = InstId>| -> Option<bool> {
+            for i in insts {
+                if Some(i) == to || (to.is_none() && matches!(self.insts[i].flow(), inst::Flow::Exit) && !self.insts[i].is_jump()) {
+                    return Some(true);
+                }
+                if stop(i) {
+                    return Some(false);
+                }
+            }
+            None
+        };
+        let home = cfg.block_of(from);
+        let mut rest = cfg.blocks[home].insts().skip_while(|&i| i != from).skip(1);
+        match scan(&mut rest) {
+            Some(r) => return r,
+            None if to.is_none() && cfg.blocks[home].succs.is_empty() => return true,
+            None => {}
+        }
+        let mut seen = dataflow::BitSet::new(cfg.len());
+        let mut stack: Vec<BlockId> = cfg.blocks[home].succs.clone();
+        while let Some(b) = stack.pop() {
+            if seen.contains(b.index()) {
+                continue;
+            }
+            seen.insert(b.index());
+            match scan(&mut cfg.blocks[b].insts()) {
+                Some(true) => return true,
+                Some(false) => {}
+                None if to.is_none() && cfg.blocks[b].succs.is_empty() => return true,
+                None => stack.extend(cfg.blocks[b].succs.iter().copied()),
+            }
+        }
+        false
+    }
+
     /// The value stored to call parameter `name` before call `call`
     /// (`st.param.b64 [param0], %rd5`), searched back in the call's block.
     pub fn call_argument(&self, call: InstId, name: &str) -> Option<ValueId> {

@@ -847,6 +847,50 @@ impl Prepared {
 }
 
 impl Prepared {
+    /// [`Prepared::apply`] when some sources are unknown (`None`): the
+    /// result where the known ones decide it whatever the others hold
+    /// (`and` with zero, `or` with all ones, a product with zero, a select
+    /// whose predicate picks a known source, a comparison combined by `and`
+    /// with false or by `or` with true); `None` where they do not.
+    pub fn apply_partial(&self, args: &[Option<u64>]) -> Option<u64> {
+        if let Some(all) = args.iter().copied().collect::<Option<Vec<u64>>>() {
+            return self.apply(&all);
+        }
+        let arg = |k: usize| args.get(k).copied().flatten();
+        match *self {
+            Prepared::Bin { op, ty, .. } if !ty.is_float() && args.len() == 2 => {
+                let m = mask(ty.bits());
+                let decides = |x: u64| match op {
+                    Bin::And | Bin::MulLo => x & m == 0,
+                    Bin::Or => x & m == m,
+                    _ => false,
+                };
+                // the operation of the deciding value with itself: its result, in `apply`'s form
+                args.iter().flatten().copied().find(|&x| decides(x)).and_then(|x| self.apply(&[x, x]))
+            }
+            Prepared::Selp => {
+                if arg(2)? & 1 != 0 {
+                    arg(0)
+                } else {
+                    arg(1)
+                }
+            }
+            Prepared::Cmp { combine: Some(b), set: dty, .. } => {
+                let c = arg(2)? & 1 != 0;
+                let r = match b {
+                    BoolOp::And if !c => false,
+                    BoolOp::Or if c => true,
+                    _ => return None,
+                };
+                Some(match dty {
+                    Some(d) => set(d, r),
+                    None => r as u64,
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// [`Prepared::apply`] over many lanes: `srcs[k][t]` is source `k` of
     /// lane `t` (as the integers the evaluator keeps); each result is
     /// pushed as [`to_i64`] of `ty`. `None` if some lane is undefined.
@@ -988,6 +1032,22 @@ mod tests {
         assert_eq!(un(Un::Neg, Ty::S(32), 5, false), (-5i32) as u32 as u64);
         assert!(cmp(Cmp::Lt, Ty::S(32), 0xffff_ffff, 0, false));
         assert!(!cmp(Cmp::Lt, Ty::U(32), 0xffff_ffff, 0, false));
+    }
+
+    #[test]
+    fn known_sources_that_decide_the_result() {
+        let or_p = Prepared::Bin { op: Bin::Or, ty: Ty::Pred, round: Round::Rn, ftz: false, sat: false };
+        assert_eq!(or_p.apply_partial(&[Some(1), None]), Some(1));
+        assert_eq!(or_p.apply_partial(&[None, Some(0)]), None);
+        let and32 = Prepared::Bin { op: Bin::And, ty: Ty::B(32), round: Round::Rn, ftz: false, sat: false };
+        assert_eq!(and32.apply_partial(&[None, Some(0)]), Some(0));
+        assert_eq!(and32.apply_partial(&[None, Some(1)]), None);
+        assert_eq!(and32.apply_partial(&[Some(6), Some(3)]), Some(2));
+        assert_eq!(Prepared::Selp.apply_partial(&[Some(7), None, Some(1)]), Some(7));
+        assert_eq!(Prepared::Selp.apply_partial(&[Some(7), None, Some(0)]), None);
+        let setp_and = Prepared::Cmp { cmp: Cmp::Lt, ty: Ty::U(32), ftz: false, negate: false, combine: Some(BoolOp::And), set: None };
+        assert_eq!(setp_and.apply_partial(&[None, Some(4), Some(0)]), Some(0));
+        assert_eq!(setp_and.apply_partial(&[None, Some(4), Some(1)]), None);
     }
 
     #[test]

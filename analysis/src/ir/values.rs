@@ -164,19 +164,61 @@ fn same_value_within(f: &FunctionIr<'_>, a: ValueId, b: ValueId, budget: &mut us
 }
 
 /// The pointer an address is computed from: follow additions through the
-/// operand that is itself a pointer, up to a parameter load or a symbol.
-pub fn root(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
-    for _ in 0..WALK_BUDGET {
-        let ValueDef::Inst { inst: i, .. } = f.ssa.values[v] else { return v };
-        if !matches!(f.insts[i].opcode, Opcode::Add | Opcode::Sub | Opcode::Mad | Opcode::Cvta | Opcode::Mov | Opcode::Cvt) {
-            return v;
-        }
-        let next = (1..f.insts[i].operands().len())
-            .filter_map(|k| f.operand_value(i, k))
-            .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic));
-        match next {
-            Some(x) => v = x,
-            None => return v,
+/// operand that is itself a pointer, up to a parameter load, a symbol or
+/// a phi (a pointer a loop steps is its own root: accesses grouped by
+/// root are those of one walk).
+pub fn root(f: &FunctionIr<'_>, v: ValueId) -> ValueId {
+    let mut budget = WALK_BUDGET;
+    root_within(f, v, false, &mut budget, &mut Vec::new())
+}
+
+/// [`root`], and through a phi whose incoming values have one root apart
+/// from those computed from the phi itself (`p = a; … p += 16`: `a`): the
+/// array a stepped pointer walks, for the races, which pair any two
+/// accesses of one array.
+pub fn array_root(f: &FunctionIr<'_>, v: ValueId) -> ValueId {
+    let mut budget = WALK_BUDGET;
+    root_within(f, v, true, &mut budget, &mut Vec::new())
+}
+
+fn root_within(f: &FunctionIr<'_>, mut v: ValueId, phis_too: bool, budget: &mut usize, phis: &mut Vec<ValueId>) -> ValueId {
+    while *budget > 0 {
+        *budget -= 1;
+        match f.ssa.values[v] {
+            ValueDef::Phi(_) if !phis_too => return v,
+            ValueDef::Phi(p) => {
+                if phis.contains(&v) {
+                    return v;
+                }
+                phis.push(v);
+                let mut common = None;
+                for &(_, x) in &f.ssa.phis[p].incoming {
+                    let r = root_within(f, x, true, budget, phis);
+                    if phis.contains(&r) {
+                        continue;
+                    }
+                    if common.is_some_and(|c| c != r) {
+                        common = None;
+                        break;
+                    }
+                    common = Some(r);
+                }
+                phis.pop();
+                return common.unwrap_or(v);
+            }
+            ValueDef::Inst { inst: i, .. } => {
+                if !matches!(f.insts[i].opcode, Opcode::Add | Opcode::Sub | Opcode::Mad | Opcode::Cvta | Opcode::Mov | Opcode::Cvt) {
+                    return v;
+                }
+                let next = (1..f.insts[i].operands().len())
+                    .filter_map(|k| f.operand_value(i, k))
+                    .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic));
+                match next {
+                    Some(x) => v = x,
+                    None => return v,
+                }
+            }
+            ValueDef::Entry(_) => return v,
         }
     }
     v

@@ -51,6 +51,7 @@ lints! {
     shared_memory_race::SHARED_MEMORY_RACE => check,
     global_memory_race::GLOBAL_MEMORY_RACE => check,
     grid_memory_race::GRID_MEMORY_RACE => check,
+    missing_threadfence::MISSING_THREADFENCE => check,
     unused_gpucheck_allow::UNUSED_GPUCHECK_ALLOW,
     divergent_branch::DIVERGENT_BRANCH => check,
     uncoalesced_global_access::UNCOALESCED_GLOBAL_ACCESS => check,

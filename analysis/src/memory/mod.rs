@@ -232,6 +232,10 @@ pub(crate) fn accesses_of<'f>(f: &'f FunctionIr<'_>) -> impl Iterator<Item = (In
 /// evaluated for every lane (a large power of two: aligned, and a large stride).
 pub const SCALAR_SAMPLE: i64 = 1024;
 
+/// How many instructions deep [`Evals::eval_partial`] looks for sources
+/// that decide a value no evaluation gives.
+const PARTIAL_DEPTH: u32 = 4;
+
 /// What an evaluation fixes besides the value: the threads (the whole
 /// block, or only its first thread), `%ctaid`, the value given to other
 /// uniform values (`None`: give up on them), one of them pinned to a value
@@ -381,6 +385,58 @@ impl<'f, 'a> Evals<'f, 'a> {
     /// on data or on a uniform value the query gives up on.
     pub fn eval(&self, v: ValueId, q: Query) -> Option<Rc<Vec<i64>>> {
         self.eval_resting(v, q).map(|x| x.0)
+    }
+
+    /// Values of `v` per thread where they are known (`None` in a thread
+    /// whose value depends on data): [`Self::eval`]'s where it gives them;
+    /// otherwise, for a value an instruction computes, what its sources'
+    /// known values decide whatever the others hold
+    /// ([`crate::ir::scalar::Prepared::apply_partial`]): `t != 0 || !flag`
+    /// is true in every thread but 0 however `flag` was loaded.
+    pub fn eval_partial(&self, v: ValueId, q: Query) -> Option<Vec<Option<i64>>> {
+        let out = self.partial_at(v, q, PARTIAL_DEPTH)?;
+        out.iter().any(Option::is_some).then_some(out)
+    }
+
+    fn partial_at(&self, v: ValueId, q: Query, depth: u32) -> Option<Vec<Option<i64>>> {
+        use crate::ir::scalar;
+        if let Some(x) = self.eval(v, q) {
+            return Some(x.iter().map(|&x| Some(x)).collect());
+        }
+        let f = self.f;
+        let ValueDef::Inst { inst: i, slot } = f.ssa.values[v] else { return None };
+        let inst = &f.insts[i];
+        if depth == 0 || inst.ast.guard.is_some() || inst.is_float() {
+            return None;
+        }
+        let op = scalar::prepare(inst, slot as usize)?;
+        let ty = scalar::dest_ty(inst, slot as usize)?;
+        let n = if q.first_thread_only { 1 } else { self.shape.lanes().len() };
+        // a source's values at this use (a value leaving a loop whose exits
+        // diverge is not the one it had inside: unknown)
+        let at_use = |x: ValueId| -> Vec<Option<i64>> {
+            let seen = self.d.at(f, x, f.cfg.block_of(i));
+            (seen == self.d.vals[x]).then(|| self.partial_at(x, q, depth - 1)).flatten().unwrap_or_else(|| vec![None; n])
+        };
+        let mut srcs: Vec<Vec<Option<i64>>> = Vec::with_capacity(inst.operands().len());
+        for (k, o) in inst.operands().iter().enumerate().skip(1) {
+            srcs.push(match (o, f.operand_value(i, k)) {
+                (Operand::Reg(_), Some(x)) => at_use(x),
+                (Operand::Not(_), Some(x)) => at_use(x).into_iter().map(|b| b.map(|b| (b == 0) as i64)).collect(),
+                (Operand::Imm(c), _) => vec![Some(*c); n],
+                _ => return None,
+            });
+        }
+        let mut args: Vec<Option<u64>> = Vec::with_capacity(srcs.len());
+        Some(
+            (0..n)
+                .map(|t| {
+                    args.clear();
+                    args.extend(srcs.iter().map(|s| s[t].map(|x| x as u64)));
+                    op.apply_partial(&args).map(|bits| scalar::to_i64(ty, bits))
+                })
+                .collect(),
+        )
     }
 
     /// [`Self::eval`], with the sampled leaves the values rest on.

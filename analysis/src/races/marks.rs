@@ -117,8 +117,24 @@ pub(super) fn mark_next_iteration(f: &FunctionIr<'_>, sites: &[Access], barrier_
     if races.iter().any(in_common_loop) {
         let back = |a: BlockId, b: BlockId| f.cfg.loops.iter().any(|l| l.header == b && l.latches.contains(&a));
         let within = super::intervals_cut(f, sites, barrier_call, &back);
+        let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
         for r in races.iter_mut().filter(|r| in_common_loop(r)) {
-            r.next_iteration |= !within.share(r.first, r.second);
+            if within.share(r.first, r.second) {
+                continue;
+            }
+            r.next_iteration = true;
+            // a read and a write: the kind says which one the earlier iteration makes
+            let (a, b) = (&sites[r.first], &sites[r.second]);
+            if a.kind.writes() != b.kind.writes() {
+                let (w, rd) = if a.kind.writes() { (a, b) } else { (b, a) };
+                let order =
+                    super::one_iteration_apart(super::around_back_edge(f, &is_bar, w.inst), super::around_back_edge(f, &is_bar, rd.inst));
+                match order {
+                    Some((false, true)) => r.kind = super::RaceKind::WriteAfterRead,
+                    Some((true, false)) => r.kind = super::RaceKind::ReadAfterWrite,
+                    _ => {}
+                }
+            }
         }
     }
 }

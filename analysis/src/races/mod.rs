@@ -386,7 +386,7 @@ fn pairs_racing(
     let seeds = marks::cas_seeds(f, accesses);
     let seeded = |a: usize, b: usize| seeds[a] == Some(b) || seeds[b] == Some(a);
     let intervals = intervals(f, accesses, barrier_call);
-    let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::ir::values::root(f, v))).collect();
+    let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::ir::values::array_root(f, v))).collect();
     // the pairs of one interval through one pointer, one of them writing (atomics among
     // themselves excepted), each once
     let mut pairs: Vec<(usize, usize)> = Vec::new();
@@ -427,8 +427,12 @@ fn pairs_racing(
     let mut apart_info: HashMap<usize, Option<(crate::ir::LoopId, bool, bool)>> = HashMap::new();
     let mut info = |k: usize| *apart_info.entry(k).or_insert_with(|| around_back_edge(f, &is_bar, accesses[k].inst));
     let in_loop = |k: usize| f.cfg.loop_of(f.cfg.block_of(accesses[k].inst)).is_some();
-    let cross: BTreeSet<(usize, usize)> =
-        pairs.iter().copied().filter(|&(a, b)| b < n && in_loop(a) && in_loop(b) && one_iteration_apart(info(a), info(b))).collect();
+    let cross: Cross = pairs
+        .iter()
+        .copied()
+        .filter(|&(a, b)| b < n && in_loop(a) && in_loop(b))
+        .filter_map(|(a, b)| Some(((a, b), one_iteration_apart(info(a), info(b))?)))
+        .collect();
     let mut found = races_at(evals, accesses, imported, &pairs, &cross, Some(active), &warp_synced);
     // the pairs the sampled parameter values leave apart: solved for the parameters
     // (a callee's offsets are sampled values: its accesses are not solved for)
@@ -545,7 +549,9 @@ fn grid_pairs(evals: &Evals<'_, '_>, g: &GridCheck<'_>, active: BlockLanes<'_>) 
         .iter()
         .enumerate()
         .map(|(k, a)| {
-            a.addr_value.filter(|_| a.space == Space::Global && !a.addr.data() && comparable[k]).map(|v| crate::ir::values::root(f, v))
+            a.addr_value
+                .filter(|_| a.space == Space::Global && !a.addr.data() && comparable[k])
+                .map(|v| crate::ir::values::array_root(f, v))
         })
         .collect();
     let seeds = marks::cas_seeds(f, accesses);
@@ -898,13 +904,20 @@ fn around_back_edge(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, x: Inst
 /// Can a thread one iteration ahead meet another at access `b` while
 /// that one is still at `a` (or the other way round), from
 /// [`around_back_edge`] of each: one loop, and a barrier-free path from
-/// one through the back edge to the other.
-fn one_iteration_apart(a: Option<(crate::ir::LoopId, bool, bool)>, b: Option<(crate::ir::LoopId, bool, bool)>) -> bool {
+/// one through the back edge to the other. `Some((a then b, b then a))`:
+/// which of the two can be the earlier iteration's.
+fn one_iteration_apart(a: Option<(crate::ir::LoopId, bool, bool)>, b: Option<(crate::ir::LoopId, bool, bool)>) -> Option<(bool, bool)> {
     match (a, b) {
-        (Some((la, a_out, a_in)), Some((lb, b_out, b_in))) => la == lb && ((a_out && b_in) || (b_out && a_in)),
-        _ => false,
+        (Some((la, a_out, a_in)), Some((lb, b_out, b_in))) if la == lb && ((a_out && b_in) || (b_out && a_in)) => {
+            Some((a_out && b_in, b_out && a_in))
+        }
+        _ => None,
     }
 }
+
+/// Pairs a thread one iteration ahead of another can meet, with which of
+/// the two can be the earlier iteration's ([`one_iteration_apart`]).
+type Cross = HashMap<(usize, usize), (bool, bool)>;
 
 /// Can two threads be at instructions `a` and `b` between the same two
 /// barriers? Yes when a path from one to the other crosses no barrier
@@ -948,7 +961,7 @@ fn races_at(
     accs: &[Access],
     imported: &[Imported],
     pairs: &[(usize, usize)],
-    cross: &BTreeSet<(usize, usize)>,
+    cross: &Cross,
     mut active: Option<&mut dyn FnMut(BlockId, usize) -> Vec<bool>>,
     warp_synced: &BTreeSet<(usize, usize)>,
 ) -> Vec<Race> {
@@ -991,12 +1004,10 @@ fn races_at(
             let synced = warp_synced.contains(&(ka, kb));
             conflict_between(accs, &addrs, ka, kb, synced).or_else(|| {
                 // a thread one iteration ahead of another: the samples of iterations 0 and 1 against each other
-                if !cross.contains(&(ka, kb)) {
-                    return None;
-                }
+                let &(a_first, b_first) = cross.get(&(ka, kb))?;
                 let (aa, ab) = (addrs[ka].as_ref()?, addrs[kb].as_ref()?);
                 // (the access of iteration 0 comes first: it names the kind)
-                [(ka, kb, aa, ab), (kb, ka, ab, aa)].into_iter().find_map(|(k0, k1, x0, x1)| {
+                [(a_first, ka, kb, aa, ab), (b_first, kb, ka, ab, aa)].into_iter().filter(|o| o.0).find_map(|(_, k0, k1, x0, x1)| {
                     let mut r = conflict_in(accs, k0, k1, x0.get(..1)?, x1.get(1..2)?, synced)?;
                     r.next_iteration = true;
                     Some(r)

@@ -381,6 +381,10 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
     // races: seen (predicted or not), and predicted but not seen
     let mut seen_pairs = BTreeSet::new();
     for r in &seen.races {
+        if r.unfenced.is_some() {
+            // ordered by a ticket with no fence: `missing_threadfence`'s, below
+            continue;
+        }
         let grid = r.blocks.is_some();
         let pair = (r.first.min(r.second), r.first.max(r.second));
         seen_pairs.insert((pair, grid));
@@ -451,6 +455,56 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 "blocks": r.blocks.map(|b| [b.0, b.1]),
                 "same_value": r.same_value,
             }),
+            via: Value::Null,
+        });
+    }
+    // last-block elections without a fence: one row per ticket, predicted or seen
+    // per ticket: the pair predicted (published, elected), and the pair seen
+    type Pair<'r> = (Option<(SiteKey, SiteKey)>, Option<&'r gpucheck_analysis::interp::RaceSeen>);
+    let mut tickets: std::collections::BTreeMap<SiteKey, Pair<'_>> = Default::default();
+    for u in report.unfenced.iter().filter(|u| functions.contains(&u.ticket.func)) {
+        tickets.entry(u.ticket).or_default().0.get_or_insert((u.published, u.elected));
+    }
+    for r in &seen.races {
+        if let Some(t) = r.unfenced {
+            tickets.entry(t).or_default().1.get_or_insert(r);
+        }
+    }
+    for (ticket, (predicted, observed)) in tickets {
+        let (x, y) = match (predicted, observed) {
+            (_, Some(r)) => (r.first, r.second),
+            (Some(p), None) => p,
+            (None, None) => continue,
+        };
+        let (a, b) = (at(x), at(y));
+        let (l1, l2) = (seen.line(x), seen.line(y));
+        let (place, file, line, col) = pair_place(paths, a.and_then(|a| a.span.as_ref()), b.and_then(|b| b.span.as_ref()), (l1, l2));
+        let ran = seen.sites.contains_key(&ticket);
+        out.push(Row {
+            place,
+            line,
+            col,
+            file,
+            ptx_line: l1,
+            key: x,
+            what: "grid",
+            predicted: if predicted.is_some() { "no fence before the ticket" } else { "no race" }.into(),
+            observed: match observed {
+                Some(r) => {
+                    let (b1, b2) = r.blocks.unwrap_or_default();
+                    format!("block {b2} took its ticket (PTX line {}) after block {b1}, with no fence after this access", seen.line(ticket))
+                }
+                None if ran => "no pair ordered by the ticket in this run".into(),
+                None => "not executed".into(),
+            },
+            verdict: match (predicted, observed) {
+                (Some(_), Some(_)) => Verdict::Confirmed,
+                (None, _) => Verdict::Mismatch,
+                (Some(_), None) if ran => Verdict::NotObserved,
+                (Some(_), None) => Verdict::NotRun,
+            },
+            json_predicted: json!({"unfenced": predicted.is_some()}),
+            json_observed: json!({"unfenced": observed.is_some(), "ticket_ptx_line": seen.line(ticket), "blocks": observed.and_then(|r| r.blocks).map(|b| [b.0, b.1])}),
             via: Value::Null,
         });
     }
