@@ -90,6 +90,8 @@ fn races_are_seen_where_predicted_and_nowhere_else() {
         ("read_after_helper", "global"),
         // thread 0 of blocks 2k and 2k + 1 write one element (a race between blocks)
         ("pair_blocks_write", "grid"),
+        // two values of `data` in one bin: both threads read the old count (a lost update)
+        ("histogram_plain", "shared"),
     ]
     .iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))

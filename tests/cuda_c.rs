@@ -299,6 +299,53 @@ fn cuda_c_values_leaving_loops_are_classified() {
     assert!(!recs.iter().any(|r| r["gpucheck"]["lint"] == "global_memory_race"), "no race: every thread stores its own element");
 }
 
+/// Witnesses the loop's bound must allow (issue 26, pattern 1): a race
+/// whose threads reach their accesses only for some values of a runtime
+/// bound says which, as a warning; declared values decide it.
+#[test]
+fn cuda_c_loop_bounds_state_what_witnesses_need() {
+    let Some(tc) = toolchain() else { return };
+    let findings = |extra: &str| -> Vec<(String, String, String)> {
+        fixture_records(tc, "loop_bounds", extra)
+            .into_iter()
+            .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["lint"] == "shared_memory_race")
+            .map(|m| {
+                let k = m["gpucheck"]["kernel"].as_str().unwrap().to_string();
+                (k, m["message"]["level"].as_str().unwrap().to_string(), m["message"]["message"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let by_kernel = |fs: &[(String, String, String)], k: &str| -> Vec<(String, String)> {
+        fs.iter().filter(|f| f.0 == k).map(|f| (f.1.clone(), f.2.clone())).collect()
+    };
+    let plain = findings("");
+    assert!(by_kernel(&plain, "bound_excludes").is_empty(), "{plain:#?}");
+    assert_eq!(by_kernel(&plain, "bound_allows").len(), 1, "{plain:#?}");
+    assert_eq!(by_kernel(&plain, "bound_allows")[0].0, "error");
+    assert_eq!(
+        by_kernel(&plain, "bound_param"),
+        [(
+            "warning".to_string(),
+            "write-after-write data race on shared memory when `C` ≥ 129: for `C` = 129, thread 0 writes element 128 while thread 128 writes it, one iteration apart".to_string()
+        )]
+    );
+    assert!(by_kernel(&plain, "strided_records")[0].1.contains("when `C` ≥ 257"), "{plain:#?}");
+    // declared values bind the bound: below it no witness, above it an error
+    let small = findings("--assume C=128");
+    assert!(by_kernel(&small, "bound_param").is_empty() && by_kernel(&small, "strided_records").is_empty(), "{small:#?}");
+    let large = findings("--assume C=1024");
+    assert_eq!(by_kernel(&large, "bound_param").first().map(|f| f.0.as_str()), Some("error"), "{large:#?}");
+    assert_eq!(by_kernel(&large, "strided_records").first().map(|f| f.0.as_str()), Some("error"), "{large:#?}");
+    // a 32×4 block: the strided fill's stride is the block's, no two threads meet
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "loop_bounds").expect("the fixture");
+    let out = run(&words(&format!("ptx {} --message-format json --block 32,4,1", f.ptx.display())));
+    let narrow: Vec<_> = json_lines(&out.stdout)
+        .into_iter()
+        .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["kernel"] == "strided_records")
+        .collect();
+    assert!(narrow.is_empty(), "{narrow:#?}");
+}
+
 /// Races that need a parameter value (issue 14, item 1): the values are
 /// solved for, and the twins stay clean.
 #[test]
@@ -310,16 +357,16 @@ fn cuda_c_parameter_races_name_their_values() {
     };
     assert_eq!(
         text("shift_in_place"),
-        ["write-after-read data race on global memory when 1 ≤ `shift_in_place_param_1` ≤ 255: for `shift_in_place_param_1` = 1, thread 1 writes element 1 while thread 0 reads it"]
+        ["write-after-read data race on global memory when 1 ≤ `offset` ≤ 255: for `offset` = 1, thread 1 writes element 1 while thread 0 reads it"]
     );
     assert_eq!(
         text("two_threads"),
-        ["write-after-write data race on global memory when `two_threads_param_1` = 185: thread 200 writes element 200 while thread 15 writes it"]
+        ["write-after-write data race on global memory when `x` = 185: thread 200 writes element 200 while thread 15 writes it"]
     );
     // two parameters, one in each thread's address: the relation the race needs
     assert_eq!(
         text("two_params_equal"),
-        ["write-after-write data race on global memory when `two_params_equal_param_1` = `two_params_equal_param_2`: thread 1 writes element 1024 while thread 0 writes it"]
+        ["write-after-write data race on global memory when `x` = `y`: thread 1 writes element 1024 while thread 0 writes it"]
     );
     assert!(text("shift_to_other").is_empty() && text("two_threads_apart").is_empty() && text("two_params_parity").is_empty(), "{msgs:#?}");
 }

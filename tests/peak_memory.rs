@@ -41,8 +41,9 @@ fn peak_memory_is_bounded_by_twenty_times_the_ptx() {
     // folds into 105 diagnostics; 27.0× since its 1,484 addresses merged at if/else joins are
     // evaluated per thread (their predictions and per-thread offsets, 8 bytes and a bit a thread);
     // 28.1× since every finding says which sampled values it rests on (`Finding::assumes`: 24
-    // bytes more per finding, twice at the peak, where the functions' findings join the report's)
-    for (f, bound) in [("dimforge-sparkl-sparkl2d-kernels.ptx", 18.0), ("gtcasl-gpuocelot-histogram.ptx", 28.5)] {
+    // bytes more per finding, twice at the peak, where the functions' findings join the report's);
+    // 29.1× since a race's help names the fix its pattern needs (about 100 bytes more a finding)
+    for (f, bound) in [("dimforge-sparkl-sparkl2d-kernels.ptx", 18.0), ("gtcasl-gpuocelot-histogram.ptx", 29.5)] {
         let src = std::fs::read_to_string(dir.join(f)).unwrap();
         let x = peak(&src) as f64 / src.len() as f64;
         assert!(x <= bound, "{f}: peak {x:.1}× the PTX (at most {bound}×)");

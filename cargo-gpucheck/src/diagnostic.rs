@@ -406,6 +406,8 @@ pub fn condition_note(assumes: &[gpucheck_analysis::facts::Assumption]) -> Strin
             Assumed::Grid => format!("`{}` = {} (no grid given)", a.name, a.sample),
             Assumed::Value => format!("`{}` = {} (a value not known statically{line})", a.name, a.sample),
             Assumed::Stride => format!("a lane stride in `{}` taken as {} bytes", a.name, a.sample),
+            Assumed::SameKey => format!("two threads loading the same key{line}"),
+            Assumed::Condition => format!("`{}` as the condition above says", a.name),
         });
         for k in &a.known {
             if !known.contains(&k.as_str()) {

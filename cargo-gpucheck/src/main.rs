@@ -468,7 +468,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
                 (kn.clone(), vs.iter().filter(|(n, _)| !o.assume.iter().any(|(a, _)| a == *n)).map(|(n, v)| (n.clone(), *v)).collect())
             })
             .collect(),
-        source_names: if u.kind == build::UnitKind::PtxFile { Default::default() } else { confirm::launch::rust_kernel_params(&k.root) },
+        source_names: confirm::launch::source_names(u, &src, paths),
     };
     let is_local = |f: &str| k.is_local(f);
     let started = std::time::Instant::now();

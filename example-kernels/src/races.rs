@@ -112,6 +112,21 @@ pub unsafe extern "ptx-kernel" fn histogram(data: *const u32, bins: *mut u32) {
     (*(bins.add(t) as *const AtomicU32)).fetch_add(*s.add(t), Ordering::Relaxed);
 }
 
+/// Bad: the same histogram with plain increments: two threads whose values
+/// fall in one bin both read its old count, and one increment is lost
+/// (`lost_update`, a warning: it needs two values in one bin).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn histogram_plain(data: *const u32, bins: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = 0;
+    _syncthreads();
+    let b = (*data.add(gid()) % 256) as usize;
+    *s.add(b) += 1; //~ WARN lost_update //~ WARN data_dependent_access
+    _syncthreads();
+    (*(bins.add(t) as *const AtomicU32)).fetch_add(*s.add(t), Ordering::Relaxed);
+}
+
 /// Pedantic: every thread sets the flag to the same constant. A race in
 /// the strict sense (two threads write the word in one interval), benign
 /// in practice: whichever writes last, the flag holds 1.

@@ -303,8 +303,8 @@ fn bounded(c: [Coef; 3], cmp: Cmp, shape: &Shape) -> Option<Split> {
 /// from, or its register.
 pub fn describe_value(f: &FunctionIr<'_>, v: ValueId) -> String {
     match f.def_inst(v).and_then(|i| f.insts[i].param_read()) {
-        Some((p, 0)) => p.to_string(),
-        Some((p, off)) => format!("{p}+{off}"),
+        Some((p, 0)) => f.param_label(p),
+        Some((p, off)) => format!("{}+{off}", f.param_label(p)),
         None => f.ssa.reg_of(v, &f.insts).to_string(),
     }
 }

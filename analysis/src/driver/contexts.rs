@@ -126,7 +126,10 @@ impl<'m, 'a> Contexts<'m, 'a> {
     /// and the contexts its calls took, in the order found (breadth first).
     pub fn analyse_root(&self, i: usize) -> (FunctionReport, Vec<Use>) {
         let m = &self.input;
-        let f = crate::ir::lower_one(m.module, i, m.mcx);
+        let mut f = crate::ir::lower_one(m.module, i, m.mcx);
+        if let Some(ps) = m.opts.source_params(f.func) {
+            f.source_params = ps.clone();
+        }
         let mut uses = Vec::new();
         let kernel = demangle(f.func.name);
         let entry = f.func.is_entry;

@@ -53,8 +53,10 @@ pub struct Options {
     /// takes them as the launch's values instead of sampling.
     pub values: HashMap<String, i64>,
     pub kernel_values: HashMap<String, HashMap<String, i64>>,
-    /// The source's names of each kernel's parameters, by index (a Rust
-    /// kernel's), so that declared values may name them.
+    /// The source's names of each kernel's parameters, one per PTX
+    /// parameter (a Rust slice is two: `xs`, `xs.len`), by kernel name as
+    /// the source writes it (a C++ kernel's unqualified name), so that
+    /// declared values may name them and messages use them.
     pub source_names: HashMap<String, Vec<String>>,
 }
 
@@ -65,9 +67,19 @@ impl Options {
         let demangled = demangle(f.name);
         let names = [f.name, demangled.as_str()];
         let index = k.to_string();
-        let source = names.iter().find_map(|n| self.source_names.get(*n)).and_then(|ps| ps.get(k));
+        let source = self.source_params(f).and_then(|ps| ps.get(k));
         let find = |m: &HashMap<String, i64>| m.get(name).or_else(|| m.get(&index)).or_else(|| source.and_then(|s| m.get(s))).copied();
         names.iter().find_map(|n| self.kernel_values.get(*n)).and_then(find).or_else(|| find(&self.values))
+    }
+}
+
+impl Options {
+    /// The source's names of kernel `f`'s parameters, one per PTX
+    /// parameter, when they are known and as many as the PTX has.
+    pub fn source_params(&self, f: &ptx::Function<'_>) -> Option<&Vec<String>> {
+        let demangled = demangle(f.name);
+        let bare = crate::names::bare(f.name);
+        [f.name, demangled.as_str(), bare.as_str()].iter().find_map(|n| self.source_names.get(*n)).filter(|ps| ps.len() == f.params.len())
     }
 }
 

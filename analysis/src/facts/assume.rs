@@ -67,6 +67,12 @@ pub enum Assumed {
     /// A lane stride that is a multiple of a value not known statically,
     /// taken as large.
     Stride,
+    /// Two threads load the same value (a key an address is computed
+    /// from); `sample` is not used.
+    SameKey,
+    /// A parameter the finding states a condition on (`when C ≥ 129`):
+    /// solved, not sampled; `sample` is the value its witness is for.
+    Condition,
 }
 
 impl Assumed {
@@ -79,6 +85,8 @@ impl Assumed {
             Assumed::Grid => "grid",
             Assumed::Value => "value",
             Assumed::Stride => "stride",
+            Assumed::SameKey => "same_key",
+            Assumed::Condition => "condition",
         }
     }
 }
@@ -195,7 +203,8 @@ fn value_expr(f: &FunctionIr<'_>, v: ValueId, depth: u32) -> String {
     let Some(i) = f.def_inst(v) else { return register(f, v) };
     let x = &f.insts[i];
     if let Some((p, off)) = x.param_read() {
-        return if off == 0 { p.to_string() } else { format!("{p}+{off}") };
+        let p = f.param_label(p);
+        return if off == 0 { p } else { format!("{p}+{off}") };
     }
     let op = match x.opcode {
         Opcode::Add => "+",
@@ -269,7 +278,7 @@ pub fn of_strides(f: &FunctionIr<'_>, strides: &[(StrideSymbol, i64)]) -> Vec<As
                 }
                 // a parameter of a call context, by name
                 StrideSymbol::Named(sym) => match f.func.params.iter().find(|p| crate::divergence::name_key(p.name, 0) == sym) {
-                    Some(p) => (p.name.to_string(), None),
+                    Some(p) => (f.param_label(p.name), None),
                     None => ("a uniform value".to_string(), None),
                 },
                 StrideSymbol::Several => ("a product of uniform values".to_string(), None),
@@ -285,8 +294,8 @@ pub fn named(f: &FunctionIr<'_>, v: ValueId, x: i64) -> Assumption {
     let reg = || f.ssa.reg_of(v, &f.insts).to_string();
     let (name, kind, ptx_line) = match f.ssa.values[v] {
         ValueDef::Inst { inst, .. } => match f.insts[inst].param_read() {
-            Some((p, 0)) => (p.to_string(), Assumed::Parameter, None),
-            Some((p, off)) => (format!("{p}+{off}"), Assumed::Parameter, None),
+            Some((p, 0)) => (f.param_label(p), Assumed::Parameter, None),
+            Some((p, off)) => (format!("{}+{off}", f.param_label(p)), Assumed::Parameter, None),
             None if f.insts[inst].access().is_some() => (reg(), Assumed::Loaded, line(inst)),
             None => (reg(), Assumed::Value, line(inst)),
         },
@@ -300,6 +309,13 @@ pub fn named(f: &FunctionIr<'_>, v: ValueId, x: i64) -> Assumption {
         },
     };
     Assumption { name, kind, ptx_line, sample: x, alignment: false, known: Vec::new() }
+}
+
+/// The witness of a lost update: two threads load the same value at
+/// instruction `key` (named by its register, or the array it reads).
+pub fn same_key(f: &FunctionIr<'_>, key: crate::ir::InstId) -> Assumption {
+    let name = f.ssa.defs(key).first().map_or_else(|| "?".to_string(), |&v| f.ssa.reg_of(v, &f.insts).to_string());
+    Assumption { name, kind: Assumed::SameKey, ptx_line: Some(f.insts[key].ast.pos.line), sample: 0, alignment: false, known: Vec::new() }
 }
 
 /// A value no expression says: a special register as CUDA names it

@@ -42,14 +42,24 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     by_block: Option<BitSet>,
 }
 
+/// A branch deciding whether threads execute a block: which
+/// (`Lanes::branches` index), the iteration whose test it is, and the side
+/// a thread takes to get there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Decides {
+    pub branch: usize,
+    pub iteration: usize,
+    pub side: bool,
+}
+
 /// One flag per thread of the block.
 pub(super) type Threads = Rc<Vec<bool>>;
 
 /// A branch's direction per thread, where known.
 type Known = Rc<Vec<Option<bool>>>;
 
-/// The blocks of a branch's taken side and of its other side, sorted.
-type Sides = (Vec<BlockId>, Vec<BlockId>);
+/// The blocks of a branch's taken side and of its other side.
+type Sides = (BitSet, BitSet);
 
 impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     /// The threads of block 0.
@@ -106,18 +116,29 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     /// Blocks reachable from branch `k`'s taken side and from its other
     /// side without passing its immediate post-dominator, sorted.
     fn side(&mut self, k: usize) -> Rc<Sides> {
+        if let Some(s) = self.sides.get(&k) {
+            return s.clone();
+        }
+        let s = Rc::new(self.sides_of(k));
+        self.sides.insert(k, s.clone());
+        s
+    }
+
+    fn sides_of(&self, k: usize) -> Sides {
         let cfg = &self.f.cfg;
         let br = self.branches[k].br;
-        self.sides
-            .entry(k)
-            .or_insert_with(|| {
-                let stop = cfg.ipdom(br.block);
-                let target = self.f.branch_target(br.inst);
-                let taken: Vec<BlockId> = target.into_iter().collect();
-                let fall: Vec<BlockId> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
-                Rc::new((cfg.region(&taken, stop), cfg.region(&fall, stop)))
-            })
-            .clone()
+        let stop = cfg.ipdom(br.block);
+        let target = self.f.branch_target(br.inst);
+        let taken: Vec<BlockId> = target.into_iter().collect();
+        let fall: Vec<BlockId> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
+        let set = |from: &[BlockId]| {
+            let mut out = BitSet::new(cfg.len());
+            for b in cfg.region(from, stop) {
+                out.insert(b.index());
+            }
+            out
+        };
+        (set(&taken), set(&fall))
     }
 
     /// The threads that execute block `b` in the first iteration when
@@ -148,10 +169,30 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     }
 
     fn compute(&mut self, b: BlockId, iteration: usize) -> Vec<bool> {
-        let cfg = &self.f.cfg;
         // the calling threads, in a call context
         let threads = self.shape.threads();
         let mut active = self.evals.d.call.active.clone().filter(|a| a.len() == threads).unwrap_or_else(|| vec![true; threads]);
+        for d in self.deciding(b, iteration, false) {
+            let Some(taken) = self.direction_where_known(d.branch, d.iteration) else { continue };
+            // only the threads that execute the branch chose a side there: another
+            // thread may reach `b` by a path around it (`if (t == 0) … else if (t == 1) …`
+            // joined in one store)
+            let at = self.active(self.branches[d.branch].br.block, d.iteration);
+            for ((a, t), at) in active.iter_mut().zip(taken.iter()).zip(at.iter()) {
+                *a &= !*at || t.is_none_or(|t| t == d.side);
+            }
+        }
+        active
+    }
+
+    /// The branches that decide which threads execute block `b` in
+    /// `iteration`: the evaluable branches controlling it (not its own,
+    /// not its loops' exits), with the side leading to `b`; with `all`
+    /// (a witness's way), also those whose condition cannot be evaluated
+    /// in any thread and the exit tests of its innermost loop
+    /// ([`Self::exit_tests`]), which the lanes do not apply.
+    fn deciding(&mut self, b: BlockId, iteration: usize, all: bool) -> Vec<Decides> {
+        let cfg = &self.f.cfg;
         if self.controllers.is_none() {
             // only branches whose condition can be evaluated restrict the lanes
             let mut by_block: IdVec<BlockId, Vec<usize>> = IdVec::filled(cfg.len(), Vec::new());
@@ -165,7 +206,12 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             }
             self.controllers = Some(by_block);
         }
-        let controllers = self.controllers.as_ref().map(|c| c[b].clone()).unwrap_or_default();
+        let controllers = match all {
+            // a witness passes those that restrict no lanes too
+            true => (0..self.branches.len()).filter(|&k| self.branches[k].controls(b)).collect(),
+            false => self.controllers.as_ref().map(|c| c[b].clone()).unwrap_or_default(),
+        };
+        let mut out = Vec::new();
         for k in controllers {
             let br = self.branches[k].br;
             if br.block == b {
@@ -178,22 +224,76 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             if loop_exit {
                 continue;
             }
-            let Some(taken) = self.direction_where_known(k, iteration) else { continue };
             let sides = self.side(k);
             let (taken_region, fall_region) = sides.as_ref();
-            let side = match (taken_region.binary_search(&b).is_ok(), fall_region.binary_search(&b).is_ok()) {
+            let side = match (taken_region.contains(b.index()), fall_region.contains(b.index())) {
                 (true, false) => true,
                 (false, true) => false,
                 _ => continue,
             };
-            // only the threads that execute the branch chose a side there: another
-            // thread may reach `b` by a path around it (`if (t == 0) … else if (t == 1) …`
-            // joined in one store)
-            let at = self.active(br.block, iteration);
-            for ((a, t), at) in active.iter_mut().zip(taken.iter()).zip(at.iter()) {
-                *a &= !*at || t.is_none_or(|t| t == side);
+            out.push(Decides { branch: k, iteration, side });
+        }
+        if all {
+            out.extend(self.exit_tests(b, iteration).into_iter().map(|(branch, iteration, side)| Decides { branch, iteration, side }));
+        }
+        out
+    }
+
+    /// The branch outcomes thread `t` passes on its way to block `b` in
+    /// `iteration` whose condition is not known for it (an unknown
+    /// parameter: the lanes let it through): among the deciding branches
+    /// ([`Self::deciding`]) it executes and those on its way to each of
+    /// them.
+    pub fn passed(&mut self, b: BlockId, iteration: usize, t: usize) -> Vec<Decides> {
+        let mut out: Vec<Decides> = Vec::new();
+        let mut todo = vec![(b, iteration)];
+        let mut seen = std::collections::HashSet::new();
+        while let Some((b, it)) = todo.pop() {
+            if !seen.insert((b, it)) {
+                continue;
+            }
+            for d in self.deciding(b, it, true) {
+                let block = self.branches[d.branch].br.block;
+                let known = self.direction_where_known(d.branch, d.iteration).and_then(|x| x.get(t).copied().flatten());
+                if known.is_none_or(|k| k == d.side) && self.active(block, d.iteration).get(t) == Some(&true) {
+                    // (a condition known without samples needs nothing: only the way on)
+                    if known.is_none() && !out.contains(&d) {
+                        out.push(d);
+                    }
+                    todo.push((block, d.iteration));
+                }
             }
         }
-        active
+        out
+    }
+
+    /// The exit tests of the innermost loop around block `b` that a thread
+    /// executing `b` in `iteration` has passed: the divergent
+    /// branches leaving the loop that run in every iteration (they
+    /// dominate its latches), each with the iteration whose test it is
+    /// (this one's when it comes before `b`, the previous one's otherwise)
+    /// and the direction that stays in the loop.
+    fn exit_tests(&self, b: BlockId, iteration: usize) -> Vec<(usize, usize, bool)> {
+        let cfg = &self.f.cfg;
+        let Some(l) = cfg.loop_of(b) else { return Vec::new() };
+        let lp = &cfg.loops[l];
+        let mut out = Vec::new();
+        for (k, fact) in self.branches.iter().enumerate() {
+            let x = fact.br.block;
+            let leaves = cfg.blocks[x].succs.iter().any(|&s| !cfg.in_loop(s, l));
+            if cfg.loop_of(x) != Some(l) || !leaves || !lp.latches.iter().all(|&la| cfg.dominates(x, la)) {
+                continue;
+            }
+            let stay = self.f.branch_target(fact.br.inst).is_some_and(|t| cfg.in_loop(t, l));
+            let it = if x != b && cfg.dominates(x, b) {
+                iteration
+            } else if iteration >= 1 {
+                iteration - 1
+            } else {
+                continue;
+            };
+            out.push((k, it, stay));
+        }
+        out
     }
 }

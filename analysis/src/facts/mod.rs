@@ -23,6 +23,7 @@ mod coverage;
 pub mod election;
 mod grid;
 mod lanes;
+mod witness;
 
 pub use assume::{Assumed, Assumption};
 pub use calls::{CallFact, CalleeAccess, Export, Imports};
@@ -312,7 +313,17 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         // callers' to say: its accesses are not paired without that context
         let races = if f.func.is_entry || d.call.active.is_some() {
             let skipped = skipped_barriers(f, &branches, &barriers);
-            crate::races::find(&evals, &own, &placed, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call, &skipped)
+            let mut found =
+                crate::races::find(&evals, &own, &placed, &mut |b, it| lanes.active(b, it).as_ref().clone(), &barrier_call, &skipped);
+            // what the witnesses need on the way to their accesses
+            let site = |k: usize| own.get(k).map_or_else(|| placed[k - own.len()].access.inst, |a| a.inst);
+            for r in found.iter_mut() {
+                witness::bound(&evals, &branches, &mut lanes, r, &site);
+            }
+            // lost updates: the store run by two threads or more
+            let mut two_or_more = |k: usize| lanes.active(f.cfg.block_of(own[k].inst), 0).iter().filter(|&&t| t).count() >= 2;
+            found.extend(crate::races::lost_updates(f, d, &own).into_iter().filter(|r| two_or_more(r.first)));
+            found
         } else {
             Vec::new()
         };
@@ -326,7 +337,12 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         let elections =
             if grid_races.is_empty() { Vec::new() } else { election::elections(f, d, shape, grid, &mut lanes, &own, &by_block) };
         let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
-        let (grid_races, unfenced) = election::settle(f, &elections, &own, grid_races, &is_bar);
+        let (mut grid_races, unfenced) = election::settle(f, &elections, &own, grid_races, &is_bar);
+        // a lost update in global memory loses updates between blocks too (one finding: the block's)
+        if let Some(&dim) = grid_dims.first() {
+            let global_keyed = races.iter().filter(|r| r.keyed.is_some() && own.get(r.first).is_some_and(|a| a.space == Space::Global));
+            grid_races.extend(global_keyed.map(|r| crate::races::Race { between_blocks: Some(dim), ..r.clone() }).collect::<Vec<_>>());
+        }
         let exports = calls::exports(f, d, sums, &evals, &mut lanes, &accesses);
         drop(lanes);
         for (b, r) in branches.iter_mut().zip(recount) {
@@ -399,20 +415,27 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// What a race's witness rests on: the samples its two addresses were
     /// evaluated with, but the parameters its condition names.
     pub fn race_assumes(&self, r: &Race) -> Vec<Assumption> {
-        let named: Vec<&str> = match &r.when {
-            Some(crate::races::param::ParamCondition::Values { param, .. }) => vec![param.as_str()],
-            Some(crate::races::param::ParamCondition::Relation { param, other, .. }) => vec![param.as_str(), other.as_str()],
-            None => vec![],
-        };
+        let named: Vec<&str> = r.when.as_ref().map(|w| w.params()).unwrap_or_default();
         let solved: Vec<crate::ir::ValueId> = self
             .f
             .ssa
             .values
             .keys()
-            .filter(|&v| self.f.def_inst(v).and_then(|i| self.f.insts[i].param_read()).is_some_and(|(p, _)| named.contains(&p)))
+            .filter(|&v| {
+                self.f
+                    .def_inst(v)
+                    .and_then(|i| self.f.insts[i].param_read())
+                    .is_some_and(|(p, _)| named.contains(&self.f.param_label(p).as_str()))
+            })
             .collect();
         let at: Vec<InstId> = [r.first, r.second].iter().map(|&k| self.race_site(k).inst).collect();
-        assume::of_leaves(self.f, self.d, &r.rests_on, &self.sampled, &solved, &at)
+        let mut out = assume::of_leaves(self.f, self.d, &r.rests_on, &self.sampled, &solved, &at);
+        out.extend(r.keyed.map(|key| assume::same_key(self.f, key)));
+        // a stated condition: the finding holds for the values it names, not for every launch
+        out.extend(r.when.iter().flat_map(|w| w.params().into_iter().map(|p| (p.to_string(), w.example()))).map(|(name, sample)| {
+            Assumption { name, kind: Assumed::Condition, ptx_line: None, sample, alignment: false, known: Vec::new() }
+        }));
+        out
     }
 
     /// What a branch's split count rests on: the values it was found with,

@@ -49,6 +49,11 @@ pub struct FunctionIr<'a> {
     opval_start: Vec<u32>,
     /// Address space of every pointer value (see `space`).
     pub spaces: space::Spaces,
+    /// The source's name of each PTX parameter, by index, where the
+    /// driver knows them (a kernel's signature in its CUDA C or Rust
+    /// source); empty otherwise. Messages name parameters through
+    /// [`FunctionIr::param_label`].
+    pub source_params: Vec<String>,
 }
 
 /// No SSA value behind an operand (immediates, symbols, special registers).
@@ -233,12 +238,28 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
         opvals,
         opval_start,
         spaces: space::Spaces::empty(),
+        source_params: Vec::new(),
     };
     ir.loops = loops::Loops::compute(&ir);
     ir
 }
 
 impl<'a> FunctionIr<'a> {
+    /// A parameter as messages name it: its source name where known (`n`
+    /// for `kernel_param_2`), else its PTX name.
+    pub fn param_label(&self, ptx_name: &str) -> String {
+        let k = self.func.params.iter().position(|p| p.name == ptx_name);
+        match k.and_then(|k| self.source_params.get(k)).filter(|n| !n.is_empty()) {
+            Some(n) => n.clone(),
+            None => ptx_name.to_string(),
+        }
+    }
+
+    /// The source name of parameter `k`, if known.
+    pub fn source_param(&self, k: usize) -> Option<&str> {
+        self.source_params.get(k).map(String::as_str).filter(|n| !n.is_empty())
+    }
+
     /// The instruction that defines `v`, if any.
     pub fn def_inst(&self, v: ValueId) -> Option<InstId> {
         match self.ssa.values[v] {

@@ -523,6 +523,53 @@ fn cmp_int(c: Cmp, ty: Ty, a: u64, b: u64) -> bool {
     }
 }
 
+/// The values `p` of an integer type `ty` for which `cmp(c, ty, x, p)`
+/// (`p` on the right; on the left when `p_left`) is `want`, when they are
+/// one interval: the smallest and largest, as integers (`to_i64`'s
+/// reading of `ty`). `None` for floating-point types and for a set that
+/// is not an interval (`p != x`).
+pub fn solve_cmp(c: Cmp, ty: Ty, x: u64, p_left: bool, want: bool) -> Option<(i64, i64)> {
+    if ty.is_float() || ty.bits() > 64 || !(c.is_ordering() || c.is_equality()) {
+        return None;
+    }
+    let bits = ty.bits();
+    let (lo, hi) = if ty.signed() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+    let holds = |p: i128| {
+        let p = p as u64 & mask(bits);
+        (if p_left { cmp(c, ty, p, x, false) } else { cmp(c, ty, x, p, false) }) == want
+    };
+    if c.is_equality() {
+        // `p == x` wanted true, or `p != x` wanted false: x alone
+        let xv = to_i64(ty, x) as i128;
+        return (holds(xv) && !holds(if xv > lo { xv - 1 } else { xv + 1 })).then_some((xv as i64, xv as i64));
+    }
+    // an ordering holds on one side of a boundary: find it by bisection
+    let (at_lo, at_hi) = (holds(lo), holds(hi));
+    let out = match (at_lo, at_hi) {
+        (true, true) => (lo, hi),
+        (false, false) => return None,
+        (first, _) => {
+            // the last value with `holds == first`
+            let (mut a, mut b) = (lo, hi);
+            while b - a > 1 {
+                let m = a + (b - a) / 2;
+                if holds(m) == first {
+                    a = m;
+                } else {
+                    b = m;
+                }
+            }
+            if first {
+                (lo, a)
+            } else {
+                (b, hi)
+            }
+        }
+    };
+    let clamp = |v: i128| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+    Some((clamp(out.0), clamp(out.1)))
+}
+
 pub fn boolop(op: BoolOp, a: bool, b: bool) -> bool {
     match op {
         BoolOp::And => a && b,
@@ -1014,6 +1061,24 @@ pub fn special_value(s: super::inst::Special, t: &ThreadPos) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn comparisons_solve_for_their_unknown_side() {
+        use super::{solve_cmp, Cmp, Ty};
+        let (u32t, s32t, u64t) = (Ty::parse("u32").unwrap(), Ty::parse("s32").unwrap(), Ty::parse("u64").unwrap());
+        // 128 < C: C in 129..=u32::MAX
+        assert_eq!(solve_cmp(Cmp::Lt, u32t, 128, false, true), Some((129, u32::MAX as i64)));
+        // !(128 < C): C <= 128
+        assert_eq!(solve_cmp(Cmp::Lt, u32t, 128, false, false), Some((0, 128)));
+        // C > -5 (signed, C on the left)
+        assert_eq!(solve_cmp(Cmp::Gt, s32t, (-5i64) as u64, true, true), Some((-4, i32::MAX as i64)));
+        assert_eq!(solve_cmp(Cmp::Eq, u32t, 7, false, true), Some((7, 7)));
+        assert_eq!(solve_cmp(Cmp::Ne, u32t, 7, false, true), None);
+        // a 64-bit bound past i64::MAX is clamped
+        assert_eq!(solve_cmp(Cmp::Lt, u64t, 3, false, true), Some((4, i64::MAX)));
+        // nothing holds
+        assert_eq!(solve_cmp(Cmp::Lt, u32t, u32::MAX as u64, false, true), None);
+    }
+
     use super::*;
     use crate::ir::inst::{Cmp, Ty};
 

@@ -61,7 +61,8 @@ declare_lint! {
 pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let facts = cx.facts;
     let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
-    for r in &facts.grid_races {
+    // (a lost update's races between blocks are `lost_update`'s)
+    for r in facts.grid_races.iter().filter(|r| r.keyed.is_none()) {
         let Some(dim) = r.between_blocks else { continue };
         let (a, b) = (&facts.accesses[r.first].access, &facts.accesses[r.second].access);
         let (t1, t2) = r.threads;

@@ -52,6 +52,7 @@ lints! {
     global_memory_race::GLOBAL_MEMORY_RACE => check,
     grid_memory_race::GRID_MEMORY_RACE => check,
     missing_threadfence::MISSING_THREADFENCE => check,
+    lost_update::LOST_UPDATE => check,
     unused_gpucheck_allow::UNUSED_GPUCHECK_ALLOW,
     divergent_branch::DIVERGENT_BRANCH => check,
     uncoalesced_global_access::UNCOALESCED_GLOBAL_ACCESS => check,
@@ -66,11 +67,16 @@ lints! {
 }
 
 /// The variable an access is based on, as its author wrote it (`` `As` ``
-/// for clang's `_ZZ19matmul_missing_syncE2As`), or "the base pointer".
+/// for clang's `_ZZ19matmul_missing_syncE2As`, `` `a` `` for a pointer
+/// parameter the source names), or "the base pointer".
 pub(crate) fn base_name(f: &crate::ir::FunctionIr<'_>, a: &crate::memory::Access) -> String {
-    match crate::memory::base_symbol(f, a) {
-        Some(s) => format!("`{}`", crate::names::readable(&crate::names::demangle(s))),
-        None => "the base pointer".to_string(),
+    if let Some(s) = crate::memory::base_symbol(f, a) {
+        return format!("`{}`", crate::names::readable(&crate::names::demangle(s)));
+    }
+    let param = a.addr_value.map(|v| crate::ir::values::root(f, v)).and_then(|r| f.def_inst(r)).and_then(|i| f.insts[i].param_read());
+    match param {
+        Some((p, 0)) if f.param_label(p) != p => format!("`{}`", f.param_label(p)),
+        _ => "the base pointer".to_string(),
     }
 }
 

@@ -21,7 +21,14 @@ declare_lint! {
     /// separates them within one iteration: the tiled matrix multiply without
     /// its second barrier). Warp-synchronous code is not exempt: threads of a
     /// warp are scheduled independently since Volta, and a witness pair of
-    /// lanes of one warp says so (`__syncwarp()` separates them). Two accesses
+    /// lanes of one warp says so (`__syncwarp()` separates them; in Rust, which
+    /// has no such function, `core::arch::asm!("bar.warp.sync -1;")`). The help
+    /// names the fix the pattern calls for: an atomic (or a reduction) when
+    /// every thread updates one element (`*out += x[i]`); `__syncwarp()` for
+    /// lanes of one warp under thread-dependent control (`if (t < 32)`: a block
+    /// barrier there would be barrier divergence); a barrier every thread
+    /// reaches, outside thread-dependent branches; for a race around a loop's
+    /// back edge, a barrier at the end of the loop body. Two accesses
     /// are paired only when two threads can be at them between the same two
     /// barriers: a path from one to the other crosses no barrier, or a
     /// thread-dependent branch leads to each; a write in a loop whose body ends
@@ -89,7 +96,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
 pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
     // races that come from threads skipping a divergent barrier are told with that barrier
-    for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none()) {
+    for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none() && r.keyed.is_none()) {
         let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
         if a.space != space {
             continue;
@@ -115,6 +122,18 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                     (true, _) => format!("{p} = {lo}"),
                     (false, true) => format!("{lo} ≤ {p} ≤ {hi}"),
                     (false, false) => format!("{p} takes one of some values from {lo} to {hi}"),
+                };
+                let example = if lo == hi { String::new() } else { format!("for {p} = {example}, ") };
+                (format!(" when {cond}"), example)
+            }
+            Some(ParamCondition::Bound { param, lo, hi, example }) => {
+                let p = format!("`{}`", crate::names::demangle(param));
+                let cond = match (lo, hi) {
+                    (Some(l), Some(h)) if l == h => format!("{p} = {l}"),
+                    (Some(l), Some(h)) => format!("{l} ≤ {p} ≤ {h}"),
+                    (Some(l), None) => format!("{p} ≥ {l}"),
+                    (None, Some(h)) => format!("{p} ≤ {h}"),
+                    (None, None) => format!("{p} takes some value"),
                 };
                 let example = if lo == hi { String::new() } else { format!("for {p} = {example}, ") };
                 (format!(" when {cond}"), example)
@@ -154,9 +173,15 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         if r.first == r.second {
             fd.note(format!("both threads execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
         }
+        // the kernel's language: its barriers as it spells them
+        let rust = fd.span.as_ref().is_none_or(|s| s.file.ends_with(".rs"));
+        let (barrier, syncwarp) =
+            if rust { ("`_syncthreads()`", "`core::arch::asm!(\"bar.warp.sync -1;\")`") } else { ("`__syncthreads()`", "`__syncwarp()`") };
         if r.lanes_only && !r.benign {
             fd.note(format!(
-                "threads {} and {} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; add `__syncwarp()` (or a barrier) between the accesses", t1.min(t2), t1.max(t2)
+                "threads {} and {} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; {syncwarp} (or a barrier every thread reaches) between the accesses separates them",
+                t1.min(t2),
+                t1.max(t2)
             ));
         }
         let base = super::base_name(cx.facts.f, a);
@@ -170,6 +195,10 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             )),
             Some(ParamCondition::Values { param, .. }) => fd.note(format!(
                 "the addresses depend on `{}`: solved for every value it can hold, not sampled; for other values no two threads touch the same bytes",
+                crate::names::demangle(param)
+            )),
+            Some(ParamCondition::Bound { param, .. }) => fd.note(format!(
+                "the two threads reach these accesses only for those values of `{}`: the branches and loop tests on their way compare it with their values (solved, not sampled); the addresses do not depend on it",
                 crate::names::demangle(param)
             )),
             None => {}
@@ -198,11 +227,38 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             fd.note("every racing write stores the same value, uniform across the block, and no thread reads these bytes in the interval: whichever thread writes last, memory holds that value");
             fd.help("make the intent explicit with an atomic store, or let one thread write");
         } else {
-            // the barrier as the kernel's language spells it
-            let rust = fd.span.as_ref().is_none_or(|s| s.file.ends_with(".rs"));
-            let barrier = if rust { "`_syncthreads()`" } else { "`__syncthreads()`" };
-            fd.help(format!("put a barrier ({barrier}) between the two accesses, or make each thread touch its own elements"));
+            fd.help(race_help(cx, r, rust, barrier, syncwarp));
         }
         out.push(fd);
+    }
+}
+
+/// The fix a race's pattern calls for: an atomic for an accumulation
+/// (`*out += x` by every thread); `__syncwarp()` for lanes of one warp under
+/// thread-dependent control (a block barrier there is barrier divergence);
+/// a barrier every thread reaches, never one inside a thread-dependent
+/// branch; for a race around a loop's back edge, where in the loop.
+fn race_help(cx: &LintCx<'_, '_, '_>, r: &crate::races::Race, rust: bool, barrier: &str, syncwarp: &str) -> String {
+    let facts = cx.facts;
+    let (a, b) = (facts.race_site(r.first), facts.race_site(r.second));
+    let accumulation = crate::races::read_modify_write(facts.f, a, b) || crate::races::read_modify_write(facts.f, b, a);
+    if accumulation {
+        let atomic = if rust { "`AtomicU32::fetch_add`, `core::intrinsics::atomic_xadd_relaxed`" } else { "`atomicAdd`" };
+        return format!(
+            "every thread updates the same element: accumulate with an atomic ({atomic}), or reduce within the block first (a tree in shared memory, or warp shuffles) and let one thread write the result"
+        );
+    }
+    let under_branch = [a.inst, b.inst].iter().any(|&i| facts.branches.iter().any(|x| x.controls(facts.f.cfg.block_of(i))));
+    match (under_branch, r.lanes_only, r.next_iteration) {
+        (true, true, _) => format!(
+            "the accesses run under thread-dependent control flow: put {syncwarp} between them (a {barrier} there would be reached by part of the block only: barrier divergence)"
+        ),
+        (true, false, _) => format!(
+            "put a barrier ({barrier}) between the two accesses where every thread of the block reaches it (outside the thread-dependent branch: inside it, it is barrier divergence), or make each thread touch its own elements"
+        ),
+        (false, _, true) => format!(
+            "put a barrier ({barrier}) at the end of the loop body, after the iteration's last read, so that no thread starts the next iteration's writes while another still reads"
+        ),
+        (false, _, false) => format!("put a barrier ({barrier}) between the two accesses, or make each thread touch its own elements"),
     }
 }

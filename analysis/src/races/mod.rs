@@ -30,9 +30,11 @@ use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+mod lost;
 mod marks;
 pub mod param;
 
+pub use lost::{lost_updates, read_modify_write};
 pub use marks::{cas_seeds, SkippedBarrier};
 
 /// The barrier intervals of a function: the stretches of execution from
@@ -237,6 +239,10 @@ pub struct Race {
     /// (none: it holds for every value of the kernel's parameters, those
     /// `when` names aside).
     pub rests_on: Leaves,
+    /// A lost update ([`lost_updates`]): the race needs two threads that
+    /// load the same value at this instruction (the key the address is
+    /// computed from); `threads` are any two such.
+    pub keyed: Option<InstId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -844,6 +850,7 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
         elements: 1,
         iteration: None,
         rests_on: Leaves::none(),
+        keyed: None,
     }
 }
 

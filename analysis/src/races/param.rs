@@ -44,6 +44,28 @@ pub enum ParamCondition {
     /// `param = other + plus`: the two threads' addresses move with one
     /// parameter each.
     Relation { param: String, other: String, plus: i64 },
+    /// The two threads reach their accesses only for these values of one
+    /// parameter (a loop bound, a guard: `facts::witness`); the addresses
+    /// do not depend on it. `None`: no bound on that side.
+    Bound { param: String, lo: Option<i64>, hi: Option<i64>, example: i64 },
+}
+
+impl ParamCondition {
+    /// The parameters the condition names (as messages name them).
+    pub fn params(&self) -> Vec<&str> {
+        match self {
+            ParamCondition::Values { param, .. } | ParamCondition::Bound { param, .. } => vec![param.as_str()],
+            ParamCondition::Relation { param, other, .. } => vec![param.as_str(), other.as_str()],
+        }
+    }
+
+    /// The value the witness is for (0 for a relation).
+    pub fn example(&self) -> i64 {
+        match self {
+            ParamCondition::Values { example, .. } | ParamCondition::Bound { example, .. } => *example,
+            ParamCondition::Relation { .. } => 0,
+        }
+    }
 }
 
 /// The scalar parameters of both accesses' addresses, each once.
@@ -68,9 +90,9 @@ fn pinned(evals: &Evals<'_, '_>, v: ValueId, p: ValueId, s: i64, q: Query) -> Op
     evals.eval(v, Query { pin: Some((p, s)), ..q })
 }
 
-/// A parameter's name in the PTX.
+/// A parameter's name, as the source writes it where known.
 fn param_name(f: &FunctionIr<'_>, p: ValueId) -> Option<String> {
-    f.insts[f.def_inst(p)?].param_read().map(|(n, _)| n.to_string())
+    f.insts[f.def_inst(p)?].param_read().map(|(n, _)| f.param_label(n))
 }
 
 /// At most this many thread pairs are examined per access pair.
@@ -173,6 +195,7 @@ pub(super) fn solve(
             iteration: None,
             // (the caller records what the solution's evaluations rest on)
             rests_on: crate::divergence::eval::Leaves::none(),
+            keyed: None,
         });
     }
     None

@@ -172,7 +172,8 @@ pub fn configured(meta: Option<&serde_json::Value>, kernel: &str) -> bool {
 
 /// A kernel's Rust signature: its parameters `(name, type)`, and the
 /// field layout of the structs passed by value among them (`Err`: why it
-/// cannot be known).
+/// cannot be known). A CUDA C kernel's is its parameter names, one per PTX
+/// parameter, with no types.
 #[derive(Debug, Clone, Default)]
 pub struct RustKernel {
     pub params: Vec<(String, String)>,
@@ -189,8 +190,27 @@ pub struct Field {
     pub size: usize,
 }
 
+/// The source's parameter names of unit `u`'s kernels (PTX text `ptx`),
+/// one per PTX parameter: a Rust crate's `extern "ptx-kernel"` signatures,
+/// and the `__global__` signatures of the package's CUDA C sources the
+/// PTX's line information names.
+pub fn source_names(u: &crate::build::Unit, ptx: &str, paths: &crate::diagnostic::PathStyle) -> HashMap<String, Vec<String>> {
+    let k = &u.krate;
+    let mut out = if u.kind == crate::build::UnitKind::PtxFile { HashMap::new() } else { rust_kernel_params(&k.root) };
+    let c_like = |p: &str| [".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"].iter().any(|x| p.ends_with(x));
+    for file in gpucheck_analysis::ptx::file_paths(ptx).into_iter().filter(|f| c_like(f) && k.is_local(f)) {
+        if let Ok(text) = std::fs::read_to_string(paths.absolute(file)) {
+            for (name, params) in gpucheck_analysis::names::c_kernel_params(&text) {
+                out.entry(name).or_insert(params);
+            }
+        }
+    }
+    out
+}
+
 /// The parameter names of every Rust kernel (`extern "ptx-kernel" fn NAME(…)`)
-/// in the `.rs` files under `root/src`, in order.
+/// in the `.rs` files under `root/src`, one per PTX parameter, in order (a
+/// slice `xs` is `xs` and `xs.len`).
 pub fn rust_kernel_params(root: &Path) -> HashMap<String, Vec<String>> {
     let mut out = HashMap::new();
     for text in sources(root) {
@@ -201,7 +221,18 @@ pub fn rust_kernel_params(root: &Path) -> HashMap<String, Vec<String>> {
             let name: String = after.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
             let Some(open) = after.find('(') else { continue };
             if let Some(list) = enclosed(&after[open + 1..], '(', ')') {
-                out.insert(name, typed_items(list).into_iter().map(|(n, _)| n.trim_start_matches("mut ").to_string()).collect());
+                // one name per PTX parameter: a slice is a pointer and a length
+                let names = typed_items(list).into_iter().flat_map(|(n, t)| {
+                    let n = n.trim_start_matches("mut ").to_string();
+                    match slice_elem(&t) {
+                        Some(_) => {
+                            let len = format!("{n}.len");
+                            vec![n, len]
+                        }
+                        None => vec![n],
+                    }
+                });
+                out.insert(name, names.collect());
             }
         }
     }

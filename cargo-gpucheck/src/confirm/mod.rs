@@ -162,6 +162,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             eprintln!("warning: {w}");
         }
         let mut runs = Vec::new();
+        let c_names = launch::source_names(u, src, &paths);
         for f in module.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
             let name = gpucheck_analysis::demangle(f.name);
             let wanted = if a.kernels.is_empty() {
@@ -189,7 +190,13 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                 skipped += 1;
                 continue;
             };
-            let rust = launch::rust_params(&u.krate.root, f.name);
+            // a CUDA C kernel's parameters by the names its source gives them (no types)
+            let rust = launch::rust_params(&u.krate.root, f.name).or_else(|| {
+                let names = c_names.get(&gpucheck_analysis::names::bare(f.name)).filter(|ps| ps.len() == f.params.len())?;
+                let params =
+                    names.iter().zip(&f.params).map(|(n, p)| (if n.is_empty() { p.name.to_string() } else { n.clone() }, String::new()));
+                Some(launch::RustKernel { params: params.collect(), structs: Default::default() })
+            });
             runs.push((f, spec, block, rust));
         }
         plans.push((ui, u, module, src, runs));
