@@ -177,8 +177,8 @@ fn cuda_c_predictions_are_confirmed() {
             let out = run(&args);
             let err = String::from_utf8_lossy(&out.stderr);
             let recs: Vec<_> = json_lines(&out.stdout).into_iter().filter(|r| r["reason"] == "gpucheck-confirm").collect();
-            // exit 1 only for the races the analysis predicted and the run saw
-            let seen_races = recs.iter().any(|r| r["verdict"] == "RACE");
+            // exit 1 only for the races and barrier divergence the analysis predicted and the run saw
+            let seen_races = recs.iter().any(|r| ["RACE", "BARRIER DIVERGENCE"].contains(&r["verdict"].as_str().unwrap_or("")));
             assert_eq!(out.status.code(), Some(seen_races as i32), "{} {kernel}: {err}", f.cu.display());
             assert!(recs.iter().any(|r| r["verdict"] == "confirmed"), "{kernel}: nothing confirmed: {recs:#?}");
             for r in &recs {
@@ -193,6 +193,7 @@ fn cuda_c_predictions_are_confirmed() {
                     AGREE.contains(&r["verdict"].as_str().unwrap_or(""))
                         || (["RACE", "race seen with another partner"].contains(&r["verdict"].as_str().unwrap_or(""))
                             && r["predicted"]["race"] == true)
+                        || (r["verdict"] == "BARRIER DIVERGENCE" && r["predicted"]["divergent"] == true)
                 };
                 assert!(judged(r) || (v == "not executed" && recs.iter().any(|q| q["line"] == r["line"] && judged(q))), "{kernel}: {r}");
                 // every row points at the fixture's source line
@@ -297,6 +298,34 @@ fn cuda_c_values_leaving_loops_are_classified() {
     let join = store("side_loop", 27);
     assert_eq!((join["predictable"].as_bool(), join["sectors_per_request"].as_u64()), (Some(true), Some(4)), "{join:#}");
     assert!(!recs.iter().any(|r| r["gpucheck"]["lint"] == "global_memory_race"), "no race: every thread stores its own element");
+}
+
+/// Early exits that split a block only for some sizes (issue 26, pattern
+/// 8): the condition solved for the parameter, a warning; the kernel's own
+/// `__trap()` precondition rules it out; a fixed split stays an error.
+#[test]
+fn cuda_c_early_exits_state_the_sizes_that_split() {
+    let Some(tc) = toolchain() else { return };
+    let msgs: Vec<(String, String, String)> = fixture_records(tc, "early_exits", "")
+        .into_iter()
+        .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["lint"] == "barrier_divergence")
+        .map(|m| {
+            let k = m["gpucheck"]["kernel"].as_str().unwrap().to_string();
+            (k, m["message"]["level"].as_str().unwrap().to_string(), m["message"]["message"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let of = |k: &str| -> Vec<(String, String)> { msgs.iter().filter(|m| m.0 == k).map(|m| (m.1.clone(), m.2.clone())).collect() };
+    let w = |m: &str| vec![("warning".to_string(), m.to_string())];
+    assert_eq!(of("early_exit"), w("barrier reached under thread-dependent control flow when `N` is not a multiple of 256"));
+    assert_eq!(of("tail_exit"), w("barrier reached under thread-dependent control flow when 1 ≤ `C` ≤ 255"));
+    assert!(of("early_exit_checked").is_empty() && of("exit_after_barrier").is_empty(), "{msgs:#?}");
+    assert_eq!(of("half_exits"), vec![("error".to_string(), "barrier reached under thread-dependent control flow".to_string())]);
+    // a declared size that is a multiple of the block: no split
+    let declared: Vec<_> = fixture_records(tc, "early_exits", "--assume N=1024")
+        .into_iter()
+        .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["kernel"] == "early_exit")
+        .collect();
+    assert!(declared.is_empty(), "{declared:#?}");
 }
 
 /// Witnesses the loop's bound must allow (issue 26, pattern 1): a race

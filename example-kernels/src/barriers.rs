@@ -26,7 +26,8 @@ pub unsafe extern "ptx-kernel" fn barrier_outside_branch(out: *mut u32) {
     }
 }
 
-/// Bad: an early return skips the barrier for threads past `n`.
+/// Bad, for some sizes: an early return skips the barrier for threads past
+/// `n`, which splits the block when 1 ≤ `n` ≤ 255 (a warning that says so).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn early_return_barrier(out: *mut u32, n: usize) {
     let s = smem_a();
@@ -35,7 +36,7 @@ pub unsafe extern "ptx-kernel" fn early_return_barrier(out: *mut u32, n: usize) 
         return;
     }
     *s.add(t) = t as u32;
-    _syncthreads(); //~ ERROR barrier_divergence
+    _syncthreads(); //~ WARN barrier_divergence
     *out.add(t) = *s.add((t + 1) % n);
 }
 

@@ -116,6 +116,12 @@ pub fn of_leaves(f: &FunctionIr<'_>, d: &Divergence, on: &Leaves, sampled: &Samp
 /// (on the side that leads to `at`), and the guarded `trap`, `exit` and
 /// `ret` before it (their guard is false past them).
 pub fn known(f: &FunctionIr<'_>, d: &Divergence, v: ValueId, at: InstId) -> Vec<String> {
+    preconditions(f, d, v, at).into_iter().map(|(cond, value)| condition(f, cond, value)).collect()
+}
+
+/// [`known`]'s tests as values: each predicate with the value it has on
+/// the way to `at`, outermost first.
+pub fn preconditions(f: &FunctionIr<'_>, d: &Divergence, v: ValueId, at: InstId) -> Vec<(ValueId, bool)> {
     let cfg = &f.cfg;
     let home = cfg.block_of(at);
     let mut out = Vec::new();
@@ -141,7 +147,7 @@ pub fn known(f: &FunctionIr<'_>, d: &Divergence, v: ValueId, at: InstId) -> Vec<
         } else {
             continue;
         };
-        out.push(condition(f, cond, value));
+        out.push((cond, value));
     }
     out.reverse();
     out

@@ -23,7 +23,7 @@ mod coverage;
 pub mod election;
 mod grid;
 mod lanes;
-mod witness;
+pub mod witness;
 
 pub use assume::{Assumed, Assumption};
 pub use calls::{CallFact, CalleeAccess, Export, Imports};
@@ -85,6 +85,9 @@ pub struct BarrierFact {
     /// Which threads skip it, when the deciding branch could be evaluated
     /// for every thread (loop counters at their first value).
     pub skipping: Option<Skipping>,
+    /// When the deciding branch compares each thread's value with a
+    /// parameter: the values for which the block splits, and a witness.
+    pub witness: Option<witness::BarrierWitness>,
 }
 
 /// The threads of a block that skip a divergent barrier.
@@ -144,15 +147,8 @@ fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
 /// The threads that skip barrier `bar` because of branch `k` (`br`), in the
 /// first iteration, and whether the second differs.
 fn skipping(f: &FunctionIr<'_>, br: &DivBranch, bar: InstId, lanes: &mut Lanes<'_, '_, '_>, k: usize) -> Option<Skipping> {
-    let cfg = &f.cfg;
-    let target = f.branch_target(br.inst);
-    let stop = cfg.ipdom(br.block);
-    let b = cfg.block_of(bar);
-    let reaches = |s: BlockId| cfg.region(&[s], stop).binary_search(&b).is_ok();
-    let taken_reaches = target.is_some_and(reaches);
-    let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s))
-        || (cfg.blocks[br.block].succs.len() == 1 && target.is_none());
-    let skip = |taken: &[bool]| -> Vec<bool> { taken.iter().map(|&t| if t { !taken_reaches } else { !fall_reaches }).collect() };
+    let (skip_taken, skip_fall) = skip_sides(f, br, bar);
+    let skip = |taken: &[bool]| -> Vec<bool> { taken.iter().map(|&t| if t { skip_taken } else { skip_fall }).collect() };
     let first = skip(&lanes.direction(k, 0)?);
     let later = lanes.direction(k, 1).map(|t| skip(&t)).filter(|second| *second != first).map(|second| {
         if first.iter().zip(&second).all(|(a, b)| !a || *b) {
@@ -162,6 +158,20 @@ fn skipping(f: &FunctionIr<'_>, br: &DivBranch, bar: InstId, lanes: &mut Lanes<'
         }
     });
     Some(Skipping { first, later })
+}
+
+/// Does a thread that takes branch `br` skip barrier `bar`, and one that
+/// does not?
+fn skip_sides(f: &FunctionIr<'_>, br: &DivBranch, bar: InstId) -> (bool, bool) {
+    let cfg = &f.cfg;
+    let target = f.branch_target(br.inst);
+    let stop = cfg.ipdom(br.block);
+    let b = cfg.block_of(bar);
+    let reaches = |s: BlockId| cfg.region(&[s], stop).binary_search(&b).is_ok();
+    let taken_reaches = target.is_some_and(reaches);
+    let fall_reaches = cfg.blocks[br.block].succs.iter().filter(|&&s| Some(s) != target).any(|&s| reaches(s))
+        || (cfg.blocks[br.block].succs.len() == 1 && target.is_none());
+    (!taken_reaches, !fall_reaches)
 }
 
 /// Why barrier `i` is not reached by every thread of the block (GPUVerify's
@@ -286,7 +296,12 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .insts
             .keys()
             .filter(|&i| (f.insts[i].is_block_barrier() || barrier_call(i)) && f.cfg.reachable(f.cfg.block_of(i)))
-            .map(|inst| BarrierFact { inst, divergence: barrier_divergence(f, d, &branches, inst, barrier_call(inst)), skipping: None })
+            .map(|inst| BarrierFact {
+                inst,
+                divergence: barrier_divergence(f, d, &branches, inst, barrier_call(inst)),
+                skipping: None,
+                witness: None,
+            })
             .collect();
         let evals = Evals::new(f, d, shape).with_grid(grid);
         let mut lanes = Lanes::new(&evals, &branches);
@@ -301,6 +316,14 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         for b in barriers.iter_mut() {
             if let Some(BarrierCause::Branch(k)) = b.divergence {
                 b.skipping = skipping(f, &branches[k].br, b.inst, &mut lanes, k);
+                // a branch on a parameter: the values that split the block, if the kernel allows any
+                if b.skipping.is_none() {
+                    match witness::barrier(&evals, &branches, &mut lanes, k, skip_sides(f, &branches[k].br, b.inst)) {
+                        Some(witness::Solved::Never) => b.divergence = None,
+                        Some(witness::Solved::When(w)) => b.witness = Some(w),
+                        None => {}
+                    }
+                }
             }
         }
         let by_block = grid::block_index_values(f);

@@ -16,11 +16,12 @@
 use super::lanes::Lanes;
 use super::BranchFact;
 use crate::divergence::eval::Leaves;
-use crate::ir::inst::Opcode;
+use crate::ir::inst::{Cmp, Opcode, Ty};
 use crate::ir::{FunctionIr, InstId, ValueId};
 use crate::memory::{Evals, Query};
 use crate::races::param::ParamCondition;
 use crate::races::Race;
+use std::rc::Rc;
 
 /// State the parameter range race `r`'s witness needs on the way to its
 /// accesses (`site(k)`: the instruction of access `k`), or add what those
@@ -96,12 +97,26 @@ fn solve(
     q: Query,
     want: bool,
 ) -> Option<(ValueId, i64, i64, i64, i64)> {
+    let (c, ty, p, p_left, other) = comparison(f, cond)?;
+    // the thread's side: known exactly, resting on no sample
+    let (vals, leaves) = evals.eval_resting(other, q)?;
+    if !leaves.is_empty() {
+        return None;
+    }
+    let (lo, hi) = crate::ir::scalar::solve_cmp(c, ty, *vals.get(t)? as u64, p_left, want)?;
+    let (tmin, tmax) = ty_range(ty);
+    Some((p, lo, hi, tmin, tmax))
+}
+
+/// `cond` as a comparison of a scalar parameter with another value (not a
+/// constant): the comparison, its type, the parameter, whether it is the
+/// left operand, and the other value.
+fn comparison(f: &FunctionIr<'_>, cond: ValueId) -> Option<(Cmp, Ty, ValueId, bool, ValueId)> {
     let i = f.def_inst(crate::ir::values::through_copies(f, cond))?;
     let x = &f.insts[i];
     if x.opcode != Opcode::Setp || x.bool_op.is_some() || x.operands().len() != 3 {
         return None;
     }
-    let (c, ty) = (x.cmp?, x.ty?);
     let param = |k: usize| {
         let v = crate::ir::values::through_copies(f, f.operand_value(i, k)?);
         matches!(f.insts[f.def_inst(v)?].param_read(), Some((_, 0))).then_some(v)
@@ -111,28 +126,163 @@ fn solve(
         (None, Some(p)) => (false, p, 1),
         _ => return None,
     };
-    // the thread's side: known exactly, resting on no sample
-    let known = match x.operand(other) {
-        Some(crate::ptx::Operand::Imm(_)) => return None,
-        _ => {
-            let (vals, leaves) = evals.eval_resting(f.operand_value(i, other)?, q)?;
-            if !leaves.is_empty() {
-                return None;
-            }
-            *vals.get(t)?
-        }
-    };
-    let (lo, hi) = crate::ir::scalar::solve_cmp(c, ty, known as u64, p_left, want)?;
-    let (tmin, tmax) = ty_range(ty);
-    Some((p, lo, hi, tmin, tmax))
+    if matches!(x.operand(other), Some(crate::ptx::Operand::Imm(_))) {
+        return None;
+    }
+    Some((x.cmp?, x.ty?, p, p_left, f.operand_value(i, other)?))
 }
 
 /// The smallest and largest integer of type `ty`, as `solve_cmp` reads them.
-fn ty_range(ty: crate::ir::inst::Ty) -> (i64, i64) {
+fn ty_range(ty: Ty) -> (i64, i64) {
     let bits = ty.bits().min(64);
     if ty.signed() {
         ((-(1i128 << (bits - 1))) as i64, ((1i128 << (bits - 1)) - 1) as i64)
     } else {
         (0, ((1i128 << bits) - 1).min(i64::MAX as i128) as i64)
     }
+}
+
+/// What a barrier's divergence needs of a parameter, when the branch
+/// deciding it compares each thread's value with one (`if (idx >= N)
+/// return;` before `__syncthreads()`): the values for which some threads
+/// of a block skip the barrier and others reach it, solved per thread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarrierWitness {
+    /// The parameter, as messages name it.
+    pub param: String,
+    pub when: BarrierWhen,
+    /// A value the kernel's own checks allow that splits the block, and
+    /// the block it splits.
+    pub example: i64,
+    pub block: i64,
+    /// The threads of that block that skip the barrier for `example`.
+    pub skip: Vec<bool>,
+}
+
+/// The values of a parameter for which a barrier diverges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierWhen {
+    /// `lo ≤ p ≤ hi` (in the block of the witness; the thread values do
+    /// not depend on the block).
+    Range { lo: i64, hi: i64 },
+    /// `p` is not a multiple of `period` (each block's threads are the
+    /// previous block's shifted by it), below `below` when the grid is known.
+    NotMultiple { period: i64, below: Option<i64> },
+}
+
+/// The outcome of solving a barrier's deciding branch for a parameter.
+pub(super) enum Solved {
+    /// No value the kernel's own checks allow splits a block.
+    Never,
+    When(BarrierWitness),
+}
+
+/// Solve a barrier's divergence through branch `k` for the parameter its
+/// condition compares the thread's value with; `skips`: does a thread
+/// that takes the branch, and one that does not, skip the barrier. `None`:
+/// the condition is not such a comparison, or the thread's side is not
+/// known exactly.
+pub(super) fn barrier(
+    evals: &Evals<'_, '_>,
+    branches: &[BranchFact],
+    lanes: &mut Lanes<'_, '_, '_>,
+    k: usize,
+    skips: (bool, bool),
+) -> Option<Solved> {
+    let f = evals.f;
+    let br = branches[k].br;
+    // a thread skips when it takes the side that skips: the condition's value then
+    let skip_taken = match skips {
+        (true, false) => true,
+        (false, true) => false,
+        _ => return None,
+    };
+    let want = skip_taken != br.negated;
+    let (c, ty, p, p_left, other) = comparison(f, br.cond)?;
+    let on = lanes.active(br.block, 0);
+    // the thread's side in block 0 and in block 1, known exactly
+    let side_in = |block: i64| -> Option<Rc<Vec<i64>>> {
+        let q = Query { ctaid: [block, 0, 0], ..Query::block(0) };
+        let (vals, leaves) = evals.eval_resting(other, q)?;
+        leaves.is_empty().then_some(vals)
+    };
+    let (x0, x1) = (side_in(0)?, side_in(1)?);
+    // each running thread skips for one interval of the parameter: where do some, not all?
+    let mut events: Vec<(i64, i32)> = Vec::new();
+    let mut running = 0;
+    for t in (0..x0.len()).filter(|&t| on.get(t) == Some(&true)) {
+        running += 1;
+        let Some((lo, hi)) = crate::ir::scalar::solve_cmp(c, ty, x0[t] as u64, p_left, want) else { continue };
+        events.push((lo, 1));
+        if hi < i64::MAX {
+            events.push((hi + 1, -1));
+        }
+    }
+    events.sort_unstable();
+    let mut split: Vec<(i64, i64)> = Vec::new();
+    let (tmin, tmax) = ty_range(ty);
+    let (mut count, mut from) = (0, tmin);
+    let mut i = 0;
+    while i < events.len() {
+        let at = events[i].0;
+        // values in [from, at - 1] have `count` skipping
+        if at > from && count > 0 && count < running {
+            match split.last_mut() {
+                Some(last) if last.1 + 1 == from => last.1 = at - 1,
+                _ => split.push((from, at - 1)),
+            }
+        }
+        while i < events.len() && events[i].0 == at {
+            count += events[i].1;
+            i += 1;
+        }
+        from = at;
+    }
+    if count > 0 && count < running && from <= tmax {
+        match split.last_mut() {
+            Some(last) if last.1 + 1 == from => last.1 = tmax,
+            _ => split.push((from, tmax)),
+        }
+    }
+    let Some(&(lo, hi)) = split.first() else { return Some(Solved::Never) };
+    // each block the previous one shifted by `period`: all but one residue split some block
+    let shift = x1.iter().zip(x0.iter()).map(|(a, b)| a - b).collect::<Vec<_>>();
+    let period = shift.first().copied().filter(|&d| d > 0 && shift.iter().all(|&s| s == d));
+    let name = f.param_label(f.insts[f.def_inst(p)?].param_read()?.0);
+    let below = evals.grid().map(|g| g[0] as i64 * period.unwrap_or(0));
+    let (when, candidates): (BarrierWhen, Vec<(i64, i64)>) = match period {
+        Some(d) if split.len() == 1 && hi - lo + 1 == d - 1 => {
+            let blocks = below.map_or(4, |b| (b / d).clamp(1, 4));
+            let within = spread(lo, hi, 4);
+            (BarrierWhen::NotMultiple { period: d, below }, (0..blocks).flat_map(|b| within.iter().map(move |&v| (v + b * d, b))).collect())
+        }
+        _ if period.is_none() => (BarrierWhen::Range { lo, hi }, spread(lo, hi, 16).into_iter().map(|v| (v, 0)).collect()),
+        // block-dependent values that do not shift: only block 0's is known
+        _ => (BarrierWhen::Range { lo, hi }, spread(lo, hi, 16).into_iter().map(|v| (v, 0)).collect()),
+    };
+    // the kernel's own checks on the parameter on the way to the branch
+    let pre = super::assume::preconditions(f, evals.d, p, br.inst);
+    let allowed = |v: i64| {
+        pre.iter().all(|&(cond, value)| {
+            let q = Query { first_thread_only: true, pin: Some((p, v)), ..Query::block(0) };
+            evals.eval(cond, q).and_then(|x| x.first().copied()).is_none_or(|x| (x != 0) == value)
+        })
+    };
+    let Some(&(example, block)) = candidates.iter().find(|&&(v, _)| allowed(v)) else { return Some(Solved::Never) };
+    let skip = (0..x0.len())
+        .map(|t| {
+            let x = x0[t] + block * period.unwrap_or(0);
+            on.get(t) == Some(&true)
+                && crate::ir::scalar::solve_cmp(c, ty, x as u64, p_left, want).is_some_and(|(l, h)| l <= example && example <= h)
+        })
+        .collect();
+    Some(Solved::When(BarrierWitness { param: name, when, example, block, skip }))
+}
+
+/// Up to `n` values from `lo` to `hi`, both ends included, evenly spread.
+fn spread(lo: i64, hi: i64, n: i64) -> Vec<i64> {
+    let width = (hi as i128 - lo as i128).max(0);
+    let mut out: Vec<i64> = (0..n as i128).map(|k| (lo as i128 + width * k / (n as i128 - 1).max(1)) as i64).collect();
+    out.dedup();
+    out
 }

@@ -11,6 +11,7 @@
 use super::{thread_ranges, Finding, LintCx, Metric, Place, Text};
 use crate::divergence::split::Split;
 use crate::divergence::{sources, AbsVal};
+use crate::facts::witness::{BarrierWhen, BarrierWitness};
 use crate::facts::{BarrierCause, BranchFact, Later, Skipping};
 use crate::ir::{BlockId, InstId};
 
@@ -79,7 +80,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                 fd.help("execute the barrier unconditionally; predicate only the work around it");
                 out.push(fd);
             }
-            BarrierCause::Branch(k) => out.push(report(cx, i, &cx.facts.branches[k], x.skipping.as_ref(), what)),
+            BarrierCause::Branch(k) => out.push(report(cx, i, &cx.facts.branches[k], x.skipping.as_ref(), x.witness.as_ref(), what)),
         }
         if let Some(fd) = out.get_mut(at) {
             consequences(cx, bi, fd);
@@ -113,13 +114,45 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
     fd.metrics.push(("races_from_skipping", Metric::Int(races.len() as i64)));
 }
 
-fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, skipping: Option<&Skipping>, what: &str) -> Finding {
+fn report(
+    cx: &LintCx<'_, '_, '_>,
+    i: InstId,
+    cause: &BranchFact,
+    skipping: Option<&Skipping>,
+    witness: Option<&BarrierWitness>,
+    what: &str,
+) -> Finding {
     let (f, d) = (cx.facts.f, cx.facts.d);
     let cfg = &f.cfg;
     let br = &cause.br;
     let b = cfg.block_of(i);
-    let mut fd = cx.finding(&BARRIER_DIVERGENCE, i, format!("{what} reached under thread-dependent control flow"), String::new());
+    // a split that needs some values of a parameter says which
+    let when = witness.map(|w| {
+        let p = format!("`{}`", crate::names::demangle(&w.param));
+        match w.when {
+            BarrierWhen::Range { lo, hi } if lo == hi => format!(" when {p} = {lo}"),
+            BarrierWhen::Range { lo, hi } => format!(" when {lo} ≤ {p} ≤ {hi}"),
+            BarrierWhen::NotMultiple { period, below: None } => format!(" when {p} is not a multiple of {period}"),
+            BarrierWhen::NotMultiple { period, below: Some(b) } => format!(" when {p} < {b} is not a multiple of {period}"),
+        }
+    });
+    let mut fd = cx.finding(
+        &BARRIER_DIVERGENCE,
+        i,
+        format!("{what} reached under thread-dependent control flow{}", when.unwrap_or_default()),
+        String::new(),
+    );
     fd.assumes = cx.facts.branch_assumes(cause);
+    if let Some(w) = witness {
+        fd.assumes.push(crate::facts::Assumption {
+            name: w.param.clone(),
+            kind: crate::facts::Assumed::Condition,
+            ptx_line: None,
+            sample: w.example,
+            alignment: false,
+            known: Vec::new(),
+        });
+    }
     let srcs = sources(f, d, br.cond);
     let mut on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
     if d.at(f, br.cond, br.block) == AbsVal::WarpUniform {
@@ -131,6 +164,14 @@ fn report(cx: &LintCx<'_, '_, '_>, i: InstId, cause: &BranchFact, skipping: Opti
     let who = if in_loop_exit.is_some() {
         "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times"
             .to_string()
+    } else if let Some(w) = witness {
+        let p = crate::names::demangle(&w.param);
+        format!(
+            "for `{p}` = {}, {} of block {} skip this barrier (its condition compares `{p}` with each thread's value: solved for every value, not sampled)",
+            w.example,
+            thread_ranges(&w.skip),
+            w.block
+        )
     } else if let Some(s) = skipping.filter(|s| s.first.iter().any(|x| *x)) {
         // evaluated for every thread, loop counters at their first value
         if let Some(later) = s.later {

@@ -345,6 +345,11 @@ impl<'f, 'a> Evals<'f, 'a> {
 
     /// The evaluators of a kernel whose grid is known: `%nctaid` is its
     /// dimensions, not a sample.
+    /// The grid's dimensions, when the launch is known.
+    pub fn grid(&self) -> Option<[u32; 3]> {
+        self.grid
+    }
+
     pub fn with_grid(mut self, grid: Option<[u32; 3]>) -> Self {
         self.grid = grid;
         self
