@@ -343,6 +343,21 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             for r in found.iter_mut() {
                 witness::bound(&evals, &branches, &mut lanes, r, &site);
             }
+            // a witness its own samples take past a test the kernel makes on the way is no
+            // witness: found again with a value those tests allow, or dropped
+            let mut active = |b: BlockId, it: usize| lanes.active(b, it).as_ref().clone();
+            found = found
+                .into_iter()
+                .filter_map(|r| match witness::consistent(&evals, &r, &site, None) {
+                    Ok(()) => Some(r),
+                    Err(None) => None,
+                    Err(Some(p)) => {
+                        let v = witness::allowed_value(&evals, p, &r, &site)?;
+                        let again = crate::races::recheck(&evals, &own, &r, (p, v), &mut active)?;
+                        witness::consistent(&evals, &again, &site, Some((p, v))).is_ok().then_some(again)
+                    }
+                })
+                .collect();
             // lost updates: the store run by two threads or more
             let mut two_or_more = |k: usize| lanes.active(f.cfg.block_of(own[k].inst), 0).iter().filter(|&&t| t).count() >= 2;
             found.extend(crate::races::lost_updates(f, d, &own).into_iter().filter(|r| two_or_more(r.first)));
@@ -452,7 +467,16 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             })
             .collect();
         let at: Vec<InstId> = [r.first, r.second].iter().map(|&k| self.race_site(k).inst).collect();
-        let mut out = assume::of_leaves(self.f, self.d, &r.rests_on, &self.sampled, &solved, &at);
+        // (a witness found again with a value the kernel's checks allow names that value)
+        let pinned;
+        let sampled = match r.pinned {
+            Some((p, v)) => {
+                pinned = self.sampled.iter().map(|(&k, &x)| (k, x)).chain([(p, v)]).collect();
+                &pinned
+            }
+            None => &self.sampled,
+        };
+        let mut out = assume::of_leaves(self.f, self.d, &r.rests_on, sampled, &solved, &at);
         out.extend(r.keyed.map(|key| assume::same_key(self.f, key)));
         // a stated condition: the finding holds for the values it names, not for every launch
         out.extend(r.when.iter().flat_map(|w| w.params().into_iter().map(|p| (p.to_string(), w.example()))).map(|(name, sample)| {

@@ -85,6 +85,85 @@ pub(super) fn bound(
     }
 }
 
+/// Do the samples race `r`'s witness rests on (with `pin`, when given,
+/// in place of one) pass the uniform tests the kernel makes of them on
+/// the way to its two accesses ([`super::assume::preconditions`], at
+/// each access's iteration), and does the loop around an access of a
+/// later iteration run that long? A loop unrolled by 4 is entered when
+/// `n / k >= 4`: a witness in its body found with `n / k` sampled as 1
+/// never runs; nor does a witness one iteration apart in a remainder loop
+/// that runs `(n / k) & 3` = 1 times. `Err(Some(p))`: a test on the
+/// sampled parameter `p` failed (another value of it may pass).
+pub(super) fn consistent(
+    evals: &Evals<'_, '_>,
+    r: &Race,
+    site: &dyn Fn(usize) -> InstId,
+    pin: Option<(ValueId, i64)>,
+) -> Result<(), Option<ValueId>> {
+    let f = evals.f;
+    if r.rests_on.is_empty() {
+        return Ok(());
+    }
+    let (ia, ib) = r.iterations();
+    let holds = |cond: ValueId, it: usize| {
+        let q = Query { first_thread_only: true, pin, ..Query::block(it) };
+        evals.eval(cond, q).and_then(|x| x.first().copied()).map(|x| x != 0)
+    };
+    for v in r.rests_on.iter() {
+        for &(k, it) in &[(r.first, ia), (r.second, ib)] {
+            if !super::assume::preconditions(f, evals.d, v, site(k))
+                .into_iter()
+                .all(|(cond, value)| holds(cond, it).is_none_or(|x| x == value))
+            {
+                let param = f.def_inst(v).and_then(|i| f.insts[i].param_read()).is_some();
+                return Err(param.then_some(v));
+            }
+        }
+    }
+    // a later iteration's access: the loop around it (its exit test uniform) must run that long
+    let runs_long_enough = [(r.first, ia), (r.second, ib)].iter().filter(|x| x.1 > 0).all(|&(k, it)| {
+        let Some(l) = f.cfg.loop_of(f.cfg.block_of(site(k))) else { return true };
+        f.loops.leaves_before(l, it, holds) != Some(true)
+    });
+    if runs_long_enough {
+        Ok(())
+    } else {
+        Err(None)
+    }
+}
+
+/// A value of parameter `p` that the kernel's tests of it on the way to
+/// race `r`'s accesses allow: within the bounds of those comparing it with
+/// a value known exactly (`n < 1024`), the nearest power of two to the
+/// evaluator's sample, or another of a few spread over the bounds, that
+/// passes every test (`n % 256 == 0` too).
+pub(super) fn allowed_value(evals: &Evals<'_, '_>, p: ValueId, r: &Race, site: &dyn Fn(usize) -> InstId) -> Option<i64> {
+    let f = evals.f;
+    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+    let tests: Vec<(ValueId, bool)> =
+        [r.first, r.second].iter().flat_map(|&k| super::assume::preconditions(f, evals.d, p, site(k))).collect();
+    for &(cond, value) in &tests {
+        let Some((c, ty, _, p_left, other)) = comparison(f, cond).filter(|x| x.2 == p) else { continue };
+        let Some((vals, leaves)) = evals.eval_resting(other, Query { first_thread_only: true, ..Query::block(0) }) else { continue };
+        let Some(&x) = vals.first().filter(|_| leaves.is_empty()) else { continue };
+        let (l, h) = crate::ir::scalar::solve_cmp(c, ty, x as u64, p_left, value)?;
+        (lo, hi) = (lo.max(l), hi.min(h));
+    }
+    if lo > hi {
+        return None;
+    }
+    let sample = crate::memory::SCALAR_SAMPLE.clamp(lo, hi);
+    let powers = (0..31).map(|b| 1i64 << b).filter(|&x| x >= lo && x <= sample).rev();
+    let mut candidates: Vec<i64> = std::iter::once(sample).chain(powers).chain(spread(lo.max(-(1 << 31)), hi.min(1 << 31), 16)).collect();
+    candidates.dedup();
+    candidates.into_iter().find(|&v| {
+        tests.iter().all(|&(cond, value)| {
+            let q = Query { first_thread_only: true, pin: Some((p, v)), ..Query::block(0) };
+            evals.eval(cond, q).and_then(|x| x.first().copied()).is_none_or(|x| (x != 0) == value)
+        })
+    })
+}
+
 /// Condition `cond` (a `setp` comparing a scalar parameter with a value
 /// known exactly in thread `t`) solved for the parameter's values that
 /// give it `want`: (parameter, lowest, highest, the type's lowest, the

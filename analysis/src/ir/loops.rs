@@ -167,6 +167,21 @@ impl Loops {
         None
     }
 
+    /// Does loop `l` leave before iteration `n`'s body runs, its exit test
+    /// `test(cond, k)` at iteration k as the caller evaluates it (with the
+    /// samples of a witness, say)? `None`: no single exit test, or one the
+    /// caller cannot evaluate.
+    pub fn leaves_before(&self, l: LoopId, n: usize, mut test: impl FnMut(ValueId, usize) -> Option<bool>) -> Option<bool> {
+        let e = self.exit(l)?;
+        for k in 0..=n {
+            // a test at the top leaves before iteration k's body, one at the bottom after it
+            if (e.at_top || k < n) && e.leaves_when(test(e.cond, k)?) {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+
     /// What loop `l`'s exit test reads, walked back to its leaves: `None`
     /// when it reads something other than the loop's additive counters
     /// (and what they start from and step by), constants, `%ntid` and

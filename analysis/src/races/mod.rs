@@ -243,6 +243,10 @@ pub struct Race {
     /// load the same value at this instruction (the key the address is
     /// computed from); `threads` are any two such.
     pub keyed: Option<InstId>,
+    /// A sampled value the witness was found with instead of the
+    /// evaluator's sample, which the kernel's own checks ruled out
+    /// (`facts::witness::consistent`).
+    pub pinned: Option<(ValueId, i64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -851,6 +855,57 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
         iteration: None,
         rests_on: Leaves::none(),
         keyed: None,
+        pinned: None,
+    }
+}
+
+/// Race `r`'s pair of `own` accesses again, at the same iterations, with
+/// uniform leaf `pin.0` given the value `pin.1` (a sample the kernel's own
+/// checks allow, where the evaluator's contradicted them); `active(b, it)`:
+/// the threads that execute block `b` in iteration `it`. The race with its
+/// new witness, marked as the first was, or `None` when the pair does not
+/// meet then.
+pub fn recheck(
+    evals: &Evals<'_, '_>,
+    own: &[Access],
+    r: &Race,
+    pin: (ValueId, i64),
+    active: &mut dyn FnMut(BlockId, usize) -> Vec<bool>,
+) -> Option<Race> {
+    if r.first >= own.len() || r.second >= own.len() || r.when.is_some() {
+        return None;
+    }
+    let (ia, ib) = r.iterations();
+    let mut rests = Leaves::none();
+    let mut at = |k: usize, it: usize| -> Option<Sorted> {
+        let a = &own[k];
+        let (vals, on) = evals.eval_resting(a.addr_value?, Query { pin: Some(pin), ..Query::block(it) })?;
+        rests = rests.union(&on);
+        let act = active(evals.f.cfg.block_of(a.inst), it);
+        Some(sorted(&vals.iter().zip(act).map(|(x, on)| on.then_some(x + a.offset)).collect::<Vec<_>>()))
+    };
+    let (xa, xb) = (at(r.first, ia)?, at(r.second, ib)?);
+    let n = conflict_in(own, r.first, r.second, &[Some(xa)], &[Some(xb)], false)?;
+    Some(Race {
+        threads: n.threads,
+        offset: n.offset,
+        lanes_only: n.lanes_only,
+        elements: n.elements,
+        rests_on: Leaves::of(rests.iter().chain([pin.0]).collect()),
+        pinned: Some(pin),
+        ..r.clone()
+    })
+}
+
+impl Race {
+    /// The iteration each of the two threads is in at its access (0 and
+    /// 1 for a race one iteration apart).
+    pub fn iterations(&self) -> (usize, usize) {
+        match (self.iteration, self.next_iteration) {
+            (Some((it, _)), _) => (it, it),
+            (None, true) => (0, 1),
+            (None, false) => (0, 0),
+        }
     }
 }
 

@@ -196,6 +196,7 @@ pub(super) fn solve(
             // (the caller records what the solution's evaluations rest on)
             rests_on: crate::divergence::eval::Leaves::none(),
             keyed: None,
+            pinned: None,
         });
     }
     None
