@@ -156,8 +156,8 @@ fn matching(s: &str) -> Option<usize> {
 }
 
 /// `list` split at its top-level commas (not inside brackets or template
-/// arguments).
-fn split_top(list: &str) -> Vec<&str> {
+/// arguments): a C or Rust parameter list's items.
+pub fn split_top(list: &str) -> Vec<&str> {
     let (mut depth, mut start, mut parts) = (0i32, 0, Vec::new());
     for (i, c) in list.char_indices() {
         match c {

@@ -31,6 +31,8 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     sides: HashMap<usize, Rc<Sides>>,
     /// The evaluable branches (indices) controlling each block.
     controllers: Option<IdVec<BlockId, Vec<usize>>>,
+    /// What [`Self::deciding`] gave a witness's way, per block and iteration.
+    on_the_way: HashMap<(BlockId, usize), Rc<Vec<Decides>>>,
     memo: HashMap<(BlockId, usize), Threads>,
     /// Blocks whose threads are being computed (a branch's own threads are
     /// asked for on the way; a loop may lead back).
@@ -79,6 +81,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             directions: HashMap::new(),
             sides: HashMap::new(),
             controllers: None,
+            on_the_way: HashMap::new(),
             memo: HashMap::new(),
             computing: Default::default(),
             ctaid,
@@ -172,7 +175,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         // the calling threads, in a call context
         let threads = self.shape.threads();
         let mut active = self.evals.d.call.active.clone().filter(|a| a.len() == threads).unwrap_or_else(|| vec![true; threads]);
-        for d in self.deciding(b, iteration, false) {
+        for &d in self.deciding(b, iteration, false).iter() {
             let Some(taken) = self.direction_where_known(d.branch, d.iteration) else { continue };
             // only the threads that execute the branch chose a side there: another
             // thread may reach `b` by a path around it (`if (t == 0) … else if (t == 1) …`
@@ -191,7 +194,20 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     /// (a witness's way), also those whose condition cannot be evaluated
     /// in any thread and the exit tests of its innermost loop
     /// ([`Self::exit_tests`]), which the lanes do not apply.
-    fn deciding(&mut self, b: BlockId, iteration: usize, all: bool) -> Vec<Decides> {
+    fn deciding(&mut self, b: BlockId, iteration: usize, all: bool) -> Rc<Vec<Decides>> {
+        if all {
+            if let Some(d) = self.on_the_way.get(&(b, iteration)) {
+                return d.clone();
+            }
+        }
+        let d = Rc::new(self.deciding_now(b, iteration, all));
+        if all {
+            self.on_the_way.insert((b, iteration), d.clone());
+        }
+        d
+    }
+
+    fn deciding_now(&mut self, b: BlockId, iteration: usize, all: bool) -> Vec<Decides> {
         let cfg = &self.f.cfg;
         if self.controllers.is_none() {
             // only branches whose condition can be evaluated restrict the lanes
@@ -206,8 +222,8 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             }
             self.controllers = Some(by_block);
         }
-        let controllers = match all {
-            // a witness passes those that restrict no lanes too
+        let controllers: Vec<usize> = match all {
+            // a witness passes those that restrict no lanes too (asked once per block: `on_the_way`)
             true => (0..self.branches.len()).filter(|&k| self.branches[k].controls(b)).collect(),
             false => self.controllers.as_ref().map(|c| c[b].clone()).unwrap_or_default(),
         };
@@ -252,7 +268,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             if !seen.insert((b, it)) {
                 continue;
             }
-            for d in self.deciding(b, it, true) {
+            for &d in self.deciding(b, it, true).iter() {
                 let block = self.branches[d.branch].br.block;
                 let known = self.direction_where_known(d.branch, d.iteration).and_then(|x| x.get(t).copied().flatten());
                 if known.is_none_or(|k| k == d.side) && self.active(block, d.iteration).get(t) == Some(&true) {
@@ -265,6 +281,11 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             }
         }
         out
+    }
+
+    /// Drop what witnesses' ways kept ([`Self::passed`]), once they are found.
+    pub fn forget_ways(&mut self) {
+        self.on_the_way = HashMap::new();
     }
 
     /// The exit tests of the innermost loop around block `b` that a thread

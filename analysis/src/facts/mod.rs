@@ -343,6 +343,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             for r in found.iter_mut() {
                 witness::bound(&evals, &branches, &mut lanes, r, &site);
             }
+            lanes.forget_ways();
             // a witness its own samples take past a test the kernel makes on the way is no
             // witness: found again with a value those tests allow, or dropped
             let mut active = |b: BlockId, it: usize| lanes.active(b, it).as_ref().clone();

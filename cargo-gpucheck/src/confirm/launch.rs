@@ -275,21 +275,7 @@ fn enclosed(rest: &str, open: char, close: char) -> Option<&str> {
 
 /// `name: Type` items of a comma-separated list, splitting at depth 0.
 fn typed_items(list: &str) -> Vec<(String, String)> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in list.char_indices() {
-        match c {
-            '(' | '<' | '[' | '{' => depth += 1,
-            ')' | '>' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&list[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&list[start..]);
-    parts
+    gpucheck_analysis::names::split_top(list)
         .iter()
         .filter_map(|part| {
             // attributes and visibility before the name
