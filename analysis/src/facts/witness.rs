@@ -35,11 +35,7 @@ pub(super) fn bound(
 ) {
     let f = evals.f;
     // the iteration each thread is in at its access
-    let (ia, ib) = match (r.iteration, r.next_iteration) {
-        (Some((it, _)), _) => (it, it),
-        (None, true) => (0, 1),
-        (None, false) => (0, 0),
-    };
+    let (ia, ib) = r.iterations();
     let mut solved: Vec<(ValueId, i64, i64, i64, i64)> = Vec::new();
     let mut unsolved = Leaves::none();
     for (k, t, it) in [(r.first, r.threads.0, ia), (r.second, r.threads.1, ib)] {
