@@ -7,7 +7,12 @@
 //! block 0, or another block (branches on the block index taken as that
 //! block takes them).
 //!
-//! Owns: the active-lane computation, memoised per block and iteration.
+//! A witness's way (`passed`): the branch outcomes and loop exit tests a
+//! thread goes through to a block in an iteration whose condition is not
+//! known for it — what `facts::witness` solves for.
+//!
+//! Owns: the active-lane computation, memoised per block and iteration, and
+//! witnesses' ways.
 //! Does not own: evaluating conditions (`crate::memory::Evals`).
 
 use super::BranchFact;

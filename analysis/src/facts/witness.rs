@@ -9,9 +9,22 @@
 //! cannot be solved (two parameters, arithmetic on one) adds the samples it
 //! rests on to the witness's (`Race::rests_on`): the finding names them.
 //!
-//! Owns: the conditions a race witness needs from the paths to its
-//! accesses. Does not own: which threads run a block (`lanes`), solving
-//! addresses for parameters (`crate::races::param`).
+//!
+//! A witness whose samples fail the kernel's own uniform tests on the way
+//! (`assume::preconditions`), or whose loop the samples end before the
+//! witness iteration, is no witness (`consistent`); where the failed test
+//! is on one parameter, a value the tests allow is found (`allowed_value`)
+//! and the pair looked for again (`crate::races::recheck`).
+//!
+//! A barrier whose deciding branch compares each thread's value with a
+//! parameter (`if (idx >= N) return;`) is solved per thread the same way
+//! (`barrier`): the values for which part of a block skips it, less those
+//! the kernel's own checks rule out.
+//!
+//! Owns: the conditions race and barrier witnesses need from the paths to
+//! their accesses and the kernel's own checks. Does not own: which threads
+//! run a block (`lanes`), solving addresses for parameters
+//! (`crate::races::param`), the comparison's arithmetic (`ir::scalar`).
 
 use super::lanes::Lanes;
 use super::BranchFact;
@@ -107,10 +120,7 @@ pub(super) fn consistent(
     };
     for v in r.rests_on.iter() {
         for &(k, it) in &[(r.first, ia), (r.second, ib)] {
-            if !super::assume::preconditions(f, evals.d, v, site(k))
-                .into_iter()
-                .all(|(cond, value)| holds(cond, it).is_none_or(|x| x == value))
-            {
+            if !super::assume::preconditions(f, evals.d, v, site(k)).into_iter().all(|(cond, value)| passes(evals, cond, value, it, pin)) {
                 let param = f.def_inst(v).and_then(|i| f.insts[i].param_read()).is_some();
                 return Err(param.then_some(v));
             }
@@ -152,12 +162,7 @@ pub(super) fn allowed_value(evals: &Evals<'_, '_>, p: ValueId, r: &Race, site: &
     let powers = (0..31).map(|b| 1i64 << b).filter(|&x| x >= lo && x <= sample).rev();
     let mut candidates: Vec<i64> = std::iter::once(sample).chain(powers).chain(spread(lo.max(-(1 << 31)), hi.min(1 << 31), 16)).collect();
     candidates.dedup();
-    candidates.into_iter().find(|&v| {
-        tests.iter().all(|&(cond, value)| {
-            let q = Query { first_thread_only: true, pin: Some((p, v)), ..Query::block(0) };
-            evals.eval(cond, q).and_then(|x| x.first().copied()).is_none_or(|x| (x != 0) == value)
-        })
-    })
+    candidates.into_iter().find(|&v| tests.iter().all(|&(cond, value)| passes(evals, cond, value, 0, Some((p, v)))))
 }
 
 /// Condition `cond` (a `setp` comparing a scalar parameter with a value
@@ -207,14 +212,18 @@ fn comparison(f: &FunctionIr<'_>, cond: ValueId) -> Option<(Cmp, Ty, ValueId, bo
     Some((x.cmp?, x.ty?, p, p_left, f.operand_value(i, other)?))
 }
 
-/// The smallest and largest integer of type `ty`, as `solve_cmp` reads them.
+/// The smallest and largest integer of type `ty` that an `i64` holds.
 fn ty_range(ty: Ty) -> (i64, i64) {
-    let bits = ty.bits().min(64);
-    if ty.signed() {
-        ((-(1i128 << (bits - 1))) as i64, ((1i128 << (bits - 1)) - 1) as i64)
-    } else {
-        (0, ((1i128 << bits) - 1).min(i64::MAX as i128) as i64)
-    }
+    let (lo, hi) = crate::ir::scalar::int_range(ty);
+    (lo.max(i64::MIN as i128) as i64, hi.min(i64::MAX as i128) as i64)
+}
+
+/// Does uniform predicate `cond` have `value` in the first thread at
+/// iteration `it` (with `pin`'s parameter at its value)? An unknown one
+/// passes.
+fn passes(evals: &Evals<'_, '_>, cond: ValueId, value: bool, it: usize, pin: Option<(ValueId, i64)>) -> bool {
+    let q = Query { first_thread_only: true, pin, ..Query::block(it) };
+    evals.eval(cond, q).and_then(|x| x.first().copied()).is_none_or(|x| (x != 0) == value)
 }
 
 /// What a barrier's divergence needs of a parameter, when the branch
@@ -331,18 +340,13 @@ pub(super) fn barrier(
             let within = spread(lo, hi, 4);
             (BarrierWhen::NotMultiple { period: d, below }, (0..blocks).flat_map(|b| within.iter().map(move |&v| (v + b * d, b))).collect())
         }
-        _ if period.is_none() => (BarrierWhen::Range { lo, hi }, spread(lo, hi, 16).into_iter().map(|v| (v, 0)).collect()),
-        // block-dependent values that do not shift: only block 0's is known
+        // values the same in every block, or block-dependent ones that do not shift by a
+        // period: block 0's range
         _ => (BarrierWhen::Range { lo, hi }, spread(lo, hi, 16).into_iter().map(|v| (v, 0)).collect()),
     };
     // the kernel's own checks on the parameter on the way to the branch
     let pre = super::assume::preconditions(f, evals.d, p, br.inst);
-    let allowed = |v: i64| {
-        pre.iter().all(|&(cond, value)| {
-            let q = Query { first_thread_only: true, pin: Some((p, v)), ..Query::block(0) };
-            evals.eval(cond, q).and_then(|x| x.first().copied()).is_none_or(|x| (x != 0) == value)
-        })
-    };
+    let allowed = |v: i64| pre.iter().all(|&(cond, value)| passes(evals, cond, value, 0, Some((p, v))));
     let Some(&(example, block)) = candidates.iter().find(|&&(v, _)| allowed(v)) else { return Some(Solved::Never) };
     let skip = (0..x0.len())
         .map(|t| {

@@ -523,6 +523,17 @@ fn cmp_int(c: Cmp, ty: Ty, a: u64, b: u64) -> bool {
     }
 }
 
+/// The smallest and largest integer of integer type `ty` (at most 64
+/// bits), read as `to_i64` reads its bits.
+pub fn int_range(ty: Ty) -> (i128, i128) {
+    let bits = ty.bits().min(64);
+    if ty.signed() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
 /// The values `p` of an integer type `ty` for which `cmp(c, ty, x, p)`
 /// (`p` on the right; on the left when `p_left`) is `want`, when they are
 /// one interval: the smallest and largest, as integers (`to_i64`'s
@@ -533,7 +544,7 @@ pub fn solve_cmp(c: Cmp, ty: Ty, x: u64, p_left: bool, want: bool) -> Option<(i6
         return None;
     }
     let bits = ty.bits();
-    let (lo, hi) = if ty.signed() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+    let (lo, hi) = int_range(ty);
     let holds = |p: i128| {
         let p = p as u64 & mask(bits);
         (if p_left { cmp(c, ty, p, x, false) } else { cmp(c, ty, x, p, false) }) == want

@@ -22,7 +22,12 @@ declare_lint! {
     /// the thread index, after a thread-dependent early `return`, predicated on a
     /// thread-dependent value, or inside a loop whose trip count differs between
     /// threads (GPUVerify's barrier divergence). The note names the branch and,
-    /// when the block shape is known, the threads that skip the barrier.
+    /// when the block shape is known, the threads that skip the barrier. When
+    /// the branch compares each thread's value with a parameter (`if (idx >= N)
+    /// return;`), the message states the values that split a block ("when `N` is
+    /// not a multiple of 256") and the finding is a warning with a witness; the
+    /// kernel's own checks (`if (N % 256 != 0) __trap();`) can rule every such
+    /// value out, and then there is no finding.
     ///
     /// ### Why is this bad
     /// All threads of a block must reach the same barrier the same number of
