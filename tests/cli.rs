@@ -168,6 +168,21 @@ fn json_says_which_sampled_values_a_finding_rests_on() {
         "{}",
         race["gpucheck"]
     );
+    // the witness was replayed before the report: the run names its launch
+    assert_eq!(
+        race["gpucheck"]["replay"],
+        serde_json::json!({"status": "reproduced", "launch": "block 0 (grid 1×1×1, block 256×1×1, `k_n` = 1024)"}),
+        "{}",
+        race["gpucheck"]
+    );
+    let human = gpucheck(&["ptx", "k.ptx", "--block", "256"], &dir);
+    let err = String::from_utf8_lossy(&human.stderr);
+    assert!(err.contains("replayed 1 correctness finding: 1 reproduced"), "{err}");
+    assert!(err.contains("= note: reproduced: a run of block 0"), "{err}");
+    let off = gpucheck(&["ptx", "k.ptx", "--block", "256", "--message-format", "json", "--no-replay"], &dir);
+    let msgs = json_lines(&off.stdout);
+    let race = msgs.iter().find(|m| m["gpucheck"]["lint"] == "shared_memory_race").unwrap_or_else(|| panic!("{msgs:#?}"));
+    assert!(race["gpucheck"].get("replay").is_none(), "{}", race["gpucheck"]);
 }
 
 #[test]

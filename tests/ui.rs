@@ -111,11 +111,12 @@ fn human_output_is_rustc_style() {
    = note: the branch at src/barriers.rs:11:8 depends on threadIdx.x; threads 128..255 of each block skip this barrier
    = note: block shape 256×1×1 from [package.metadata.gpucheck]
    = help: move the barrier out of the conditional so that every thread of the block reaches it
+   = note: reproduced: a run of block 0 (grid 1×1×1, block 256×1×1) shows it
    = note: `#[deny(gpucheck::barrier_divergence)]` on by default
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 8 previous errors; 27 warnings emitted (25 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 8 previous errors; 28 warnings emitted (25 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));

@@ -27,6 +27,7 @@ pub mod names;
 pub mod producer;
 pub mod ptx;
 pub mod races;
+pub mod replay;
 pub mod report;
 pub mod srcmap;
 pub mod synth;

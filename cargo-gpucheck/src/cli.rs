@@ -233,6 +233,9 @@ pub struct OutputArgs {
     /// A value the kernels are launched with for a scalar parameter, by Rust or PTX parameter name or index (`n=1000`; repeatable; for every kernel that has such a parameter, and wins over `assume` in Cargo.toml): the analysis takes it as the launch's instead of sampling it, so findings that needed a sample hold (or vanish) for it.
     #[arg(long = "assume", value_name = "NAME=VALUE", value_parser = parse_assume, global = true, action = clap::ArgAction::Append)]
     pub assume: Vec<(String, i64)>,
+    /// Do not replay correctness findings. By default each race and barrier finding's witness (its blocks, the parameter values it names, zero-filled buffers) is run on the interpreter before it is reported: one the run does not show is reported only as a pedantic finding (`-W gpucheck::pedantic`), saying so; one that cannot be run says why in a note.
+    #[arg(long, global = true)]
+    pub no_replay: bool,
     /// Output format: rustc-style text, cargo's JSON messages (one per line) for editors, or SARIF 2.1.0 for code-scanning UIs.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human, value_name = "FMT", global = true)]
     pub message_format: MessageFormat,

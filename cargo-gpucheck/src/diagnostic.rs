@@ -231,7 +231,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::new();
     for f in findings {
-        if levels.level(f.lint) == Level::Allow {
+        if levels.of_finding(&f).0 == Level::Allow {
             continue;
         }
         let (file, abs_file, line, col, col_end) = match &f.span {

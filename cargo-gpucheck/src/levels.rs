@@ -35,6 +35,9 @@ pub struct Levels {
     map: HashMap<&'static str, (Level, Source)>,
     /// What `warnings` was last set to: the level every warning takes.
     all_warnings: Option<(Level, Source)>,
+    /// What the `pedantic` group was last set to: the level of a
+    /// correctness finding whose replay did not reproduce it.
+    pedantic: Option<(Level, Source)>,
     /// Problems with the configuration that do not stop the check (unknown
     /// lint names), reported once.
     pub warnings: Vec<String>,
@@ -60,6 +63,7 @@ impl Default for Levels {
         Levels {
             map: LINTS.iter().map(|l| (l.name, (l.default, Source::Default))).collect(),
             all_warnings: None,
+            pedantic: None,
             warnings: vec![],
             errors: vec![],
         }
@@ -71,6 +75,9 @@ impl Levels {
         if name.strip_prefix("gpucheck::").unwrap_or(name) == WARNINGS {
             self.all_warnings = Some((level, source));
             return;
+        }
+        if name.strip_prefix("gpucheck::").unwrap_or(name) == "pedantic" {
+            self.pedantic = Some((level, source.clone()));
         }
         match expand(name) {
             Some(lints) => {
@@ -135,8 +142,22 @@ impl Levels {
     /// (`Finding::conditional`: it names them) is a warning while its lint
     /// is at its default deny — an error is one that happens for every
     /// launch; `-D` on the lint (or `-D warnings`) makes it one.
+    ///
+    /// A correctness finding whose witness a replay ran and did not show
+    /// (`Replay::NotReproduced`) is pedantic while its lint is at its
+    /// default: allowed, unless the `pedantic` group is raised.
     pub fn of_finding(&self, f: &Finding) -> (Level, String) {
         let defaulted = matches!(self.map.get(f.lint.name), None | Some((_, Source::Default)));
+        if defaulted && matches!(f.replay, gpucheck_analysis::lints::Replay::NotReproduced(_)) {
+            let (level, from) = match &self.pedantic {
+                Some((level, src)) => (*level, describe_group(src)),
+                None => (Level::Allow, "off by default".to_string()),
+            };
+            return (
+                level,
+                format!("a replay did not reproduce this finding: it is pedantic, and pedantic findings are {from} (`-D gpucheck::{}` reports it at the lint's level)", f.lint.name),
+            );
+        }
         if defaulted && f.lint.default == Level::Deny && f.lint.group == Group::Correctness && f.conditional() {
             let note = format!(
                 "`#[deny(gpucheck::{})]` on by default, but this finding needs the values named above: a warning until they hold for the launch (`-D gpucheck::{}` makes it an error)",
@@ -178,6 +199,15 @@ fn describe(src: &Source, lint: &Lint) -> String {
                 format!("`-{flag} gpucheck::{}` implied by `-{flag} gpucheck::{n}`", lint.name)
             }
         }
+    }
+}
+
+/// Where the `pedantic` group was set.
+fn describe_group(src: &Source) -> String {
+    match src {
+        Source::Default => "off by default".to_string(),
+        Source::Table { table, manifest, key } => format!("set by `{key}` in `[{table}]` of {manifest}"),
+        Source::CommandLine { flag, name } => format!("requested with `-{flag} {name}`"),
     }
 }
 
@@ -260,7 +290,10 @@ mod tests {
                 sample: 1024,
                 alignment,
                 known: vec![],
+                param: None,
             }],
+            witness: None,
+            replay: gpucheck_analysis::lints::Replay::NotRun,
         };
         let mut l = Levels::default();
         // a sample the witness needs: a warning; one that decides the alignment only: still an error
@@ -274,6 +307,20 @@ mod tests {
         let mut w = Levels::default();
         w.apply_flags(&[('D', "warnings".into())]);
         assert_eq!(w.of_finding(&finding(false)).0, Level::Deny);
+        // a witness a replay did not reproduce: pedantic, off unless the group is raised
+        let not = Finding { replay: gpucheck_analysis::lints::Replay::NotReproduced("block 0".into()), ..finding(true) };
+        let (level, note) = Levels::default().of_finding(&not);
+        assert_eq!(level, Level::Allow);
+        assert!(note.contains("did not reproduce"), "{note}");
+        let mut p = Levels::default();
+        p.apply_flags(&[('W', "pedantic".into())]);
+        let (level, note) = p.of_finding(&not);
+        assert_eq!(level, Level::Warn);
+        assert!(note.contains("requested with `-W pedantic`"), "{note}");
+        // the lint asked for by name: its level
+        let mut d = Levels::default();
+        d.apply_flags(&[('D', "shared_memory_race".into())]);
+        assert_eq!(d.of_finding(&not).0, Level::Deny);
     }
 
     #[test]

@@ -161,6 +161,7 @@ fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
         coalescing_threshold: if inner.coalescing_threshold != 2.0 { inner.coalescing_threshold } else { outer.coalescing_threshold },
         assume: outer.assume.iter().chain(&inner.assume).cloned().collect(),
         all_accesses: inner.all_accesses || outer.all_accesses,
+        no_replay: inner.no_replay || outer.no_replay,
         ..Default::default()
     }
 }
@@ -469,6 +470,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
             })
             .collect(),
         source_names: confirm::launch::source_names(u, &src, paths),
+        replay: !o.no_replay,
     };
     let is_local = |f: &str| k.is_local(f);
     let started = std::time::Instant::now();
@@ -492,6 +494,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
             u.note.as_deref().map(|n| format!("\n        {n}")).unwrap_or_default()
         ),
     };
+    let status = format!("{status}{}", replay_summary(&report.findings));
     let hint = if u.kind == build::UnitKind::PtxFile { diagnostic::ShapeHint::Cli } else { diagnostic::ShapeHint::Cargo };
     let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, hint);
     // `// gpucheck: allow(…)` comments in the unit's sources: the package's files, and
@@ -539,6 +542,27 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         config_warnings.push(format!("no kernels or functions found in `{ptx_display}`: nothing was checked"));
     }
     Ok(Checked { diags, config_warnings, src, origin, status, analysis: report, ptx_display })
+}
+
+/// What the replays of a unit's findings gave, as a line under its status
+/// (empty when none was replayed): none is set aside in silence.
+fn replay_summary(findings: &[gpucheck_analysis::Finding]) -> String {
+    use gpucheck_analysis::lints::Replay;
+    let count = |p: fn(&Replay) -> bool| findings.iter().filter(|f| p(&f.replay)).count();
+    let shown = count(|r| matches!(r, Replay::Reproduced(_)));
+    let not = count(|r| matches!(r, Replay::NotReproduced(_)));
+    let unable = count(|r| matches!(r, Replay::Unable(_)));
+    if shown + not + unable == 0 {
+        return String::new();
+    }
+    let mut parts = vec![format!("{shown} reproduced")];
+    if not > 0 {
+        parts.push(format!("{not} not reproduced (pedantic: `-W gpucheck::pedantic` shows them)"));
+    }
+    if unable > 0 {
+        parts.push(format!("{unable} not replayed (each says why)"));
+    }
+    format!("\n        replayed {}: {}", plural(shown + not + unable, "correctness finding"), parts.join(", "))
 }
 
 fn plural(n: usize, word: &str) -> String {

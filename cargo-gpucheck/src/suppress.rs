@@ -183,6 +183,8 @@ impl Suppressions {
                     metrics: vec![],
                     access: false,
                     assumes: vec![],
+                    witness: None,
+                    replay: gpucheck_analysis::lints::Replay::NotRun,
                 };
                 if expand(name).is_some() {
                     f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");

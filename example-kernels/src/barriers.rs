@@ -40,6 +40,24 @@ pub unsafe extern "ptx-kernel" fn early_return_barrier(out: *mut u32, n: usize) 
     *out.add(t) = *s.add((t + 1) % n);
 }
 
+/// Good twin: the kernel's own check rules out every size that would split
+/// a block (`n` a multiple of 256, else `trap`), so the early return
+/// returns whole blocks or none.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn early_return_checked(out: *mut u32, n: usize) {
+    if n % 256 != 0 {
+        core::arch::nvptx::trap();
+    }
+    let s = smem_a();
+    let t = tid();
+    if t >= n {
+        return;
+    }
+    *s.add(t) = t as u32;
+    _syncthreads();
+    *out.add(gid()) = *s.add((t + 1) % 256);
+}
+
 /// Bad: a tree reduction whose barrier is inside `if t < s`: threads
 /// `t ≥ s` skip it, and the races between iterations that follow are
 /// notes of this one error, not errors of their own.

@@ -202,3 +202,47 @@ pub unsafe extern "ptx-kernel" fn grid_stride_scale(x: *const f32, out: *mut f32
         i += grid_stride();
     }
 }
+
+/// Bad, for some sizes (a loop bound the witness must pass): thread t fills
+/// `s[t]`, `s[t + 128]`, … below `c`, so thread 0's second iteration writes
+/// `s[128]`, which thread 128 writes in its first: a race when `c` ≥ 129 (a
+/// warning that says so; for `c` ≤ 128 thread 128 never enters the loop).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn fill_strided(out: *mut u32, c: usize) {
+    let s = smem_a();
+    let t = tid();
+    let mut i = t;
+    while i < c {
+        *s.add(i) = t as u32; //~ WARN shared_memory_race
+        i += 128;
+    }
+    _syncthreads();
+    *out.add(gid()) = *s.add(t);
+}
+
+/// Good twin: the step is the block's size, so no two threads meet.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn fill_block_strided(out: *mut u32, c: usize) {
+    let s = smem_a();
+    let t = tid();
+    let mut i = t;
+    while i < c {
+        *s.add(i) = t as u32;
+        i += block_dim();
+    }
+    _syncthreads();
+    *out.add(gid()) = *s.add(t);
+}
+
+/// Good (a parameter stride, not a sample): block b copies row b, `ncols`
+/// elements from `b * ncols`; blocks would meet only if `ncols` were 0, when
+/// no thread passes the guard. (Pedantic: a row starts off a 32-byte sector
+/// when `ncols` is not a multiple of 8.)
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn copy_rows(x: *const f32, out: *mut f32, ncols: usize) {
+    let t = tid();
+    if t < ncols {
+        let i = block_idx() * ncols + t;
+        *out.add(i) = *x.add(i); //~ WARN misaligned_global_access //~ WARN misaligned_global_access
+    }
+}

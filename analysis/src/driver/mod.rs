@@ -58,6 +58,10 @@ pub struct Options {
     /// the source writes it (a C++ kernel's unqualified name), so that
     /// declared values may name them and messages use them.
     pub source_names: HashMap<String, Vec<String>>,
+    /// Replay each correctness finding's witness on the interpreter before
+    /// it is reported (`crate::replay`); off by default in the library,
+    /// on in the binary unless `--no-replay`.
+    pub replay: bool,
 }
 
 impl Options {
@@ -192,6 +196,30 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
                 s.skip = Skip::NoCaller;
             }
         }
+    }
+    if opts.replay {
+        // the kernels whose findings (their own, or their callees' in their contexts) have witnesses
+        let named: std::collections::BTreeSet<&str> =
+            per_fn.iter().flat_map(|r| &r.findings).filter(|fd| fd.witness.is_some()).map(|fd| fd.kernel.as_str()).collect();
+        let kernels: Vec<crate::replay::Kernel> = per_fn
+            .iter()
+            .filter(|r| r.coverage.entry && named.contains(r.coverage.kernel.as_str()))
+            .map(|r| {
+                let f = &module.functions[r.coverage.function];
+                let names = opts.source_params(f).cloned().unwrap_or_default();
+                crate::replay::Kernel {
+                    index: r.coverage.function,
+                    block: r.shape.block,
+                    grid: grid_for(f, opts),
+                    declared: f.params.iter().enumerate().map(|(k, p)| opts.declared(f, k, p.name)).collect(),
+                    params: f.params.iter().map(|p| p.name.to_string()).collect(),
+                    names,
+                }
+            })
+            .collect();
+        let mut findings: Vec<Finding> = per_fn.iter_mut().flat_map(|r| std::mem::take(&mut r.findings)).collect();
+        crate::replay::replay(module, &mcx, &kernels, &mut findings, report.instructions);
+        report.findings = findings;
     }
     for r in per_fn {
         report.findings.extend(r.findings);

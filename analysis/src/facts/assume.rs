@@ -43,6 +43,10 @@ pub struct Assumption {
     /// (`(C % 256) == 0` after `if (C % 256 != 0) __trap();`, an early
     /// return of the whole block).
     pub known: Vec<String>,
+    /// The parameter it is (its index in the function's parameters), with
+    /// the byte offset of the field read (0: the whole parameter): a replay
+    /// of the witness gives it `sample`. `None`: not a parameter.
+    pub param: Option<(u32, u32)>,
 }
 
 /// What kind of value an assumption is about.
@@ -289,7 +293,7 @@ pub fn of_strides(f: &FunctionIr<'_>, strides: &[(StrideSymbol, i64)]) -> Vec<As
                 },
                 StrideSymbol::Several => ("a product of uniform values".to_string(), None),
             };
-            Assumption { name, kind: Assumed::Stride, ptx_line, sample: bytes, alignment: false, known: Vec::new() }
+            Assumption { name, kind: Assumed::Stride, ptx_line, sample: bytes, alignment: false, known: Vec::new(), param: None }
         })
         .collect()
 }
@@ -298,6 +302,7 @@ pub fn of_strides(f: &FunctionIr<'_>, strides: &[(StrideSymbol, i64)]) -> Vec<As
 pub fn named(f: &FunctionIr<'_>, v: ValueId, x: i64) -> Assumption {
     let line = |i: crate::ir::InstId| Some(f.insts[i].ast.pos.line);
     let reg = || f.ssa.reg_of(v, &f.insts).to_string();
+    let param = f.def_inst(v).and_then(|i| f.insts[i].param_read()).and_then(|(p, off)| Some((f.param_index(p)?, off as u32)));
     let (name, kind, ptx_line) = match f.ssa.values[v] {
         ValueDef::Inst { inst, .. } => match f.insts[inst].param_read() {
             Some((p, 0)) => (f.param_label(p), Assumed::Parameter, None),
@@ -314,14 +319,22 @@ pub fn named(f: &FunctionIr<'_>, v: ValueId, x: i64) -> Assumption {
             _ => (reg(), Assumed::Value, None),
         },
     };
-    Assumption { name, kind, ptx_line, sample: x, alignment: false, known: Vec::new() }
+    Assumption { name, kind, ptx_line, sample: x, alignment: false, known: Vec::new(), param }
 }
 
 /// The witness of a lost update: two threads load the same value at
 /// instruction `key` (named by its register, or the array it reads).
 pub fn same_key(f: &FunctionIr<'_>, key: crate::ir::InstId) -> Assumption {
     let name = f.ssa.defs(key).first().map_or_else(|| "?".to_string(), |&v| f.ssa.reg_of(v, &f.insts).to_string());
-    Assumption { name, kind: Assumed::SameKey, ptx_line: Some(f.insts[key].ast.pos.line), sample: 0, alignment: false, known: Vec::new() }
+    Assumption {
+        name,
+        kind: Assumed::SameKey,
+        ptx_line: Some(f.insts[key].ast.pos.line),
+        sample: 0,
+        alignment: false,
+        known: Vec::new(),
+        param: None,
+    }
 }
 
 /// A value no expression says: a special register as CUDA names it

@@ -481,7 +481,8 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         out.extend(r.keyed.map(|key| assume::same_key(self.f, key)));
         // a stated condition: the finding holds for the values it names, not for every launch
         out.extend(r.when.iter().flat_map(|w| w.params().into_iter().map(|p| (p.to_string(), w.example()))).map(|(name, sample)| {
-            Assumption { name, kind: Assumed::Condition, ptx_line: None, sample, alignment: false, known: Vec::new() }
+            let param = self.f.param_of_label(&name).map(|p| (p, 0));
+            Assumption { name, kind: Assumed::Condition, ptx_line: None, sample, alignment: false, known: Vec::new(), param }
         }));
         out
     }

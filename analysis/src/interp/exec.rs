@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Warp instructions one block may execute before the run is stopped.
-const BLOCK_BUDGET: u64 = 1 << 31;
+pub(super) const BLOCK_BUDGET: u64 = 1 << 31;
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -120,6 +120,10 @@ struct Kernel<'p> {
     /// The grid workspace `%envreg1`/`%envreg2` point at (a cooperative
     /// launch's `grid.sync()` counts arrivals there).
     workspace: u64,
+    /// Warp instructions a block may execute.
+    budget: u64,
+    /// A block that runs out of them stops, and the run goes on.
+    partial: bool,
 }
 
 /// What a run observed, keyed by dense site keys (function base +
@@ -140,6 +144,8 @@ struct Tally {
     /// compared (each phase's footprints are compared on their own).
     grid_seen: Vec<super::memory::GridConflict>,
     grid_full: bool,
+    /// A block ran out of its budget and stopped there (`Run::partial`).
+    timed_out: bool,
     warp_insts: u64,
     lane_insts: u64,
 }
@@ -169,6 +175,7 @@ impl Tally {
         self.footprints.extend(o.footprints);
         self.grid_seen.extend(o.grid_seen);
         self.grid_full |= o.grid_full;
+        self.timed_out |= o.timed_out;
         self.warp_insts += o.warp_insts;
         self.lane_insts += o.lane_insts;
     }
@@ -192,8 +199,9 @@ pub fn run(
     launch: &Launch,
     args: &[Arg],
     mem: &mut Global,
-    groups: &[Vec<SiteKey>],
+    how: &super::Run,
 ) -> Result<Observed, InterpError> {
+    let groups = &how.groups;
     let Some(index) = module.functions.iter().position(|f| f.name == name && f.is_entry && f.body.is_some()) else {
         let kernels: Vec<&str> = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name).collect();
         return Err(InterpError::Launch(format!("no kernel `{name}` in the PTX (kernels: {})", kernels.join(", "))));
@@ -296,6 +304,8 @@ pub fn run(
         mem,
         group_of,
         workspace,
+        budget: how.budget,
+        partial: how.partial,
     };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
@@ -307,7 +317,17 @@ pub fn run(
             "`{name}` synchronises its grid (`grid.sync()`): a cooperative launch of {nblocks} blocks; at most {MAX_COOPERATIVE_BLOCKS} run here (a GPU runs only as many as fit on it at once)"
         )));
     }
-    let tally = if cooperative { run_phases(&k, nblocks)? } else { run_blocks(&k, nblocks)? };
+    // (a cooperative launch runs every block: each waits for all at `grid.sync()`)
+    let tally = match &how.blocks {
+        _ if cooperative => run_phases(&k, nblocks)?,
+        Some(only) => {
+            if let Some(b) = only.iter().find(|&&b| b >= nblocks) {
+                return Err(InterpError::Launch(format!("block {b} is not in a grid of {nblocks} blocks")));
+            }
+            run_blocks(&k, only.len() as u64, only.par_iter().copied())?
+        }
+        None => run_blocks(&k, nblocks, (0..nblocks).into_par_iter())?,
+    };
     let key = |x: usize| k.keys[x];
     let mut races: Vec<RaceSeen> = tally
         .races
@@ -351,6 +371,7 @@ pub fn run(
         groups: tally.groups,
         races,
         grid_full,
+        timed_out: tally.timed_out,
         warp_insts: tally.warp_insts,
         lane_insts: tally.lane_insts,
         lines,
@@ -389,10 +410,9 @@ impl Kernel<'_> {
     }
 }
 
-/// Every block run to its end, in parallel.
-fn run_blocks(k: &Kernel<'_>, nblocks: u64) -> Result<Tally, InterpError> {
-    (0..nblocks)
-        .into_par_iter()
+/// Blocks `which` (`nblocks` of them) run to their end, in parallel.
+fn run_blocks(k: &Kernel<'_>, nblocks: u64, which: impl ParallelIterator<Item = u64>) -> Result<Tally, InterpError> {
+    which
         .try_fold(
             || (Tally::default(), shadow_for(k, nblocks)),
             |(mut obs, mut shadow), b| {
@@ -485,10 +505,16 @@ enum Stop {
 fn run_block(k: &Kernel<'_>, ctaid: [u32; 3], obs: &mut Tally, shadow: &mut Shadow) -> Result<(), InterpError> {
     shadow.reset(k.shared_bytes);
     let mut run = start_block(k, ctaid);
-    match resume_block(k, &mut run, obs, shadow)? {
-        Stop::Done => Ok(()),
+    match resume_block(k, &mut run, obs, shadow) {
+        // what the block did before it ran out is kept
+        Err(InterpError::Timeout { .. }) if k.partial => {
+            obs.timed_out = true;
+            Ok(())
+        }
+        Err(e) => Err(e),
+        Ok(Stop::Done) => Ok(()),
         // (only a kernel that reads the grid workspace arrives, and it runs in phases)
-        Stop::AtGrid => Err(InterpError::Launch("a block arrived at a grid barrier in a launch that is not cooperative".into())),
+        Ok(Stop::AtGrid) => Err(InterpError::Launch("a block arrived at a grid barrier in a launch that is not cooperative".into())),
     }
 }
 
@@ -521,7 +547,7 @@ fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
             warp
         })
         .collect();
-    BlockRun { ctaid, warps, shared: vec![0u8; k.shared_bytes], budget: BLOCK_BUDGET, branch_warps: HashMap::new() }
+    BlockRun { ctaid, warps, shared: vec![0u8; k.shared_bytes], budget: k.budget, branch_warps: HashMap::new() }
 }
 
 /// Run a block's warps (interleaved between barriers) until the block ends
@@ -812,7 +838,7 @@ impl Cx<'_, '_> {
             self.obs.warp_insts += 1;
             self.obs.lane_insts += m.count_ones() as u64;
             if *self.budget == 0 {
-                return Err(InterpError::Timeout { warp_insts: BLOCK_BUDGET });
+                return Err(InterpError::Timeout { warp_insts: self.k.budget });
             }
             *self.budget -= 1;
             let next = pc + 1;

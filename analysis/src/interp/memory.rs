@@ -53,18 +53,27 @@ impl Default for Global {
 impl Global {
     /// Allocate and fill a buffer; its device address.
     pub fn alloc(&mut self, bytes: &[u8]) -> u64 {
-        let base = self.next;
-        let len = bytes.len() as u64;
         let mut words: Vec<AtomicU32> = Vec::with_capacity(bytes.len().div_ceil(4));
         for c in bytes.chunks(4) {
             let mut w = [0u8; 4];
             w[..c.len()].copy_from_slice(c);
             words.push(AtomicU32::new(u32::from_le_bytes(w)));
         }
+        self.place(bytes.len() as u64, words)
+    }
+
+    /// Put a buffer of `len` bytes held in `words` at the next address.
+    fn place(&mut self, len: u64, words: Vec<AtomicU32>) -> u64 {
+        let base = self.next;
         self.regions.push(Region { base, len, words });
         // a gap after each buffer so that overruns fault instead of landing in the next one
         self.next = (base + len + 4096 + 255) & !255;
         base
+    }
+
+    /// Allocate a zero-filled buffer of `len` bytes; its device address.
+    pub fn alloc_zeroed(&mut self, len: u64) -> u64 {
+        self.place(len, (0..len.div_ceil(4)).map(|_| AtomicU32::new(0)).collect())
     }
 
     fn region(&self, addr: u64, len: u32) -> Option<&Region> {

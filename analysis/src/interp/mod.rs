@@ -264,6 +264,9 @@ pub struct Observed {
     /// A block touched more global bytes than the races between blocks
     /// record ([`memory::GRID_BYTES_PER_BLOCK`]): those are not checked.
     pub grid_full: bool,
+    /// A block ran out of its budget and stopped there (only with
+    /// [`Run::partial`]): what it did until then is in the rest.
+    pub timed_out: bool,
     pub warp_insts: u64,
     pub lane_insts: u64,
     /// PTX line of each instruction of each function the run decoded.
@@ -283,7 +286,7 @@ impl Observed {
 /// `launch`, with device memory `mem` (allocate the buffers the pointer
 /// arguments point to before). Returns what it observed; results are in `mem`.
 pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: &mut Global) -> Result<Observed, InterpError> {
-    exec::run(module, name, launch, args, mem, &[])
+    exec::run(module, name, launch, args, mem, &Run::default())
 }
 
 /// [`run`], also watching access groups (each a list of global access
@@ -298,5 +301,41 @@ pub fn run_watching(
     mem: &mut Global,
     groups: &[Vec<SiteKey>],
 ) -> Result<Observed, InterpError> {
-    exec::run(module, name, launch, args, mem, groups)
+    exec::run(module, name, launch, args, mem, &Run { groups: groups.to_vec(), ..Run::default() })
+}
+
+/// How much of a launch to run and what to watch.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Access groups to watch ([`run_watching`]).
+    pub groups: Vec<Vec<SiteKey>>,
+    /// Run only these blocks (linear indices, x fastest) of the launch's
+    /// grid; the others are not run (`%nctaid` is still the whole grid).
+    /// `None`: every block.
+    pub blocks: Option<Vec<u64>>,
+    /// Warp instructions one block may execute before the run stops with
+    /// [`InterpError::Timeout`].
+    pub budget: u64,
+    /// A block that runs out of its budget stops there and the run goes
+    /// on (`Observed::timed_out`), instead of the run stopping with
+    /// [`InterpError::Timeout`].
+    pub partial: bool,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run { groups: Vec::new(), blocks: None, budget: exec::BLOCK_BUDGET, partial: false }
+    }
+}
+
+/// [`run`] as `how` says: only some blocks, a smaller budget.
+pub fn run_with(
+    module: &Module<'_>,
+    name: &str,
+    launch: &Launch,
+    args: &[Arg],
+    mem: &mut Global,
+    how: &Run,
+) -> Result<Observed, InterpError> {
+    exec::run(module, name, launch, args, mem, how)
 }

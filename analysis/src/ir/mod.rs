@@ -255,6 +255,16 @@ impl<'a> FunctionIr<'a> {
         }
     }
 
+    /// The index of the parameter messages name `label` ([`Self::param_label`]).
+    pub fn param_of_label(&self, label: &str) -> Option<u32> {
+        self.func.params.iter().position(|p| self.param_label(p.name) == label).map(|k| k as u32)
+    }
+
+    /// The index of the parameter the PTX names `name`.
+    pub fn param_index(&self, name: &str) -> Option<u32> {
+        self.func.params.iter().position(|p| p.name == name).map(|k| k as u32)
+    }
+
     /// The source name of parameter `k`, if known.
     pub fn source_param(&self, k: usize) -> Option<&str> {
         self.source_params.get(k).map(String::as_str).filter(|n| !n.is_empty())

@@ -88,6 +88,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             BarrierCause::Branch(k) => out.push(report(cx, i, &cx.facts.branches[k], x.skipping.as_ref(), x.witness.as_ref(), what)),
         }
         if let Some(fd) = out.get_mut(at) {
+            let block = x.witness.as_ref().map_or(0, |w| w.block as u32);
+            fd.witness = Some(super::Witness::Barrier { site: (f.index, i.index()), block: [block, 0, 0], call: !inst.is_block_barrier() });
             consequences(cx, bi, fd);
         }
     }
@@ -156,6 +158,7 @@ fn report(
             sample: w.example,
             alignment: false,
             known: Vec::new(),
+            param: f.param_of_label(&w.param).map(|p| (p, 0)),
         });
     }
     let srcs = sources(f, d, br.cond);

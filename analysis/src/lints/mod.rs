@@ -134,6 +134,41 @@ impl Note {
     }
 }
 
+/// An instruction of the module: its function (index in
+/// `Module::functions`) and its index in that function's instructions (the
+/// numbering `crate::interp::SiteKey` uses).
+pub type Site = (usize, usize);
+
+/// What a run of the kernel must show for a correctness finding: set by
+/// the race and barrier passes, run by `crate::replay`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Witness {
+    /// The two accesses race (in either order) in a run of block 0 (and of
+    /// block `other`, for a race between blocks). `lanes`: every racing
+    /// pair found is two lanes of one warp.
+    Race { sites: [Site; 2], other: Option<[u32; 3]>, lanes: bool },
+    /// Part of this block does not arrive with the rest at the barrier
+    /// (`call`: a call to a function that executes one, which is where the
+    /// run sees it).
+    Barrier { site: Site, block: [u32; 3], call: bool },
+}
+
+/// What replaying a finding's witness gave (`crate::replay`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Replay {
+    /// Not replayed: not a finding with a witness, or replays are off.
+    #[default]
+    NotRun,
+    /// Not replayed, and why: it rests on values a run cannot be given
+    /// (data loaded from memory, a loop counter's guessed value), the
+    /// run could not be made or did not finish.
+    Unable(String),
+    /// A run of the launch described observed it.
+    Reproduced(String),
+    /// A run of the launch described did not observe it.
+    NotReproduced(String),
+}
+
 /// One diagnostic, before levels are applied.
 #[derive(Clone, Debug)]
 pub struct Finding {
@@ -158,6 +193,10 @@ pub struct Finding {
     /// the kernel does not fix (samples, strides taken as large): empty
     /// when it holds for every value the kernel allows.
     pub assumes: Vec<crate::facts::Assumption>,
+    /// What a run must observe (correctness findings with a witness).
+    pub witness: Option<Witness>,
+    /// What replaying the witness gave.
+    pub replay: Replay,
 }
 
 impl Finding {
@@ -229,6 +268,8 @@ impl LintCx<'_, '_, '_> {
             metrics: vec![],
             access: self.facts.f.insts[i].access().is_some(),
             assumes: vec![],
+            witness: None,
+            replay: Replay::NotRun,
         };
         if let Some(p) = &r.primary {
             for fr in r.frames.iter().skip_while(|x| *x != p).skip(1) {
@@ -291,6 +332,8 @@ impl LintCx<'_, '_, '_> {
             metrics: vec![],
             access: true,
             assumes: vec![],
+            witness: None,
+            replay: Replay::NotRun,
         };
         fd.note_text(Text::At {
             before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::names::demangle(self.facts.f.func.name)),
@@ -298,6 +341,25 @@ impl LintCx<'_, '_, '_> {
             after: String::new(),
         });
         fd
+    }
+
+    /// Race site `k` as the run names it (a callee's access: in the callee).
+    pub fn race_key(&self, k: usize) -> Site {
+        match self.imported(k) {
+            Some(x) => (x.function, x.export.access.inst.index()),
+            None => (self.facts.f.index, self.facts.race_site(k).inst.index()),
+        }
+    }
+
+    /// The witness of race `r`: its two accesses, in block 0 (and the
+    /// other block, for a race between blocks).
+    pub fn race_witness(&self, r: &crate::races::Race) -> Witness {
+        let other = r.between_blocks.map(|d| {
+            let mut b = [0; 3];
+            b[d as usize % 3] = r.block_apart;
+            b
+        });
+        Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other, lanes: r.lanes_only }
     }
 
     /// The note saying which block shape the numbers are for.

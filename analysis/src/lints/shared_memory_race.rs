@@ -155,6 +155,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         // primary span on the second access, secondary on the first (the write)
         let mut fd = cx.race_finding(lint, r.second, message, format!("thread {t2} {} here", what(b.kind)));
         fd.assumes = cx.facts.race_assumes(r);
+        fd.witness = Some(cx.race_witness(r));
         if let Some(p) = cx.race_span(r.first).filter(|_| r.first != r.second) {
             let inside = match cx.imported(r.first) {
                 Some(x) => format!(" (in `{}`)", x.callee),

@@ -70,6 +70,9 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     }
     // the values the finding's numbers or witness rest on that the kernel does not fix
     g.insert("assumes".into(), assumes_json(&f.assumes));
+    if let Some(r) = replay_json(&f.replay) {
+        g.insert("replay".into(), r);
+    }
     json!({
         "reason": "compiler-message",
         "package_id": origin.package_id,
@@ -108,6 +111,19 @@ pub fn assumes_json(assumes: &[gpucheck_analysis::facts::Assumption]) -> Value {
         .iter()
         .map(|a| json!({"name": a.name, "kind": a.kind.key(), "ptx_line": a.ptx_line, "sample": a.sample, "alignment_only": a.alignment, "known": a.known}))
         .collect::<Vec<_>>())
+}
+
+/// What replaying a correctness finding's witness gave: `status`
+/// (`reproduced`, `not_reproduced`, `not_replayed`) and the launch run
+/// (`launch`) or why none was (`why`). `None`: not replayed at all.
+pub fn replay_json(r: &gpucheck_analysis::lints::Replay) -> Option<Value> {
+    use gpucheck_analysis::lints::Replay;
+    match r {
+        Replay::NotRun => None,
+        Replay::Reproduced(how) => Some(json!({"status": "reproduced", "launch": how})),
+        Replay::NotReproduced(how) => Some(json!({"status": "not_reproduced", "launch": how})),
+        Replay::Unable(why) => Some(json!({"status": "not_replayed", "why": why})),
+    }
 }
 
 pub fn build_finished(success: bool) -> Value {

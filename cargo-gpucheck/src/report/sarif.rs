@@ -73,6 +73,9 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
             props.insert("ptx_file".to_string(), serde_json::json!(d.ptx_file));
             props.insert("ptx_line".to_string(), serde_json::json!(f.ptx_line));
             props.insert("assumes".to_string(), super::json::assumes_json(&f.assumes));
+            if let Some(r) = super::json::replay_json(&f.replay) {
+                props.insert("replay".to_string(), r);
+            }
             for (k, v) in &f.metrics {
                 props.insert((*k).to_string(), metric_json(v));
             }

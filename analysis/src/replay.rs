@@ -1,0 +1,419 @@
+//! Replay before report: each correctness finding's witness (the two
+//! racing accesses and their blocks, or the barrier part of a block skips,
+//! with the parameter values the finding names) is run on the interpreter
+//! before the finding is reported at its default level. A run that
+//! observes it makes the finding `Reproduced`; one that does not,
+//! `NotReproduced` (the binary then reports it only as a pedantic
+//! finding, saying so); a witness that rests on values a run cannot be
+//! given (data loaded from memory, a loop counter's guessed value) or a
+//! run that cannot be made or finished leaves the finding as it is,
+//! `Unable`, saying why.
+//!
+//! The launch: the block shape the analysis used; the grid the user gave,
+//! else the sampled `gridDim` the finding rests on, else just the witness
+//! blocks; only the witness blocks run. Scalar parameters take the values
+//! the finding names, else the declared ones, else the analysis's sample
+//! ([`crate::memory::SCALAR_SAMPLE`]); pointer parameters point into the
+//! middle of zero-filled buffers (larger ones when the first run leaves
+//! them). Findings of one kernel with the same launch share one run.
+//!
+//! Owns: turning a witness into a launch, and judging what the run saw.
+//! Does not own: the witnesses (`crate::lints`, from `crate::facts`),
+//! running PTX (`crate::interp`), or levels (the binary).
+
+use crate::facts::Assumed;
+use crate::interp::{self, Arg, Global, InterpError, Launch, Observed, SiteKey};
+use crate::ir::{self, inst::Opcode, FunctionIr};
+use crate::lints::{Finding, Level, Replay, Witness};
+use crate::ptx::Module;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+
+/// The warp instructions the replays of one module may execute together:
+/// this many, plus [`BUDGET_PER_INSTRUCTION`] per instruction of the module
+/// (a run that needs more stops, and its findings say so). One run takes
+/// at most a quarter of it (or [`BUDGET_BASE`]), so that one long loop
+/// leaves the others some. Kernels are replayed one after the other, in
+/// module order, so that which runs get a share does not depend on timing.
+pub const BUDGET_BASE: u64 = 1 << 14;
+pub const BUDGET_PER_INSTRUCTION: u64 = 4;
+
+/// Launches replayed per kernel at most (findings that need another are
+/// left as they are, saying so).
+pub const MAX_RUNS_PER_KERNEL: usize = 8;
+
+/// A grid of at most this many blocks runs whole (a last-block election
+/// needs every block's ticket); a larger one runs the witness blocks only.
+pub const WHOLE_GRID: u64 = 64;
+
+/// Bytes on each side of where a pointer parameter points: the first
+/// run's, then the retry's after an access outside them.
+const BUFFER_SIDES: [u64; 2] = [1 << 18, 1 << 24];
+
+/// Bytes of dynamic shared memory (`extern __shared__` arrays) a replay
+/// gives: the most a block gets without opting in.
+const DYNAMIC_SHARED: u32 = 48 * 1024;
+
+/// A run is not started with less than this per block.
+const MIN_SHARE: u64 = 1 << 10;
+
+/// The warp instructions the module's replays may still execute.
+struct Budget {
+    total: u64,
+    left: Cell<u64>,
+}
+
+/// What the replay of one kernel's findings needs from the driver.
+pub struct Kernel {
+    /// Its index in `Module::functions`.
+    pub index: usize,
+    /// The block shape the analysis used.
+    pub block: [u32; 3],
+    /// The grid the user gave, if any.
+    pub grid: Option<[u32; 3]>,
+    /// Per PTX parameter: the declared value, if any.
+    pub declared: Vec<Option<i64>>,
+    /// The PTX parameters' names, and the source's (empty: not known).
+    pub params: Vec<String>,
+    pub names: Vec<String>,
+}
+
+/// One launch: the grid, and the values given to parameters (index,
+/// byte offset of the field, value).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Plan {
+    grid: [u32; 3],
+    values: Vec<(u32, u32, i64)>,
+}
+
+/// Replay the witnesses of `findings` (those of `kernels`' correctness
+/// lints that are reported by default), setting each one's `replay`.
+/// `instructions`: the module's, for its budget.
+pub fn replay(module: &Module<'_>, mcx: &ir::ModuleCx<'_>, kernels: &[Kernel], findings: &mut [Finding], instructions: usize) {
+    let total = BUDGET_BASE + BUDGET_PER_INSTRUCTION * instructions as u64;
+    let budget = Budget { total, left: Cell::new(total) };
+    let by_name: BTreeMap<String, usize> =
+        kernels.iter().enumerate().map(|(k, x)| (crate::names::demangle(module.functions[x.index].name), k)).collect();
+    // each kernel's findings to replay
+    let mut todo: Vec<Vec<usize>> = vec![Vec::new(); kernels.len()];
+    for (i, fd) in findings.iter().enumerate() {
+        let replayed = fd.lint.group == crate::lints::Group::Correctness && fd.lint.default != Level::Allow && fd.witness.is_some();
+        if let (true, Some(&k)) = (replayed, by_name.get(&fd.kernel)) {
+            todo[k].push(i);
+        }
+    }
+    let results: Vec<Vec<(usize, Replay)>> = kernels
+        .iter()
+        .zip(todo.iter())
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(k, t)| replay_kernel(module, mcx, k, t.iter().map(|&i| (i, &findings[i])).collect(), &budget))
+        .collect();
+    for (i, r) in results.into_iter().flatten() {
+        let fd = &mut findings[i];
+        match &r {
+            Replay::Reproduced(how) => fd.note(format!("reproduced: a run of {how} shows it")),
+            Replay::NotReproduced(how) => fd.note(format!(
+                "not reproduced: a run of {how} does not show it, so the witness rests on an approximation of the check (a pedantic finding)"
+            )),
+            Replay::Unable(why) => fd.note(format!("not replayed: {why}")),
+            Replay::NotRun => {}
+        }
+        fd.replay = r;
+    }
+}
+
+/// Replay one kernel's findings: group them by launch, run each launch once.
+fn replay_kernel(
+    module: &Module<'_>,
+    mcx: &ir::ModuleCx<'_>,
+    k: &Kernel,
+    findings: Vec<(usize, &Finding)>,
+    budget: &Budget,
+) -> Vec<(usize, Replay)> {
+    let mut out = Vec::new();
+    let mut plans: BTreeMap<Plan, Vec<(usize, &Witness)>> = BTreeMap::new();
+    for (i, fd) in findings {
+        match plan(k, fd) {
+            Ok(p) => plans.entry(p).or_default().push((i, fd.witness.as_ref().expect("replayed findings have a witness"))),
+            Err(why) => out.push((i, Replay::Unable(why))),
+        }
+    }
+    let f = ir::lower_one(module, k.index, mcx);
+    // (a kernel whose run ran out of budget would with other values too)
+    let mut cut_short: Option<String> = None;
+    for (n, (plan, ws)) in plans.into_iter().enumerate() {
+        let skip = match &cut_short {
+            Some(how) => {
+                Some(format!("a run of {how} used its share of the module's replay budget, so its kernel's other launches were not run"))
+            }
+            None if n >= MAX_RUNS_PER_KERNEL => {
+                Some(format!("its kernel's findings need more than {MAX_RUNS_PER_KERNEL} different launches; the others were replayed"))
+            }
+            None => None,
+        };
+        if let Some(why) = skip {
+            out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
+            continue;
+        }
+        let blocks = blocks_of(&plan, &ws);
+        let how = describe(k, &plan, &blocks);
+        // this run's share of what is left: every block may use it
+        let share = budget.left.get().min((budget.total / 4).max(BUDGET_BASE)) / blocks.len().max(1) as u64;
+        if share < MIN_SHARE {
+            let why = format!("the replays of this module used their budget ({} warp instructions) before this one", budget.total);
+            out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
+            continue;
+        }
+        let result = run(module, &f, k, &plan, &blocks, share);
+        let used = match &result {
+            Ok(obs) => obs.warp_insts,
+            Err(_) => share * blocks.len() as u64,
+        };
+        budget.left.set(budget.left.get().saturating_sub(used));
+        if let Ok(obs) = &result {
+            if obs.timed_out {
+                cut_short = Some(how.clone());
+            }
+        }
+        match result {
+            Ok(obs) => out.extend(ws.iter().map(|(i, w)| {
+                let r = match observed(&obs, w, k.index) {
+                    true => Replay::Reproduced(how.clone()),
+                    // a run cut short proves nothing by what it did not see
+                    false if obs.timed_out => Replay::Unable(format!(
+                        "a run of {how} did not show it before it used its share of the module's replay budget ({share} warp instructions per block)"
+                    )),
+                    false => Replay::NotReproduced(how.clone()),
+                };
+                (*i, r)
+            })),
+            Err(InterpError::Deadlock { line }) => out.extend(ws.iter().map(|(i, w)| match w {
+                // warps that wait at a barrier the rest never reaches: that is the divergence
+                Witness::Barrier { .. } => (*i, Replay::Reproduced(format!("{how} (it hangs at the barrier on PTX line {line})"))),
+                Witness::Race { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
+            })),
+            Err(e) => {
+                let why = format!("a run of {how} stops: {e}");
+                out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
+            }
+        }
+    }
+    out
+}
+
+/// The launch finding `fd`'s witness needs, or why none can be made.
+fn plan(k: &Kernel, fd: &Finding) -> Result<Plan, String> {
+    let mut values: Vec<(u32, u32, i64)> = Vec::new();
+    let grid = k.grid;
+    let mut sampled_grid = [0u32; 3];
+    for a in fd.assumes.iter().filter(|a| !a.alignment) {
+        let line = a.ptx_line.map(|l| format!(" (PTX line {l})")).unwrap_or_default();
+        match (a.kind, &a.param) {
+            (Assumed::Parameter | Assumed::Condition, Some((p, off))) => values.push((*p, *off, a.sample)),
+            (Assumed::Parameter | Assumed::Condition, None) => {
+                return Err(format!("it rests on `{}`, which is not a parameter of the kernel a run can be given", a.name))
+            }
+            (Assumed::Grid, _) => {
+                let d = ["gridDim.x", "gridDim.y", "gridDim.z"].iter().position(|n| *n == a.name).unwrap_or(0);
+                sampled_grid[d] = a.sample.clamp(1, 65535) as u32;
+            }
+            // equal keys: zero-filled buffers give every thread the same one
+            (Assumed::SameKey, _) => {}
+            (Assumed::Loaded, _) => {
+                return Err(format!("it rests on `{}`{line}, a value loaded from memory, which a run is not given", a.name))
+            }
+            (Assumed::Counter, _) => {
+                return Err(format!("it rests on a guessed value of the loop counter `{}`{line}, which a run does not choose", a.name))
+            }
+            (Assumed::Value, _) => return Err(format!("it rests on a sampled value of `{}`{line}, which a run does not choose", a.name)),
+            (Assumed::Stride, _) => return Err(format!("it rests on `{}` taken as large, which a run does not choose", a.name)),
+        }
+    }
+    if let Some(Witness::Race { lanes: true, .. }) = fd.witness {
+        return Err("its two threads are lanes of one warp, which the interpreter runs in lock-step (as GPUs before sm_70 did, and as they may still happen to): a run cannot show a race between them".to_string());
+    }
+    values.sort();
+    values.dedup();
+    let blocks = fd.witness.as_ref().map(witness_blocks).unwrap_or_default();
+    // the grid given, else the sampled one, else just enough blocks for the witness
+    let grid = grid.unwrap_or_else(|| {
+        let mut g = [1u32; 3];
+        for d in 0..3 {
+            g[d] = blocks.iter().map(|b| b[d] + 1).chain([g[d], sampled_grid[d]]).max().unwrap_or(1);
+        }
+        g
+    });
+    if let Some(b) = blocks.iter().find(|b| (0..3).any(|d| b[d] >= grid[d])) {
+        return Err(format!("its witness block ({}, {}, {}) is outside the grid {}×{}×{}", b[0], b[1], b[2], grid[0], grid[1], grid[2]));
+    }
+    Ok(Plan { grid, values })
+}
+
+/// The blocks witness `w` names.
+fn witness_blocks(w: &Witness) -> Vec<[u32; 3]> {
+    match w {
+        Witness::Race { other, .. } => [[0; 3]].into_iter().chain(*other).collect(),
+        Witness::Barrier { block, .. } => vec![*block],
+    }
+}
+
+/// The linear indices of the blocks the witnesses of one launch need:
+/// every block of a small grid, else the witnesses'.
+fn blocks_of(plan: &Plan, ws: &[(usize, &Witness)]) -> Vec<u64> {
+    let [gx, gy, gz] = plan.grid;
+    let all = gx as u64 * gy as u64 * gz as u64;
+    if all <= WHOLE_GRID {
+        return (0..all).collect();
+    }
+    let linear = |b: &[u32; 3]| b[0] as u64 + gx as u64 * (b[1] as u64 + gy as u64 * b[2] as u64);
+    let mut out: Vec<u64> = ws.iter().flat_map(|(_, w)| witness_blocks(w).iter().map(linear).collect::<Vec<_>>()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The launch in words: "block 0 (grid 1×1×1, block 256×1×1, `n` = 129)".
+fn describe(k: &Kernel, plan: &Plan, blocks: &[u64]) -> String {
+    let [gx, gy, gz] = plan.grid;
+    let [bx, by, bz] = k.block;
+    let all = gx as u64 * gy as u64 * gz as u64;
+    let which = match blocks {
+        _ if blocks.len() as u64 == all && all > 1 => "every block".to_string(),
+        [b] => format!("block {b}"),
+        _ => format!("blocks {}", blocks.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(" and ")),
+    };
+    let mut values: Vec<String> = plan
+        .values
+        .iter()
+        .map(|(p, off, v)| if *off == 0 { format!("`{}` = {v}", label(k, *p)) } else { format!("`{}+{off}` = {v}", label(k, *p)) })
+        .collect();
+    values.dedup();
+    let with = if values.is_empty() { String::new() } else { format!(", {}", values.join(", ")) };
+    format!("{which} (grid {gx}×{gy}×{gz}, block {bx}×{by}×{bz}{with})")
+}
+
+/// Parameter `p` as the source names it (else as the PTX does).
+fn label(k: &Kernel, p: u32) -> String {
+    let p = p as usize;
+    k.names.get(p).filter(|n| !n.is_empty()).or_else(|| k.params.get(p)).cloned().unwrap_or_else(|| format!("parameter {p}"))
+}
+
+/// Run the launch: arguments made, buffers retried larger once when an
+/// access falls outside them.
+fn run(module: &Module<'_>, f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks: &[u64], budget: u64) -> Result<Observed, InterpError> {
+    let fields = param_fields(f);
+    let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: DYNAMIC_SHARED };
+    let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, ..interp::Run::default() };
+    let mut last = None;
+    for side in BUFFER_SIDES {
+        let mut mem = Global::default();
+        let args = arguments(f, k, plan, &fields, &mut mem, side);
+        match interp::run_with(module, f.func.name, &launch, &args, &mut mem, &how) {
+            Err(e @ InterpError::Fault { .. }) => last = Some(e),
+            r => return r,
+        }
+    }
+    Err(last.expect("a run was made"))
+}
+
+/// A field of a parameter the kernel reads (the whole parameter at offset
+/// 0 for a scalar): its parameter's index, byte offset and width, and
+/// whether it is a pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Field {
+    param: usize,
+    offset: usize,
+    width: usize,
+    pointer: bool,
+}
+
+/// The PTX parameters' bytes: each field the kernel reads set to the value
+/// the plan gives, else the declared one, else the analysis's sample; a
+/// pointer field to the middle of a zero-filled buffer of `2 × side` bytes.
+fn arguments(f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, fields: &[Field], mem: &mut Global, side: u64) -> Vec<Arg> {
+    f.func
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let size = (crate::ir::inst::decl_bytes(p.ty) * p.array.unwrap_or(1)) as usize;
+            let len = size.max(8);
+            let mut bytes = vec![0u8; len];
+            for x in fields.iter().filter(|x| x.param == i && x.offset + x.width <= len) {
+                let given = plan.values.iter().find(|(n, off, _)| *n as usize == i && *off as usize == x.offset).map(|v| v.2);
+                let declared = if x.offset == 0 { k.declared.get(i).copied().flatten() } else { None };
+                let value = match given.or(declared) {
+                    Some(v) => v as u64,
+                    None if x.pointer => mem.alloc_zeroed(2 * side) + side,
+                    None => crate::memory::SCALAR_SAMPLE as u64,
+                };
+                bytes[x.offset..x.offset + x.width].copy_from_slice(&value.to_le_bytes()[..x.width.min(8)]);
+            }
+            match p.array {
+                Some(_) => Arg::Bytes(bytes[..size].to_vec()),
+                None => Arg::Bits(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"))),
+            }
+        })
+        .collect()
+}
+
+/// The parameter fields the kernel reads, each once. A field is a pointer
+/// when an access's address is computed from it, `cvta` converts it, or
+/// (64 bits wide) it is passed to a call (stored to a call's parameter).
+fn param_fields(f: &FunctionIr<'_>) -> Vec<Field> {
+    let mut out: Vec<Field> = Vec::new();
+    let mut at: BTreeMap<ir::ValueId, usize> = BTreeMap::new();
+    for (i, inst) in f.insts.iter_enumerated() {
+        let Some((p, off)) = inst.param_read() else { continue };
+        let (Some(param), Ok(offset)) = (f.func.params.iter().position(|x| x.name == p), usize::try_from(off)) else { continue };
+        let width = (inst.access_width() as usize).min(8);
+        let k = match out.iter().position(|x| x.param == param && x.offset == offset) {
+            Some(k) => k,
+            None => {
+                out.push(Field { param, offset, width, pointer: false });
+                out.len() - 1
+            }
+        };
+        out[k].width = out[k].width.max(width);
+        for &v in f.ssa.defs(i) {
+            at.insert(v, k);
+        }
+    }
+    let field = |v: ir::ValueId| at.get(&v).copied();
+    for (i, k) in crate::memory::accesses_of(f) {
+        if let Some(x) = f.operand_value(i, k).and_then(|v| field(ir::values::root(f, v))) {
+            out[x].pointer = true;
+        }
+    }
+    for (i, inst) in f.insts.iter_enumerated() {
+        let cvta = inst.opcode == Opcode::Cvta;
+        let passed = inst.opcode == Opcode::Call || (inst.opcode == Opcode::St && inst.space == Some(crate::ir::inst::Space::Param));
+        if !cvta && !passed {
+            continue;
+        }
+        for &v in f.ssa.uses(i) {
+            if let Some(x) = field(ir::values::through_copies(f, v)) {
+                out[x].pointer |= cvta || out[x].width == 8;
+            }
+        }
+    }
+    out
+}
+
+/// Did the run show witness `w`?
+fn observed(obs: &Observed, w: &Witness, kernel: usize) -> bool {
+    match w {
+        Witness::Race { sites: [a, b], .. } => {
+            let key = |s: &(usize, usize)| SiteKey { func: s.0, inst: s.1 };
+            let (a, b) = (key(a), key(b));
+            obs.races.iter().any(|r| (r.first == a && r.second == b) || (r.first == b && r.second == a))
+        }
+        Witness::Barrier { site, call, .. } => {
+            let key = SiteKey { func: site.0, inst: site.1 };
+            let partial =
+                |k: &SiteKey| obs.barriers.get(k).is_some_and(|b| b.partial > 0) || obs.divergent_barriers.get(k).is_some_and(|&n| n > 0);
+            // a barrier in a called function is seen where it is
+            partial(&key) || (*call && obs.barriers.keys().chain(obs.divergent_barriers.keys()).any(|k| k.func != kernel && partial(k)))
+        }
+    }
+}

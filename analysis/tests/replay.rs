@@ -1,0 +1,138 @@
+//! Replay before report: a correctness finding's witness is run on the
+//! interpreter. A true race and a divergent barrier are reproduced; a
+//! witness whose accesses do not race in a run is not; a witness that rests
+//! on loaded data, or a run that uses its budget first, is left as it is
+//! with the reason.
+
+use gpucheck_analysis::facts::{Assumed, Assumption};
+use gpucheck_analysis::lints::{Replay, Witness};
+use gpucheck_analysis::{check, ir, ptx, replay, Finding, Options};
+
+const KERNELS: &str = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.shared .align 4 .b8 s[1028];
+
+// thread t reads the element thread t + 1 writes, with no barrier between
+.visible .entry race(.param .u64 race_param_0) .reqntid 256, 1, 1 {
+    .reg .b32 %r<4>; .reg .b64 %rd<8>;
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd1, s;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.shared.u32 [%rd3], %r1;
+    ld.shared.u32 %r2, [%rd3+4];
+    ld.param.u64 %rd4, [race_param_0];
+    cvta.to.global.u64 %rd5, %rd4;
+    add.s64 %rd6, %rd5, %rd2;
+    st.global.u32 [%rd6], %r2;
+    ret;
+}
+
+// threads 128.. skip the barrier
+.visible .entry half(.param .u64 half_param_0) .reqntid 256, 1, 1 {
+    .reg .pred %p<2>; .reg .b32 %r<2>;
+    mov.u32 %r1, %tid.x;
+    setp.ge.u32 %p1, %r1, 128;
+    @%p1 bra $L_end;
+    bar.sync 0;
+$L_end:
+    ret;
+}
+
+// the same, after a loop longer than any replay budget
+.visible .entry slow(.param .u64 slow_param_0) .reqntid 256, 1, 1 {
+    .reg .pred %p<3>; .reg .b32 %r<3>;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+$L_loop:
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, 100000000;
+    @%p1 bra $L_loop;
+    setp.ge.u32 %p2, %r1, 128;
+    @%p2 bra $L_end;
+    bar.sync 0;
+$L_end:
+    ret;
+}
+"#;
+
+fn findings(replay: bool) -> Vec<Finding> {
+    check(KERNELS, &Options { replay, ..Options::default() }, &|_| true).expect("parses").findings
+}
+
+fn of<'f>(fs: &'f [Finding], lint: &str, kernel: &str) -> &'f Finding {
+    fs.iter().find(|f| f.lint.name == lint && f.kernel == kernel).unwrap_or_else(|| panic!("no {lint} in {kernel}: {fs:#?}"))
+}
+
+#[test]
+fn a_true_race_and_a_divergent_barrier_are_reproduced() {
+    let fs = findings(true);
+    let race = of(&fs, "shared_memory_race", "race");
+    assert!(matches!(&race.replay, Replay::Reproduced(how) if how.contains("block 0")), "{:?}", race.replay);
+    assert!(race.notes.iter().any(|n| n.plain().is_some_and(|t| t.starts_with("reproduced: a run of block 0"))), "{:?}", race.notes);
+    let bar = of(&fs, "barrier_divergence", "half");
+    assert!(matches!(bar.replay, Replay::Reproduced(_)), "{:?}", bar.replay);
+    // off: nothing is run
+    let off = findings(false);
+    assert!(off.iter().all(|f| f.replay == Replay::NotRun), "{off:#?}");
+    assert!(matches!(of(&off, "shared_memory_race", "race").witness, Some(Witness::Race { .. })));
+}
+
+#[test]
+fn a_run_that_runs_out_of_budget_proves_nothing() {
+    let fs = findings(true);
+    let slow = of(&fs, "barrier_divergence", "slow");
+    assert!(matches!(&slow.replay, Replay::Unable(why) if why.contains("replay budget")), "{:?}", slow.replay);
+}
+
+/// The replay of `fd` alone, in kernel `kernel` of [`KERNELS`].
+fn replayed(mut fd: Finding, kernel: &str) -> Finding {
+    let m = ptx::parse(KERNELS).expect("parses");
+    let mcx = ir::ModuleCx::new(&m);
+    let index = m.functions.iter().position(|f| f.name == kernel).expect("the kernel");
+    let f = &m.functions[index];
+    let k = replay::Kernel {
+        index,
+        block: [256, 1, 1],
+        grid: None,
+        declared: vec![None; f.params.len()],
+        params: f.params.iter().map(|p| p.name.to_string()).collect(),
+        names: vec![],
+    };
+    fd.replay = Replay::NotRun;
+    fd.notes.clear();
+    let mut one = vec![fd];
+    replay::replay(&m, &mcx, &[k], &mut one, 100);
+    one.pop().expect("one finding")
+}
+
+#[test]
+fn a_witness_the_run_does_not_show_is_not_reproduced() {
+    let fs = findings(false);
+    let mut fd = of(&fs, "shared_memory_race", "race").clone();
+    // the store against itself: each thread writes its own element, no two meet
+    let Some(Witness::Race { sites, .. }) = &mut fd.witness else { panic!("a race witness") };
+    sites[1] = sites[0];
+    let r = replayed(fd, "race");
+    assert!(matches!(&r.replay, Replay::NotReproduced(how) if how.contains("grid 1×1×1")), "{:?}", r.replay);
+    assert!(r.notes.iter().any(|n| n.plain().is_some_and(|t| t.starts_with("not reproduced:"))), "{:?}", r.notes);
+}
+
+#[test]
+fn a_witness_resting_on_loaded_data_is_not_replayed() {
+    let fs = findings(false);
+    let mut fd = of(&fs, "shared_memory_race", "race").clone();
+    fd.assumes.push(Assumption {
+        name: "%r9".into(),
+        kind: Assumed::Loaded,
+        ptx_line: Some(12),
+        sample: 1024,
+        alignment: false,
+        known: vec![],
+        param: None,
+    });
+    let r = replayed(fd, "race");
+    assert!(matches!(&r.replay, Replay::Unable(why) if why.contains("loaded from memory")), "{:?}", r.replay);
+}
