@@ -326,6 +326,14 @@ fn cuda_c_early_exits_state_the_sizes_that_split() {
         .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["kernel"] == "early_exit")
         .collect();
     assert!(declared.is_empty(), "{declared:#?}");
+    // a run with a size the condition excludes: `confirm` says the condition is not met
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "early_exits").expect("the fixture");
+    let out = run(&words(&format!(
+        "confirm --ptx {} --kernel early_exit --grid 4 --block 256 --arg 0=f32[1024] --arg 1=f32[1024] --arg 2=1024",
+        f.ptx.display()
+    )));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("(`N` = 1024, and it needs `N` < 1024 not a multiple of 256)  condition not met"), "{table}");
 }
 
 /// Witnesses the loop's bound must allow (issue 26, pattern 1): a race
@@ -373,6 +381,19 @@ fn cuda_c_loop_bounds_state_what_witnesses_need() {
         .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["kernel"] == "strided_records")
         .collect();
     assert!(narrow.is_empty(), "{narrow:#?}");
+    // every race was replayed and reproduced before it was reported
+    let replays: Vec<String> = fixture_records(tc, "loop_bounds", "")
+        .iter()
+        .filter(|m| m["gpucheck"]["lint"] == "shared_memory_race")
+        .map(|m| m["gpucheck"]["replay"]["status"].as_str().unwrap_or("none").to_string())
+        .collect();
+    assert!(!replays.is_empty() && replays.iter().all(|s| s == "reproduced"), "{replays:?}");
+    // a run outside the condition the finding states: `confirm` says so, not "not observed"
+    let out =
+        run(&words(&format!("confirm --ptx {} --kernel bound_param --grid 1 --block 256 --arg 0=i32[256] --arg 1=128", f.ptx.display())));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("no race in this run (`C` = 128, and it needs `C` ≥ 129)") && table.contains("condition not met"), "{table}");
+    assert_eq!(out.status.code(), Some(0), "{table}");
 }
 
 /// Races that need a parameter value (issue 14, item 1): the values are

@@ -39,6 +39,7 @@ pub use names::demangle;
 pub use producer::producer;
 pub use ptx::ParseError;
 pub use report::{
-    AccessReport, BarrierReport, BranchPrediction, BranchReport, CoverageReport, GroupReport, RaceReport, Report, Site, SkippedSite,
+    AccessReport, BarrierReport, BranchPrediction, BranchReport, Condition, CoverageReport, GroupReport, Needs, RaceReport, Report, Site,
+    SkippedSite,
 };
 pub use srcmap::{IsLocal, SrcPos};

@@ -96,6 +96,74 @@ pub struct BarrierReport {
     pub site: Site,
     /// Part of the block skips it (`barrier_divergence`).
     pub divergent: bool,
+    /// The parameter values it needs to (`None`: every launch).
+    pub condition: Option<Condition>,
+}
+
+/// What a race or a barrier divergence needs of a scalar parameter (the
+/// condition its finding states), for `confirm` to tell a launch outside
+/// it ("condition not met") from one where it did not show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    /// The parameter: its index, and its name as messages give it.
+    pub param: usize,
+    pub name: String,
+    pub needs: Needs,
+    /// How an argument's bits read: the parameter's width and signedness.
+    pub bits: u32,
+    pub signed: bool,
+}
+
+/// The values a [`Condition`] needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// `lo ≤ p ≤ hi` (a side `None`: open). `exact`: every such value
+    /// does (else some only, and a value inside decides nothing).
+    Range { lo: Option<i64>, hi: Option<i64>, exact: bool },
+    /// `p` not a multiple of `period` (and below `below`).
+    NotMultiple { period: i64, below: Option<i64> },
+}
+
+impl Condition {
+    /// The launch's value of the parameter, from its arguments.
+    pub fn value(&self, args: &[crate::interp::Arg]) -> Option<i64> {
+        let crate::interp::Arg::Bits(b) = args.get(self.param)? else { return None };
+        let bits = self.bits.clamp(1, 64);
+        let shift = 64 - bits;
+        Some(if self.signed { ((*b << shift) as i64) >> shift } else { ((*b << shift) >> shift) as i64 })
+    }
+
+    /// Does the launch's value meet it? `None`: not known (no value, or
+    /// inside a range only some of whose values do).
+    pub fn met(&self, args: &[crate::interp::Arg]) -> Option<bool> {
+        let v = self.value(args)?;
+        match self.needs {
+            Needs::Range { lo, hi, exact } => {
+                let inside = lo.is_none_or(|l| l <= v) && hi.is_none_or(|h| v <= h);
+                if inside && !exact {
+                    None
+                } else {
+                    Some(inside)
+                }
+            }
+            Needs::NotMultiple { period, below } => Some(v.rem_euclid(period.max(1)) != 0 && below.is_none_or(|b| v < b)),
+        }
+    }
+
+    /// What it needs, as the finding states it (`` `C` ≥ 129 ``).
+    pub fn describe(&self) -> String {
+        let p = format!("`{}`", self.name);
+        match self.needs {
+            Needs::Range { lo: Some(l), hi: Some(h), .. } if l == h => format!("{p} = {l}"),
+            Needs::Range { lo: Some(l), hi: Some(h), exact: true } => format!("{l} ≤ {p} ≤ {h}"),
+            Needs::Range { lo: Some(l), hi: Some(h), exact: false } => format!("{p} one of some values from {l} to {h}"),
+            Needs::Range { lo: Some(l), hi: None, .. } => format!("{p} ≥ {l}"),
+            Needs::Range { lo: None, hi: Some(h), .. } => format!("{p} ≤ {h}"),
+            Needs::Range { lo: None, hi: None, .. } => format!("some value of {p}"),
+            Needs::NotMultiple { period, below: None } => format!("{p} not a multiple of {period}"),
+            Needs::NotMultiple { period, below: Some(b) } => format!("{p} < {b} not a multiple of {period}"),
+        }
+    }
 }
 
 /// A warp's footprint over a group of accesses to one array in one loop
@@ -138,6 +206,9 @@ pub struct RaceReport {
     /// Between threads of two blocks (`grid_memory_race`): `threads` are
     /// in block 0 and in the block next to it.
     pub between_blocks: bool,
+    /// The parameter values it needs (`None`: every launch, or a relation
+    /// between two parameters).
+    pub condition: Option<Condition>,
 }
 
 /// A pair a last-block election orders without a fence: the counter

@@ -369,11 +369,7 @@ fn check_function(
         .iter()
         .map(|r| {
             // a callee's access is named in its own function
-            let at = |k: usize| match lcx.imported(k) {
-                Some(x) => (x.function, x.export.access.inst.index()),
-                None => (f.index, facts.race_site(k).inst.index()),
-            };
-            let ((first_function, first), (second_function, second)) = (at(r.first), at(r.second));
+            let ((first_function, first), (second_function, second)) = (lcx.race_key(r.first), lcx.race_key(r.second));
             RaceReport {
                 kernel: kernel.clone(),
                 function: f.index,
@@ -386,6 +382,7 @@ fn check_function(
                 threads: r.threads,
                 benign: r.benign,
                 between_blocks: false,
+                condition: race_condition(f, &r.when),
             }
         })
         .chain(facts.grid_races.iter().map(|r| RaceReport {
@@ -400,9 +397,24 @@ fn check_function(
             threads: r.threads,
             benign: r.benign,
             between_blocks: true,
+            condition: race_condition(f, &r.when),
         }))
         .collect();
-    let barriers = facts.barriers.iter().map(|b| BarrierReport { site: site(b.inst), divergent: b.divergence.is_some() }).collect();
+    let barriers = facts
+        .barriers
+        .iter()
+        .map(|b| BarrierReport {
+            site: site(b.inst),
+            divergent: b.divergence.is_some(),
+            condition: b.witness.as_ref().and_then(|w| {
+                let needs = match w.when {
+                    crate::facts::witness::BarrierWhen::Range { lo, hi } => Needs::Range { lo: Some(lo), hi: Some(hi), exact: true },
+                    crate::facts::witness::BarrierWhen::NotMultiple { period, below } => Needs::NotMultiple { period, below },
+                };
+                condition(f, &w.param, needs)
+            }),
+        })
+        .collect();
     let groups = facts
         .groups
         .iter()
@@ -442,6 +454,26 @@ fn check_function(
         .map(|u| crate::report::UnfencedReport { ticket: key(u.atomic), published: key(u.published), elected: key(u.elected) })
         .collect();
     FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape, cas_seeds, unfenced }
+}
+
+/// The condition on parameter `label` (as messages name it) a finding states.
+fn condition(f: &FunctionIr<'_>, label: &str, needs: Needs) -> Option<Condition> {
+    let k = f.param_of_label(label)? as usize;
+    let ty = ir::inst::Ty::of_decl(f.func.params[k].ty)?;
+    Some(Condition { param: k, name: label.to_string(), needs, bits: ty.bits(), signed: ty.signed() })
+}
+
+/// The condition a race's witness states (a relation between two
+/// parameters is not one `confirm` judges).
+fn race_condition(f: &FunctionIr<'_>, when: &Option<crate::races::param::ParamCondition>) -> Option<Condition> {
+    use crate::races::param::ParamCondition;
+    match when.as_ref()? {
+        ParamCondition::Values { param, lo, hi, contiguous, .. } => {
+            condition(f, param, Needs::Range { lo: Some(*lo), hi: Some(*hi), exact: *contiguous })
+        }
+        ParamCondition::Bound { param, lo, hi, .. } => condition(f, param, Needs::Range { lo: *lo, hi: *hi, exact: true }),
+        ParamCondition::Relation { .. } => None,
+    }
 }
 
 /// A branch's split count as the report gives it.

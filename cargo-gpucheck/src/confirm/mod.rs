@@ -199,12 +199,12 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             });
             runs.push((f, spec, block, rust));
         }
-        plans.push((ui, u, module, src, runs));
+        plans.push((ui, u, module, src, runs, c_names));
     }
     // arguments named on the command line must name a parameter of a kernel to run
     let params: Vec<(String, Vec<String>)> = plans
         .iter()
-        .flat_map(|(_, _, _, _, runs)| {
+        .flat_map(|(_, _, _, _, runs, _)| {
             runs.iter().map(|(f, _, _, rust)| (gpucheck_analysis::demangle(f.name), launch::param_names(f, rust.as_ref())))
         })
         .collect();
@@ -220,12 +220,18 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         }
     }
     let mut out = Vec::new();
-    for (ui, u, module, src, runs) in plans {
+    for (ui, u, module, src, runs, names) in plans {
         if runs.is_empty() {
             continue;
         }
         // the static predictions, for exactly the block shapes run: the module is analysed once
-        let mut opts = Options { package_block: u.krate.block, kernel_blocks: u.krate.kernel_blocks.clone(), ..Default::default() };
+        // (the source's parameter names, for the conditions the predictions state)
+        let mut opts = Options {
+            package_block: u.krate.block,
+            kernel_blocks: u.krate.kernel_blocks.clone(),
+            source_names: names,
+            ..Default::default()
+        };
         for (f, spec, block, _) in &runs {
             opts.kernel_blocks.insert(f.name.to_string(), *block);
             opts.kernel_grids.insert(f.name.to_string(), spec.grid.unwrap_or([1, 1, 1]));
@@ -279,7 +285,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             let index = module.functions.iter().position(|x| std::ptr::eq(x, f)).unwrap_or(0);
             let functions: BTreeSet<usize> =
                 std::iter::once(index).chain(seen.lines.keys().copied()).chain(seen.sites.keys().map(|k| k.func)).collect();
-            let rows = table::rows(&report, &kernel, &functions, &seen, &paths);
+            let rows = table::rows(&report, &kernel, &functions, &seen, &paths, &prepared.args);
             if print {
                 table::print(&rows, &seen, a, &kernel, &u.krate.name);
             }

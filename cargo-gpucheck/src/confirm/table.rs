@@ -21,7 +21,7 @@
 use super::{BranchSeen, Seen, SiteSeen};
 use crate::cli::{ConfirmArgs, MessageFormat};
 use crate::diagnostic::PathStyle;
-use gpucheck_analysis::interp::SiteKey;
+use gpucheck_analysis::interp::{Arg, SiteKey};
 use gpucheck_analysis::ir::inst::Space;
 use gpucheck_analysis::{BranchPrediction, Report, Site, SrcPos};
 use serde_json::{json, Value};
@@ -58,6 +58,10 @@ pub enum Verdict {
     CasRetry,
     /// A predicted race or barrier divergence the run did not show.
     NotObserved,
+    /// A race or barrier divergence predicted for some values of a
+    /// parameter (the condition its finding states) that the run's value
+    /// does not meet: not shown, as predicted.
+    ConditionNotMet,
     /// A predicted race the run did not show for this pair, while one of
     /// its two accesses raced with another partner (the shadow memory
     /// keeps one writer and two readers per byte: it names one partner).
@@ -81,6 +85,7 @@ impl Verdict {
             Verdict::BenignRace => "benign race (same value)",
             Verdict::CasRetry => "CAS retry (the load only seeds the compare-and-swap)",
             Verdict::NotObserved => "not observed",
+            Verdict::ConditionNotMet => "condition not met",
             Verdict::OtherPartner => "race seen with another partner",
             Verdict::BarrierDivergence => "BARRIER DIVERGENCE",
         }
@@ -203,7 +208,13 @@ type Predicted = (Option<(u32, u32, u32)>, Option<(u32, u32)>);
 /// engine saw. A device function analysed in call contexts has a
 /// prediction per context: those of this kernel's calls are compared (when
 /// its calls differ, the run's numbers mix them: shown, not judged).
-pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &Seen, paths: &PathStyle) -> Vec<Row> {
+/// `args`: the run's arguments (to judge a finding's stated condition).
+pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &Seen, paths: &PathStyle, args: &[Arg]) -> Vec<Row> {
+    // a prediction for some values of a parameter, the run's value outside them: what it needs
+    let unmet = |c: &Option<gpucheck_analysis::Condition>| {
+        let c = c.as_ref()?;
+        (c.met(args) == Some(false)).then(|| format!("`{}` = {}, and it needs {}", c.name, c.value(args).unwrap_or_default(), c.describe()))
+    };
     let mut out = Vec::new();
     let key = |function: usize, inst: usize| SiteKey { func: function, inst };
     // this kernel's predictions: its own, its callees' in its call contexts, and
@@ -339,8 +350,13 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             (_, None) => Verdict::NotRun,
             (true, Some(o)) if o.partial > 0 => Verdict::BarrierDivergence,
             (false, Some(o)) if o.partial > 0 => Verdict::Mismatch,
+            (true, Some(_)) if unmet(&b.condition).is_some() => Verdict::ConditionNotMet,
             (true, Some(_)) => Verdict::NotObserved,
             (false, Some(_)) => Verdict::Confirmed,
+        };
+        let observed = match unmet(&b.condition) {
+            Some(why) if verdict == Verdict::ConditionNotMet => format!("{observed} ({why})"),
+            _ => observed,
         };
         out.push(Row::at(paths, &b.site, "barrier", predicted.into(), observed, verdict, json!({"divergent": b.divergent}), jo));
     }
@@ -527,9 +543,16 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             key: x,
             what: if p.between_blocks { "grid" } else { p.space.name() },
             predicted: format!("race ({})", p.kind.describe()),
-            observed: if partnered { "this pair not named; one of the two raced with another access" } else { "no race in this run" }
-                .into(),
-            verdict: if partnered { Verdict::OtherPartner } else { Verdict::NotObserved },
+            observed: match unmet(&p.condition) {
+                Some(why) if !partnered => format!("no race in this run ({why})"),
+                _ if partnered => "this pair not named; one of the two raced with another access".into(),
+                _ => "no race in this run".into(),
+            },
+            verdict: match unmet(&p.condition) {
+                _ if partnered => Verdict::OtherPartner,
+                Some(_) => Verdict::ConditionNotMet,
+                None => Verdict::NotObserved,
+            },
             json_predicted: json!({"race": true, "kind": p.kind.describe(), "between_blocks": p.between_blocks}),
             json_observed: json!({"race": false}),
             via: Value::Null,
@@ -711,7 +734,7 @@ mod tests {
         seen.branches.insert(k(5), seen_split(1, 2));
         seen.branches.insert(k(6), seen_split(5, 5));
         seen.branches.insert(k(7), seen_split(0, 0));
-        let rows = rows(&report, "k", &BTreeSet::from([0]), &seen, &PathStyle { root: PathBuf::from("/") });
+        let rows = rows(&report, "k", &BTreeSet::from([0]), &seen, &PathStyle { root: PathBuf::from("/") }, &[]);
         let verdicts: Vec<(usize, Verdict)> = rows.iter().map(|r| (r.key.inst, r.verdict)).collect();
         assert_eq!(
             verdicts,

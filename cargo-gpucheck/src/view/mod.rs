@@ -518,7 +518,7 @@ impl Doc {
 
 /// A confirm row for the race between the two accesses (`grid`: between blocks).
 fn row_is_race(row: &Row, a: gpucheck_analysis::interp::SiteKey, b: gpucheck_analysis::interp::SiteKey, grid: bool) -> bool {
-    matches!(row.verdict, Verdict::Race | Verdict::BenignRace | Verdict::NotObserved | Verdict::OtherPartner)
+    matches!(row.verdict, Verdict::Race | Verdict::BenignRace | Verdict::NotObserved | Verdict::ConditionNotMet | Verdict::OtherPartner)
         && (row.key == a || row.key == b)
         && row.json_predicted["race"] == true
         && (row.what == "grid") == grid
