@@ -319,3 +319,28 @@ pub struct SkippedSite {
     pub site: Site,
     pub skip: Skip,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::Arg;
+
+    #[test]
+    fn a_condition_reads_the_argument_as_its_type_and_judges_it() {
+        let c = |needs, bits, signed| Condition { param: 1, name: "n".into(), needs, bits, signed };
+        let args = |v: u64| vec![Arg::Bits(0), Arg::Bits(v)];
+        let at_least = c(Needs::Range { lo: Some(129), hi: None, exact: true }, 32, false);
+        assert_eq!((at_least.met(&args(128)), at_least.met(&args(129))), (Some(false), Some(true)));
+        assert_eq!(at_least.describe(), "`n` ≥ 129");
+        // a signed 32-bit -1 is below any bound, not 4294967295
+        let signed = c(Needs::Range { lo: Some(0), hi: Some(10), exact: false }, 32, true);
+        assert_eq!(signed.value(&args(0xffff_ffff)), Some(-1));
+        assert_eq!(signed.met(&args(0xffff_ffff)), Some(false));
+        // inside a range only some of whose values race: not known
+        assert_eq!(signed.met(&args(5)), None);
+        let split = c(Needs::NotMultiple { period: 256, below: Some(1024) }, 32, false);
+        assert_eq!((split.met(&args(1000)), split.met(&args(1024)), split.met(&args(512))), (Some(true), Some(false), Some(false)));
+        // no value: nothing to judge
+        assert_eq!(split.met(&[Arg::Bits(0)]), None);
+    }
+}
