@@ -97,7 +97,7 @@ pub struct BarrierReport {
     /// Part of the block skips it (`barrier_divergence`).
     pub divergent: bool,
     /// The parameter values it needs to (`None`: every launch).
-    pub condition: Option<Condition>,
+    pub condition: Option<Box<Condition>>,
 }
 
 /// What a race or a barrier divergence needs of a scalar parameter (the
@@ -207,8 +207,8 @@ pub struct RaceReport {
     /// in block 0 and in the block next to it.
     pub between_blocks: bool,
     /// The parameter values it needs (`None`: every launch, or a relation
-    /// between two parameters).
-    pub condition: Option<Condition>,
+    /// between two parameters); boxed, as most races have none.
+    pub condition: Option<Box<Condition>>,
 }
 
 /// A pair a last-block election orders without a fence: the counter

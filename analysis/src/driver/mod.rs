@@ -457,15 +457,15 @@ fn check_function(
 }
 
 /// The condition on parameter `label` (as messages name it) a finding states.
-fn condition(f: &FunctionIr<'_>, label: &str, needs: Needs) -> Option<Condition> {
+fn condition(f: &FunctionIr<'_>, label: &str, needs: Needs) -> Option<Box<Condition>> {
     let k = f.param_of_label(label)? as usize;
     let ty = ir::inst::Ty::of_decl(f.func.params[k].ty)?;
-    Some(Condition { param: k, name: label.to_string(), needs, bits: ty.bits(), signed: ty.signed() })
+    Some(Box::new(Condition { param: k, name: label.to_string(), needs, bits: ty.bits(), signed: ty.signed() }))
 }
 
 /// The condition a race's witness states (a relation between two
 /// parameters is not one `confirm` judges).
-fn race_condition(f: &FunctionIr<'_>, when: &Option<crate::races::param::ParamCondition>) -> Option<Condition> {
+fn race_condition(f: &FunctionIr<'_>, when: &Option<crate::races::param::ParamCondition>) -> Option<Box<Condition>> {
     use crate::races::param::ParamCondition;
     match when.as_ref()? {
         ParamCondition::Values { param, lo, hi, contiguous, .. } => {

@@ -211,7 +211,7 @@ type Predicted = (Option<(u32, u32, u32)>, Option<(u32, u32)>);
 /// `args`: the run's arguments (to judge a finding's stated condition).
 pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &Seen, paths: &PathStyle, args: &[Arg]) -> Vec<Row> {
     // a prediction for some values of a parameter, the run's value outside them: what it needs
-    let unmet = |c: &Option<gpucheck_analysis::Condition>| {
+    let unmet = |c: &Option<Box<gpucheck_analysis::Condition>>| {
         let c = c.as_ref()?;
         (c.met(args) == Some(false)).then(|| format!("`{}` = {}, and it needs {}", c.name, c.value(args).unwrap_or_default(), c.describe()))
     };
