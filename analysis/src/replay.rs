@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 /// at most a quarter of it (or [`BUDGET_BASE`]), so that one long loop
 /// leaves the others some. Kernels are replayed one after the other, in
 /// module order, so that which runs get a share does not depend on timing.
-pub const BUDGET_BASE: u64 = 1 << 14;
+pub const BUDGET_BASE: u64 = 1 << 13;
 pub const BUDGET_PER_INSTRUCTION: u64 = 4;
 
 /// Launches replayed per kernel at most (findings that need another are
@@ -138,6 +138,9 @@ fn replay_kernel(
             Err(why) => out.push((i, Replay::Unable(why))),
         }
     }
+    if plans.is_empty() {
+        return out;
+    }
     let f = ir::lower_one(module, k.index, mcx);
     // (a kernel whose run ran out of budget would with other values too)
     let mut cut_short: Option<String> = None;
@@ -192,6 +195,11 @@ fn replay_kernel(
                 Witness::Barrier { .. } => (*i, Replay::Reproduced(format!("{how} (it hangs at the barrier on PTX line {line})"))),
                 Witness::Race { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
             })),
+            // (a cooperative launch runs its blocks in phases, and stops when one runs out)
+            Err(InterpError::Timeout { warp_insts }) => {
+                let why = format!("a run of {how} did not finish within its share of the module's replay budget ({warp_insts} warp instructions per block)");
+                out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
+            }
             Err(e) => {
                 let why = format!("a run of {how} stops: {e}");
                 out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
