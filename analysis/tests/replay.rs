@@ -136,3 +136,30 @@ fn a_witness_resting_on_loaded_data_is_not_replayed() {
     let r = replayed(fd, "race");
     assert!(matches!(&r.replay, Replay::Unable(why) if why.contains("loaded from memory")), "{:?}", r.replay);
 }
+
+/// A kernel that reads the grid workspace (`grid.sync()`), itself or in a
+/// function it calls, needs a cooperative launch on a GPU.
+#[test]
+fn kernels_that_synchronise_their_grid_are_told_apart() {
+    let src = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .func sync_grid() {
+    .reg .b32 %r<2>;
+    mov.u32 %r1, %envreg1;
+    ret;
+}
+.visible .entry coop() {
+    call.uni sync_grid, ();
+    ret;
+}
+.visible .entry plain() {
+    ret;
+}
+"#;
+    let m = ptx::parse(src).expect("parses");
+    assert!(gpucheck_analysis::interp::synchronises_grid(&m, "coop"));
+    assert!(!gpucheck_analysis::interp::synchronises_grid(&m, "plain"));
+    assert!(!gpucheck_analysis::interp::synchronises_grid(&m, "no_such_kernel"));
+}

@@ -304,6 +304,33 @@ pub fn run_watching(
     exec::run(module, name, launch, args, mem, &Run { groups: groups.to_vec(), ..Run::default() })
 }
 
+/// Does kernel `name` synchronise its grid (`grid.sync()`: it reads the
+/// grid workspace, `%envreg1`/`%envreg2`, itself or in a function it
+/// calls)? On a GPU such a kernel needs a cooperative launch; the
+/// interpreter runs its blocks in phases.
+pub fn synchronises_grid(module: &Module<'_>, name: &str) -> bool {
+    use crate::ir::inst::Special;
+    use crate::ptx::Operand;
+    let bodies = crate::ir::bodies(module);
+    let index: std::collections::HashMap<&str, usize> = bodies.iter().enumerate().map(|(k, b)| (b.func.name, k)).collect();
+    let mut todo: Vec<usize> = index.get(name).copied().into_iter().collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(k) = todo.pop() {
+        if !seen.insert(k) {
+            continue;
+        }
+        for i in bodies[k].insts.iter() {
+            let workspace =
+                |o: &Operand<'_>| matches!(o, Operand::Reg(r) if matches!(Special::parse(r), Some(Special::GridWorkspace { .. })));
+            if i.operands().iter().any(workspace) {
+                return true;
+            }
+            todo.extend(i.call_target().and_then(|t| index.get(t)).copied());
+        }
+    }
+    false
+}
+
 /// How much of a launch to run and what to watch.
 #[derive(Clone, Debug)]
 pub struct Run {

@@ -90,6 +90,7 @@ mod device {
             shared_mem_bytes: l.dynamic_shared,
         };
 
+        let cooperative = gpucheck_analysis::interp::synchronises_grid(m, kernel);
         // one launch: fresh copies of the inputs, the kernel's arguments in PTX order
         let launch = |ptx_text: String, timed: bool| -> Result<(Option<f32>, Option<Vec<u8>>)> {
             let module = ctx.load_module(Ptx::from_src(ptx_text)).map_err(d("loading the PTX"))?;
@@ -170,7 +171,12 @@ mod device {
             }
             // SAFETY: the arguments match the kernel's PTX parameters in number and size,
             // and pointers point into buffers of the sizes the user gave
-            let events = unsafe { lb.launch(cfg) }.map_err(d("launching"))?;
+            let events = if cooperative {
+                // `grid.sync()` waits for every block: they must all be resident at once
+                unsafe { lb.launch_cooperative(cfg) }.map_err(d("launching (cooperatively: the kernel synchronises its grid)"))?
+            } else {
+                unsafe { lb.launch(cfg) }.map_err(d("launching"))?
+            };
             stream.synchronize().map_err(d("running the kernel"))?;
             let ms = match events {
                 Some((a, b)) => Some(a.elapsed_ms(&b).map_err(d("timing"))?),
