@@ -171,7 +171,7 @@ fn json_says_which_sampled_values_a_finding_rests_on() {
     // the witness was replayed before the report: the run names its launch
     assert_eq!(
         race["gpucheck"]["replay"],
-        serde_json::json!({"status": "reproduced", "launch": "block 0 (grid 1×1×1, block 256×1×1, `k_n` = 1024)"}),
+        serde_json::json!({"status": "reproduced", "launch": "block 0 (grid 1×1×1, block 256×1×1, `k_n` = 1024)", "other_partner": false}),
         "{}",
         race["gpucheck"]
     );

@@ -2,11 +2,13 @@
 //! racing accesses and their blocks, or the barrier part of a block skips,
 //! with the parameter values the finding names) is run on the interpreter
 //! before the finding is reported at its default level. A run that
-//! observes it makes the finding `Reproduced`; one that does not,
-//! `NotReproduced` (the binary then reports it only as a pedantic
-//! finding, saying so); a witness that rests on values a run cannot be
-//! given (data loaded from memory, a loop counter's guessed value) or a
-//! run that cannot be made or finished leaves the finding as it is,
+//! observes it (or a race at one of its two accesses with another: the
+//! run names one partner per byte) makes the finding `Reproduced`; one
+//! that executes its accesses and does not, `NotReproduced` (the binary
+//! then reports it only as a pedantic finding, saying so); a witness that
+//! rests on values a run cannot be given (data loaded from memory, a loop
+//! counter's guessed value), a run that does not reach its accesses, or
+//! one that cannot be made or finished leaves the finding as it is,
 //! `Unable`, saying why.
 //!
 //! The launch: the block shape the analysis used; the grid the user gave,
@@ -111,7 +113,10 @@ pub fn replay(module: &Module<'_>, mcx: &ir::ModuleCx<'_>, kernels: &[Kernel], f
     for (i, r) in results.into_iter().flatten() {
         let fd = &mut findings[i];
         match &r {
-            Replay::Reproduced(how) => fd.note(format!("reproduced: a run of {how} shows it")),
+            Replay::Reproduced { launch, partner: false } => fd.note(format!("reproduced: a run of {launch} shows it")),
+            Replay::Reproduced { launch, partner: true } => fd.note(format!(
+                "reproduced: a run of {launch} shows a race at one of its two accesses, with another access (the run names one partner per byte)"
+            )),
             Replay::NotReproduced(how) => fd.note(format!(
                 "not reproduced: a run of {how} does not show it, so the witness rests on an approximation of the check (a pedantic finding)"
             )),
@@ -181,18 +186,24 @@ fn replay_kernel(
         match result {
             Ok(obs) => out.extend(ws.iter().map(|(i, w)| {
                 let r = match observed(&obs, w, k.index) {
-                    true => Replay::Reproduced(how.clone()),
+                    Shown::It => Replay::Reproduced { launch: how.clone(), partner: false },
+                    Shown::Partner => Replay::Reproduced { launch: how.clone(), partner: true },
                     // a run cut short proves nothing by what it did not see
-                    false if obs.timed_out => Replay::Unable(format!(
+                    Shown::No if obs.timed_out => Replay::Unable(format!(
                         "a run of {how} did not show it before it used its share of the module's replay budget ({share} warp instructions per block)"
                     )),
-                    false => Replay::NotReproduced(how.clone()),
+                    Shown::No => Replay::NotReproduced(how.clone()),
+                    Shown::NotReached => Replay::Unable(format!(
+                        "a run of {how} did not execute its accesses: the way there rests on data or values the run was not given"
+                    )),
                 };
                 (*i, r)
             })),
             Err(InterpError::Deadlock { line }) => out.extend(ws.iter().map(|(i, w)| match w {
                 // warps that wait at a barrier the rest never reaches: that is the divergence
-                Witness::Barrier { .. } => (*i, Replay::Reproduced(format!("{how} (it hangs at the barrier on PTX line {line})"))),
+                Witness::Barrier { .. } => {
+                    (*i, Replay::Reproduced { launch: format!("{how}, which hangs at the barrier on PTX line {line},"), partner: false })
+                }
                 Witness::Race { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
             })),
             // (a cooperative launch runs its blocks in phases, and stops when one runs out)
@@ -236,9 +247,6 @@ fn plan(k: &Kernel, fd: &Finding) -> Result<Plan, String> {
             (Assumed::Value, _) => return Err(format!("it rests on a sampled value of `{}`{line}, which a run does not choose", a.name)),
             (Assumed::Stride, _) => return Err(format!("it rests on `{}` taken as large, which a run does not choose", a.name)),
         }
-    }
-    if let Some(Witness::Race { lanes: true, .. }) = fd.witness {
-        return Err("its two threads are lanes of one warp, which the interpreter runs in lock-step (as GPUs before sm_70 did, and as they may still happen to): a run cannot show a race between them".to_string());
     }
     values.sort();
     values.dedup();
@@ -408,20 +416,54 @@ fn param_fields(f: &FunctionIr<'_>) -> Vec<Field> {
     out
 }
 
-/// Did the run show witness `w`?
-fn observed(obs: &Observed, w: &Witness, kernel: usize) -> bool {
+/// What a run showed of a witness.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// The race between its two accesses, or the barrier reached by part
+    /// of the block.
+    It,
+    /// A race at one of its two accesses with another access (the shadow
+    /// memory keeps one writer and two readers per byte: it names one
+    /// partner per access).
+    Partner,
+    /// Nothing, though the run executed its accesses (or its barrier).
+    No,
+    /// The run did not execute one of its accesses (or its barrier): the
+    /// way there rests on something the run was not given.
+    NotReached,
+}
+
+/// What the run showed of witness `w`.
+fn observed(obs: &Observed, w: &Witness, kernel: usize) -> Shown {
     match w {
-        Witness::Race { sites: [a, b], .. } => {
+        Witness::Race { sites: [a, b], other, .. } => {
             let key = |s: &(usize, usize)| SiteKey { func: s.0, inst: s.1 };
             let (a, b) = (key(a), key(b));
-            obs.races.iter().any(|r| (r.first == a && r.second == b) || (r.first == b && r.second == a))
+            // races of the witness's kind (within a block or between blocks); a pair a ticket orders is none
+            let races = || obs.races.iter().filter(|r| r.unfenced.is_none() && r.blocks.is_some() == other.is_some());
+            let ran = |k: &SiteKey| obs.sites.get(k).is_some_and(|s| s.requests() > 0);
+            if races().any(|r| (r.first == a && r.second == b) || (r.first == b && r.second == a)) {
+                Shown::It
+            } else if races().any(|r| [r.first, r.second].iter().any(|x| *x == a || *x == b)) {
+                Shown::Partner
+            } else if ran(&a) && ran(&b) {
+                Shown::No
+            } else {
+                Shown::NotReached
+            }
         }
         Witness::Barrier { site, call, .. } => {
             let key = SiteKey { func: site.0, inst: site.1 };
             let partial =
                 |k: &SiteKey| obs.barriers.get(k).is_some_and(|b| b.partial > 0) || obs.divergent_barriers.get(k).is_some_and(|&n| n > 0);
             // a barrier in a called function is seen where it is
-            partial(&key) || (*call && obs.barriers.keys().chain(obs.divergent_barriers.keys()).any(|k| k.func != kernel && partial(k)))
+            let seen = partial(&key)
+                || (*call && obs.barriers.keys().chain(obs.divergent_barriers.keys()).any(|k| k.func != kernel && partial(k)));
+            if seen {
+                Shown::It
+            } else {
+                Shown::No
+            }
         }
     }
 }

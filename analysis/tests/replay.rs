@@ -30,6 +30,25 @@ const KERNELS: &str = r#"
     ret;
 }
 
+// the race of `race`, behind a test of loaded data zero-filled buffers fail
+.visible .entry skipped(.param .u64 skipped_param_0) .reqntid 256, 1, 1 {
+    .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd4, [skipped_param_0];
+    cvta.to.global.u64 %rd5, %rd4;
+    ld.global.u32 %r3, [%rd5];
+    setp.ne.u32 %p1, %r3, 12345;
+    @%p1 bra $L_end;
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd1, s;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.shared.u32 [%rd3], %r1;
+    ld.shared.u32 %r2, [%rd3+4];
+    st.global.u32 [%rd5], %r2;
+$L_end:
+    ret;
+}
+
 // threads 128.. skip the barrier
 .visible .entry half(.param .u64 half_param_0) .reqntid 256, 1, 1 {
     .reg .pred %p<2>; .reg .b32 %r<2>;
@@ -70,10 +89,10 @@ fn of<'f>(fs: &'f [Finding], lint: &str, kernel: &str) -> &'f Finding {
 fn a_true_race_and_a_divergent_barrier_are_reproduced() {
     let fs = findings(true);
     let race = of(&fs, "shared_memory_race", "race");
-    assert!(matches!(&race.replay, Replay::Reproduced(how) if how.contains("block 0")), "{:?}", race.replay);
+    assert!(matches!(&race.replay, Replay::Reproduced { launch, partner: false } if launch.contains("block 0")), "{:?}", race.replay);
     assert!(race.notes.iter().any(|n| n.plain().is_some_and(|t| t.starts_with("reproduced: a run of block 0"))), "{:?}", race.notes);
     let bar = of(&fs, "barrier_divergence", "half");
-    assert!(matches!(bar.replay, Replay::Reproduced(_)), "{:?}", bar.replay);
+    assert!(matches!(bar.replay, Replay::Reproduced { .. }), "{:?}", bar.replay);
     // off: nothing is run
     let off = findings(false);
     assert!(off.iter().all(|f| f.replay == Replay::NotRun), "{off:#?}");
@@ -112,12 +131,41 @@ fn replayed(mut fd: Finding, kernel: &str) -> Finding {
 fn a_witness_the_run_does_not_show_is_not_reproduced() {
     let fs = findings(false);
     let mut fd = of(&fs, "shared_memory_race", "race").clone();
-    // the store against itself: each thread writes its own element, no two meet
+    // the global store against itself: each thread writes its own element, no two meet
+    let m = ptx::parse(KERNELS).expect("parses");
+    let index = m.functions.iter().position(|f| f.name == "race").expect("the kernel");
+    let f = ir::lower_one(&m, index, &ir::ModuleCx::new(&m));
+    let store = f
+        .insts
+        .iter()
+        .position(|i| i.access().is_some_and(|k| k.writes()) && i.space == Some(gpucheck_analysis::ir::inst::Space::Global))
+        .expect("the global store");
     let Some(Witness::Race { sites, .. }) = &mut fd.witness else { panic!("a race witness") };
-    sites[1] = sites[0];
+    *sites = [(index, store), (index, store)];
     let r = replayed(fd, "race");
     assert!(matches!(&r.replay, Replay::NotReproduced(how) if how.contains("grid 1×1×1")), "{:?}", r.replay);
     assert!(r.notes.iter().any(|n| n.plain().is_some_and(|t| t.starts_with("not reproduced:"))), "{:?}", r.notes);
+}
+
+#[test]
+fn a_race_at_one_access_with_another_partner_counts_and_says_so() {
+    let fs = findings(false);
+    let mut fd = of(&fs, "shared_memory_race", "race").clone();
+    // the shared store against itself: no two threads store one element, but the store races with the load
+    let Some(Witness::Race { sites, .. }) = &mut fd.witness else { panic!("a race witness") };
+    sites[1] = sites[0];
+    let r = replayed(fd, "race");
+    assert!(matches!(r.replay, Replay::Reproduced { partner: true, .. }), "{:?}", r.replay);
+    assert!(r.notes.iter().any(|n| n.plain().is_some_and(|t| t.contains("with another access"))), "{:?}", r.notes);
+}
+
+#[test]
+fn a_run_that_does_not_reach_the_accesses_proves_nothing() {
+    // the race behind a test of loaded data (a race whenever the code runs): the
+    // zero-filled buffer fails the test, the accesses never run, and that is no verdict
+    let fs = findings(true);
+    let r = of(&fs, "shared_memory_race", "skipped");
+    assert!(matches!(&r.replay, Replay::Unable(why) if why.contains("did not execute its accesses")), "{:?}", r.replay);
 }
 
 #[test]

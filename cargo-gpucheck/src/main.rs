@@ -549,7 +549,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
 fn replay_summary(findings: &[gpucheck_analysis::Finding]) -> String {
     use gpucheck_analysis::lints::Replay;
     let count = |p: fn(&Replay) -> bool| findings.iter().filter(|f| p(&f.replay)).count();
-    let shown = count(|r| matches!(r, Replay::Reproduced(_)));
+    let shown = count(|r| matches!(r, Replay::Reproduced { .. }));
     let not = count(|r| matches!(r, Replay::NotReproduced(_)));
     let unable = count(|r| matches!(r, Replay::Unable(_)));
     if shown + not + unable == 0 {

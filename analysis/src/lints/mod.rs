@@ -144,9 +144,8 @@ pub type Site = (usize, usize);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Witness {
     /// The two accesses race (in either order) in a run of block 0 (and of
-    /// block `other`, for a race between blocks). `lanes`: every racing
-    /// pair found is two lanes of one warp.
-    Race { sites: [Site; 2], other: Option<[u32; 3]>, lanes: bool },
+    /// block `other`, for a race between blocks).
+    Race { sites: [Site; 2], other: Option<[u32; 3]> },
     /// Part of this block does not arrive with the rest at the barrier
     /// (`call`: a call to a function that executes one, which is where the
     /// run sees it).
@@ -163,8 +162,10 @@ pub enum Replay {
     /// (data loaded from memory, a loop counter's guessed value), the
     /// run could not be made or did not finish.
     Unable(String),
-    /// A run of the launch described observed it.
-    Reproduced(String),
+    /// A run of the launch described observed it; `partner`: a race at
+    /// one of its two accesses with another access (the run's shadow
+    /// memory names one partner per byte), not this pair.
+    Reproduced { launch: String, partner: bool },
     /// A run of the launch described did not observe it.
     NotReproduced(String),
 }
@@ -359,7 +360,7 @@ impl LintCx<'_, '_, '_> {
             b[d as usize % 3] = r.block_apart;
             b
         });
-        Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other, lanes: r.lanes_only }
+        Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other }
     }
 
     /// The note saying which block shape the numbers are for.

@@ -115,12 +115,14 @@ pub fn assumes_json(assumes: &[gpucheck_analysis::facts::Assumption]) -> Value {
 
 /// What replaying a correctness finding's witness gave: `status`
 /// (`reproduced`, `not_reproduced`, `not_replayed`) and the launch run
-/// (`launch`) or why none was (`why`). `None`: not replayed at all.
+/// (`launch`; `other_partner`: the run showed a race at one of the two
+/// accesses with another access) or why none was (`why`). `None`: not
+/// replayed at all.
 pub fn replay_json(r: &gpucheck_analysis::lints::Replay) -> Option<Value> {
     use gpucheck_analysis::lints::Replay;
     match r {
         Replay::NotRun => None,
-        Replay::Reproduced(how) => Some(json!({"status": "reproduced", "launch": how})),
+        Replay::Reproduced { launch, partner } => Some(json!({"status": "reproduced", "launch": launch, "other_partner": partner})),
         Replay::NotReproduced(how) => Some(json!({"status": "not_reproduced", "launch": how})),
         Replay::Unable(why) => Some(json!({"status": "not_replayed", "why": why})),
     }
