@@ -188,8 +188,8 @@ fn replay_kernel(
                 let r = match observed(&obs, w, k.index) {
                     Shown::It => Replay::Reproduced { launch: how.clone(), partner: false },
                     Shown::Partner => Replay::Reproduced { launch: how.clone(), partner: true },
-                    // a run cut short proves nothing by what it did not see
-                    Shown::No if obs.timed_out => Replay::Unable(format!(
+                    // a run cut short proves nothing by what it did not see (or reach)
+                    Shown::No | Shown::NotReached if obs.timed_out => Replay::Unable(format!(
                         "a run of {how} did not show it before it used its share of the module's replay budget ({share} warp instructions per block)"
                     )),
                     Shown::No => Replay::NotReproduced(how.clone()),
