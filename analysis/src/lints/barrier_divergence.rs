@@ -29,6 +29,12 @@ declare_lint! {
     /// kernel's own checks (`if (N % 256 != 0) __trap();`) can rule every such
     /// value out, and then there is no finding.
     ///
+    /// Before it is reported, the finding's witness runs on the built-in
+    /// interpreter (its blocks, the values it names, zero-filled buffers): a
+    /// note says "reproduced", or why it was not replayed; one the run does
+    /// not show is pedantic (`-W gpucheck::pedantic`), saying so
+    /// (`--no-replay` turns this off).
+    ///
     /// ### Why is this bad
     /// All threads of a block must reach the same barrier the same number of
     /// times. Otherwise the behaviour is undefined: the kernel hangs, or silently

@@ -12,6 +12,12 @@ declare_lint! {
     /// pointer parameters are assumed not to alias. Races between different
     /// blocks are `grid_memory_race`.
     ///
+    /// Before it is reported, the finding's witness runs on the built-in
+    /// interpreter (its blocks, the values it names, zero-filled buffers): a
+    /// note says "reproduced", or why it was not replayed; one the run does
+    /// not show is pedantic (`-W gpucheck::pedantic`), saying so
+    /// (`--no-replay` turns this off).
+    ///
     /// ### Why is this bad
     /// The value left in memory depends on which thread writes last.
     ///

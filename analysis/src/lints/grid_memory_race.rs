@@ -26,6 +26,12 @@ declare_lint! {
     /// the grid's phases: accesses on either side of one do not race, also around
     /// a loop's back edge when the loop body ends with one.
     ///
+    /// Before it is reported, the finding's witness runs on the built-in
+    /// interpreter (its blocks, the values it names, zero-filled buffers): a
+    /// note says "reproduced", or why it was not replayed; one the run does
+    /// not show is pedantic (`-W gpucheck::pedantic`), saying so
+    /// (`--no-replay` turns this off).
+    ///
     /// ### Known problems
     /// A `grid.sync()` inside a device function that is not inlined is not seen
     /// (the accesses it separates are reported). Blocks are compared with their

@@ -59,6 +59,12 @@ declare_lint! {
     /// index is not solved for (rows that overlap because the pitch is smaller than a row are not a
     /// launch to judge).
     ///
+    /// Before it is reported, the finding's witness runs on the built-in
+    /// interpreter (its blocks, the values it names, zero-filled buffers): a
+    /// note says "reproduced", or why it was not replayed; one the run does
+    /// not show is pedantic (`-W gpucheck::pedantic`), saying so
+    /// (`--no-replay` turns this off).
+    ///
     /// ### Known problems
     /// A write guarded by a test of the very value it overwrites
     /// (`if buf[y][x] == 0 && buf[y][k] != 0 { buf[y][x] = … }`) is judged as if
