@@ -75,8 +75,7 @@ pub struct Kernel {
     pub grid: Option<[u32; 3]>,
     /// Per PTX parameter: the declared value, if any.
     pub declared: Vec<Option<i64>>,
-    /// The PTX parameters' names, and the source's (empty: not known).
-    pub params: Vec<String>,
+    /// Per PTX parameter: the source's name (empty, or none: not known).
     pub names: Vec<String>,
 }
 
@@ -146,7 +145,8 @@ fn replay_kernel(
     if plans.is_empty() {
         return out;
     }
-    let f = ir::lower_one(module, k.index, mcx);
+    let mut f = ir::lower_one(module, k.index, mcx);
+    f.source_params = k.names.clone();
     // (a kernel whose run ran out of budget would with other values too)
     let mut cut_short: Option<String> = None;
     for (n, (plan, ws)) in plans.into_iter().enumerate() {
@@ -164,7 +164,7 @@ fn replay_kernel(
             continue;
         }
         let blocks = blocks_of(&plan, &ws);
-        let how = describe(k, &plan, &blocks);
+        let how = describe(&f, k, &plan, &blocks);
         // this run's share of what is left: every block may use it
         let share = budget.left.get().min((budget.total / 4).max(BUDGET_BASE)) / blocks.len().max(1) as u64;
         if share < MIN_SHARE {
@@ -289,7 +289,7 @@ fn blocks_of(plan: &Plan, ws: &[(usize, &Witness)]) -> Vec<u64> {
 }
 
 /// The launch in words: "block 0 (grid 1×1×1, block 256×1×1, `n` = 129)".
-fn describe(k: &Kernel, plan: &Plan, blocks: &[u64]) -> String {
+fn describe(f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks: &[u64]) -> String {
     let [gx, gy, gz] = plan.grid;
     let [bx, by, bz] = k.block;
     let all = gx as u64 * gy as u64 * gz as u64;
@@ -301,17 +301,19 @@ fn describe(k: &Kernel, plan: &Plan, blocks: &[u64]) -> String {
     let mut values: Vec<String> = plan
         .values
         .iter()
-        .map(|(p, off, v)| if *off == 0 { format!("`{}` = {v}", label(k, *p)) } else { format!("`{}+{off}` = {v}", label(k, *p)) })
+        .map(|&(p, off, v)| {
+            // parameters as messages name them
+            let name = f.func.params.get(p as usize).map_or_else(|| format!("parameter {p}"), |x| f.param_label(x.name));
+            if off == 0 {
+                format!("`{name}` = {v}")
+            } else {
+                format!("`{name}+{off}` = {v}")
+            }
+        })
         .collect();
     values.dedup();
     let with = if values.is_empty() { String::new() } else { format!(", {}", values.join(", ")) };
     format!("{which} (grid {gx}×{gy}×{gz}, block {bx}×{by}×{bz}{with})")
-}
-
-/// Parameter `p` as the source names it (else as the PTX does).
-fn label(k: &Kernel, p: u32) -> String {
-    let p = p as usize;
-    k.names.get(p).filter(|n| !n.is_empty()).or_else(|| k.params.get(p)).cloned().unwrap_or_else(|| format!("parameter {p}"))
 }
 
 /// Run the launch: arguments made, buffers retried larger once when an

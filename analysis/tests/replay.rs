@@ -112,14 +112,7 @@ fn replayed(mut fd: Finding, kernel: &str) -> Finding {
     let mcx = ir::ModuleCx::new(&m);
     let index = m.functions.iter().position(|f| f.name == kernel).expect("the kernel");
     let f = &m.functions[index];
-    let k = replay::Kernel {
-        index,
-        block: [256, 1, 1],
-        grid: None,
-        declared: vec![None; f.params.len()],
-        params: f.params.iter().map(|p| p.name.to_string()).collect(),
-        names: vec![],
-    };
+    let k = replay::Kernel { index, block: [256, 1, 1], grid: None, declared: vec![None; f.params.len()], names: vec![] };
     fd.replay = Replay::NotRun;
     fd.notes.clear();
     let mut one = vec![fd];

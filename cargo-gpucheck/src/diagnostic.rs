@@ -231,7 +231,8 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::new();
     for f in findings {
-        if levels.of_finding(&f).0 == Level::Allow {
+        let (level, level_note) = levels.of_finding(&f);
+        if level == Level::Allow {
             continue;
         }
         let (file, abs_file, line, col, col_end) = match &f.span {
@@ -289,7 +290,6 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             })
             .collect();
         index.entry(key).or_default().push(out.len());
-        let (level, level_note) = levels.of_finding(&f);
         let mut notes: Vec<(NoteKind, String)> = f.notes.iter().map(|n| (n.kind.clone(), render_note(n, paths, hint))).collect();
         if f.lint.group == gpucheck_analysis::lints::Group::Correctness && f.conditional() {
             notes.push((NoteKind::Note, condition_note(&f.assumes)));

@@ -212,7 +212,6 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
                     block: r.shape.block,
                     grid: grid_for(f, opts),
                     declared: f.params.iter().enumerate().map(|(k, p)| opts.declared(f, k, p.name)).collect(),
-                    params: f.params.iter().map(|p| p.name.to_string()).collect(),
                     names,
                 }
             })
