@@ -124,7 +124,11 @@ fn snapshot(p: &str, opts: &gpucheck_analysis::Options) {
             x.kind,
             x.space,
             x.threads,
-            x.benign,
+            match x.benign {
+                None => "false",
+                Some(gpucheck_analysis::races::Benign::SameValue) => "true",
+                Some(gpucheck_analysis::races::Benign::Discarded) => "discarded",
+            },
             x.between_blocks
         ));
     }

@@ -201,8 +201,8 @@ pub struct RaceReport {
     /// The witness threads (linear ids in the block) of `first` and `second`,
     /// as the finding names them.
     pub threads: (usize, usize),
-    /// Both write the same uniform value (`benign_race`).
-    pub benign: bool,
+    /// Safe in practice (`benign_race`), and why.
+    pub benign: Option<crate::races::Benign>,
     /// Between threads of two blocks (`grid_memory_race`): `threads` are
     /// in block 0 and in the block next to it.
     pub between_blocks: bool,

@@ -142,3 +142,60 @@ fn two_thread_check() {
     // atomics do not race with atomics
     assert!(conflict(&accs, &addrs, 2, 3).is_none());
 }
+
+/// A clamped read `v = s[min(t, 127)]` racing with thread 127's store to
+/// `s[127]`, and `use_v` deciding what threads past 127 do with `v`.
+fn clamped(use_v: &str) -> String {
+    format!(
+        r#".version 7.0
+.target sm_70
+.address_size 64
+.shared .align 4 .b8 s[1024];
+.visible .entry clamped(.param .u64 out) .reqntid 256, 1, 1 {{
+  .reg .pred %p<4>; .reg .b32 %r<16>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r9, s;
+  min.u32 %r2, %r1, 127;
+  shl.b32 %r3, %r2, 2;
+  add.s32 %r3, %r3, %r9;
+  ld.shared.u32 %r4, [%r3];
+  shl.b32 %r5, %r1, 2;
+  add.s32 %r5, %r5, %r9;
+  setp.lt.u32 %p1, %r1, 128;
+  add.s32 %r6, %r4, 1;
+  {use_v}
+  ret;
+}}"#
+    )
+}
+
+/// Findings of `lint` in `src`, every lint enabled.
+fn findings_of(src: &str, lint: &str) -> Vec<gpucheck_analysis::Finding> {
+    check(src, &Options::default(), &|_| true).unwrap().findings.into_iter().filter(|f| f.lint.name == lint).collect()
+}
+
+#[test]
+fn a_clamped_read_its_thread_discards_is_benign() {
+    // guarded off for threads past 127: `@%p1 st [s + 4t], v + 1`
+    let guarded = clamped("@%p1 st.shared.u32 [%r5], %r6;");
+    // used only in a block threads past 127 do not run
+    let branched = clamped("@!%p1 bra $Lend;\n  st.shared.u32 [%r5], %r6;\n$Lend:");
+    for src in [guarded, branched] {
+        assert!(findings_of(&src, "shared_memory_race").is_empty(), "{src}");
+        let benign = findings_of(&src, "benign_race");
+        assert_eq!(benign.len(), 1, "{src}");
+        assert!(benign[0].message.contains("thread 127 writes element 127 while thread 128 reads it"), "{}", benign[0].message);
+    }
+    // threads past 127 store what they read (to their own slot): a race that matters
+    let kept = clamped("selp.u32 %r7, %r6, %r4, %p1;\n  st.shared.u32 [%r5], %r7;");
+    assert_eq!(findings_of(&kept, "shared_memory_race").len(), 1);
+    assert!(findings_of(&kept, "benign_race").is_empty());
+    // threads 128..199 discard it, threads from 200 keep it: the race is found again among those
+    let some = clamped("setp.ge.u32 %p2, %r1, 200;\n  or.pred %p3, %p1, %p2;\n  @%p3 st.shared.u32 [%r5], %r6;");
+    let r = findings_of(&some, "shared_memory_race");
+    assert_eq!(r.len(), 1);
+    assert!(r[0].message.contains("thread 127 writes element 127 while thread 200 reads it"), "{}", r[0].message);
+    assert!(findings_of(&some, "benign_race").is_empty());
+}

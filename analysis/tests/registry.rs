@@ -40,6 +40,7 @@ fn findings_name_registered_lints() {
     add.s32 %r5, %r4, %r3;
     st.shared.u32 [%r5], %r2;
     ld.shared.u32 %r6, [%r4];
+    st.shared.u32 [%r5+4], %r6;
     and.b32 %r7, %r1, 1;
     setp.eq.u32 %p1, %r7, 0;
     @%p1 bra $L_end;

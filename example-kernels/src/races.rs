@@ -234,6 +234,38 @@ pub unsafe extern "ptx-kernel" fn fill_block_strided(out: *mut u32, c: usize) {
     *out.add(gid()) = *s.add(t);
 }
 
+/// Bad: threads past 127 read the clamped element `s[127]`, which thread
+/// 127 rewrites in the same barrier interval, and keep what they read (the
+/// other arm of the select stores it): they store 2·v or v depending on
+/// which of the two threads ran first.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scale_head_kept(out: *mut f32, x: *const f32) {
+    let s = smem_a() as *mut f32;
+    let t = tid();
+    *s.add(t) = *x.add(gid());
+    _syncthreads();
+    let v = *s.add(core::cmp::min(t, 127));
+    *s.add(t) = if t < 128 { v * 2.0 } else { v }; //~ ERROR shared_memory_race
+    _syncthreads();
+    *out.add(gid()) = *s.add(t);
+}
+
+/// Good twin: the same clamped read, but threads past 127 throw the value
+/// away (they store 0.0). rustc moves the read under `t < 128`, so there is
+/// no race at all; where a compiler keeps it and selects (clang on the
+/// CUDA C twin, `clamped_reads.cu`), the race is benign (pedantic).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scale_head_discarded(out: *mut f32, x: *const f32) {
+    let s = smem_a() as *mut f32;
+    let t = tid();
+    *s.add(t) = *x.add(gid());
+    _syncthreads();
+    let v = *s.add(core::cmp::min(t, 127));
+    *s.add(t) = if t < 128 { v * 2.0 } else { 0.0 };
+    _syncthreads();
+    *out.add(gid()) = *s.add(t);
+}
+
 /// Good (a parameter stride, not a sample): block b copies row b, `ncols`
 /// elements from `b * ncols`; blocks would meet only if `ncols` were 0, when
 /// no thread passes the guard. (Pedantic: a row starts off a 32-byte sector

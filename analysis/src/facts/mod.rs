@@ -346,7 +346,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             lanes.forget_ways();
             // a witness its own samples take past a test the kernel makes on the way is no
             // witness: found again with a value those tests allow, or dropped
-            let mut active = |b: BlockId, it: usize| lanes.active(b, it).as_ref().clone();
+            let mut active = |_: usize, b: BlockId, it: usize| lanes.active(b, it).as_ref().clone();
             found = found
                 .into_iter()
                 .filter_map(|r| match witness::consistent(&evals, &r, &site, None) {
@@ -354,11 +354,15 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                     Err(None) => None,
                     Err(Some(p)) => {
                         let v = witness::allowed_value(&evals, p, &r, &site)?;
-                        let again = crate::races::recheck(&evals, &own, &r, (p, v), &mut active)?;
+                        let again = crate::races::recheck(&evals, &own, &r, Some((p, v)), &mut active)?;
                         witness::consistent(&evals, &again, &site, Some((p, v))).is_ok().then_some(again)
                     }
                 })
                 .collect();
+            // a racing read whose thread throws the value away: the threads that keep it
+            for r in found.iter_mut() {
+                witness::unless_discarded(&evals, &branches, &mut lanes, &own, r, &site);
+            }
             // lost updates: the store run by two threads or more
             let mut two_or_more = |k: usize| lanes.active(f.cfg.block_of(own[k].inst), 0).iter().filter(|&&t| t).count() >= 2;
             found.extend(crate::races::lost_updates(f, d, &own).into_iter().filter(|r| two_or_more(r.first)));

@@ -21,6 +21,13 @@
 //! (`barrier`): the values for which part of a block skips it, less those
 //! the kernel's own checks rule out.
 //!
+//! A racing read whose value the reading thread discards (`discards`: a
+//! select takes the other operand for that thread, or everything using it
+//! is guarded off or in blocks the thread does not run) is no witness of a
+//! race that matters: the pair is looked for again among the threads that
+//! keep the value (`crate::races::recheck`), and where none races, the race
+//! is benign (`Benign::Discarded`, `benign_race`).
+//!
 //! Owns: the conditions race and barrier witnesses need from the paths to
 //! their accesses and the kernel's own checks. Does not own: which threads
 //! run a block (`lanes`), solving addresses for parameters
@@ -33,7 +40,7 @@ use crate::ir::inst::{Cmp, Opcode, Ty};
 use crate::ir::{FunctionIr, InstId, ValueId};
 use crate::memory::{Evals, Query};
 use crate::races::param::ParamCondition;
-use crate::races::Race;
+use crate::races::{Benign, Race};
 use std::rc::Rc;
 
 /// State the parameter range race `r`'s witness needs on the way to its
@@ -364,4 +371,101 @@ fn spread(lo: i64, hi: i64, n: i64) -> Vec<i64> {
     let mut out: Vec<i64> = (0..n as i128).map(|k| (lo as i128 + width * k / (n as i128 - 1).max(1)) as i64).collect();
     out.dedup();
     out
+}
+
+/// Whether thread `t` discards the value load `load` gives it in
+/// iteration `it`: nothing that thread runs depends on it. A select whose
+/// predicate takes the other operand in that thread, an instruction guarded
+/// off for it, and an instruction in a block it does not run (`lanes`) do
+/// not use it; an access, a call, a branch, a value other threads see
+/// (shuffles, votes, atomics) do, and so does whatever is computed from
+/// it. Predicates count only where the thread alone decides them (no
+/// parameter at a sample).
+pub(super) fn discards(evals: &Evals<'_, '_>, lanes: &mut Lanes<'_, '_, '_>, load: InstId, t: usize, it: usize) -> bool {
+    use crate::ir::User;
+    use crate::ptx::Operand;
+    let f = evals.f;
+    let q = Query { scalar: None, ..Query::block(it) };
+    let holds = |p: ValueId| evals.eval(p, q).and_then(|v| v.get(t).copied()).map(|x| x != 0);
+    let mut seen = crate::ir::dataflow::BitSet::new(f.ssa.values.len());
+    let mut stack: Vec<ValueId> = f.ssa.defs(load).to_vec();
+    while let Some(x) = stack.pop() {
+        if seen.contains(x.index()) {
+            continue;
+        }
+        seen.insert(x.index());
+        for u in &f.ssa.users[x] {
+            let i = match *u {
+                User::Phi(p) => {
+                    stack.push(f.ssa.phis[p].value);
+                    continue;
+                }
+                User::Inst(i) => i,
+            };
+            let inst = &f.insts[i];
+            if !lanes.active(f.cfg.block_of(i), it).get(t).copied().unwrap_or(true) {
+                continue;
+            }
+            if let (Some(g), Some(&gv)) = (inst.ast.guard, f.ssa.uses(i).first()) {
+                if gv != x && holds(gv) == Some(g.negated) {
+                    continue;
+                }
+            }
+            if let Some((a, b, c)) = inst.selects() {
+                let negated = matches!(inst.operand(c), Some(Operand::Not(_)));
+                let cond = f.operand_value(i, c).filter(|&v| v != x).and_then(holds).map(|h| h != negated);
+                if let Some(h) = cond {
+                    if f.operand_value(i, if h { a } else { b }) != Some(x) {
+                        continue;
+                    }
+                }
+            }
+            if inst.access().is_some() || inst.call_target().is_some() || inst.shares_with_other_threads() || !inst.has_dest() {
+                return false;
+            }
+            stack.extend_from_slice(f.ssa.defs(i));
+        }
+    }
+    true
+}
+
+/// Race `r` again when the thread reading in it discards what it reads
+/// (`discards`): among the threads that keep the value (found again, its
+/// witness's way bounded anew), or benign when none of them races. A race
+/// whose read is used, or that needs a parameter value, is left as it is.
+pub(super) fn unless_discarded(
+    evals: &Evals<'_, '_>,
+    branches: &[BranchFact],
+    lanes: &mut Lanes<'_, '_, '_>,
+    own: &[crate::memory::Access],
+    r: &mut Race,
+    site: &dyn Fn(usize) -> InstId,
+) {
+    use crate::ir::inst::AccessKind;
+    if r.benign.is_some() || r.when.is_some() || r.first.max(r.second) >= own.len() {
+        return;
+    }
+    let (ia, ib) = r.iterations();
+    let read = [(r.first, r.threads.0, ia), (r.second, r.threads.1, ib)].into_iter().find(|&(k, _, _)| own[k].kind == AccessKind::Load);
+    let Some((k, t, it)) = read else { return };
+    if !discards(evals, lanes, own[k].inst, t, it) {
+        return;
+    }
+    let mut keeping = |x: usize, b: crate::ir::BlockId, it: usize| -> Vec<bool> {
+        let mut on = lanes.active(b, it).as_ref().clone();
+        if x == k {
+            for (t, on) in on.iter_mut().enumerate().filter(|(_, on)| **on) {
+                *on = !discards(evals, lanes, own[k].inst, t, it);
+            }
+        }
+        on
+    };
+    match crate::races::recheck(evals, own, r, None, &mut keeping) {
+        Some(mut again) => {
+            again.rests_on = r.rests_on.clone();
+            bound(evals, branches, lanes, &mut again, site);
+            *r = again;
+        }
+        None => r.benign = Some(Benign::Discarded),
+    }
 }

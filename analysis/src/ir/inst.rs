@@ -1006,6 +1006,18 @@ impl<'a> Inst<'a> {
     pub fn lane_exchanging(&self) -> bool {
         matches!(self.opcode, Opcode::Atom | Opcode::Shfl | Opcode::Match)
     }
+
+    /// A result other lanes or threads see: a lane exchange, a vote, a
+    /// warp reduction, a barrier that reduces over the block.
+    pub fn shares_with_other_threads(&self) -> bool {
+        self.lane_exchanging() || matches!(self.opcode, Opcode::Vote | Opcode::Redux | Opcode::Bar | Opcode::Barrier)
+    }
+
+    /// For a select (`selp d, a, b, c`: `a` where predicate `c` holds,
+    /// else `b`), the operand indices of `a`, `b` and `c`.
+    pub fn selects(&self) -> Option<(usize, usize, usize)> {
+        (self.opcode == Opcode::Selp && self.operands().len() == 4).then_some((1, 2, 3))
+    }
 }
 
 fn collect_regs<'a>(o: &Operand<'a>, out: &mut Vec<&'a str>) {

@@ -80,7 +80,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             _ => format!("block ({})", (0..3).map(|d| if d == dim { k.to_string() } else { "0".into() }).collect::<Vec<_>>().join(", ")),
         };
         let relation = if k == 1 { "neighbours".to_string() } else { format!("{k} apart") };
-        let lint = if r.benign { &super::benign_race::BENIGN_RACE } else { &GRID_MEMORY_RACE };
+        let lint = if r.benign.is_some() { &super::benign_race::BENIGN_RACE } else { &GRID_MEMORY_RACE };
         let message = format!(
             "{} data race between blocks on global memory: thread {t2} of {other} {} element {elem} while thread {t1} of block 0 {} it",
             r.kind.describe(),
@@ -114,9 +114,10 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         cx.shape_note(&mut fd);
         fd.metrics.push(("first_block_dimension", super::Metric::Int(dim as i64)));
         fd.metrics.push(("blocks_apart", super::Metric::Int(k as i64)));
-        if r.benign {
-            fd.note("every racing write stores the same value, the same in every block, and no thread reads these bytes: whichever block writes last, memory holds that value");
-            fd.help("make the intent explicit with an atomic store, or let one block write");
+        if let Some(why) = r.benign {
+            let (note, help) = super::benign_race::why(why, "block", "grid");
+            fd.note(note);
+            fd.help(help);
         } else {
             fd.help("give each block its own elements (index with blockIdx and blockDim), combine the blocks' results with atomics, or split the work into two kernel launches (in a cooperative launch, put `grid.sync()` between the accesses)");
         }

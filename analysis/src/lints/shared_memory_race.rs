@@ -109,7 +109,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         }
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
-        let lint = if r.benign { &super::benign_race::BENIGN_RACE } else { lint };
+        let lint = if r.benign.is_some() { &super::benign_race::BENIGN_RACE } else { lint };
         let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
         let name = format!("{} memory", space.name());
         // a race that needs particular values of a parameter names them
@@ -184,7 +184,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let rust = fd.span.as_ref().is_none_or(|s| s.file.ends_with(".rs"));
         let (barrier, syncwarp) =
             if rust { ("`_syncthreads()`", "`core::arch::asm!(\"bar.warp.sync -1;\")`") } else { ("`__syncthreads()`", "`__syncwarp()`") };
-        if r.lanes_only && !r.benign {
+        if r.lanes_only && r.benign.is_none() {
             fd.note(format!(
                 "threads {} and {} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; {syncwarp} (or a barrier every thread reaches) between the accesses separates them",
                 t1.min(t2),
@@ -230,9 +230,10 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             fd.note("the race goes around the loop's back edge: a thread one iteration ahead meets the other's access of the previous iteration; a barrier at the end of the loop body (before the next iteration's access) separates them");
         }
         cx.shape_note(&mut fd);
-        if r.benign {
-            fd.note("every racing write stores the same value, uniform across the block, and no thread reads these bytes in the interval: whichever thread writes last, memory holds that value");
-            fd.help("make the intent explicit with an atomic store, or let one thread write");
+        if let Some(why) = r.benign {
+            let (note, help) = super::benign_race::why(why, "thread", "block");
+            fd.note(note);
+            fd.help(help);
         } else {
             fd.help(race_help(cx, r, rust, barrier, syncwarp));
         }

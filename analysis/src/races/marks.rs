@@ -182,7 +182,8 @@ pub(super) fn mark_benign(f: &FunctionIr<'_>, d: &Divergence, sites: &[Access], 
             (Some(Stored::Value(u)), Some(Stored::Value(w))) => crate::ir::values::same_value(f, u, w),
             _ => false,
         };
-        r.benign = same && a.width == b.width && !read_races.contains(&r.first) && !read_races.contains(&r.second);
+        let benign = same && a.width == b.width && !read_races.contains(&r.first) && !read_races.contains(&r.second);
+        r.benign = benign.then_some(super::Benign::SameValue);
     }
 }
 

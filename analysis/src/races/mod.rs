@@ -212,9 +212,8 @@ pub struct Race {
     /// separates the two accesses for the threads that reach it: the race
     /// comes from the threads that skip it.
     pub through_barrier: Option<usize>,
-    /// Two plain stores of the same value, uniform across the block, that
-    /// no read races with: `benign_race`.
-    pub benign: bool,
+    /// Safe in practice (`benign_race`), and why.
+    pub benign: Option<Benign>,
     /// Every barrier-free path between the two goes around a loop's back
     /// edge: one iteration's access meets the next iteration's.
     pub next_iteration: bool,
@@ -247,6 +246,18 @@ pub struct Race {
     /// evaluator's sample, which the kernel's own checks ruled out
     /// (`facts::witness::consistent`).
     pub pinned: Option<(ValueId, i64)>,
+}
+
+/// Why a race is safe in practice (`benign_race`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Benign {
+    /// Two plain stores of the same value, uniform across the block, that
+    /// no read races with.
+    SameValue,
+    /// The racing read's value is discarded by every thread that races
+    /// through it: a select picks another operand, or what uses it is
+    /// where that thread does not go (`facts::witness::discarded`).
+    Discarded,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -845,7 +856,7 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
         threads,
         offset: byte - byte.rem_euclid(accs[ka].width.max(1) as i64),
         through_barrier: None,
-        benign: false,
+        benign: None,
         next_iteration: false,
         when: None,
         between_blocks: None,
@@ -861,16 +872,16 @@ fn race_at(accs: &[Access], ka: usize, kb: usize, threads: (usize, usize), byte:
 
 /// Race `r`'s pair of `own` accesses again, at the same iterations, with
 /// uniform leaf `pin.0` given the value `pin.1` (a sample the kernel's own
-/// checks allow, where the evaluator's contradicted them); `active(b, it)`:
-/// the threads that execute block `b` in iteration `it`. The race with its
-/// new witness, marked as the first was, or `None` when the pair does not
-/// meet then.
+/// checks allow, where the evaluator's contradicted them), or with fewer
+/// threads; `active(k, b, it)`: the threads that execute access `k` in
+/// block `b` in iteration `it`. The race with its new witness, marked as
+/// the first was, or `None` when the pair does not meet then.
 pub fn recheck(
     evals: &Evals<'_, '_>,
     own: &[Access],
     r: &Race,
-    pin: (ValueId, i64),
-    active: &mut dyn FnMut(BlockId, usize) -> Vec<bool>,
+    pin: Option<(ValueId, i64)>,
+    active: &mut dyn FnMut(usize, BlockId, usize) -> Vec<bool>,
 ) -> Option<Race> {
     if r.first >= own.len() || r.second >= own.len() || r.when.is_some() {
         return None;
@@ -879,9 +890,9 @@ pub fn recheck(
     let mut rests = Leaves::none();
     let mut at = |k: usize, it: usize| -> Option<Sorted> {
         let a = &own[k];
-        let (vals, on) = evals.eval_resting(a.addr_value?, Query { pin: Some(pin), ..Query::block(it) })?;
+        let (vals, on) = evals.eval_resting(a.addr_value?, Query { pin, ..Query::block(it) })?;
         rests = rests.union(&on);
-        let act = active(evals.f.cfg.block_of(a.inst), it);
+        let act = active(k, evals.f.cfg.block_of(a.inst), it);
         Some(sorted(&vals.iter().zip(act).map(|(x, on)| on.then_some(x + a.offset)).collect::<Vec<_>>()))
     };
     let (xa, xb) = (at(r.first, ia)?, at(r.second, ib)?);
@@ -891,8 +902,8 @@ pub fn recheck(
         offset: n.offset,
         lanes_only: n.lanes_only,
         elements: n.elements,
-        rests_on: Leaves::of(rests.iter().chain([pin.0]).collect()),
-        pinned: Some(pin),
+        rests_on: Leaves::of(rests.iter().chain(pin.map(|p| p.0)).collect()),
+        pinned: pin.or(r.pinned),
         ..r.clone()
     })
 }

@@ -184,7 +184,7 @@ pub(super) fn solve(
             threads: (t1, t2),
             offset: byte - byte.rem_euclid(wa),
             through_barrier: None,
-            benign: false,
+            benign: None,
             next_iteration: false,
             between_blocks: None,
             block_apart: 1,

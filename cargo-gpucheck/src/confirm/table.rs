@@ -23,6 +23,7 @@ use crate::cli::{ConfirmArgs, MessageFormat};
 use crate::diagnostic::PathStyle;
 use gpucheck_analysis::interp::{Arg, SiteKey};
 use gpucheck_analysis::ir::inst::Space;
+use gpucheck_analysis::races::Benign;
 use gpucheck_analysis::{BranchPrediction, Report, Site, SrcPos};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -53,6 +54,9 @@ pub enum Verdict {
     /// A race was seen where one was predicted between two stores of the
     /// same uniform value (`benign_race`).
     BenignRace,
+    /// A race was seen where one was predicted whose reading thread
+    /// discards the value it reads (`benign_race`).
+    DiscardedRead,
     /// A run saw a plain load meet a compare-and-swap that the load only
     /// seeds (the CAS retries when the value changed): not a race.
     CasRetry,
@@ -83,6 +87,7 @@ impl Verdict {
             Verdict::Observed => "observed",
             Verdict::Race => "RACE",
             Verdict::BenignRace => "benign race (same value)",
+            Verdict::DiscardedRead => "benign race (the read value is discarded)",
             Verdict::CasRetry => "CAS retry (the load only seeds the compare-and-swap)",
             Verdict::NotObserved => "not observed",
             Verdict::ConditionNotMet => "condition not met",
@@ -451,15 +456,18 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 who(Some(r.second_thread), b2),
                 if r.same_value { " (the same value)" } else { "" }
             ),
-            // a benign race is seen writing the same value (between blocks the values are not compared)
-            verdict: match prediction {
-                Some(p) if p.benign && (r.same_value || r.blocks.is_some()) => Verdict::BenignRace,
-                Some(p) if p.benign => Verdict::Mismatch,
-                None if report.cas_seeds.iter().any(|&(l, c)| (l.min(c), l.max(c)) == pair) => Verdict::CasRetry,
+            // a benign race is seen writing the same value (between blocks the values are not
+            // compared); a discarded read is seen racing (what the thread does with it is the
+            // static claim)
+            verdict: match prediction.and_then(|p| p.benign) {
+                Some(Benign::SameValue) if r.same_value || r.blocks.is_some() => Verdict::BenignRace,
+                Some(Benign::SameValue) => Verdict::Mismatch,
+                Some(Benign::Discarded) => Verdict::DiscardedRead,
+                None if prediction.is_none() && report.cas_seeds.iter().any(|&(l, c)| (l.min(c), l.max(c)) == pair) => Verdict::CasRetry,
                 _ => Verdict::Race,
             },
             json_predicted: match prediction {
-                Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1, "benign": p.benign, "between_blocks": p.between_blocks}),
+                Some(p) => json!({"race": true, "kind": p.kind.describe(), "first_thread": p.threads.0, "second_thread": p.threads.1, "benign": p.benign.is_some(), "benign_because": p.benign.map(benign_name), "between_blocks": p.between_blocks}),
                 None => json!({"race": false}),
             },
             json_observed: json!({
@@ -669,6 +677,14 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
                 "{kernel}: {ok} confirmed, {bad} failed (mismatch, race or barrier divergence), {unseen} predicted but not observed\n"
             );
         }
+    }
+}
+
+/// How JSON names why a predicted race is benign.
+pub(crate) fn benign_name(b: Benign) -> &'static str {
+    match b {
+        Benign::SameValue => "same value",
+        Benign::Discarded => "read value discarded",
     }
 }
 

@@ -370,7 +370,7 @@ impl Doc {
                         theirs.1,
                         other.line
                     );
-                    let numbers = serde_json::json!({"threads": [r.threads.0, r.threads.1], "space": r.space.name(), "benign": r.benign, "between_blocks": r.between_blocks});
+                    let numbers = serde_json::json!({"threads": [r.threads.0, r.threads.1], "space": r.space.name(), "benign": r.benign.is_some(), "benign_because": r.benign.map(crate::confirm::table::benign_name), "between_blocks": r.between_blocks});
                     let run = (
                         seen.map(|row| row.observed.clone()),
                         seen.map(|row| verdict_text(row.verdict)),
@@ -518,8 +518,15 @@ impl Doc {
 
 /// A confirm row for the race between the two accesses (`grid`: between blocks).
 fn row_is_race(row: &Row, a: gpucheck_analysis::interp::SiteKey, b: gpucheck_analysis::interp::SiteKey, grid: bool) -> bool {
-    matches!(row.verdict, Verdict::Race | Verdict::BenignRace | Verdict::NotObserved | Verdict::ConditionNotMet | Verdict::OtherPartner)
-        && (row.key == a || row.key == b)
+    matches!(
+        row.verdict,
+        Verdict::Race
+            | Verdict::BenignRace
+            | Verdict::DiscardedRead
+            | Verdict::NotObserved
+            | Verdict::ConditionNotMet
+            | Verdict::OtherPartner
+    ) && (row.key == a || row.key == b)
         && row.json_predicted["race"] == true
         && (row.what == "grid") == grid
 }
