@@ -67,6 +67,9 @@ fn every_executed_prediction_is_confirmed() {
     assert_eq!(typical("shared_column_unpadded", "shared").iter().max(), Some(&32));
     assert_eq!(typical("shared_column_padded", "shared").iter().max(), Some(&1));
     assert_eq!(typical("reduce_interleaved", "shared").iter().max(), Some(&2));
+    // the unrolled up-sweep's worst copy (the one its diagnostic headlines), and the padded twin's
+    assert_eq!(typical("scan_upsweep", "shared").iter().max(), Some(&16));
+    assert_eq!(typical("scan_upsweep_padded", "shared").iter().max(), Some(&1));
 }
 
 #[test]

@@ -515,3 +515,34 @@ fn cuda_c_one_missing_barrier_is_one_error() {
         "{text}"
     );
 }
+
+/// The worst copy headlines (performance findings, item 4): the unrolled
+/// up-sweep's copies of one line go from 2-way to 32-way bank conflicts;
+/// the diagnostic is the 32-way copy's, with the range in JSON and in its
+/// note, and the run observes that degree at one of those copies.
+#[test]
+fn cuda_c_the_worst_copy_headlines() {
+    let Some(tc) = toolchain() else { return };
+    let recs = fixture_records(tc, "scan_copies", "");
+    let msgs: Vec<_> = recs.iter().filter(|m| m["reason"] == "compiler-message").collect();
+    assert_eq!(msgs.len(), 2, "{msgs:#?}");
+    for m in &msgs {
+        let g = &m["gpucheck"];
+        assert_eq!(g["kernel"], "blelloch_upsweep");
+        assert_eq!((g["conflict_degree"].as_i64(), g["worst_conflict_degree"].as_i64()), (Some(32), Some(32)), "{m:#}");
+        assert_eq!((g["copies_range"]["low"].as_i64(), g["copies_range"]["high"].as_i64()), (Some(2), Some(32)), "{m:#}");
+        let text = m["message"]["rendered"].as_str().unwrap();
+        assert!(text.starts_with("warning: 32-way shared memory bank conflict"), "{text}");
+        assert!(text.contains("this is the worst of them, which range from 2-way to 32-way"), "{text}");
+    }
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "scan_copies").unwrap();
+    let mut args = words("confirm --message-format json --kernel blelloch_upsweep --grid 1 --arg 0=f32[1024] --arg 1=f32[1024] --ptx");
+    args.push(f.ptx.display().to_string());
+    args.extend(f.flags.iter().cloned());
+    let seen: Vec<u64> = json_lines(&run(&args).stdout)
+        .iter()
+        .filter(|r| r["reason"] == "gpucheck-confirm" && r["space"] == "shared" && r["line"].as_u64() == Some(22))
+        .filter_map(|r| r["observed"]["max"].as_u64())
+        .collect();
+    assert_eq!(seen.iter().max(), Some(&32), "{seen:?}");
+}

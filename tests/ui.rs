@@ -116,7 +116,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 28 warnings emitted (25 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 30 warnings emitted (47 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
@@ -302,9 +302,9 @@ fn no_inline_note_on_a_load_that_is_not_inlined() {
 fn callee_findings_name_their_call() {
     let m = find("helper_strided", "uncoalesced_global_access");
     let span = &m["message"]["spans"][0];
-    assert_eq!((span["file_name"].as_str(), span["line_start"].as_u64()), (Some("src/memory.rs"), Some(368)), "{m}");
+    assert_eq!((span["file_name"].as_str(), span["line_start"].as_u64()), (Some("src/memory.rs"), Some(422)), "{m}");
     assert_eq!(m["gpucheck"]["sectors_per_request"], 32, "{m}");
     let children = m["message"]["children"].to_string();
-    assert!(children.contains("in this call from `helper_strided` at src/memory.rs:375:19"), "{children}");
+    assert!(children.contains("in this call from `helper_strided` at src/memory.rs:429:19"), "{children}");
     assert!(!run_json().messages.iter().any(|m| m["gpucheck"]["kernel"] == "helper_contiguous"));
 }

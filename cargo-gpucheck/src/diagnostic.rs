@@ -30,6 +30,9 @@ pub struct Diagnostic {
     /// The PTX file and position, for `--> ` when there is no Rust span.
     pub ptx_file: String,
     pub duplicates: usize,
+    /// The smallest and largest rank of the copies folded into it (the
+    /// headline's included): the headline is the worst.
+    pub ranks: Option<(i64, i64)>,
     /// The finding's notes, rendered (paths relative, configuration named),
     /// and any the binary adds.
     pub notes: Vec<(NoteKind, String)>,
@@ -220,7 +223,9 @@ pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
 }
 
 /// Convert (dropping allowed lints), fold duplicates and sort.
-pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels: &Levels, hint: ShapeHint) -> Vec<Diagnostic> {
+pub fn prepare(mut findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels: &Levels, hint: ShapeHint) -> Vec<Diagnostic> {
+    // the worst of the compiler's copies of one place comes first, and headlines
+    findings.sort_by_key(|f| std::cmp::Reverse(f.rank.map(|r| r.value)));
     let mut sources: HashMap<PathBuf, Option<Vec<String>>> = HashMap::new();
     let mut line_text = |abs: &Path, line: u32| -> Option<String> {
         let lines = sources
@@ -273,6 +278,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
         });
         if let Some(i) = same {
             out[i].duplicates += 1;
+            out[i].ranks = widen(out[i].ranks, f.rank.map(|r| (r.value, r.value)));
             // a copy found with other samples: the diagnostic rests on them too
             assume_also(&mut out[i].finding, &f.assumes);
             continue;
@@ -310,6 +316,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
                 notes.push((NoteKind::Help, format!("declare the value the kernel is launched with to decide it: {how}")));
             }
         }
+        let ranks = f.rank.map(|r| (r.value, r.value));
         out.push(Diagnostic {
             level_note,
             finding: f,
@@ -321,6 +328,7 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
             col_end,
             ptx_file: ptx_file.to_string(),
             duplicates: 0,
+            ranks,
             notes,
             secondary,
         });
@@ -329,9 +337,13 @@ pub fn prepare(findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels
     for d in &mut out {
         if d.duplicates > 0 {
             let n = d.duplicates;
+            let range = match (d.finding.rank, d.ranks) {
+                (Some(r), Some((lo, hi))) if lo < hi => format!("; this is the worst of them, which range from {}", r.range(lo, hi)),
+                _ => String::new(),
+            };
             d.notes.push((
                 NoteKind::Note,
-                format!("also at {n} other place{} in the PTX (code the compiler duplicated)", if n == 1 { "" } else { "s" }),
+                format!("also at {n} other place{} in the PTX (code the compiler duplicated{range})", if n == 1 { "" } else { "s" }),
             ));
         }
     }
@@ -386,9 +398,18 @@ fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
         into.notes.push((NoteKind::Note, format!("and at column {}: {}", d.col, d.finding.message)));
         into.duplicates += d.duplicates;
+        into.ranks = widen(into.ranks, d.ranks);
         assume_also(&mut into.finding, &d.finding.assumes);
     }
     out
+}
+
+/// Two ranges of ranks as one.
+fn widen(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    match (a, b) {
+        (Some((l1, h1)), Some((l2, h2))) => Some((l1.min(l2), h1.max(h2))),
+        (x, None) | (None, x) => x,
+    }
 }
 
 /// What a correctness finding needs of values the kernel does not fix: the

@@ -294,6 +294,7 @@ mod tests {
             }],
             witness: None,
             replay: gpucheck_analysis::lints::Replay::NotRun,
+            rank: None,
         };
         let mut l = Levels::default();
         // a sample the witness needs: a warning; one that decides the alignment only: still an error

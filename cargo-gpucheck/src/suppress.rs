@@ -185,6 +185,7 @@ impl Suppressions {
                     assumes: vec![],
                     witness: None,
                     replay: gpucheck_analysis::lints::Replay::NotRun,
+                    rank: None,
                 };
                 if expand(name).is_some() {
                     f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");

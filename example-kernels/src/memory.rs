@@ -265,6 +265,60 @@ pub unsafe extern "ptx-kernel" fn reduce_sequential(input: *const u32, out: *mut
     }
 }
 
+/// Bad: the up-sweep of a Blelloch scan over 512 elements. rustc unrolls
+/// its 9 steps, each a copy of one line with its own stride (2 words to
+/// 512) and fewer active lanes: from 2-way bank conflicts to 16-way (256
+/// threads). The finding is the worst copy's (16-way), its note gives the
+/// range of the others.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scan_upsweep(input: *const f32, out: *mut f32) {
+    let s = smem_a() as *mut f32;
+    let t = tid();
+    let (input, out) = (input.add(512 * _block_idx_x() as usize), out.add(512 * _block_idx_x() as usize));
+    *s.add(t) = *input.add(t);
+    *s.add(t + 256) = *input.add(t + 256);
+    let mut offset = 1;
+    let mut d = 256;
+    while d > 0 {
+        _syncthreads();
+        if t < d {
+            let (ai, bi) = (offset * (2 * t + 1) - 1, offset * (2 * t + 2) - 1);
+            *s.add(bi) += *s.add(ai); //~ WARN shared_bank_conflict //~ WARN shared_bank_conflict
+        }
+        offset *= 2;
+        d /= 2;
+    }
+    _syncthreads();
+    *out.add(t) = *s.add(t);
+    *out.add(t + 256) = *s.add(t + 256);
+}
+
+/// Good twin: one word of padding every 32 (`i + i / 32`) puts the lanes of
+/// every copy in different banks.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scan_upsweep_padded(input: *const f32, out: *mut f32) {
+    let s = smem_a() as *mut f32;
+    let pad = |i: usize| i + i / 32;
+    let t = tid();
+    let (input, out) = (input.add(512 * _block_idx_x() as usize), out.add(512 * _block_idx_x() as usize));
+    *s.add(pad(t)) = *input.add(t);
+    *s.add(pad(t + 256)) = *input.add(t + 256);
+    let mut offset = 1;
+    let mut d = 256;
+    while d > 0 {
+        _syncthreads();
+        if t < d {
+            let (ai, bi) = (offset * (2 * t + 1) - 1, offset * (2 * t + 2) - 1);
+            *s.add(pad(bi)) += *s.add(pad(ai));
+        }
+        offset *= 2;
+        d /= 2;
+    }
+    _syncthreads();
+    *out.add(t) = *s.add(pad(t));
+    *out.add(t + 256) = *s.add(pad(t + 256));
+}
+
 /// GPUDrano's Fan2 (Rodinia gaussian, seed 000 Fig. 2a): each thread owns a
 /// row, so lanes are `n` elements apart in `a` and `m`.
 #[no_mangle]

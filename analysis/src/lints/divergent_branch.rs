@@ -112,6 +112,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         }
         cx.shape_note(&mut fd);
         fd.help("make the condition the same for the 32 consecutive threads of a warp (e.g. branch on `threadIdx.x / 32`), or reorder the data so that neighbouring threads take the same path");
+        fd.rank = Some(super::Rank { value: n as i64, unit: " warps split" });
         fd.metrics.push(("diverging_warps", Metric::Int(n as i64)));
         fd.metrics.push(("warps_per_block", Metric::Int(warps as i64)));
         fd.metrics.push(("divergent_fraction", Metric::Float(if warps > 0 { n as f64 / warps as f64 } else { 0.0 })));

@@ -90,6 +90,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             MisalignCause::RowPitch => format!("pad each row to a multiple of {elems} (32 bytes) and pass the padded pitch"),
             _ => format!("keep the offset a multiple of {elems} (32 bytes)"),
         });
+        fd.rank = Some(super::Rank { value: m.sectors as i64, unit: " sectors per warp request when misaligned" });
         fd.metrics.push(("sectors_per_request", Metric::Int(p.sectors.0 as i64)));
         fd.metrics.push(("misaligned_sectors_per_request", Metric::Int(m.sectors as i64)));
         fd.metrics.push(("ideal_sectors_per_request", Metric::Int(p.ideal as i64)));

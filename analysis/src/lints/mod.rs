@@ -198,6 +198,30 @@ pub struct Finding {
     pub witness: Option<Witness>,
     /// What replaying the witness gave.
     pub replay: Replay,
+    /// How bad this copy is, where the compiler's copies of one source
+    /// place (an unrolled loop's iterations, inlined calls) differ: the
+    /// worst copy headlines the diagnostic they fold into.
+    pub rank: Option<Rank>,
+}
+
+/// The number a performance finding's message leads with, comparable
+/// between copies of the finding (`12` with unit `-way`: a 12-way bank
+/// conflict; `32` with ` sectors per request`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rank {
+    pub value: i64,
+    pub unit: &'static str,
+}
+
+impl Rank {
+    /// The copies' range in words: "2-way to 32-way", "4 to 32 sectors per request".
+    pub fn range(&self, lo: i64, hi: i64) -> String {
+        if self.unit.starts_with('-') {
+            format!("{lo}{u} to {hi}{u}", u = self.unit)
+        } else {
+            format!("{lo} to {hi}{}", self.unit)
+        }
+    }
 }
 
 impl Finding {
@@ -271,6 +295,7 @@ impl LintCx<'_, '_, '_> {
             assumes: vec![],
             witness: None,
             replay: Replay::NotRun,
+            rank: None,
         };
         if let Some(p) = &r.primary {
             for fr in r.frames.iter().skip_while(|x| *x != p).skip(1) {
@@ -335,6 +360,7 @@ impl LintCx<'_, '_, '_> {
             assumes: vec![],
             witness: None,
             replay: Replay::NotRun,
+            rank: None,
         };
         fd.note_text(Text::At {
             before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::names::demangle(self.facts.f.func.name)),

@@ -50,8 +50,11 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let mut fd = cx.finding(&SHARED_BANK_CONFLICT, a.inst, message, label);
         fd.assumes = cx.facts.access_assumes(x);
         fd.note(format!(
-            "each warp request is split into {} transactions ({} warps per block; worst warp {}-way)",
-            p.conflict.0, p.requests, p.conflict.1
+            "each warp request is split into {} transactions ({} warp{} per block; worst warp {}-way)",
+            p.conflict.0,
+            p.requests,
+            if p.requests == 1 { "" } else { "s" },
+            p.conflict.1
         ));
         cx.shape_note(&mut fd);
         if stride > 0 && stride % 128 == 0 {
@@ -60,6 +63,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         } else {
             fd.help("make consecutive lanes access consecutive 4-byte words (or the same word), e.g. by padding rows by one word");
         }
+        fd.rank = Some(super::Rank { value: p.conflict.0 as i64, unit: "-way" });
         fd.metrics.push(("conflict_degree", Metric::Int(p.conflict.0 as i64)));
         fd.metrics.push(("worst_conflict_degree", Metric::Int(p.conflict.1 as i64)));
         fd.metrics.push(("requests", Metric::Int(p.requests as i64)));

@@ -327,6 +327,7 @@ fn metrics(cx: &LintCx<'_, '_, '_>, fd: &mut Finding, x: &crate::memory::AccessF
         fd.metrics.push(("group_bytes_used", Metric::Int(g.bytes_used as i64)));
         fd.metrics.push(("group_members", Metric::Int(g.members.len() as i64)));
     }
+    fd.rank = Some(super::Rank { value: p.sectors.0 as i64, unit: " sectors per warp request" });
     fd.metrics.push(("sectors_per_request", Metric::Int(p.sectors.0 as i64)));
     fd.metrics.push(("ideal_sectors_per_request", Metric::Int(p.ideal as i64)));
     fd.metrics.push(("worst_sectors_per_request", Metric::Int(p.sectors.1 as i64)));

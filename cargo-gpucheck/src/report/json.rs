@@ -65,6 +65,10 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     g.insert("ptx_file".into(), json!(d.ptx_file));
     g.insert("ptx_line".into(), json!(f.ptx_line));
     g.insert("duplicates".into(), json!(d.duplicates));
+    // the copies' range of the number the message leads with (the headline is the worst)
+    if let (Some(r), Some((lo, hi))) = (d.finding.rank, d.ranks) {
+        g.insert("copies_range".into(), json!({"low": lo, "high": hi, "unit": r.unit.trim_start_matches(['-', ' '])}));
+    }
     for (k, v) in &f.metrics {
         g.insert((*k).into(), metric_json(v));
     }
