@@ -546,3 +546,29 @@ fn cuda_c_the_worst_copy_headlines() {
         .collect();
     assert_eq!(seen.iter().max(), Some(&32), "{seen:?}");
 }
+
+/// Local stays local (pattern 7): the struct `local_struct` builds on its
+/// stack reaches the helper as a generic pointer; the helper's update of it
+/// is a race in `global_struct`'s call only (the run shows none in
+/// `local_struct`, and the analysis predicts none there).
+#[test]
+fn cuda_c_local_structs_stay_local() {
+    let Some(tc) = toolchain() else { return };
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "local_structs").unwrap();
+    let mut args =
+        words("confirm --message-format json --kernel local_struct --arg 0=f32[256] --arg 1=f32[2048] --arg 2=i32[256] --arg 3=2 --ptx");
+    args.push(f.ptx.display().to_string());
+    args.extend(f.flags.iter().cloned());
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = json_lines(&out.stdout);
+    assert!(recs.iter().any(|r| r["verdict"] == "confirmed"), "{recs:#?}");
+    assert!(!recs.iter().any(|r| r["predicted"]["race"] == true || !r["observed"]["race"].is_null()), "{recs:#?}");
+    let races: Vec<_> = fixture_records(tc, "local_structs", "")
+        .into_iter()
+        .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["lint"] == "global_memory_race")
+        .collect();
+    assert_eq!(races.len(), 1, "{races:#?}");
+    let text = races[0]["message"]["rendered"].as_str().unwrap();
+    assert!(text.contains("in this call from `global_struct`") && !text.contains("from `local_struct`"), "{text}");
+}
