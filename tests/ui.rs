@@ -116,7 +116,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 9 previous errors; 30 warnings emitted (47 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 10 previous errors; 30 warnings emitted (47 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));

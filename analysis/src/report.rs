@@ -53,6 +53,10 @@ pub struct AccessReport {
     /// Global: the lane stride is a value read from memory; `sectors` is
     /// for a large one, this for 1.
     pub sectors_at_stride_one: Option<u32>,
+    /// Global: `sectors` were computed with a lane stride in an unknown
+    /// value taken as large (`facts::Assumed::Stride`): a run with a
+    /// smaller one moves fewer, down to the ideal.
+    pub assumed_stride: bool,
     /// Shared: (typical, worst) conflict degree.
     pub conflict: Option<(u32, u32)>,
     pub requests: usize,

@@ -289,3 +289,44 @@ fn one_value_computed_on_both_arms_is_that_value() {
     assert_eq!(races[0].kernel, "zero_on_one_arm");
     assert!(r.findings.iter().all(|f| f.kernel != "same_on_both_arms"), "{:#?}", r.findings);
 }
+
+/// A barrier behind an inlined wrapper (`sync() { __syncthreads(); }`,
+/// nvcc `-lineinfo`: `.loc … inlined_at 1 16 9`) under a branch of the
+/// kernel is reported at the wrapper's call in the kernel (line 16), the
+/// wrapper's line in a note: the user's line is where the branch is.
+#[test]
+fn a_barrier_behind_a_wrapper_is_reported_at_the_call() {
+    let src = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.file 1 "/src/k.cu"
+.visible .entry k(.param .u64 k_param_0) .reqntid 256, 1, 1 {
+    .reg .pred %p<2>; .reg .b32 %r<3>; .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [k_param_0];
+    .loc 1 13 5
+    mov.u32 %r1, %tid.x;
+    .loc 1 15 5
+    setp.gt.s32 %p1, %r1, 127;
+    @%p1 bra $L_end;
+    .loc 1 16 9
+    .loc 1 9 72, function_name $L__info_string0, inlined_at 1 16 9
+    bar.sync 0;
+    .loc 1 17 9
+    cvta.to.global.u64 %rd2, %rd1;
+    st.global.u32 [%rd2], %r1;
+$L_end:
+    ret;
+}
+.section .debug_str {
+$L__info_string0:
+.b8 115,121,110,99,0
+}"#;
+    let found = findings(src);
+    let bar: Vec<&Finding> = found.iter().filter(|f| f.lint.name == "barrier_divergence").collect();
+    assert_eq!(bar.len(), 1, "{found:#?}");
+    let span = bar[0].span.as_ref().expect("a source span");
+    assert_eq!((span.file.as_str(), span.line, span.col), ("/src/k.cu", 16, 9));
+    let notes: Vec<String> = bar[0].notes.iter().map(|n| format!("{:?}", n.text)).collect();
+    assert!(notes.iter().any(|n| n.contains("InlinedFrom") && n.contains("line: 9")), "{notes:#?}");
+}

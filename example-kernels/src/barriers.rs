@@ -101,3 +101,35 @@ pub unsafe extern "ptx-kernel" fn reduce_barrier_in_branch_loop(x: *const f32, o
         *out.add(gid() / block_dim()) = *s_mem;
     }
 }
+
+/// A barrier wrapper of the kind kernel crates define.
+#[inline(always)]
+fn sync_block() {
+    unsafe { _syncthreads() }
+}
+
+/// Bad: the barrier behind the wrapper, which threads 128..255 skip. The
+/// finding is at the call in the kernel (the user's line), the wrapper in
+/// a note.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn wrapped_barrier_in_branch(out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = t as u32;
+    if t < 128 {
+        sync_block(); //~ ERROR barrier_divergence
+        *out.add(gid()) = *s.add(t + 1);
+    }
+}
+
+/// Good twin: the wrapper called where every thread reaches it.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn wrapped_barrier_outside_branch(out: *mut u32) {
+    let s = smem_a();
+    let t = tid();
+    *s.add(t) = t as u32;
+    sync_block();
+    if t < 128 {
+        *out.add(gid()) = *s.add(t + 1);
+    }
+}

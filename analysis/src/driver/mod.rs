@@ -339,6 +339,7 @@ fn check_function(
                 sectors: p.as_ref().filter(|_| global).map(|p| (p.sectors.0, p.sectors.1, p.ideal)),
                 misaligned: p.as_ref().filter(|_| global).and_then(|p| p.misaligned).map(|m| m.sectors),
                 sectors_at_stride_one: p.as_ref().and_then(|p| p.runtime_stride).map(|r| r.sectors_at_one),
+                assumed_stride: p.as_ref().is_some_and(|p| global && !p.assumed_strides.is_empty()),
                 conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
                 requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
                 unpredictable: p.is_none(),

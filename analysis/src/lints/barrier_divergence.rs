@@ -149,9 +149,11 @@ fn report(
             BarrierWhen::NotMultiple { period, below: Some(b) } => format!(" when {p} < {b} is not a multiple of {period}"),
         }
     });
-    let mut fd = cx.finding(
+    // at the barrier's line in the function the branch is in (a wrapper's call, not its body)
+    let mut fd = cx.finding_beside(
         &BARRIER_DIVERGENCE,
         i,
+        br.inst,
         format!("{what} reached under thread-dependent control flow{}", when.unwrap_or_default()),
         String::new(),
     );

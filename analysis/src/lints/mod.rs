@@ -279,13 +279,39 @@ impl LintCx<'_, '_, '_> {
     /// A finding at instruction `i` with the position notes filled in.
     pub fn finding(&self, lint: &'static Lint, i: InstId, message: String, label: String) -> Finding {
         let r = self.resolve(i);
+        self.finding_in(lint, i, r, None, message, label)
+    }
+
+    /// A finding at instruction `i` reported in the function that
+    /// instruction `anchor` is in: where `i` comes from a helper inlined
+    /// there (a barrier behind `fn sync() { _syncthreads() }`, under a
+    /// branch of the kernel), at the helper's call in that function — the
+    /// user's line, the helper in a note. Elsewhere as [`Self::finding`].
+    pub fn finding_beside(&self, lint: &'static Lint, i: InstId, anchor: InstId, message: String, label: String) -> Finding {
+        let (r, a) = (self.resolve(i), self.resolve(anchor));
+        let frame = (|| {
+            if r.approximate || a.approximate {
+                return None;
+            }
+            let ka = a.frames.iter().position(|x| Some(x) == a.primary.as_ref())?;
+            let kp = r.frames.iter().position(|x| Some(x) == r.primary.as_ref())?;
+            // the frame of `i` whose outer frames are `anchor`'s: the same inlined instance
+            (kp + 1..r.frames.len()).find(|&k| r.frames[k + 1..] == a.frames[ka + 1..] && (self.is_local)(&r.frames[k].file))
+        })();
+        self.finding_in(lint, i, r, frame, message, label)
+    }
+
+    /// A finding at instruction `i` (resolved as `r`), at frame `frame` of
+    /// it where given, else at its innermost package frame.
+    fn finding_in(&self, lint: &'static Lint, i: InstId, r: Resolved, frame: Option<usize>, message: String, label: String) -> Finding {
         let inst = self.facts.f.insts[i].ast;
+        let primary = frame.map(|k| r.frames[k].clone()).or_else(|| r.primary.clone());
         let mut fd = Finding {
             lint,
             kernel: crate::names::demangle(self.facts.f.func.name),
             ptx_line: inst.pos.line,
             ptx_col: inst.pos.col,
-            span: r.primary.clone(),
+            span: primary.clone(),
             label,
             message,
             secondary: vec![],
@@ -297,15 +323,22 @@ impl LintCx<'_, '_, '_> {
             replay: Replay::NotRun,
             rank: None,
         };
-        if let Some(p) = &r.primary {
+        if let Some(p) = &primary {
             for fr in r.frames.iter().skip_while(|x| *x != p).skip(1) {
                 fd.note_text(Text::InlinedInto(fr.clone()));
             }
-            // a library function the reported line calls directly (`_syncthreads()`, `a.add(i)`)
-            // is what the user wrote: only a deeper chain is worth a note
-            let inner: Vec<&SrcPos> = r.frames.iter().take_while(|x| *x != p).collect();
-            if let (Some(first), true) = (inner.first(), inner.len() > 1) {
-                fd.note_text(Text::InlinedFrom((*first).clone()));
+            if frame.is_some() {
+                // reported at the call: the helper's own line is the note
+                if let Some(inner) = r.primary.clone() {
+                    fd.note_text(Text::InlinedFrom(inner));
+                }
+            } else {
+                // a library function the reported line calls directly (`_syncthreads()`, `a.add(i)`)
+                // is what the user wrote: only a deeper chain is worth a note
+                let inner: Vec<&SrcPos> = r.frames.iter().take_while(|x| *x != p).collect();
+                if let (Some(first), true) = (inner.first(), inner.len() > 1) {
+                    fd.note_text(Text::InlinedFrom((*first).clone()));
+                }
             }
         }
         if r.approximate {

@@ -648,7 +648,8 @@ fn lane_addresses(ev: &Evals<'_, '_>, a: &Access, ctaid: i64) -> Option<LaneAddr
             let vals = ev.eval(a.addr_value?, Query { ctaid: [ctaid; 3], ..Query::block(0) })?;
             let addrs: Vec<i64> = vals.iter().map(|x| x.wrapping_add(a.offset)).collect();
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
-            let cause = ev.unrecorded(|| moved_by_runtime_value(ev, a)).then_some(MisalignCause::Offset);
+            let cause =
+                ev.unrecorded(|| moved_by_runtime_value(ev, a) || warps_moved_by_runtime_value(ev, a)).then_some(MisalignCause::Offset);
             Some((addrs, Method::Evaluated, st, Vec::new(), Leaves::none(), cause))
         }
         _ => None,
@@ -705,6 +706,16 @@ fn moved_by_runtime_value(ev: &Evals<'_, '_>, a: &Access) -> bool {
         let at = |scalar| first_thread_address(ev, a, ctaid, scalar);
         matches!((at(SCALAR_SAMPLE), at(SCALAR_SAMPLE + 1)), (Some(x), Some(y)) if (x - y).rem_euclid(SECTOR) != 0)
     }) || moved_by_iteration(ev, a)
+}
+
+/// Does a runtime value move where a warp other than the first starts, by
+/// other than a whole number of sectors (`inp + r * cols` with `r` the
+/// warp's row: each warp's row starts `cols` elements after the last)?
+fn warps_moved_by_runtime_value(ev: &Evals<'_, '_>, a: &Access) -> bool {
+    let Some(v) = a.addr_value else { return false };
+    let at = |scalar| ev.eval(v, Query { scalar: Some(scalar), ..Query::block(0) });
+    let (Some(x), Some(y)) = (at(SCALAR_SAMPLE), at(SCALAR_SAMPLE + 1)) else { return false };
+    x.iter().zip(y.iter()).step_by(WARP).any(|(x, y)| (x - y).rem_euclid(SECTOR) != 0)
 }
 
 /// Does the next iteration of the loop around move the first thread's

@@ -246,11 +246,15 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 if let Some(one) = a.sectors_at_stride_one {
                     text += &format!("; {one} if the stride read from memory is 1");
                 }
+                if a.assumed_stride {
+                    text += &format!("; a lane stride taken as large, down to {ideal} if it is small");
+                }
                 (
                     format!("{t} sectors/req (worst {w}, ideal {ideal}{text})"),
                     Some(t),
                     json!({"sectors_per_request": t, "worst_sectors_per_request": w, "ideal_sectors_per_request": ideal,
-                           "misaligned_sectors_per_request": misaligned, "sectors_per_request_at_stride_1": a.sectors_at_stride_one}),
+                           "misaligned_sectors_per_request": misaligned, "sectors_per_request_at_stride_1": a.sectors_at_stride_one,
+                           "assumed_stride": a.assumed_stride}),
                 )
             }
             (Space::Shared, _, Some((t, w))) => {
@@ -272,6 +276,10 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             (Some(_), Some(s)) if a.sectors_at_stride_one == Some(s.mode) => Verdict::ConfirmedUnitStride,
             // a stride read from memory between 1 and large: between the two predictions
             (Some(t), Some(s)) if a.sectors_at_stride_one.is_some_and(|one| one <= s.mode && s.mode <= t) => Verdict::WithinBound,
+            // rows misaligned by less than the worst offset: between the aligned and the misaligned prediction
+            (Some(t), Some(s)) if a.misaligned.is_some_and(|m| t <= s.mode && s.mode <= m) => Verdict::WithinBound,
+            // a stride taken as large, smaller in the run: between the ideal and the prediction
+            (Some(t), Some(s)) if a.assumed_stride && a.sectors.is_some_and(|x| x.2 <= s.mode) && s.mode <= t => Verdict::WithinBound,
             _ => Verdict::Mismatch,
         };
         let predicted = match contexts.get(&k).map(|c| c.len()) {
@@ -765,5 +773,59 @@ mod tests {
             "a uniform branch that never split is not a row"
         );
         assert!(rows.iter().filter(|r| r.verdict.is_failure()).count() == 3);
+    }
+
+    #[test]
+    fn access_verdicts_judge_ranges() {
+        use gpucheck_analysis::ir::inst::AccessKind;
+        use gpucheck_analysis::AccessReport;
+        // (typical, ideal, misaligned variant, stride taken as large)
+        let access = |inst: usize, t: u32, ideal: u32, misaligned: Option<u32>, assumed_stride: bool| AccessReport {
+            site: gpucheck_analysis::Site { kernel: "k".into(), function: 0, inst, ptx_line: 10 + inst as u32, span: None, via: None },
+            space: Space::Global,
+            kind: AccessKind::Load,
+            width: 4,
+            sectors: Some((t, t, ideal)),
+            misaligned,
+            sectors_at_stride_one: None,
+            assumed_stride,
+            conflict: None,
+            requests: 8,
+            unpredictable: false,
+        };
+        let report = Report {
+            accesses: vec![
+                access(1, 4, 4, Some(6), false),
+                access(2, 4, 4, Some(6), false),
+                access(3, 4, 4, Some(6), false),
+                access(4, 32, 4, None, true),
+                access(5, 32, 4, None, true),
+                access(6, 32, 4, None, false),
+            ],
+            ..Report::default()
+        };
+        let mut seen = Seen::default();
+        for (inst, observed) in [(1, 5), (2, 6), (3, 7), (4, 16), (5, 2), (6, 16)] {
+            seen.sites.insert(
+                SiteKey { func: 0, inst },
+                ("global", SiteSeen { requests: 8, mode: observed, max: observed, mean: observed as f64 }),
+            );
+        }
+        let rows = rows(&report, "k", &BTreeSet::from([0]), &seen, &PathStyle { root: PathBuf::from("/") }, &[]);
+        let verdicts: Vec<(usize, Verdict)> = rows.iter().map(|r| (r.key.inst, r.verdict)).collect();
+        assert_eq!(
+            verdicts,
+            [
+                // rows misaligned by less than the worst offset: 4 (6 misaligned), 5 seen
+                (1, Verdict::WithinBound),
+                (2, Verdict::ConfirmedMisaligned),
+                (3, Verdict::Mismatch),
+                // a stride taken as large (32), 16 in the run: between the ideal and the prediction
+                (4, Verdict::WithinBound),
+                (5, Verdict::Mismatch),
+                // no stride assumed: 16 for 32 is wrong
+                (6, Verdict::Mismatch),
+            ]
+        );
     }
 }
