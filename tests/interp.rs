@@ -332,3 +332,41 @@ $L_end:
     let e = interp::run(&m, "k", &huge, &[Arg::Bits(pa), Arg::Bits(po), Arg::Bits(0)], &mut Global::default()).unwrap_err();
     assert!(e.to_string().contains("a cooperative launch of 5000 blocks; at most 4096 run here"), "{e}");
 }
+
+/// An instruction the interpreter does not execute stops a run only where
+/// a warp reaches it: a call to a function with no body in the module (a
+/// Rust panic path for `% 0`, an extended-precision add in a branch the
+/// launch does not take) is fine until then, and an error naming it after.
+#[test]
+fn unsupported_instructions_stop_a_run_only_when_reached() {
+    let src = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.extern .func panic_rem_by_zero();
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1) {
+    .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_param_0];
+    ld.param.u32 %r1, [k_param_1];
+    cvta.to.global.u64 %rd2, %rd1;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra $L_panic;
+    mov.u32 %r2, %tid.x;
+    rem.u32 %r3, %r2, %r1;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r3;
+    ret;
+$L_panic:
+    call.uni panic_rem_by_zero, ();
+    ret;
+}"#;
+    let m = ptx::parse(src).unwrap();
+    let launch = Launch { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared: 0 };
+    let mut mem = Global::default();
+    let out = mem.alloc(&[0u8; 128]);
+    interp::run(&m, "k", &launch, &[Arg::Bits(out), Arg::Bits(5)], &mut mem).unwrap();
+    assert_eq!(u32s(&mem.read(out, 128).unwrap())[..7], [0, 1, 2, 3, 4, 0, 1]);
+    let e = interp::run(&m, "k", &launch, &[Arg::Bits(out), Arg::Bits(0)], &mut mem).unwrap_err().to_string();
+    assert!(e.contains("`panic_rem_by_zero` has no body in this PTX"), "{e}");
+}

@@ -384,6 +384,27 @@ pub unsafe extern "ptx-kernel" fn gather_struct(p: Strided) {
     }
 }
 
+/// Pedantic: a copy of a 2-D view through a strides array, with the
+/// division and modulo of generic tensor kernels: neighbouring lanes are
+/// `strides[1]` elements apart, a value read from memory, so the cost is
+/// said for 1 and for large, not built on a sample.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn copy_view_strided(x: *const f32, strides: *const usize, out: *mut f32, n: usize) {
+    // (no panic path for `% 0`: a module with one does not load on a GPU)
+    if n == 0 {
+        return;
+    }
+    let i = gid();
+    *out.add(i) = *x.add((i % n) * *strides.add(1) + (i / n) * *strides); //~ WARN stride_dependent_access //~ WARN vectorizable_access
+}
+
+/// Good twin: the contiguous view.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn copy_view_contiguous(x: *const f32, out: *mut f32) {
+    let i = gid();
+    *out.add(i) = *x.add(i);
+}
+
 /// Pedantic: thread `i` reduces row `i` of a tensor whose row stride is
 /// read from a strides array: neighbouring lanes are `strides[0]` elements
 /// apart, cheap only when that is 1.

@@ -214,6 +214,11 @@ pub enum Op {
     },
     Exit,
     Trap,
+    /// An instruction the interpreter does not execute: the error, raised
+    /// when a warp reaches it (a panic path that never runs, an
+    /// extended-precision add in a branch the launch does not take, does
+    /// not stop the run).
+    Unsupported(Box<InterpError>),
     Nop,
     /// `bar.warp.sync -1` (`__syncwarp()`): separates the warp's lanes for the race shadow.
     WarpSync,
@@ -420,7 +425,11 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
             }
             None => None,
         };
-        let op = decode_one(&mut d, i)?;
+        let op = match decode_one(&mut d, i) {
+            Ok(op) => op,
+            Err(e @ InterpError::Unsupported { .. }) => Op::Unsupported(Box::new(e)),
+            Err(e) => return Err(e),
+        };
         insts.push(Step { guard, op });
     }
     Ok(Program { insts, nregs: d.regs.len(), specials: d.specials, local_bytes, scratch_bytes: scratch, formals, returns })

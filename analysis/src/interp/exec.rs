@@ -887,6 +887,11 @@ impl Cx<'_, '_> {
                     base = self.k.bases[&w.prog];
                     continue;
                 }
+                Op::Unsupported(e) => {
+                    if m != 0 {
+                        return Err((**e).clone());
+                    }
+                }
                 Op::Trap => {
                     if m != 0 {
                         let l = m.trailing_zeros() as usize;
@@ -1239,7 +1244,7 @@ impl Cx<'_, '_> {
                 }
             }
             Op::WarpSync => self.shadow.warp_sync(w.first / 32),
-            Op::Bar { .. } | Op::Bra { .. } | Op::Exit | Op::Ret | Op::Trap | Op::Call { .. } => {}
+            Op::Bar { .. } | Op::Bra { .. } | Op::Exit | Op::Ret | Op::Trap | Op::Unsupported(_) | Op::Call { .. } => {}
         }
         Ok(())
     }

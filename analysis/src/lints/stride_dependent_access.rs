@@ -16,7 +16,10 @@ declare_lint! {
     /// tensor kernel, a field of a descriptor), and says what a warp request
     /// costs in both cases: when `s` is 1 (neighbouring lanes, neighbouring
     /// elements) and when it is large (every lane its own sector). The note
-    /// names where the stride is read.
+    /// names where the stride is read. A strided-tensor index (`(i % n) *
+    /// strides[1] + (i / n) * strides[0]`, or a loop over `dims` and
+    /// `strides`) is one too: the stride is the value read from memory that
+    /// every lane's address moves with linearly.
     ///
     /// ### Why is this bad
     /// It is bad when the stride is large at run time: a reduction over a

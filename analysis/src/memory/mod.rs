@@ -763,6 +763,48 @@ fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &[i64], active: &[bool]
     Some(RuntimeStride { value, load, bytes_per_unit: m, sectors_at_one: mode(&per_warp).0 })
 }
 
+/// The lane stride of a global access whose addresses are evaluated (not
+/// affine: a strided-tensor index, `idx % dims[d] * strides[d]` in a loop
+/// over the dimensions) when it scales with a value read from memory that
+/// the addresses rest on (`rests_on`, at its sample): the first such value
+/// that every lane's address moves with linearly (evaluated with it at 1, 2
+/// and 3) and that moves neighbouring lanes apart, with the cost when it
+/// is one. A loaded value that does not (a dimension taken modulo) keeps
+/// its sample.
+fn loaded_lane_stride(ev: &Evals<'_, '_>, a: &Access, rests_on: &Leaves, active: &[bool], ctaid: i64) -> Option<RuntimeStride> {
+    let f = ev.f;
+    let v = a.addr_value?;
+    if a.space != Space::Global || matches!(a.addr, AbsVal::Affine { .. }) {
+        return None;
+    }
+    let lanes = ev.shape.lanes();
+    let first_lanes = (0..lanes.len()).find(|&t| active[t] && t + 1 < lanes.len() && active[t + 1])?;
+    for leaf in rests_on.iter() {
+        let Some(load) = f.def_inst(leaf).filter(|&i| f.insts[i].access() == Some(AccessKind::Load)) else { continue };
+        let at = |x: i64| ev.eval(v, Query { pin: Some((leaf, x)), ctaid: [ctaid; 3], ..Query::block(0) });
+        let (Some(one), Some(two), Some(three)) = (at(1), at(2), at(3)) else { continue };
+        // a stride: every lane's address moves linearly with it (a dimension taken modulo does not)
+        if one.iter().zip(two.iter()).zip(three.iter()).any(|((x, y), z)| y - x != z - y) {
+            continue;
+        }
+        let apart = |x: &[i64]| x[first_lanes + 1] - x[first_lanes];
+        let bytes_per_unit = apart(&two) - apart(&one);
+        if bytes_per_unit == 0 {
+            continue;
+        }
+        let mut per_warp = Vec::new();
+        for w in 0..ev.shape.warps() {
+            let at_one: Vec<(i64, u32)> =
+                (w * WARP..((w + 1) * WARP).min(lanes.len())).filter(|&t| active[t]).map(|t| (one[t] + a.offset, a.width)).collect();
+            if !at_one.is_empty() {
+                per_warp.push(sectors(&at_one));
+            }
+        }
+        return Some(RuntimeStride { value: leaf, load, bytes_per_unit, sectors_at_one: mode(&per_warp).0 });
+    }
+    None
+}
+
 /// Most frequent value (ties: the larger).
 fn mode(v: &[(u32, u32)]) -> (u32, u32) {
     // few distinct values: a list beats a hash map
@@ -819,7 +861,8 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     let typical = mode(&per_warp);
     let conf = mode(&per_warp_conf).0;
     let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
-    let runtime_stride = runtime_stride(ev, a, &addrs, &active_of(active, addrs.len()), strides[0]);
+    let runtime_stride = runtime_stride(ev, a, &addrs, &active_of(active, addrs.len()), strides[0])
+        .or_else(|| loaded_lane_stride(ev, a, &rests_on, &active_of(active, addrs.len()), ctaid));
     Some(Prediction {
         method,
         runtime_stride,
