@@ -120,6 +120,11 @@ fn human_output_is_rustc_style() {
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
+    // names are the source's: no PTX register in any message (a loop counter is named by
+    // the line that updates it)
+    let register = err.split('`').skip(1).step_by(2).find(|name| name.starts_with('%'));
+    assert!(register.is_none(), "a PTX register named: {register:?}\n{err}");
+    assert!(err.contains("counted with the loop counter updated at src/races.rs:"), "{err}");
 }
 
 #[test]

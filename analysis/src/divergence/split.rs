@@ -300,11 +300,29 @@ fn bounded(c: [Coef; 3], cmp: Cmp, shape: &Shape) -> Option<Split> {
 }
 
 /// A short name for a value in messages: the kernel parameter it is read
-/// from, or its register.
+/// from, the CUDA name of a block or grid index, a loop's counter (by the
+/// PTX line of its update; [`counter_update`] gives the update to name it by
+/// its source line), or its register.
 pub fn describe_value(f: &FunctionIr<'_>, v: ValueId) -> String {
-    match f.def_inst(v).and_then(|i| f.insts[i].param_read()) {
-        Some((p, 0)) => f.param_label(p),
-        Some((p, off)) => format!("{}+{off}", f.param_label(p)),
+    use crate::ir::inst::Special;
+    let xyz = |d: u8| ["x", "y", "z"][d as usize % 3];
+    if let Some((p, off)) = f.def_inst(v).and_then(|i| f.insts[i].param_read()) {
+        return if off == 0 { f.param_label(p) } else { format!("{}+{off}", f.param_label(p)) };
+    }
+    match f.ssa.special(v) {
+        Some(Special::Ctaid(d)) => return format!("blockIdx.{}", xyz(d)),
+        Some(Special::Nctaid(d)) => return format!("gridDim.{}", xyz(d)),
+        Some(Special::Ntid(d)) => return format!("blockDim.{}", xyz(d)),
+        _ => {}
+    }
+    match counter_update(f, v) {
+        Some(i) => format!("the loop counter updated at PTX line {}", f.insts[i].ast.pos.line),
         None => f.ssa.reg_of(v, &f.insts).to_string(),
     }
+}
+
+/// For a loop counter, the instruction that updates it (`k *= 2`: the
+/// line that names the counter in the source).
+pub fn counter_update(f: &FunctionIr<'_>, v: ValueId) -> Option<crate::ir::InstId> {
+    Some(f.loops.induction(v)?.update)
 }

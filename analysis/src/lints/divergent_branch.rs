@@ -8,7 +8,7 @@
 //! decides only a few straight-line instructions is reported as the
 //! pedantic `cheap_divergent_branch`.
 
-use super::{Finding, LintCx, Metric};
+use super::{Finding, LintCx, Metric, Text};
 use crate::divergence::sources;
 use crate::divergence::split::Split;
 
@@ -98,9 +98,23 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         fd.assumes = cx.facts.branch_assumes(b);
         match split {
             Split::Exact { witness, .. } if !witness.is_empty() => {
-                let w: Vec<String> =
-                    witness.iter().map(|(r, v)| format!("`{}` = {v}", crate::divergence::split::describe_value(cx.facts.f, *r))).collect();
-                fd.note(format!("counted with {} (sampled values of a loop counter, block index or parameter; other values may split fewer warps)", w.join(", ")));
+                use crate::divergence::split::{counter_update, describe_value};
+                let f = cx.facts.f;
+                // a loop's counter by the source line that updates it; the others by name
+                let (counters, named): (Vec<_>, Vec<_>) = witness.iter().partition(|(r, _)| counter_update(f, *r).is_some());
+                let w: Vec<String> = named.iter().map(|(r, v)| format!("`{}` = {v}", describe_value(f, *r))).collect();
+                let why = "sampled values of a loop counter, block index or parameter; other values may split fewer warps";
+                if !w.is_empty() {
+                    fd.note(format!("counted with {} ({why})", w.join(", ")));
+                }
+                for (r, v) in counters {
+                    let at = counter_update(f, r).expect("partitioned on it");
+                    fd.note_text(Text::At {
+                        before: "counted with the loop counter updated at ".into(),
+                        at: cx.place(at),
+                        after: format!(" = {v} ({why})"),
+                    });
+                }
             }
             Split::Bounded { .. } => {
                 fd.note("the bound is not known statically: this is the worst case over all its values");
