@@ -44,8 +44,12 @@ fn peak_memory_is_bounded_by_twenty_times_the_ptx() {
     // bytes more per finding, twice at the peak, where the functions' findings join the report's);
     // 29.1× since a race's help names the fix its pattern needs (about 100 bytes more a finding);
     // 30.0× since every correctness finding carries its witness for the replay and the replay's
-    // outcome (`Finding::witness`, `Finding::replay`: about 90 bytes more a finding)
-    for (f, bound) in [("dimforge-sparkl-sparkl2d-kernels.ptx", 18.0), ("gtcasl-gpuocelot-histogram.ptx", 30.5)] {
+    // outcome (`Finding::witness`, `Finding::replay`: about 90 bytes more a finding);
+    // sparkl 18.0× (was under 18) after the first steps of "performance findings the way the
+    // hardware pays": a rank on every performance finding, per-warp misalignment and
+    // loaded-stride evaluations, repeated-split counts over loop iterations (not attributed to
+    // one of them: none alone moves the multi-threaded figure by more than 0.3×)
+    for (f, bound) in [("dimforge-sparkl-sparkl2d-kernels.ptx", 19.0), ("gtcasl-gpuocelot-histogram.ptx", 30.5)] {
         let src = std::fs::read_to_string(dir.join(f)).unwrap();
         let x = peak(&src) as f64 / src.len() as f64;
         assert!(x <= bound, "{f}: peak {x:.1}× the PTX (at most {bound}×)");

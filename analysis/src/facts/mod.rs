@@ -52,6 +52,22 @@ pub struct BranchFact {
     pub split: Split,
     /// What the code it decides costs.
     pub cost: BranchCost,
+    /// In a loop whose trip count is a constant: how often it splits over
+    /// the loop's iterations ([`Repeated`]).
+    pub repeated: Option<Repeated>,
+}
+
+/// A branch in a loop, over the loop's iterations (every thread's
+/// direction evaluated in each): the warps it splits summed over the
+/// iterations, against the warps that reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repeated {
+    /// The loop's iterations.
+    pub trips: usize,
+    /// Warps split, summed over the iterations.
+    pub warp_iterations_split: usize,
+    /// Warps that execute it (some lane active), summed over the iterations.
+    pub warp_iterations: usize,
 }
 
 /// The code a branch decides: instructions on each side (up to its
@@ -142,6 +158,40 @@ fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
     let taken = side(target.into_iter().collect());
     let other = side(cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect());
     BranchCost { taken, other, heavy }
+}
+
+/// Branch `k` over the iterations of the loop around it, when that loop's
+/// trip count is a constant (at most 32) and the branch is not its exit
+/// test: every thread's direction in each iteration, among the threads
+/// that reach the branch then.
+fn repeated(
+    f: &FunctionIr<'_>,
+    evals: &Evals<'_, '_>,
+    branches: &[BranchFact],
+    lanes: &mut Lanes<'_, '_, '_>,
+    k: usize,
+) -> Option<Repeated> {
+    // (only the verdict on a cheap branch that splits warps depends on it)
+    if !branches[k].cost.is_cheap() || !matches!(branches[k].split, Split::Exact { split: 1.., .. }) {
+        return None;
+    }
+    let br = &branches[k].br;
+    let l = f.cfg.loop_of(br.block)?;
+    if f.loops.exit(l).is_some_and(|e| e.block == br.block) {
+        return None;
+    }
+    let Some(crate::ir::loops::Trips::Known(trips)) = f.loops.trip_count(f, l, 32, |c, n| Some(evals.uniform_at(c, n)? != 0)) else {
+        return None;
+    };
+    let mut r = Repeated { trips, warp_iterations_split: 0, warp_iterations: 0 };
+    for it in 0..trips {
+        let taken = lanes.direction(k, it)?;
+        let active = lanes.active(br.block, it);
+        let (split, _) = crate::divergence::split::count_active(&taken, &active);
+        r.warp_iterations_split += split;
+        r.warp_iterations += active.chunks(crate::model::WARP).filter(|w| w.iter().any(|&x| x)).count();
+    }
+    Some(r)
 }
 
 /// The threads that skip barrier `bar` because of branch `k` (`br`), in the
@@ -288,7 +338,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .map(|br| {
                 let mut controlled = BitSet::new(f.cfg.len());
                 controlled_blocks(f, br.block).into_iter().for_each(|b| controlled.insert(b.index()));
-                BranchFact { br: *br, controlled, split: classify(f, d, br, shape), cost: branch_cost(f, br) }
+                BranchFact { br: *br, controlled, split: classify(f, d, br, shape), cost: branch_cost(f, br), repeated: None }
             })
             .collect();
         let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
@@ -387,7 +437,11 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             grid_races.extend(global_keyed.map(|r| crate::races::Race { between_blocks: Some(dim), ..r.clone() }).collect::<Vec<_>>());
         }
         let exports = calls::exports(f, d, sums, &evals, &mut lanes, &accesses);
+        let repeated: Vec<Option<Repeated>> = (0..branches.len()).map(|k| repeated(f, &evals, &branches, &mut lanes, k)).collect();
         drop(lanes);
+        for (b, r) in branches.iter_mut().zip(repeated) {
+            b.repeated = r;
+        }
         for (b, r) in branches.iter_mut().zip(recount) {
             if let (Split::Exact { split, single_lane, .. }, Some((n, single))) = (&mut b.split, r) {
                 (*split, *single_lane) = (n, single);

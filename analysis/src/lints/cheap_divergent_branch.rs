@@ -8,7 +8,10 @@ declare_lint! {
     /// does, but around only a few straight-line instructions (at most 6, with
     /// no loop, call or barrier): a guard around one store (`if t == k { out[r] =
     /// sum; }`), a clamp, a small fix-up. The split is real, its cost is a few
-    /// instructions run with part of the warp masked off.
+    /// instructions run with part of the warp masked off. A split that repeats
+    /// (at least half of the warp executions of its line split, over a loop's
+    /// iterations or an unrolled loop's copies: the interleaved reduction's
+    /// `if t % (2 * k) == 0`) is `divergent_branch` instead.
     ///
     /// ### Why is this bad
     /// It rarely is: each split warp runs both short paths one after the other,

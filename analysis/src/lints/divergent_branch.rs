@@ -60,9 +60,29 @@ declare_lint! {
     }
 }
 
+/// A cheap branch's warp executions that split, and those that reach it:
+/// over the iterations of the loop around it where its trip count is known,
+/// else this one execution per warp of the block.
+fn executions(b: &crate::facts::BranchFact, warps: usize) -> Option<(usize, usize)> {
+    let Split::Exact { split, .. } = b.split else { return None };
+    Some(match b.repeated {
+        Some(r) => (r.warp_iterations_split, r.warp_iterations),
+        None => (split, warps),
+    })
+}
+
 pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let (f, d) = (cx.facts.f, cx.facts.d);
     let warps = cx.facts.shape.warps();
+    // a cheap branch's executions summed over the copies the compiler made of its line (an
+    // unrolled loop: one copy per iteration): (split, reaching, copies)
+    let mut per_line: std::collections::HashMap<crate::srcmap::SrcPos, (usize, usize, usize)> = Default::default();
+    for b in cx.facts.branches.iter().filter(|b| b.cost.is_cheap() && f.insts[b.br.inst].is_jump()) {
+        if let (Some(p), Some((split, reach))) = (cx.resolve(b.br.inst).primary, executions(b, warps)) {
+            let e = per_line.entry(p).or_default();
+            *e = (e.0 + split, e.1 + reach, e.2 + 1);
+        }
+    }
     for b in &cx.facts.branches {
         let br = &b.br;
         if !f.insts[br.inst].is_jump() {
@@ -93,9 +113,27 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             _ => (format!("branch splits {n} of {warps} warps in each block"), format!("condition depends on {on}")),
         };
         // a few straight-line instructions decided: real, but cheap (pedantic)
-        let lint = if b.cost.is_cheap() && !matches!(split, Split::TripCount) { &super::CHEAP_DIVERGENT_BRANCH } else { &DIVERGENT_BRANCH };
+        // (unless the split repeats in most executions of its line, over the iterations of the loop
+        // around it or the copies of an unrolled one: the idle lanes add up)
+        let line = cx.resolve(br.inst).primary.and_then(|p| per_line.get(&p).copied());
+        let repeats = match (line, executions(b, warps)) {
+            (Some((split, reach, copies)), _) if copies > 1 => Some((split, reach)),
+            (_, Some(own)) if b.repeated.is_some() => Some(own),
+            _ => None,
+        }
+        .filter(|&(split, reach)| reach > warps && 2 * split >= reach);
+        let cheap = b.cost.is_cheap() && !matches!(split, Split::TripCount) && repeats.is_none();
+        let lint = if cheap { &super::CHEAP_DIVERGENT_BRANCH } else { &DIVERGENT_BRANCH };
         let mut fd = cx.finding(lint, br.inst, message, label);
         fd.assumes = cx.facts.branch_assumes(b);
+        if let Some((split, reach)) = repeats {
+            fd.note(format!(
+                "the guarded code is only {} instructions, but the split repeats: over the loop's iterations (and the copies the compiler unrolled), {split} of the {reach} warp executions of this line split, each running that code with part of its lanes idle",
+                b.cost.taken + b.cost.other,
+            ));
+            fd.metrics.push(("warp_executions_split", Metric::Int(split as i64)));
+            fd.metrics.push(("warp_executions", Metric::Int(reach as i64)));
+        }
         match split {
             Split::Exact { witness, .. } if !witness.is_empty() => {
                 use crate::divergence::split::{counter_update, describe_value};

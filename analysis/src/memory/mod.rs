@@ -862,7 +862,10 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     let conf = mode(&per_warp_conf).0;
     let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
     let runtime_stride = runtime_stride(ev, a, &addrs, &active_of(active, addrs.len()), strides[0])
-        .or_else(|| loaded_lane_stride(ev, a, &rests_on, &active_of(active, addrs.len()), ctaid));
+        // (only where the sample makes it cost more than the ideal: the question is whether it must)
+        .or_else(|| {
+            (typical.0 > typical.1).then(|| loaded_lane_stride(ev, a, &rests_on, &active_of(active, addrs.len()), ctaid)).flatten()
+        });
     Some(Prediction {
         method,
         runtime_stride,
