@@ -62,8 +62,6 @@ pub struct BranchFact {
 /// iterations, against the warps that reach it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Repeated {
-    /// The loop's iterations.
-    pub trips: usize,
     /// Warps split, summed over the iterations.
     pub warp_iterations_split: usize,
     /// Warps that execute it (some lane active), summed over the iterations.
@@ -183,7 +181,7 @@ fn repeated(
     let Some(crate::ir::loops::Trips::Known(trips)) = f.loops.trip_count(f, l, 32, |c, n| Some(evals.uniform_at(c, n)? != 0)) else {
         return None;
     };
-    let mut r = Repeated { trips, warp_iterations_split: 0, warp_iterations: 0 };
+    let mut r = Repeated { warp_iterations_split: 0, warp_iterations: 0 };
     for it in 0..trips {
         let taken = lanes.direction(k, it)?;
         let active = lanes.active(br.block, it);

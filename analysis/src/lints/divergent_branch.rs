@@ -76,14 +76,21 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let warps = cx.facts.shape.warps();
     // a cheap branch's executions summed over the copies the compiler made of its line (an
     // unrolled loop: one copy per iteration): (split, reaching, copies)
-    let mut per_line: std::collections::HashMap<crate::srcmap::SrcPos, (usize, usize, usize)> = Default::default();
-    for b in cx.facts.branches.iter().filter(|b| b.cost.is_cheap() && f.insts[b.br.inst].is_jump()) {
-        if let (Some(p), Some((split, reach))) = (cx.resolve(b.br.inst).primary, executions(b, warps)) {
+    // (each cheap branch's line, resolved once)
+    let lines: Vec<Option<crate::srcmap::SrcPos>> = cx
+        .facts
+        .branches
+        .iter()
+        .map(|b| (b.cost.is_cheap() && f.insts[b.br.inst].is_jump()).then(|| cx.resolve(b.br.inst).primary).flatten())
+        .collect();
+    let mut per_line: std::collections::HashMap<&crate::srcmap::SrcPos, (usize, usize, usize)> = Default::default();
+    for (b, p) in cx.facts.branches.iter().zip(&lines) {
+        if let (Some(p), Some((split, reach))) = (p, executions(b, warps)) {
             let e = per_line.entry(p).or_default();
             *e = (e.0 + split, e.1 + reach, e.2 + 1);
         }
     }
-    for b in &cx.facts.branches {
+    for (b, line) in cx.facts.branches.iter().zip(&lines) {
         let br = &b.br;
         if !f.insts[br.inst].is_jump() {
             continue;
@@ -115,7 +122,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         // a few straight-line instructions decided: real, but cheap (pedantic)
         // (unless the split repeats in most executions of its line, over the iterations of the loop
         // around it or the copies of an unrolled one: the idle lanes add up)
-        let line = cx.resolve(br.inst).primary.and_then(|p| per_line.get(&p).copied());
+        let line = line.as_ref().and_then(|p| per_line.get(p).copied());
         let repeats = match (line, executions(b, warps)) {
             (Some((split, reach, copies)), _) if copies > 1 => Some((split, reach)),
             (_, Some(own)) if b.repeated.is_some() => Some(own),

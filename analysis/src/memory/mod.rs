@@ -750,17 +750,22 @@ fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &[i64], active: &[bool]
     let load = f.def_inst(crate::ir::values::through_copies(f, value)).filter(|&i| f.insts[i].access() == Some(AccessKind::Load))?;
     // the same lanes with neighbouring lanes `m` bytes apart (the value at 1)
     let lanes = ev.shape.lanes();
+    let sectors_at_one = typical_sectors(ev, a, active, |t| addrs[t] - stride * lanes[t].tid[0] + m * lanes[t].tid[0]);
+    Some(RuntimeStride { value, load, bytes_per_unit: m, sectors_at_one })
+}
+
+/// The typical warp's sectors per request of access `a` with thread `t` at
+/// address `addr(t)`, for the `active` threads.
+fn typical_sectors(ev: &Evals<'_, '_>, a: &Access, active: &[bool], addr: impl Fn(usize) -> i64) -> u32 {
+    let n = ev.shape.lanes().len();
     let mut per_warp = Vec::new();
     for w in 0..ev.shape.warps() {
-        let at_one: Vec<(i64, u32)> = (w * WARP..((w + 1) * WARP).min(lanes.len()))
-            .filter(|&t| active[t])
-            .map(|t| (addrs[t] - stride * lanes[t].tid[0] + m * lanes[t].tid[0], a.width))
-            .collect();
-        if !at_one.is_empty() {
-            per_warp.push(sectors(&at_one));
+        let warp: Vec<(i64, u32)> = (w * WARP..((w + 1) * WARP).min(n)).filter(|&t| active[t]).map(|t| (addr(t), a.width)).collect();
+        if !warp.is_empty() {
+            per_warp.push(sectors(&warp));
         }
     }
-    Some(RuntimeStride { value, load, bytes_per_unit: m, sectors_at_one: mode(&per_warp).0 })
+    mode(&per_warp).0
 }
 
 /// The lane stride of a global access whose addresses are evaluated (not
@@ -792,15 +797,8 @@ fn loaded_lane_stride(ev: &Evals<'_, '_>, a: &Access, rests_on: &Leaves, active:
         if bytes_per_unit == 0 {
             continue;
         }
-        let mut per_warp = Vec::new();
-        for w in 0..ev.shape.warps() {
-            let at_one: Vec<(i64, u32)> =
-                (w * WARP..((w + 1) * WARP).min(lanes.len())).filter(|&t| active[t]).map(|t| (one[t] + a.offset, a.width)).collect();
-            if !at_one.is_empty() {
-                per_warp.push(sectors(&at_one));
-            }
-        }
-        return Some(RuntimeStride { value: leaf, load, bytes_per_unit, sectors_at_one: mode(&per_warp).0 });
+        let sectors_at_one = typical_sectors(ev, a, active, |t| one[t] + a.offset);
+        return Some(RuntimeStride { value: leaf, load, bytes_per_unit, sectors_at_one });
     }
     None
 }
@@ -861,11 +859,10 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     let typical = mode(&per_warp);
     let conf = mode(&per_warp_conf).0;
     let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
-    let runtime_stride = runtime_stride(ev, a, &addrs, &active_of(active, addrs.len()), strides[0])
+    let on = active_of(active, addrs.len());
+    let runtime_stride = runtime_stride(ev, a, &addrs, &on, strides[0])
         // (only where the sample makes it cost more than the ideal: the question is whether it must)
-        .or_else(|| {
-            (typical.0 > typical.1).then(|| loaded_lane_stride(ev, a, &rests_on, &active_of(active, addrs.len()), ctaid)).flatten()
-        });
+        .or_else(|| (typical.0 > typical.1).then(|| loaded_lane_stride(ev, a, &rests_on, &on, ctaid)).flatten());
     Some(Prediction {
         method,
         runtime_stride,
