@@ -572,3 +572,40 @@ fn cuda_c_local_structs_stay_local() {
     let text = races[0]["message"]["rendered"].as_str().unwrap();
     assert!(text.contains("in this call from `global_struct`") && !text.contains("from `local_struct`"), "{text}");
 }
+
+/// Divergence as lost lane-slots: the interleaved reduction's guard leaves
+/// about a quarter of the kernel's lane-slots idle over the eight copies of
+/// its line (warned), sequential addressing's a few percent (not warned);
+/// a run measures the same shares copy by copy.
+#[test]
+fn cuda_c_divergence_is_weighed_in_lane_slots() {
+    let Some(tc) = toolchain() else { return };
+    let recs = fixture_records(tc, "reduce_steps", "");
+    let msgs: Vec<_> = recs.iter().filter(|m| m["reason"] == "compiler-message").collect();
+    let inter: Vec<_> = msgs.iter().filter(|m| m["gpucheck"]["lint"] == "divergent_branch").collect();
+    assert!(!inter.is_empty() && inter.iter().all(|m| m["gpucheck"]["kernel"] == "reduce_interleaved"), "{msgs:#?}");
+    for m in &inter {
+        let share = m["gpucheck"]["idle_share"].as_f64().unwrap();
+        assert!((0.2..0.3).contains(&share), "{m:#}");
+        assert!(m["message"]["rendered"].as_str().unwrap().contains("of the kernel's lane-slots idle, over the 8 copies"), "{m:#}");
+    }
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "reduce_steps").unwrap();
+    for (kernel, low, high) in [("reduce_interleaved", 0.2, 0.3), ("reduce_sequential", 0.0, 0.1)] {
+        let mut args = words("confirm --message-format json --arg 0=f32[2] --arg 1=f32[512] --kernel");
+        args.push(kernel.into());
+        args.push("--ptx".into());
+        args.push(f.ptx.display().to_string());
+        args.extend(f.flags.iter().cloned());
+        let rows: Vec<_> = json_lines(&run(&args).stdout).into_iter().filter(|r| r["space"] == "idle lanes").collect();
+        assert!(!rows.is_empty(), "{kernel}: no idle-lane rows");
+        let (mut predicted, mut observed) = (0.0, 0.0);
+        for r in &rows {
+            assert_eq!(r["verdict"], "confirmed", "{kernel}: {r}");
+            if r["line"] == 18 || r["line"] == 30 {
+                predicted += r["predicted"]["idle_share"].as_f64().unwrap();
+                observed += r["observed"]["idle_share"].as_f64().unwrap();
+            }
+        }
+        assert!((low..high).contains(&observed) && (predicted - observed).abs() < 0.02, "{kernel}: {predicted} against {observed}");
+    }
+}

@@ -70,9 +70,20 @@ fn divergent_branch_numbers() {
     let odd = &find("odd_even_branch", "divergent_branch")["gpucheck"];
     assert_eq!((odd["diverging_warps"].as_i64(), odd["warps_per_block"].as_i64()), (Some(8), Some(8)));
     // 16×16 block from per-kernel metadata: every warp holds two rows
-    let narrow = &find("narrow_block_bound", "divergent_branch");
+    // (counted with a sampled `n`: a condition on its value, pedantic)
+    let narrow = &find("narrow_block_bound", "conditional_divergent_branch");
     assert_eq!(narrow["gpucheck"]["block"], "[16, 16, 1]");
     assert_eq!(narrow["gpucheck"]["diverging_warps"], 8);
+    // the lane-slots a split idles: half of every lane-slot of the loop around each side
+    let share = odd["idle_share"].as_f64().expect("odd_even_branch's idle share");
+    assert!((0.45..=0.55).contains(&share), "{odd}");
+    // the interleaved reduction is warned, sequential addressing is not even pedantic-worth at default
+    let inter = &find("reduce_modulo_guard", "divergent_branch")["gpucheck"];
+    assert!(inter["idle_share"].as_f64().unwrap() >= 0.10, "{inter}");
+    assert!(
+        !run_json().messages.iter().any(|m| m["gpucheck"]["kernel"] == "reduce_halving" && m["gpucheck"]["lint"] == "divergent_branch"),
+        "sequential addressing is not a divergent_branch"
+    );
     let tri = &find("sum_triangle", "divergent_branch");
     assert!(tri["message"]["message"].as_str().unwrap().contains("different numbers of iterations"));
 }
@@ -116,7 +127,7 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 10 previous errors; 30 warnings emitted (47 duplicates)"),
+        err.contains("error: could not check `example-kernels` (lib) due to 10 previous errors; 29 warnings emitted (47 duplicates)"),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));

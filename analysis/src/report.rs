@@ -91,6 +91,10 @@ pub struct BranchReport {
     /// Warps per block of the shape the prediction is for.
     pub warps: usize,
     pub prediction: BranchPrediction,
+    /// The share of the kernel's lane-slots its splits leave idle (lowest,
+    /// highest over the trip counts not known), where every thread's
+    /// direction is known (`crate::facts::slots`).
+    pub idle_share: Option<(f64, f64)>,
 }
 
 /// A barrier (or a call that executes one) with the prediction whether

@@ -59,13 +59,13 @@ pub unsafe extern "ptx-kernel" fn data_dependent_branch(a: *const f32, out: *mut
     }
 }
 
-/// Bad: a 16×16 block has two rows per warp, so `x < n` splits every warp
-/// (GPUDrano's blind spot: tid.y varies within a warp when blockDim.x < 32).
+/// Conditional: a 16×16 block has two rows per warp, so `x < n` splits every
+/// warp when `n` < 16, none when `n` ≥ 16 (GPUDrano's blind spot): pedantic.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn narrow_block_bound(a: *const f32, out: *mut f32, n: usize) {
     let x = tid();
     let y = tid_y();
-    if x < n { //~ WARN divergent_branch
+    if x < n { //~ WARN conditional_divergent_branch
         *out.add(y * 16 + x) = heavy(a, x, n);
     }
 }
@@ -137,4 +137,36 @@ pub unsafe extern "ptx-kernel" fn quarter_store(a: *const f32, out: *mut f32) {
     if tid() % 4 == 0 { //~ WARN cheap_divergent_branch
         *out.add(65536 + i / 4) = v;
     }
+}
+
+/// Good: a loop's tail. Each warp sums a row of `cols` with its 32 lanes;
+/// only the last iteration can split, and only when `cols` is not a
+/// multiple of 32: nothing that holds for every `cols` (at the sample it is
+/// counted with, one lane per warp stays: not reported at all).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn row_sums_tail(a: *const f32, out: *mut f32, cols: usize) {
+    let t = tid();
+    let (row, lane) = (t / 32, t % 32);
+    let mut acc = 0.0f32;
+    let mut c = lane;
+    while c < cols {
+        acc += *a.add(row * cols + c); //~ WARN misaligned_global_access
+        c += 32;
+    }
+    *out.add(gid()) = acc;
+}
+
+/// The same tail with a row length that is a multiple of 32: no lane
+/// leaves early, nothing to report.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn row_sums_whole(a: *const f32, out: *mut f32) {
+    let t = tid();
+    let (row, lane) = (t / 32, t % 32);
+    let mut acc = 0.0f32;
+    let mut c = lane;
+    while c < 768 {
+        acc += *a.add(row * 768 + c);
+        c += 32;
+    }
+    *out.add(gid()) = acc;
 }

@@ -290,13 +290,13 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
     }
 
-    /// A loop counter stepped by the same amount each iteration
-    /// ([`crate::ir::loops::Induction::additive`]) at [`Self::iteration`]:
+    /// A loop counter stepped the same way each iteration
+    /// ([`crate::ir::loops::Induction::stepped`]) at [`Self::iteration`]:
     /// its start stepped that many times by the update's own semantics.
     /// `None`: not such a counter, or no iteration asked for.
     fn induction(&self, v: ValueId, depth: u32) -> Option<Result<Vals, EvalErr>> {
         let n = self.iteration?;
-        let ind = self.f.loops.induction(v).filter(|i| i.additive(self.f))?;
+        let ind = self.f.loops.induction(v).filter(|i| i.stepped(self.f))?;
         let inst = &self.f.insts[ind.update];
         let op = scalar::prepare(inst, 0)?;
         let ty = scalar::dest_ty(inst, 0)?;

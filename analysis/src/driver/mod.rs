@@ -361,7 +361,8 @@ fn check_function(
                 None => BranchPrediction::Uniform,
                 Some(x) => branch_prediction(f, &x.split),
             };
-            Some(BranchReport { site: site(i), warps: shape.warps(), prediction })
+            let idle_share = facts.idle_share_of_block(b).filter(|_| !matches!(prediction, BranchPrediction::Uniform));
+            Some(BranchReport { site: site(i), warps: shape.warps(), prediction, idle_share })
         })
         .collect();
     let races = facts

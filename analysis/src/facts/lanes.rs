@@ -123,7 +123,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
 
     /// Blocks reachable from branch `k`'s taken side and from its other
     /// side without passing its immediate post-dominator, sorted.
-    fn side(&mut self, k: usize) -> Rc<Sides> {
+    pub(super) fn side(&mut self, k: usize) -> Rc<Sides> {
         if let Some(s) = self.sides.get(&k) {
             return s.clone();
         }
@@ -132,7 +132,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         s
     }
 
-    fn sides_of(&self, k: usize) -> Sides {
+    pub(super) fn sides_of(&self, k: usize) -> Sides {
         let cfg = &self.f.cfg;
         let br = self.branches[k].br;
         let stop = cfg.ipdom(br.block);
@@ -286,6 +286,24 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             }
         }
         out
+    }
+
+    /// Drop block `b`'s threads in iterations past the first, once counted
+    /// (`slots` asks for every block in every iteration of its loop: kept,
+    /// they would hold a thread flag per block, iteration and thread).
+    pub fn forget_later_iterations(&mut self, b: BlockId, iterations: usize) {
+        for it in 1..iterations {
+            self.memo.remove(&(b, it));
+        }
+    }
+
+    /// Drop branch `k`'s directions in iterations past the first, once
+    /// followed (`slots` follows a loop's exit test through its iterations).
+    pub fn forget_later_directions(&mut self, k: usize, iterations: usize) {
+        let b = self.branches[k].br.block;
+        for it in 1..iterations {
+            self.directions.remove(&(b, it));
+        }
     }
 
     /// Drop what witnesses' ways kept ([`Self::passed`]), once they are found.

@@ -23,6 +23,7 @@ mod coverage;
 pub mod election;
 mod grid;
 mod lanes;
+pub mod slots;
 pub mod witness;
 
 pub use assume::{Assumed, Assumption};
@@ -52,20 +53,6 @@ pub struct BranchFact {
     pub split: Split,
     /// What the code it decides costs.
     pub cost: BranchCost,
-    /// In a loop whose trip count is a constant: how often it splits over
-    /// the loop's iterations ([`Repeated`]).
-    pub repeated: Option<Repeated>,
-}
-
-/// A branch in a loop, over the loop's iterations (every thread's
-/// direction evaluated in each): the warps it splits summed over the
-/// iterations, against the warps that reach it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Repeated {
-    /// Warps split, summed over the iterations.
-    pub warp_iterations_split: usize,
-    /// Warps that execute it (some lane active), summed over the iterations.
-    pub warp_iterations: usize,
 }
 
 /// The code a branch decides: instructions on each side (up to its
@@ -158,40 +145,6 @@ fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
     BranchCost { taken, other, heavy }
 }
 
-/// Branch `k` over the iterations of the loop around it, when that loop's
-/// trip count is a constant (at most 32) and the branch is not its exit
-/// test: every thread's direction in each iteration, among the threads
-/// that reach the branch then.
-fn repeated(
-    f: &FunctionIr<'_>,
-    evals: &Evals<'_, '_>,
-    branches: &[BranchFact],
-    lanes: &mut Lanes<'_, '_, '_>,
-    k: usize,
-) -> Option<Repeated> {
-    // (only the verdict on a cheap branch that splits warps depends on it)
-    if !branches[k].cost.is_cheap() || !matches!(branches[k].split, Split::Exact { split: 1.., .. }) {
-        return None;
-    }
-    let br = &branches[k].br;
-    let l = f.cfg.loop_of(br.block)?;
-    if f.loops.exit(l).is_some_and(|e| e.block == br.block) {
-        return None;
-    }
-    let Some(crate::ir::loops::Trips::Known(trips)) = f.loops.trip_count(f, l, 32, |c, n| Some(evals.uniform_at(c, n)? != 0)) else {
-        return None;
-    };
-    let mut r = Repeated { warp_iterations_split: 0, warp_iterations: 0 };
-    for it in 0..trips {
-        let taken = lanes.direction(k, it)?;
-        let active = lanes.active(br.block, it);
-        let (split, _) = crate::divergence::split::count_active(&taken, &active);
-        r.warp_iterations_split += split;
-        r.warp_iterations += active.chunks(crate::model::WARP).filter(|w| w.iter().any(|&x| x)).count();
-    }
-    Some(r)
-}
-
 /// The threads that skip barrier `bar` because of branch `k` (`br`), in the
 /// first iteration, and whether the second differs.
 fn skipping(f: &FunctionIr<'_>, br: &DivBranch, bar: InstId, lanes: &mut Lanes<'_, '_, '_>, k: usize) -> Option<Skipping> {
@@ -269,6 +222,8 @@ pub struct KernelFacts<'f, 'a> {
     pub shape: &'f Shape,
     /// One per divergent branch, in the order of `d.branches`.
     pub branches: Vec<BranchFact>,
+    /// The kernel's lane-slots and those each branch leaves idle.
+    pub lane_slots: slots::LaneSlots,
     pub accesses: Vec<AccessFact>,
     /// Loads of one warp to one array in one loop iteration (through L1),
     /// and stores likewise, judged together (`crate::memory::footprint`).
@@ -336,7 +291,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .map(|br| {
                 let mut controlled = BitSet::new(f.cfg.len());
                 controlled_blocks(f, br.block).into_iter().for_each(|b| controlled.insert(b.index()));
-                BranchFact { br: *br, controlled, split: classify(f, d, br, shape), cost: branch_cost(f, br), repeated: None }
+                BranchFact { br: *br, controlled, split: classify(f, d, br, shape), cost: branch_cost(f, br) }
             })
             .collect();
         let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
@@ -435,11 +390,8 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             grid_races.extend(global_keyed.map(|r| crate::races::Race { between_blocks: Some(dim), ..r.clone() }).collect::<Vec<_>>());
         }
         let exports = calls::exports(f, d, sums, &evals, &mut lanes, &accesses);
-        let repeated: Vec<Option<Repeated>> = (0..branches.len()).map(|k| repeated(f, &evals, &branches, &mut lanes, k)).collect();
+        let lane_slots = slots::lane_slots(&evals, &branches, &mut lanes);
         drop(lanes);
-        for (b, r) in branches.iter_mut().zip(repeated) {
-            b.repeated = r;
-        }
         for (b, r) in branches.iter_mut().zip(recount) {
             if let (Split::Exact { split, single_lane, .. }, Some((n, single))) = (&mut b.split, r) {
                 (*split, *single_lane) = (n, single);
@@ -461,6 +413,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             sums,
             shape,
             branches,
+            lane_slots,
             accesses,
             groups,
             races,
@@ -566,6 +519,12 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// The fact of the divergent branch ending block `b`, if any.
     pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
         self.branch_at[b].map(|k| &self.branches[k as usize])
+    }
+
+    /// The share of the kernel's lane-slots the branch ending block `b`
+    /// leaves idle (lowest, highest over unknown trip counts).
+    pub fn idle_share_of_block(&self, b: BlockId) -> Option<(f64, f64)> {
+        self.lane_slots.share_range(self.branch_at[b]? as usize)
     }
 }
 

@@ -25,6 +25,10 @@ struct Entry {
     pc: usize,
     rpc: usize,
     mask: u32,
+    /// A side of a split branch: the branch's site key and the stack index
+    /// of the entry its lanes reconverge in (whose lanes not on this side
+    /// wait meanwhile).
+    origin: Option<(usize, usize)>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -532,7 +536,7 @@ fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
             let mut warp = Warp {
                 prog: k.entry,
                 regs: vec![0u64; prog.nregs * 32],
-                stack: vec![Entry { pc: 0, rpc: NO_RPC, mask: valid }],
+                stack: vec![Entry { pc: 0, rpc: NO_RPC, mask: valid, origin: None }],
                 scratch: vec![0u8; 32 * prog.scratch_bytes as usize],
                 saved: Vec::new(),
                 local: vec![vec![0u8; prog.local_bytes as usize]; 32],
@@ -837,6 +841,17 @@ impl Cx<'_, '_> {
             }
             self.obs.warp_insts += 1;
             self.obs.lane_insts += m.count_ones() as u64;
+            // the lanes waiting for this side of each split around it, counted to its branch
+            let mut at = top.origin;
+            let mut lanes_here = top.mask.count_ones();
+            while let Some((branch, parent)) = at {
+                let e = &w.stack[parent];
+                let waiting = e.mask.count_ones().saturating_sub(lanes_here);
+                if let Some(b) = self.obs.branches.get_mut(&branch) {
+                    b.idle_lane_slots += waiting as u64;
+                }
+                (at, lanes_here) = (e.origin, e.mask.count_ones());
+            }
             if *self.budget == 0 {
                 return Err(InterpError::Timeout { warp_insts: self.k.budget });
             }
@@ -860,8 +875,9 @@ impl Cx<'_, '_> {
                         seen.1 |= 1 << w.index;
                         let rpc = *rpc;
                         w.stack.last_mut().unwrap().pc = rpc;
-                        w.stack.push(Entry { pc: next, rpc, mask: fall });
-                        w.stack.push(Entry { pc: target, rpc, mask: taken });
+                        let origin = Some((key, w.stack.len() - 1));
+                        w.stack.push(Entry { pc: next, rpc, mask: fall, origin });
+                        w.stack.push(Entry { pc: target, rpc, mask: taken, origin });
                     } else if taken != 0 {
                         w.stack.last_mut().unwrap().pc = target;
                     } else {
@@ -975,7 +991,7 @@ impl Cx<'_, '_> {
         let saved = Saved {
             prog: w.prog,
             regs: std::mem::replace(&mut w.regs, vec![0u64; callee.nregs * 32]),
-            stack: std::mem::replace(&mut w.stack, vec![Entry { pc: 0, rpc: NO_RPC, mask: m }]),
+            stack: std::mem::replace(&mut w.stack, vec![Entry { pc: 0, rpc: NO_RPC, mask: m, origin: None }]),
             scratch: std::mem::replace(&mut w.scratch, scratch),
             local_base: w.local_base,
             mask: m,

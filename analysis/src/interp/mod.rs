@@ -181,6 +181,11 @@ pub struct BranchObs {
     /// Per block that executed the branch: how many of its warps split
     /// there at least once.
     pub warps_split: Histogram,
+    /// Lane-slots idle while one side of a split ran: per warp
+    /// instruction executed on a side, the lanes of the warp that reached
+    /// the branch and wait on the other side (or left the loop, for an
+    /// exit), those of enclosing splits counted to their own branches.
+    pub idle_lane_slots: u64,
 }
 
 impl BranchObs {
@@ -188,6 +193,7 @@ impl BranchObs {
         self.executions += o.executions;
         self.splits += o.splits;
         self.warps_split.merge(&o.warps_split);
+        self.idle_lane_slots += o.idle_lane_slots;
     }
 }
 

@@ -60,6 +60,15 @@ impl Induction {
         matches!(self.op(f), Opcode::Add | Opcode::Sub) && self.invariant && self.init.is_some()
     }
 
+    /// Its start with one operation by a step that does not change applied
+    /// once per iteration (`k += s`, `k *= 2`, `k >>= 1`, `k /= 2`): its
+    /// value at any iteration is known from those two.
+    pub fn stepped(&self, f: &FunctionIr<'_>) -> bool {
+        matches!(self.op(f), Opcode::Add | Opcode::Sub | Opcode::Mul | Opcode::Shl | Opcode::Shr | Opcode::Div)
+            && self.invariant
+            && self.init.is_some()
+    }
+
     /// The counter's next value after `x`, stepping by `step`, by the
     /// update's own semantics (`None`: it traps, e.g. a division by 0).
     pub fn next(&self, f: &FunctionIr<'_>, x: i64, step: i64) -> Option<i64> {
@@ -142,7 +151,7 @@ impl Loops {
     }
 
     /// The iterations loop `l` runs, when that is a constant of at most
-    /// `max`: its exit test reads only its additive counters, constants and
+    /// `max`: its exit test reads only its stepped counters, constants and
     /// the block shape (not data, another loop's counter or another value
     /// of the loop), and `test(cond, n)` (the test's predicate `cond` at
     /// iteration n, as the caller evaluates it) leaves at some n below `max`;
@@ -183,7 +192,7 @@ impl Loops {
     }
 
     /// What loop `l`'s exit test reads, walked back to its leaves: `None`
-    /// when it reads something other than the loop's additive counters
+    /// when it reads something other than the loop's stepped counters
     /// (and what they start from and step by), constants, `%ntid` and
     /// scalar parameters; else whether it reads a parameter.
     fn exit_reads_parameter(&self, f: &FunctionIr<'_>, l: LoopId, e: &ExitTest) -> Option<bool> {
@@ -194,12 +203,20 @@ impl Loops {
         while let Some(v) = walk.next_value() {
             match f.ssa.values[v] {
                 ValueDef::Phi(p) if f.ssa.phis[p].block == header => {
-                    let ind = self.induction(v).filter(|i| i.additive(f))?;
+                    let ind = self.induction(v).filter(|i| i.stepped(f))?;
                     walk.extend(f.ssa.uses(ind.update).iter().copied().filter(|&x| x != v));
                     // where it starts (`n` for a count down from `n`)
                     walk.extend(ind.init);
                 }
-                ValueDef::Phi(_) => return None,
+                // one value computed alike on every path (`mov %r13, %ntid.x` on both arms)
+                ValueDef::Phi(p) => {
+                    let ins: Vec<ValueId> = f.ssa.phis[p].incoming.iter().map(|x| x.1).collect();
+                    let first = *ins.first()?;
+                    if !ins.iter().all(|&x| super::values::same_value(f, x, first)) {
+                        return None;
+                    }
+                    walk.extend([first]);
+                }
                 ValueDef::Entry(_) => {
                     if !matches!(f.ssa.special(v), Some(Special::Ntid(_))) {
                         return None;
@@ -346,7 +363,10 @@ $chased:
         assert_eq!((left.step_operand, left.step, left.additive(f)), (1, Step::Imm(4), true));
         assert_eq!(left.next(f, 8, 4), Some(12));
         let halving = counter(f, "%r2").expect("the halving counter");
-        assert_eq!((halving.op(f), halving.additive(f), halving.next(f, 256, 1)), (Opcode::Shr, false, Some(128)));
+        assert_eq!(
+            (halving.op(f), halving.additive(f), halving.stepped(f), halving.next(f, 256, 1)),
+            (Opcode::Shr, false, true, Some(128))
+        );
         assert!(counter(f, "%rd4").is_none(), "a pointer chased through memory is no counter");
     }
 
@@ -367,7 +387,7 @@ $chased:
         // 0, 280, … 2520 run; the test after 2800 leaves: ten iterations
         assert_eq!(by_header("%rd2"), Some(Trips::Known(10)));
         assert_eq!(by_header("%r1"), Some(Trips::Runtime));
-        // (a halving counter is not stepped exactly: no count)
-        assert_eq!(by_header("%r2"), None);
+        // a halving counter is stepped the same way each iteration: 256, 128, … 1
+        assert_eq!(by_header("%r2"), Some(Trips::Known(9)));
     }
 }

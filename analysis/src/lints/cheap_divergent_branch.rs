@@ -1,17 +1,20 @@
 //! `cheap_divergent_branch` (pedantic): the declaration only. The
-//! `divergent_branch` pass emits it for a split branch that decides only a
-//! few straight-line instructions (`crate::facts::BranchCost::is_cheap`).
+//! `divergent_branch` pass emits it for a split whose idle lane-slots are
+//! under its threshold, or that decides a few straight-line instructions
+//! each warp meets once (`crate::facts::BranchCost::is_cheap`).
 
 declare_lint! {
     /// ### What it does
     /// Reports branches that split the lanes of a warp like `divergent_branch`
-    /// does, but around only a few straight-line instructions (at most 6, with
-    /// no loop, call or barrier): a guard around one store (`if t == k { out[r] =
-    /// sum; }`), a clamp, a small fix-up. The split is real, its cost is a few
-    /// instructions run with part of the warp masked off. A split that repeats
-    /// (at least half of the warp executions of its line split, over a loop's
-    /// iterations or an unrolled loop's copies: the interleaved reduction's
-    /// `if t % (2 * k) == 0`) is `divergent_branch` instead.
+    /// does, but whose idle lane-slots are under 10 % of the kernel's (a few
+    /// warps split around a short side, sequential addressing's last steps), or
+    /// that decide only a few straight-line instructions (at most 6, with no
+    /// loop, call or barrier) that each warp meets once: a guard around one
+    /// store (`if t == k { out[r] = sum; }`), a clamp, a small fix-up. The note
+    /// and JSON (`idle_share`) give the share. A short side that splits again
+    /// and again (the interleaved reduction's `if t % (2 * k) == 0`, in every
+    /// iteration) is counted over the iterations and is `divergent_branch` when
+    /// its share reaches the threshold.
     ///
     /// ### Why is this bad
     /// It rarely is: each split warp runs both short paths one after the other,
@@ -36,6 +39,6 @@ declare_lint! {
         name: "cheap_divergent_branch",
         group: Pedantic,
         default: Allow,
-        summary: "a thread-dependent branch splits warps around only a few straight-line instructions (a guarded store): real, but cheap",
+        summary: "a thread-dependent branch splits warps but leaves under 10 % of the kernel's lane-slots idle, or guards a few instructions each warp meets once: real, but cheap",
     }
 }

@@ -27,7 +27,8 @@ pub use registry::{Group, Level, Lint};
 
 /// The lint modules, the registry and the pass list, from one list. A
 /// lint without a pass of its own is emitted by another pass
-/// (`cheap_divergent_branch` by `divergent_branch`) or by the binary
+/// (`cheap_divergent_branch` and `conditional_divergent_branch` by
+/// `divergent_branch`) or by the binary
 /// (`unused_gpucheck_allow`, which needs the package's source files).
 macro_rules! lints {
     ($($module:ident :: $lint:ident $(=> $check:ident)?),* $(,)?) => {
@@ -40,6 +41,10 @@ macro_rules! lints {
         pub fn run(cx: &LintCx<'_, '_, '_>) -> Vec<Finding> {
             let mut out = Vec::new();
             $($( $module::$check(cx, &mut out); )?)*
+            // findings live until the report is printed: no spare capacity
+            for f in out.iter_mut() {
+                f.shrink_to_fit();
+            }
             debug_assert!(out.iter().all(|f| registry::is_registered(f.lint)), "a finding names an unregistered lint");
             out
         }
@@ -61,6 +66,7 @@ lints! {
     shared_memory_opportunity::SHARED_MEMORY_OPPORTUNITY => check,
     misaligned_global_access::MISALIGNED_GLOBAL_ACCESS => check,
     cheap_divergent_branch::CHEAP_DIVERGENT_BRANCH,
+    conditional_divergent_branch::CONDITIONAL_DIVERGENT_BRANCH,
     benign_race::BENIGN_RACE,
     vectorizable_access::VECTORIZABLE_ACCESS => check,
     stride_dependent_access::STRIDE_DEPENDENT_ACCESS => check,
@@ -234,6 +240,14 @@ impl Finding {
     pub fn note_text(&mut self, text: Text) {
         self.notes.push(Note { kind: NoteKind::Note, text });
     }
+    /// Drop spare capacity (a finding lives until the report is printed).
+    pub fn shrink_to_fit(&mut self) {
+        self.notes.shrink_to_fit();
+        self.metrics.shrink_to_fit();
+        self.secondary.shrink_to_fit();
+        self.assumes.shrink_to_fit();
+    }
+
     pub fn metric(&self, name: &str) -> Option<&Metric> {
         self.metrics.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
     }

@@ -45,6 +45,8 @@ pub struct BranchSeen {
     pub splits: u64,
     /// Over the blocks that executed it: how many warps split there.
     pub warps_split: SiteSeen,
+    /// Lane-slots left idle while its sides ran.
+    pub idle_lane_slots: u64,
 }
 
 /// What an engine reports for one kernel run, by instruction.
@@ -66,6 +68,8 @@ pub struct Seen {
     /// PTX line of each instruction the engine saw, by function.
     pub lines: BTreeMap<usize, Vec<u32>>,
     pub lane_insts: u64,
+    /// Warp instructions executed (the CPU engine only; 0 otherwise).
+    pub warp_insts: u64,
     pub seconds: f64,
     /// CUDA only: the uninstrumented kernel's time (CUDA events), milliseconds.
     pub kernel_ms: Option<f64>,
@@ -314,7 +318,17 @@ fn cpu(
         branches: obs
             .branches
             .iter()
-            .map(|(k, b)| (*k, BranchSeen { executions: b.executions, splits: b.splits, warps_split: SiteSeen::from(&b.warps_split) }))
+            .map(|(k, b)| {
+                (
+                    *k,
+                    BranchSeen {
+                        executions: b.executions,
+                        splits: b.splits,
+                        warps_split: SiteSeen::from(&b.warps_split),
+                        idle_lane_slots: b.idle_lane_slots,
+                    },
+                )
+            })
             .collect(),
         races: obs.races.clone(),
         barriers: obs.barriers.clone(),
@@ -322,6 +336,7 @@ fn cpu(
         control: true,
         lines: obs.lines,
         lane_insts: obs.lane_insts,
+        warp_insts: obs.warp_insts,
         seconds,
         kernel_ms: None,
     })

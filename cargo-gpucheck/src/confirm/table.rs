@@ -340,6 +340,9 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         };
         let (observed, jo) = branch_text(obs, b.warps);
         out.push(Row::at(paths, &b.site, "branch", predicted, observed, verdict, jp, jo));
+        if let Some(row) = idle_row(paths, b, obs, seen) {
+            out.push(row);
+        }
     }
     // barriers: every one the kernel can reach, with how many threads arrived
     for b in report.barriers.iter().filter(|b| ours(&b.site)) {
@@ -597,6 +600,46 @@ fn describe(p: &BranchPrediction, warps: usize) -> (String, Value) {
     }
 }
 
+/// How far an observed idle share may lie from the predicted one and be
+/// confirmed: the prediction counts block 0's threads and the PTX
+/// instructions of the kernel (a call as one), the run every block and
+/// every instruction executed.
+const IDLE_SHARE_TOLERANCE: f64 = 0.02;
+
+/// A branch's idle lane-slots: the predicted share of the kernel's beside
+/// the share the run observed (its idle slots against the warp
+/// instructions executed times 32). Only where the engine counts them and
+/// the branch was predicted to idle some, or was seen to.
+fn idle_row(paths: &PathStyle, b: &gpucheck_analysis::BranchReport, obs: Option<&BranchSeen>, seen: &Seen) -> Option<Row> {
+    if seen.warp_insts == 0 {
+        return None;
+    }
+    let observed_idle = obs.map_or(0, |o| o.idle_lane_slots);
+    let observed = observed_idle as f64 / (seen.warp_insts as f64 * 32.0);
+    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    let (predicted, jp, verdict) = match b.idle_share {
+        Some((_, high)) if high == 0.0 && observed_idle == 0 => return None,
+        Some((low, high)) => {
+            let text = if high - low < 0.0005 { pct(low) } else { format!("{} to {}", pct(low), pct(high)) };
+            let verdict = if (low - IDLE_SHARE_TOLERANCE..=high + IDLE_SHARE_TOLERANCE).contains(&observed) {
+                if high > low {
+                    Verdict::WithinBound
+                } else {
+                    Verdict::Confirmed
+                }
+            } else {
+                Verdict::Mismatch
+            };
+            (format!("{text} of the kernel's lane-slots idle"), json!({"idle_share": low, "idle_share_high": high}), verdict)
+        }
+        None if observed_idle == 0 => return None,
+        None => ("— (not counted)".to_string(), Value::Null, Verdict::Observed),
+    };
+    let text = format!("{} of the kernel's lane-slots idle ({observed_idle} of {})", pct(observed), seen.warp_insts * 32);
+    let jo = json!({"idle_share": observed, "idle_lane_slots": observed_idle, "kernel_lane_slots": seen.warp_insts * 32});
+    Some(Row::at(paths, &b.site, "idle lanes", predicted, text, verdict, jp, jo))
+}
+
 fn branch_text(obs: Option<&BranchSeen>, warps: usize) -> (String, Value) {
     match obs {
         Some(o) => (
@@ -705,11 +748,51 @@ mod tests {
 
     fn branch(prediction: BranchPrediction, inst: usize) -> BranchReport {
         let site = gpucheck_analysis::Site { kernel: "k".into(), function: 0, inst, ptx_line: 10 + inst as u32, span: None, via: None };
-        BranchReport { site, warps: 8, prediction }
+        BranchReport { site, warps: 8, prediction, idle_share: None }
     }
 
     fn seen_split(typical: u32, max: u32) -> BranchSeen {
-        BranchSeen { executions: 32, splits: max as u64, warps_split: SiteSeen { requests: 4, mode: typical, max, mean: typical as f64 } }
+        BranchSeen {
+            executions: 32,
+            splits: max as u64,
+            warps_split: SiteSeen { requests: 4, mode: typical, max, mean: typical as f64 },
+            idle_lane_slots: 0,
+        }
+    }
+
+    #[test]
+    fn idle_share_verdicts() {
+        // (predicted share range, idle lane-slots observed of 1000 × 32)
+        let b = |inst: usize, idle_share: Option<(f64, f64)>| BranchReport { idle_share, ..branch(BranchPrediction::Splits(8), inst) };
+        let report = Report {
+            branches: vec![
+                b(1, Some((0.25, 0.25))),
+                b(2, Some((0.25, 0.25))),
+                b(3, Some((0.05, 0.40))),
+                b(4, Some((0.0, 0.0))),
+                b(5, None),
+                b(6, Some((0.0, 0.0))),
+            ],
+            ..Report::default()
+        };
+        let mut seen = Seen { control: true, warp_insts: 1000, ..Seen::default() };
+        let k = |inst| SiteKey { func: 0, inst };
+        for (inst, idle) in [(1, 8200), (2, 4000), (3, 3200), (4, 0), (5, 640), (6, 3200)] {
+            seen.branches.insert(k(inst), BranchSeen { idle_lane_slots: idle, ..seen_split(8, 8) });
+        }
+        let rows = rows(&report, "k", &BTreeSet::from([0]), &seen, &PathStyle { root: PathBuf::from("/") }, &[]);
+        let verdicts: Vec<(usize, Verdict)> = rows.iter().filter(|r| r.what == "idle lanes").map(|r| (r.key.inst, r.verdict)).collect();
+        assert_eq!(
+            verdicts,
+            [
+                (1, Verdict::Confirmed),   // 25.6 % against 25 %
+                (2, Verdict::Mismatch),    // 12.5 % against 25 %
+                (3, Verdict::WithinBound), // 10 % within 5 to 40 %
+                (5, Verdict::Observed),    // not counted statically
+                (6, Verdict::Mismatch),    // 10 % where none was predicted
+            ],
+            "nothing predicted and nothing seen is no row"
+        );
     }
 
     #[test]
