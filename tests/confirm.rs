@@ -106,6 +106,25 @@ fn races_are_seen_where_predicted_and_nowhere_else() {
     assert_eq!(races, expected);
 }
 
+/// Impact and idle lane-slots: every share the analysis predicts is
+/// measured on the run and judged (none contradicted: the first test checks
+/// that no row is a mismatch), and the headline twins come out as predicted.
+#[test]
+fn shares_are_measured() {
+    let recs = records();
+    let judged = |what: &str| {
+        recs.iter().filter(|r| r["space"] == what && ["confirmed", "within bound"].contains(&r["verdict"].as_str().unwrap_or(""))).count()
+    };
+    assert!(judged("impact") >= 40, "only {} impact rows judged", judged("impact"));
+    assert!(judged("idle lanes") >= 30, "only {} idle-lane rows judged", judged("idle lanes"));
+    // the interleaved reduction's guard idles a fifth of its lane-slots or more; sequential addressing a few percent
+    let idle = |k: &str| -> f64 {
+        recs.iter().filter(|r| r["kernel"] == k && r["space"] == "idle lanes").filter_map(|r| r["observed"]["idle_share"].as_f64()).sum()
+    };
+    assert!(idle("reduce_modulo_guard") >= 0.2, "{}", idle("reduce_modulo_guard"));
+    assert!(idle("reduce_halving") < 0.1, "{}", idle("reduce_halving"));
+}
+
 #[test]
 fn branch_splits_are_counted() {
     // saxpy: 1000 of 1024 threads in range: one warp execution splits at the bound

@@ -62,6 +62,12 @@ pub struct AccessReport {
     pub requests: usize,
     /// Why there is no prediction (data-dependent address), if so.
     pub unpredictable: bool,
+    /// Its cost beyond the ideal (sectors past the ideal, a conflict's
+    /// replays) as a share of its space's predicted cost in one block of
+    /// the kernel, each access weighted by how often it issues (lowest,
+    /// highest over unknown trip counts: `KernelFacts::impact`; single
+    /// precision, as there is one per access site).
+    pub impact: Option<(f32, f32)>,
 }
 
 /// What the analysis predicts for one conditional branch: how many warps

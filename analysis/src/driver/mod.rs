@@ -343,6 +343,7 @@ fn check_function(
                 conflict: p.as_ref().filter(|_| !global).map(|p| p.conflict),
                 requests: p.as_ref().map(|p| p.requests).unwrap_or(0),
                 unpredictable: p.is_none(),
+                impact: facts.impact(x).map(|(l, h)| (l as f32, h as f32)),
             }
         })
         .collect();

@@ -224,6 +224,9 @@ pub struct KernelFacts<'f, 'a> {
     pub branches: Vec<BranchFact>,
     /// The kernel's lane-slots and those each branch leaves idle.
     pub lane_slots: slots::LaneSlots,
+    /// What its accesses cost the memory system, weighted by how often
+    /// each issues.
+    pub memory_cost: slots::MemoryCost,
     pub accesses: Vec<AccessFact>,
     /// Loads of one warp to one array in one loop iteration (through L1),
     /// and stores likewise, judged together (`crate::memory::footprint`).
@@ -390,7 +393,10 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             grid_races.extend(global_keyed.map(|r| crate::races::Race { between_blocks: Some(dim), ..r.clone() }).collect::<Vec<_>>());
         }
         let exports = calls::exports(f, d, sums, &evals, &mut lanes, &accesses);
-        let lane_slots = slots::lane_slots(&evals, &branches, &mut lanes);
+        let mut asked: Vec<BlockId> = accesses.iter().map(|a| f.cfg.block_of(a.access.inst)).collect();
+        asked.sort_unstable();
+        asked.dedup();
+        let lane_slots = slots::lane_slots(&evals, &branches, &mut lanes, &asked);
         drop(lanes);
         for (b, r) in branches.iter_mut().zip(recount) {
             if let (Split::Exact { split, single_lane, .. }, Some((n, single))) = (&mut b.split, r) {
@@ -405,6 +411,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             }
         }
         let coverage = coverage::coverage(f, &accesses);
+        let memory_cost = slots::memory_cost(f, &accesses, &lane_slots);
         let sampled = evals.sampled();
         let cas_seeds = crate::races::cas_seeds(f, &own).into_iter().enumerate().filter_map(|(k, c)| Some((k, c?))).collect();
         KernelFacts {
@@ -414,6 +421,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             shape,
             branches,
             lane_slots,
+            memory_cost,
             accesses,
             groups,
             races,
@@ -519,6 +527,24 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// The fact of the divergent branch ending block `b`, if any.
     pub fn branch_of_block(&self, b: BlockId) -> Option<&BranchFact> {
         self.branch_at[b].map(|k| &self.branches[k as usize])
+    }
+
+    /// How often access `x` issues in one block of the kernel, in warp
+    /// requests (the warps running its block, over the iterations of the
+    /// loops around it; loops of unknown trip count as symbols).
+    pub fn issued(&self, x: &AccessFact) -> Option<&slots::Slots> {
+        self.lane_slots.issued(self.f.cfg.block_of(x.access.inst))
+    }
+
+    /// Access `x`'s cost beyond its ideal as a share of its space's
+    /// predicted cost in one block of the kernel (global sectors, shared
+    /// transactions): lowest and highest over the trip counts not known,
+    /// per iteration of those around it ([`slots::share`]).
+    pub fn impact(&self, x: &AccessFact) -> Option<(f64, f64)> {
+        let (extra, total) = slots::excess(x, &self.memory_cost)?;
+        let mut part = slots::Slots::default();
+        part.add_scaled(self.issued(x)?, extra);
+        slots::share(&part, total)
     }
 
     /// The share of the kernel's lane-slots the branch ending block `b`

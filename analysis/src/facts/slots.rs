@@ -54,8 +54,13 @@ impl Slots {
 
     /// Add `o`'s terms.
     pub fn add_all(&mut self, o: &Slots) {
-        for (c, l) in &o.terms {
-            self.add(*c, l);
+        self.add_scaled(o, 1.0);
+    }
+
+    /// Add `o`'s terms times `c`.
+    pub fn add_scaled(&mut self, o: &Slots, c: f64) {
+        for (x, l) in &o.terms {
+            self.add(x * c, l);
         }
     }
 
@@ -139,9 +144,18 @@ pub struct LaneSlots {
     /// leave idle in one block; `None` where the threads taking it are not
     /// known in every iteration.
     pub idle: Vec<Option<Slots>>,
+    /// The blocks asked for (those holding a memory access), sorted, each
+    /// with how often its instructions issue in one block of the kernel,
+    /// in warps (over the iterations of the loops around it).
+    pub issued: Vec<(BlockId, Slots)>,
 }
 
 impl LaneSlots {
+    /// How often block `b` issues, in warps, if it was asked for.
+    pub fn issued(&self, b: BlockId) -> Option<&Slots> {
+        self.issued.binary_search_by_key(&b, |x| x.0).ok().map(|k| &self.issued[k].1)
+    }
+
     /// Branch `k`'s idle slots as a share of the kernel's (lowest, highest
     /// over the unknown trip counts: [`share_range`]).
     pub fn share_range(&self, k: usize) -> Option<(f64, f64)> {
@@ -168,8 +182,14 @@ struct Model<'m, 'f, 'a, 'b> {
     runs: IdVec<LoopId, Runs>,
 }
 
-/// Count the kernel's lane-slots and each branch's idle ones.
-pub(super) fn lane_slots<'f, 'a, 'b>(evals: &'b Evals<'f, 'a>, branches: &'b [BranchFact], lanes: &mut Lanes<'f, 'a, 'b>) -> LaneSlots {
+/// Count the kernel's lane-slots, each branch's idle ones, and how often
+/// each block of `asked` issues (sorted, without repeats).
+pub(super) fn lane_slots<'f, 'a, 'b>(
+    evals: &'b Evals<'f, 'a>,
+    branches: &'b [BranchFact],
+    lanes: &mut Lanes<'f, 'a, 'b>,
+    asked: &[BlockId],
+) -> LaneSlots {
     let f = evals.f;
     let cfg = &f.cfg;
     let mut runs = IdVec::with_capacity(cfg.loops.len());
@@ -186,16 +206,22 @@ pub(super) fn lane_slots<'f, 'a, 'b>(evals: &'b Evals<'f, 'a>, branches: &'b [Br
     }
     let mut m = Model { f, branches, lanes, runs };
     let mut kernel = Slots::default();
+    let mut issued = Vec::with_capacity(asked.len());
     for b in cfg.blocks.keys().filter(|&b| cfg.reachable(b)) {
         let (count, unknown) = m.issued(b);
         kernel.add(count * WARP as f64 * insts(f, b), &unknown);
+        if asked.binary_search(&b).is_ok() {
+            let mut x = Slots::default();
+            x.add(count, &unknown);
+            issued.push((b, x));
+        }
         if let Some(l) = cfg.loop_of(b) {
             let n = m.iterations(l);
             m.lanes.forget_later_iterations(b, n);
         }
     }
     let idle = (0..branches.len()).map(|k| m.idle(k)).collect();
-    LaneSlots { kernel, idle }
+    LaneSlots { kernel, idle, issued }
 }
 
 fn insts(f: &FunctionIr<'_>, b: BlockId) -> f64 {
@@ -419,4 +445,41 @@ mod tests {
         assert_eq!(kernel.known(), None);
         assert_eq!(kernel.unknown_loops(), [l, m]);
     }
+}
+
+/// What the accesses of one block of the kernel cost the memory system,
+/// each weighted by how often it issues ([`LaneSlots::issued`]): global
+/// sectors and shared-memory transactions (a conflict's replays
+/// included), over the accesses with a prediction.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryCost {
+    pub global_sectors: Slots,
+    pub shared_transactions: Slots,
+}
+
+/// An access's cost beyond its ideal (sectors past the ideal, a
+/// conflict's replays), per request; and its space's total, to take a
+/// share of.
+pub fn excess<'c>(x: &crate::memory::AccessFact, cost: &'c MemoryCost) -> Option<(f64, &'c Slots)> {
+    let p = x.prediction.as_ref()?;
+    match x.access.space {
+        crate::ir::inst::Space::Global => Some((p.sectors.0.saturating_sub(p.ideal) as f64, &cost.global_sectors)),
+        crate::ir::inst::Space::Shared => Some((p.conflict.0.saturating_sub(1) as f64, &cost.shared_transactions)),
+        _ => None,
+    }
+}
+
+/// The memory cost of `accesses`, each weighted by how often its block
+/// issues.
+pub(super) fn memory_cost(f: &FunctionIr<'_>, accesses: &[crate::memory::AccessFact], slots: &LaneSlots) -> MemoryCost {
+    let mut cost = MemoryCost::default();
+    for x in accesses {
+        let (Some(p), Some(n)) = (&x.prediction, slots.issued(f.cfg.block_of(x.access.inst))) else { continue };
+        match x.access.space {
+            crate::ir::inst::Space::Global => cost.global_sectors.add_scaled(n, p.sectors.0 as f64),
+            crate::ir::inst::Space::Shared => cost.shared_transactions.add_scaled(n, p.conflict.0.max(1) as f64),
+            _ => {}
+        }
+    }
+    cost
 }

@@ -436,6 +436,26 @@ impl LintCx<'_, '_, '_> {
         Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other }
     }
 
+    /// The note and numbers saying what share of the kernel's predicted
+    /// memory cost access `x`'s cost beyond its ideal is (`what`: that cost,
+    /// `of`: the kernel's total), weighted by how often each access issues
+    /// (`facts::slots`; JSON `impact_share`, `impact_share_high` for a range).
+    pub fn impact_note(&self, fd: &mut Finding, x: &crate::memory::AccessFact, what: &str, of: &str) {
+        let Some((low, high)) = self.facts.impact(x) else { return };
+        let pct = |v: f64| format!("{:.0} %", 100.0 * v);
+        let range = if high - low < 0.005 { pct(low) } else { format!("{} to {}", pct(low), pct(high)) };
+        let longer = match self.facts.issued(x) {
+            Some(n) if !n.unknown_loops().is_empty() => " as the loop around it runs longer",
+            _ => "",
+        };
+        let whose = if self.facts.f.func.is_entry { "kernel" } else { "function" };
+        fd.note(format!("{what} are {range} of this {whose}'s predicted {of}{longer}"));
+        fd.metrics.push(("impact_share", Metric::Float(low)));
+        if high > low {
+            fd.metrics.push(("impact_share_high", Metric::Float(high)));
+        }
+    }
+
     /// The note saying which block shape the numbers are for.
     pub fn shape_note(&self, fd: &mut Finding) {
         let shape = self.facts.shape;

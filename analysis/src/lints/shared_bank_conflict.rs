@@ -13,7 +13,12 @@ declare_lint! {
     /// memory has 32 banks of 4-byte words; the degree is the largest number of
     /// distinct words a warp request needs from one bank (lanes reading the same
     /// word are served by one broadcast). 8-byte accesses are served per half
-    /// warp, 16-byte per quarter warp. Reports degree 2 and more.
+    /// warp, 16-byte per quarter warp. Reports degree 2 and more, with its
+    /// impact: its replays (degree less one, per request) as a share of the
+    /// shared-memory transactions the kernel's accesses are predicted to make,
+    /// each access weighted by how often it runs (the warps that run it, over
+    /// the iterations of its loops; per iteration where a trip count is not
+    /// known). JSON `impact_share`; `confirm` measures the same share.
     ///
     /// ### Why is this bad
     /// An n-way conflict serialises the request into n transactions. Reading a
@@ -56,6 +61,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             if p.requests == 1 { "" } else { "s" },
             p.conflict.1
         ));
+        cx.impact_note(&mut fd, x, "its replays", "shared-memory transactions");
         cx.shape_note(&mut fd);
         if stride > 0 && stride % 128 == 0 {
             let words = stride / 4;

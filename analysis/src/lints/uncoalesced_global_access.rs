@@ -35,6 +35,13 @@ declare_lint! {
     /// reported. Several fields of one array of structs read in one loop are one
     /// diagnostic naming the fields.
     ///
+    /// Each finding says its impact: the sectors it moves beyond the ideal as a
+    /// share of the global sectors the kernel's accesses are predicted to move,
+    /// each access weighted by how often it runs (the warps that run it, over the
+    /// iterations of its loops; per iteration where a trip count is not known).
+    /// JSON `impact_share` (and `impact_share_high` where unknown trip counts make
+    /// it a range); `confirm` measures the same share on a run.
+    ///
     /// ### Why is this bad
     /// Memory moves in sectors: a warp whose lanes read 4 bytes each, 128 bytes
     /// apart, moves 32 sectors (1024 bytes) to use 128 — an eighth of the
@@ -225,6 +232,7 @@ fn single(cx: &LintCx<'_, '_, '_>, x: &crate::memory::AccessFact, p: &Prediction
     let mut fd = cx.finding(&UNCOALESCED_GLOBAL_ACCESS, a.inst, message, label);
     fd.assumes = cx.facts.access_assumes(x);
     explain_cost(cx, &mut fd, p);
+    cx.impact_note(&mut fd, x, "the sectors it moves beyond the ideal", "global-memory sectors");
     fd.help("make threadIdx.x the fastest-varying index of the access (consecutive lanes, consecutive addresses); for a transpose, stage the tile through shared memory; for an array of structs, use a structure of arrays");
     metrics(cx, &mut fd, x, p);
     fd

@@ -230,6 +230,14 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
     for a in report.accesses.iter().filter(|a| ours(&a.site)) {
         contexts.entry(a.site.key()).or_default().insert((a.sectors, a.conflict));
     }
+    // what the predicted sites cost in the run, per space and function (an impact's
+    // denominator: a function's accesses are predicted, and weighed, in its own facts)
+    let mut observed_cost: std::collections::BTreeMap<(&'static str, usize), f64> = Default::default();
+    for a in report.accesses.iter().filter(|a| ours(&a.site) && !a.unpredictable) {
+        if let Some((_, s)) = seen.sites.get(&a.site.key()) {
+            *observed_cost.entry((a.space.name(), a.site.function)).or_default() += s.mode.max(1) as f64 * s.requests as f64;
+        }
+    }
     // memory sites
     let mut predicted_sites = BTreeSet::new();
     for a in report.accesses.iter().filter(|a| ours(&a.site)) {
@@ -287,6 +295,12 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             _ => predicted,
         };
         out.push(Row::at(paths, &a.site, a.space.name(), predicted, observed, verdict, jp, jo));
+        if let Some(mut row) = impact_row(paths, a, obs, &observed_cost) {
+            if verdict != Verdict::Confirmed {
+                row.verdict = Verdict::Observed;
+            }
+            out.push(row);
+        }
     }
     // sites the run saw that the analysis has no record of
     for (k, (space, s)) in seen.sites.iter().filter(|(k, _)| !predicted_sites.contains(k)) {
@@ -600,6 +614,60 @@ fn describe(p: &BranchPrediction, warps: usize) -> (String, Value) {
     }
 }
 
+/// How far an observed impact may lie from the predicted one and be
+/// confirmed: the prediction weighs each site by block 0's warps and the
+/// loops' trip counts, the run by the requests every block made (a share
+/// of a few percentage points, or a fifth of the prediction).
+fn impact_tolerance(predicted: f64) -> f64 {
+    (0.2 * predicted).max(0.03)
+}
+
+/// An access's impact: the predicted share of its space's cost beyond its
+/// ideal beside the share the run observed (its typical request's cost
+/// less the ideal, times its requests, against what every predicted site
+/// of the space in its function cost, each at its typical request: the
+/// prediction's own terms). Judged only where the access's own numbers were confirmed as
+/// predicted (a variant — misaligned rows, a stride of 1 — changes the
+/// share with them); observed elsewhere. Only where some excess was
+/// predicted or seen.
+fn impact_row(
+    paths: &PathStyle,
+    a: &gpucheck_analysis::AccessReport,
+    obs: Option<&SiteSeen>,
+    cost: &std::collections::BTreeMap<(&'static str, usize), f64>,
+) -> Option<Row> {
+    let (low, high) = a.impact.map(|(l, h)| (l as f64, h as f64))?;
+    let s = obs?;
+    let ideal = match a.space {
+        Space::Global => a.sectors?.2 as f64,
+        _ => 1.0,
+    };
+    let total = *cost.get(&(a.space.name(), a.site.function))?;
+    let excess = (s.mode as f64 - ideal).max(0.0) * s.requests as f64;
+    if total <= 0.0 || (high == 0.0 && excess == 0.0) {
+        return None;
+    }
+    let observed = excess / total;
+    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    let of = if a.space == Space::Global { "global sectors" } else { "shared transactions" };
+    let text = if high - low < 0.0005 { pct(low) } else { format!("{} to {}", pct(low), pct(high)) };
+    let verdict = match (low - impact_tolerance(low)..=high + impact_tolerance(high)).contains(&observed) {
+        true if high > low => Verdict::WithinBound,
+        true => Verdict::Confirmed,
+        false => Verdict::Mismatch,
+    };
+    Some(Row::at(
+        paths,
+        &a.site,
+        "impact",
+        format!("{text} of the function's {of} beyond the ideal"),
+        format!("{} of the function's {of} beyond the ideal", pct(observed)),
+        verdict,
+        json!({"impact_share": low, "impact_share_high": high}),
+        json!({"impact_share": observed, "excess": excess, "total": total}),
+    ))
+}
+
 /// How far an observed idle share may lie from the predicted one and be
 /// confirmed: the prediction counts block 0's threads and the PTX
 /// instructions of the kernel (a call as one), the run every block and
@@ -875,6 +943,7 @@ mod tests {
             conflict: None,
             requests: 8,
             unpredictable: false,
+            impact: None,
         };
         let report = Report {
             accesses: vec![
