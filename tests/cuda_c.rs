@@ -609,3 +609,17 @@ fn cuda_c_divergence_is_weighed_in_lane_slots() {
         assert!((low..high).contains(&observed) && (predicted - observed).abs() < 0.02, "{kernel}: {predicted} against {observed}");
     }
 }
+
+/// A load the compiler hoisted out of its loop is placed at the loop's
+/// line (it has none of its own), and says so, with the body's line.
+#[test]
+fn cuda_c_hoisted_loads_say_so() {
+    let Some(tc) = toolchain() else { return };
+    let recs = fixture_records(tc, "hoisted_loads", "");
+    let m = recs.iter().find(|m| m["gpucheck"]["lint"] == "uncoalesced_global_access").expect("the hoisted load's finding");
+    let text = m["message"]["rendered"].as_str().unwrap();
+    assert!(
+        text.contains("the compiler hoisted this access out of the loop at line 11: it runs once before the loop, and the line shown is the loop's; its source is in the loop's body, line 12"),
+        "{text}"
+    );
+}

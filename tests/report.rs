@@ -47,6 +47,18 @@ fn sites(d: &Value) -> impl Iterator<Item = (usize, u64, &Value)> {
     })
 }
 
+/// The costliest findings, ranked by their predicted share of their
+/// kernel's cost: the worst first, each share in (0, 1].
+#[test]
+fn costliest_findings_are_ranked() {
+    let c = doc()["costliest"].as_array().expect("a ranking");
+    assert!(c.len() >= 5, "{c:?}");
+    let shares: Vec<f64> = c.iter().map(|x| x["share"].as_f64().unwrap()).collect();
+    assert!(shares.windows(2).all(|w| w[0] >= w[1]) && shares.iter().all(|&x| x > 0.0 && x <= 1.0), "{shares:?}");
+    assert_eq!(c[0]["lint"], "shared_bank_conflict", "{:?}", c[0]);
+    assert_eq!(c[0]["kernel"], "shared_column_unpadded", "{:?}", c[0]);
+}
+
 #[test]
 fn every_kernel_has_a_row_with_its_numbers() {
     let d = doc();

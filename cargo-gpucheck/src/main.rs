@@ -225,6 +225,9 @@ impl Sink {
                 for d in &diags {
                     eprintln!("{}\n", report::human::render(d, &ptx, self.color));
                 }
+                if let Some(s) = report::human::by_impact(&diags) {
+                    eprintln!("{s}\n");
+                }
                 if let Some(s) = report::human::summary(&origin.package_name, origin.kind, &diags) {
                     eprintln!("{s}");
                 }

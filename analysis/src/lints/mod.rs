@@ -290,10 +290,53 @@ impl LintCx<'_, '_, '_> {
         self.srcmap.place(self.facts.f, i, self.is_local)
     }
 
-    /// A finding at instruction `i` with the position notes filled in.
+    /// A finding at instruction `i` with the position notes filled in (and,
+    /// for an access the compiler hoisted out of a loop, a note saying so).
     pub fn finding(&self, lint: &'static Lint, i: InstId, message: String, label: String) -> Finding {
         let r = self.resolve(i);
-        self.finding_in(lint, i, r, None, message, label)
+        let hoisted = self.facts.f.insts[i].access().is_some().then(|| self.hoisted_from(i, r.primary.as_ref()?)).flatten();
+        let mut fd = self.finding_in(lint, i, r, None, message, label);
+        if let Some((line, body)) = hoisted {
+            let body = match body {
+                Some((a, b)) if a == b => format!("; its source is in the loop's body, line {a}"),
+                Some((a, b)) => format!("; its source is in the loop's body, lines {a}–{b}"),
+                None => String::new(),
+            };
+            fd.note(format!(
+                "the compiler hoisted this access out of the loop at line {line}: it runs once before the loop, and the line shown is the loop's{body}"
+            ));
+        }
+        fd
+    }
+
+    /// An access outside a loop that comes before it (its block dominates
+    /// the loop's header) and is placed at a line of that loop's own code:
+    /// the compiler moved it out of the loop (its source position is the
+    /// loop's, or none). The loop's line, and the range of the other lines
+    /// of the loop's code in that file (its body).
+    fn hoisted_from(&self, i: InstId, at: &SrcPos) -> Option<(u32, Option<(u32, u32)>)> {
+        let f = self.facts.f;
+        let cfg = &f.cfg;
+        let b = cfg.block_of(i);
+        for (l, lp) in cfg.loops.iter_enumerated() {
+            if cfg.in_loop(b, l) || !cfg.dominates(b, lp.header) {
+                continue;
+            }
+            let lines: Vec<u32> = lp
+                .blocks
+                .iter()
+                .flat_map(|&x| cfg.blocks[x].insts())
+                .filter_map(|j| self.resolve(j).primary)
+                .filter(|p| p.file == at.file)
+                .map(|p| p.line)
+                .collect();
+            if lines.contains(&at.line) {
+                let body = lines.iter().filter(|&&x| x != at.line);
+                let range = body.clone().min().copied().zip(body.max().copied());
+                return Some((at.line, range));
+            }
+        }
+        None
     }
 
     /// A finding at instruction `i` reported in the function that

@@ -130,6 +130,51 @@ pub fn summary(name: &str, kind: &str, diags: &[Diagnostic]) -> Option<String> {
     }
 }
 
+/// What a performance finding costs its kernel, as its prediction gives
+/// it: the share (sectors or shared transactions beyond the ideal,
+/// lane-slots left idle) and what it is a share of.
+pub fn cost_share(d: &Diagnostic) -> Option<(f64, &'static str)> {
+    use gpucheck_analysis::Metric;
+    let share = |name: &str| match d.finding.metric(name) {
+        Some(Metric::Float(x)) => Some(*x),
+        _ => None,
+    };
+    match (share("impact_share"), share("idle_share")) {
+        (Some(x), _) if d.finding.lint.name == "shared_bank_conflict" => Some((x, "shared-memory transactions beyond the ideal")),
+        (Some(x), _) => Some((x, "global-memory sectors beyond the ideal")),
+        (None, Some(x)) => Some((x, "lane-slots left idle")),
+        _ => None,
+    }
+}
+
+/// The reported performance findings ranked by what they cost their
+/// kernel ([`cost_share`]), costliest first.
+pub fn ranked(diags: &[Diagnostic]) -> Vec<(f64, &'static str, &Diagnostic)> {
+    let mut out: Vec<_> =
+        diags.iter().filter(|d| d.level != Level::Allow).filter_map(|d| cost_share(d).map(|(x, what)| (x, what, d))).collect();
+    out.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out
+}
+
+/// The five costliest performance findings of a package ([`ranked`]);
+/// `None` for fewer than two.
+pub fn by_impact(diags: &[Diagnostic]) -> Option<String> {
+    let ranked = ranked(diags);
+    if ranked.len() < 2 {
+        return None;
+    }
+    let mut out = String::from("note: the costliest performance findings, by their predicted share of their kernel's cost:");
+    for (k, (x, what, d)) in ranked.iter().take(5).enumerate() {
+        let at = match &d.file {
+            Some(f) => format!("{f}:{}:{}", d.line, d.col),
+            None => format!("{}:{}", d.ptx_file, d.line),
+        };
+        let kernel = gpucheck_analysis::demangle(&d.finding.kernel);
+        out += &format!("\n  {}. {at}: {:.0} % of `{kernel}`'s {what} ({})", k + 1, 100.0 * x, d.finding.lint.name);
+    }
+    Some(out)
+}
+
 /// One note for a PTX file with memory instructions that were not
 /// analysed: how many, in how many functions, and why.
 pub fn coverage_note(cov: &[gpucheck_analysis::CoverageReport]) {

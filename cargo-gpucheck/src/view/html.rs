@@ -129,6 +129,24 @@ fn overview(doc: &Doc) -> String {
             " · sorted by bytes moved beyond the ideal per request; click a header to sort"
         }
         @for n in &doc.notes { p.note { (n) } }
+        @if !doc.costliest.is_empty() {
+            h2 { "Costliest findings" }
+            p.sub { "performance findings by their predicted share of their kernel's cost (sectors or shared transactions beyond the ideal, lane-slots left idle)" }
+            table.overview id="costliest" {
+                thead { tr { th { "share" } th.name { "where" } th.name { "kernel" } th.name { "of" } th.name { "lint" } } }
+                tbody {
+                    @for c in &doc.costliest {
+                        tr {
+                            td.num data-sort=(format!("{:.4}", c.share)) { (format!("{:.0} %", 100.0 * c.share)) }
+                            td.name { a href=(link_to(&c.at, "")) { (c.place) } }
+                            td.name { (c.kernel) }
+                            td.name { (c.of) }
+                            td.name { (c.lint) }
+                        }
+                    }
+                }
+            }
+        }
         table.overview id="kernels" {
             thead { tr {
                 th.name { "kernel" }

@@ -38,6 +38,20 @@ pub struct Doc {
     pub files: Vec<FileView>,
     /// What the report could not show, and why.
     pub notes: Vec<String>,
+    /// The costliest performance findings, by their predicted share of
+    /// their kernel's cost (at most ten).
+    pub costliest: Vec<Costly>,
+}
+
+/// A performance finding in the overview's ranking.
+#[derive(Serialize, Debug)]
+pub struct Costly {
+    pub at: Link,
+    pub place: String,
+    pub lint: String,
+    pub kernel: String,
+    pub share: f64,
+    pub of: String,
 }
 
 /// One kernel (or device function) of the overview.
@@ -276,6 +290,7 @@ impl Doc {
         let mut p = Placer { paths, files: vec![], index: HashMap::new(), lines: vec![] };
         let mut kernels = Vec::new();
         let mut notes = Vec::new();
+        let mut costliest: Vec<Costly> = Vec::new();
         let mut quiet_fns = 0;
         for u in inputs {
             let a = u.analysis;
@@ -394,6 +409,26 @@ impl Doc {
             }
             // findings at their lines (the PTX line when there is no source line)
             for d in u.diags {
+                if let Some((share, of)) = crate::report::human::cost_share(d).filter(|_| d.level != gpucheck_analysis::Level::Allow) {
+                    let at = match &d.file {
+                        Some(f) => {
+                            Link { file: p.file(f.clone(), d.abs_file.clone().unwrap_or_else(|| paths.absolute(f)), false), line: d.line }
+                        }
+                        None => Link { file: p.file(u.ptx.to_string(), paths.absolute(u.ptx), true), line: d.finding.ptx_line },
+                    };
+                    let place = match &d.file {
+                        Some(f) => format!("{f}:{}", d.line),
+                        None => format!("{}:{}", u.ptx, d.finding.ptx_line),
+                    };
+                    costliest.push(Costly {
+                        at,
+                        place,
+                        lint: d.finding.lint.name.to_string(),
+                        kernel: gpucheck_analysis::demangle(&d.finding.kernel),
+                        share,
+                        of: of.to_string(),
+                    });
+                }
                 let at = match &d.file {
                     Some(f) => {
                         Link { file: p.file(f.clone(), d.abs_file.clone().unwrap_or_else(|| paths.absolute(f)), false), line: d.line }
@@ -512,7 +547,9 @@ impl Doc {
                 })
                 .collect();
         }
-        Doc { tool: format!("cargo-gpucheck {}", env!("CARGO_PKG_VERSION")), confirmed, kernels, files: p.files, notes }
+        costliest.sort_by(|a, b| b.share.total_cmp(&a.share));
+        costliest.truncate(10);
+        Doc { tool: format!("cargo-gpucheck {}", env!("CARGO_PKG_VERSION")), confirmed, kernels, files: p.files, notes, costliest }
     }
 }
 
