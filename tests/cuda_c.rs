@@ -610,8 +610,8 @@ fn cuda_c_divergence_is_weighed_in_lane_slots() {
     }
 }
 
-/// A load the compiler hoisted out of its loop is placed at the loop's
-/// line (it has none of its own), and says so, with the body's line.
+/// A load the compiler hoisted out of its loop (it has no line of its own)
+/// is placed where its value is used, in the loop's body, and says so.
 #[test]
 fn cuda_c_hoisted_loads_say_so() {
     let Some(tc) = toolchain() else { return };
@@ -619,7 +619,9 @@ fn cuda_c_hoisted_loads_say_so() {
     let m = recs.iter().find(|m| m["gpucheck"]["lint"] == "uncoalesced_global_access").expect("the hoisted load's finding");
     let text = m["message"]["rendered"].as_str().unwrap();
     assert!(
-        text.contains("the compiler hoisted this access out of the loop at line 11: it runs once before the loop, and the line shown is the loop's; its source is in the loop's body, line 12"),
+        text.contains("--> tests/fixtures/cuda/hoisted_loads.cu:13:")
+            && text.contains("the compiler hoisted this access out of the loop at tests/fixtures/cuda/hoisted_loads.cu:12:")
+            && text.contains("it runs once before the loop; the line shown is where its value is used"),
         "{text}"
     );
 }

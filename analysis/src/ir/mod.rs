@@ -34,6 +34,10 @@ pub struct FunctionIr<'a> {
     pub insts: IdVec<InstId, Inst<'a>>,
     /// The `.loc` in force at each instruction (line 0 entries skipped).
     pub locs: IdVec<InstId, Option<Loc>>,
+    /// Instructions after a line-0 `.loc` (code the compiler moved or made,
+    /// with no source line of its own): their `locs` entry is earlier
+    /// code's.
+    pub unplaced: dataflow::BitSet,
     /// Label name → the instruction it precedes (one past the last for a label at the end).
     pub labels: FxHashMap<&'a str, InstId>,
     /// Names of `.shared` variables declared in the function body.
@@ -178,6 +182,8 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
     let mut tables: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut local_shared = HashSet::new();
     let mut cur_loc: Option<Loc> = None;
+    let mut line_zero = false;
+    let mut zero: Vec<usize> = Vec::new();
     let mut last_label: Option<&str> = None;
     for s in body {
         match s {
@@ -186,12 +192,18 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
                 last_label = Some(l);
             }
             Stmt::Inst(i) => {
+                if line_zero {
+                    zero.push(insts.len());
+                }
                 insts.push(decode(i));
                 locs.push(cur_loc);
                 last_label = None;
             }
-            Stmt::Loc(l) if l.line > 0 => {
-                cur_loc = Some(*l);
+            Stmt::Loc(l) => {
+                line_zero = l.line == 0;
+                if l.line > 0 {
+                    cur_loc = Some(*l);
+                }
             }
             Stmt::BranchTargets(t, _) => {
                 if let Some(l) = last_label {
@@ -225,10 +237,16 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str
         }
     }
     opval_start.push(opvals.len() as u32);
+    let insts_len = insts.len();
     let mut ir = FunctionIr {
         func: f,
         index,
         insts,
+        unplaced: {
+            let mut u = dataflow::BitSet::new(insts_len);
+            zero.into_iter().for_each(|k| u.insert(k));
+            u
+        },
         locs,
         labels,
         local_shared,

@@ -72,6 +72,16 @@ lints! {
     stride_dependent_access::STRIDE_DEPENDENT_ACCESS => check,
 }
 
+/// The first instruction after load `i` (in the PTX's order, at most 256
+/// on) that uses the value it loads and has a source line of its own.
+fn first_placed_user(f: &crate::ir::FunctionIr<'_>, i: InstId) -> Option<InstId> {
+    let v = *f.ssa.defs(i).first()?;
+    (i.index() + 1..f.insts.len().min(i.index() + 257))
+        .map(InstId::new)
+        .find(|&j| f.ssa.uses(j).contains(&v))
+        .filter(|&j| !f.unplaced.contains(j.index()) && f.locs[j].is_some())
+}
+
 /// The variable an access is based on, as its author wrote it (`` `As` ``
 /// for clang's `_ZZ19matmul_missing_syncE2As`, `` `a` `` for a pointer
 /// parameter the source names), or "the base pointer".
@@ -290,21 +300,51 @@ impl LintCx<'_, '_, '_> {
         self.srcmap.place(self.facts.f, i, self.is_local)
     }
 
-    /// A finding at instruction `i` with the position notes filled in (and,
-    /// for an access the compiler hoisted out of a loop, a note saying so).
+    /// A finding at instruction `i` with the position notes filled in. An
+    /// access with no source line of its own (after a line-0 `.loc`: code
+    /// the compiler moved) is placed where its value is first used, when
+    /// that has a line; one the compiler hoisted out of a loop says so.
     pub fn finding(&self, lint: &'static Lint, i: InstId, message: String, label: String) -> Finding {
-        let r = self.resolve(i);
-        let hoisted = self.facts.f.insts[i].access().is_some().then(|| self.hoisted_from(i, r.primary.as_ref()?)).flatten();
+        let f = self.facts.f;
+        let access = f.insts[i].access().is_some();
+        let user = if access && f.unplaced.contains(i.index()) { first_placed_user(f, i) } else { None };
+        let r = self.resolve(user.unwrap_or(i));
+        // the loop the compiler moved it out of: its user's (else the loop whose line it carries)
+        let moved_out = match user {
+            Some(j) => {
+                let cfg = &f.cfg;
+                let b = cfg.block_of(i);
+                cfg.loops_containing(cfg.block_of(j))
+                    .into_iter()
+                    .rev()
+                    .find(|&l| !cfg.in_loop(b, l) && cfg.dominates(b, cfg.loops[l].header))
+                    // (named by its back edge's branch, which carries the loop statement's line)
+                    .map(|l| Err(cfg.loops[l].latches.first().and_then(|&x| cfg.blocks[x].last()).unwrap_or(j)))
+            }
+            None if access => r.primary.as_ref().and_then(|at| self.hoisted_from(i, at)).map(Ok),
+            None => None,
+        };
         let mut fd = self.finding_in(lint, i, r, None, message, label);
-        if let Some((line, body)) = hoisted {
-            let body = match body {
-                Some((a, b)) if a == b => format!("; its source is in the loop's body, line {a}"),
-                Some((a, b)) => format!("; its source is in the loop's body, lines {a}–{b}"),
-                None => String::new(),
-            };
-            fd.note(format!(
-                "the compiler hoisted this access out of the loop at line {line}: it runs once before the loop, and the line shown is the loop's{body}"
-            ));
+        match moved_out {
+            Some(Err(back)) => fd.note_text(Text::At {
+                before: "the compiler hoisted this access out of the loop at ".into(),
+                at: self.place(back),
+                after: ": it runs once before the loop; the line shown is where its value is used".into(),
+            }),
+            Some(Ok((line, body))) => {
+                let body = match body {
+                    Some((a, b)) if a == b => format!("; its source is in the loop's body, line {a}"),
+                    Some((a, b)) => format!("; its source is in the loop's body, lines {a}–{b}"),
+                    None => String::new(),
+                };
+                fd.note(format!(
+                    "the compiler hoisted this access out of the loop at line {line}: it runs once before the loop, and the line shown is the loop's{body}"
+                ));
+            }
+            None if user.is_some() => {
+                fd.note("the PTX gives this access no source line of its own: the line shown is where its value is used")
+            }
+            None => {}
         }
         fd
     }
