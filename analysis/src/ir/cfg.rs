@@ -64,6 +64,13 @@ pub struct Cfg {
     loop_of: IdVec<BlockId, Option<LoopId>>,
     /// True when a retreating edge is not a back edge (irreducible CFG).
     irreducible: bool,
+    /// Entry and exit times of a depth-first walk of the dominator tree
+    /// (`u32::MAX`: unreachable): `a` dominates `b` when `b`'s interval
+    /// lies in `a`'s.
+    dom_in: IdVec<BlockId, u32>,
+    dom_out: IdVec<BlockId, u32>,
+    /// The loop each block heads.
+    header_of: IdVec<BlockId, Option<LoopId>>,
 }
 
 impl Cfg {
@@ -173,9 +180,25 @@ impl Cfg {
         }
         let (dom, pdom) = dominator_trees(&blocks);
         let (rpo, rpo_index) = reverse_post_order(&blocks);
-        let mut cfg =
-            Cfg { blocks, block_of, dom, pdom, rpo, rpo_index, loops: IdVec::new(), loop_of: IdVec::filled(nb, None), irreducible: false };
+        let (dom_in, dom_out) = dominator_intervals(&blocks, &dom, &rpo_index);
+        let mut cfg = Cfg {
+            blocks,
+            block_of,
+            dom,
+            pdom,
+            rpo,
+            rpo_index,
+            loops: IdVec::new(),
+            loop_of: IdVec::filled(nb, None),
+            irreducible: false,
+            dom_in,
+            dom_out,
+            header_of: IdVec::filled(nb, None),
+        };
         cfg.find_loops();
+        for (l, lp) in cfg.loops.iter_enumerated() {
+            cfg.header_of[lp.header] = Some(l);
+        }
         cfg
     }
 
@@ -216,7 +239,7 @@ impl Cfg {
         if !self.reachable(b) {
             return false;
         }
-        self.dom.dominators(node(b)).is_some_and(|mut it| it.any(|d| d.index() == a.index()))
+        self.reachable(a) && self.dom_in[a] <= self.dom_in[b] && self.dom_out[b] <= self.dom_out[a]
     }
 
     pub fn idom(&self, b: BlockId) -> Option<BlockId> {
@@ -230,7 +253,7 @@ impl Cfg {
 
     /// The loop whose header is `b`.
     pub fn loop_with_header(&self, b: BlockId) -> Option<LoopId> {
-        self.loops.iter_enumerated().find(|(_, l)| l.header == b).map(|(k, _)| k)
+        self.header_of[b]
     }
 
     /// Is `b` inside loop `l`?
@@ -324,6 +347,42 @@ impl Cfg {
     }
 }
 
+/// Entry and exit times of an iterative depth-first walk of the
+/// dominator tree from the entry (unreachable blocks: `u32::MAX`).
+fn dominator_intervals(
+    blocks: &IdVec<BlockId, Block>,
+    dom: &Dominators<NodeIndex>,
+    rpo_index: &IdVec<BlockId, u32>,
+) -> (IdVec<BlockId, u32>, IdVec<BlockId, u32>) {
+    let nb = blocks.len();
+    let (mut tin, mut tout) = (IdVec::filled(nb, u32::MAX), IdVec::filled(nb, u32::MAX));
+    let mut children: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
+    let mut root = None;
+    for b in blocks.keys().filter(|&b| rpo_index[b] != u32::MAX) {
+        match dom.immediate_dominator(node(b)) {
+            Some(p) => children[BlockId::new(p.index())].push(b),
+            None => root = root.or(Some(b)),
+        }
+    }
+    let Some(root) = root else { return (tin, tout) };
+    let mut clock = 0u32;
+    let mut stack = vec![(root, 0usize)];
+    tin[root] = clock;
+    while let Some(&mut (b, ref mut next)) = stack.last_mut() {
+        if let Some(&c) = children[b].get(*next) {
+            *next += 1;
+            clock += 1;
+            tin[c] = clock;
+            stack.push((c, 0));
+        } else {
+            clock += 1;
+            tout[b] = clock;
+            stack.pop();
+        }
+    }
+    (tin, tout)
+}
+
 fn node(b: BlockId) -> NodeIndex {
     NodeIndex::new(b.index())
 }
@@ -394,4 +453,30 @@ fn reverse_post_order(blocks: &IdVec<BlockId, Block>) -> (Vec<BlockId>, IdVec<Bl
         idx[b] = i as u32;
     }
     (post, idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dominance by the tree's walk intervals is dominance by the chain of
+    /// immediate dominators, for every pair of blocks, and the loop table
+    /// names each loop's header.
+    #[test]
+    fn dominance_by_intervals_is_the_chain() {
+        let src = crate::synth::module(2, 20);
+        let m = crate::ptx::parse(&src).unwrap();
+        for f in crate::ir::lower(&m) {
+            let cfg = &f.cfg;
+            assert!(!cfg.loops.is_empty());
+            for a in cfg.blocks.keys() {
+                for b in cfg.blocks.keys() {
+                    let chain = cfg.reachable(b) && cfg.dom.dominators(node(b)).is_some_and(|mut it| it.any(|d| d.index() == a.index()));
+                    assert_eq!(cfg.dominates(a, b), chain, "{a:?} dominates {b:?}");
+                }
+                let header = cfg.loops.iter_enumerated().find(|(_, l)| l.header == a).map(|(k, _)| k);
+                assert_eq!(cfg.loop_with_header(a), header);
+            }
+        }
+    }
 }
