@@ -320,19 +320,33 @@ impl Cfg {
     /// Blocks reachable from `from` (around loops too) without passing
     /// `stop`, sorted.
     pub fn region(&self, from: &[BlockId], stop: Option<BlockId>) -> Vec<BlockId> {
-        let mut seen: IdVec<BlockId, bool> = IdVec::filled(self.len(), false);
-        let mut stack: Vec<BlockId> = from.to_vec();
-        let mut out = Vec::new();
-        while let Some(x) = stack.pop() {
-            if Some(x) == stop || seen[x] {
-                continue;
-            }
-            seen[x] = true;
-            out.push(x);
-            stack.extend(self.blocks[x].succs.iter().copied());
+        // the blocks seen, marked with this walk's stamp in a buffer kept per thread (a
+        // function has a region per branch: clearing a block-sized table for each would
+        // cost the function's size per branch)
+        thread_local! {
+            static SEEN: std::cell::RefCell<(Vec<u32>, u32)> = const { std::cell::RefCell::new((Vec::new(), 0)) };
         }
-        out.sort_unstable();
-        out
+        SEEN.with(|cell| {
+            let (seen, stamp) = &mut *cell.borrow_mut();
+            *stamp = stamp.wrapping_add(1);
+            if *stamp == 0 || seen.len() < self.len() {
+                seen.clear();
+                seen.resize(self.len().max(seen.capacity()), 0);
+                *stamp = 1;
+            }
+            let mut stack: Vec<BlockId> = from.to_vec();
+            let mut out = Vec::new();
+            while let Some(x) = stack.pop() {
+                if Some(x) == stop || seen[x.index()] == *stamp {
+                    continue;
+                }
+                seen[x.index()] = *stamp;
+                out.push(x);
+                stack.extend(self.blocks[x].succs.iter().copied());
+            }
+            out.sort_unstable();
+            out
+        })
     }
 
     /// Loops containing `b`, innermost first.
