@@ -316,8 +316,8 @@ fn describe(f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks: &[u64]) -> Stri
     format!("{which} (grid {gx}×{gy}×{gz}, block {bx}×{by}×{bz}{with})")
 }
 
-/// Run the launch: arguments made, buffers retried larger once when an
-/// access falls outside them.
+/// Run the launch: arguments made, buffers retried larger once when a
+/// global access falls outside them.
 fn run(module: &Module<'_>, f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks: &[u64], budget: u64) -> Result<Observed, InterpError> {
     let fields = param_fields(f);
     let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: DYNAMIC_SHARED };
@@ -327,7 +327,9 @@ fn run(module: &Module<'_>, f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks:
         let mut mem = Global::default();
         let args = arguments(f, k, plan, &fields, &mut mem, side);
         match interp::run_with(module, f.func.name, &launch, &args, &mut mem, &how) {
-            Err(e @ InterpError::Fault { .. }) => last = Some(e),
+            // a fault in the arguments' buffers: retried with larger ones (a fault in shared
+            // or local memory would fault again, whatever their size)
+            Err(e @ InterpError::Fault { space: "global", .. }) => last = Some(e),
             r => return r,
         }
     }
