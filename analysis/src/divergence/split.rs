@@ -59,7 +59,7 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
     // loop exits: does the iteration count vary within a warp?
     let cfg = &f.cfg;
     if let (Some(l), Some((si, _)), Some(AbsVal::Affine { c, .. })) = (cfg.loop_of(br.block), setp, diff) {
-        let exits = cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l));
+        let exits = cfg.leaves(br.block, l);
         if exits && c.iter().any(|x| !x.is_zero()) && trip_count_varies(f, d, si, l, c, shape) {
             return Split::TripCount;
         }

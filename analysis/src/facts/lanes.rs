@@ -238,10 +238,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             if br.block == b {
                 continue;
             }
-            let loop_exit = cfg
-                .loops_containing(br.block)
-                .iter()
-                .any(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+            let loop_exit = cfg.loops_containing(br.block).iter().any(|&l| cfg.in_loop(b, l) && cfg.leaves(br.block, l));
             if loop_exit {
                 continue;
             }
@@ -324,7 +321,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         let mut out = Vec::new();
         for (k, fact) in self.branches.iter().enumerate() {
             let x = fact.br.block;
-            let leaves = cfg.blocks[x].succs.iter().any(|&s| !cfg.in_loop(s, l));
+            let leaves = cfg.leaves(x, l);
             if cfg.loop_of(x) != Some(l) || !leaves || !lp.latches.iter().all(|&la| cfg.dominates(x, la)) {
                 continue;
             }

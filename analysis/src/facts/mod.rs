@@ -1,6 +1,7 @@
 //! The per-kernel facts layer between the analyses and the lints: for one
 //! function and its block shape, every divergent branch with the blocks
-//! it controls and how many warps it splits, every global and shared
+//! it controls and how many warps it splits, the lane-slots a block issues
+//! and those each split leaves idle (`slots`), every global and shared
 //! access with its predicted cost (for the threads its guards let through,
 //! and with every thread active), the races between accesses (kernels and
 //! device functions in a call context; a kernel's own paired with its
@@ -63,6 +64,8 @@ pub struct BranchCost {
     pub taken: u32,
     pub other: u32,
     pub heavy: bool,
+    /// A side calls a function (whose instructions are not counted here).
+    pub calls: bool,
 }
 
 impl BranchCost {
@@ -126,7 +129,7 @@ fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
     let cfg = &f.cfg;
     let stop = cfg.ipdom(br.block);
     let target = f.branch_target(br.inst);
-    let mut heavy = false;
+    let (mut heavy, mut calls) = (false, false);
     let mut side = |starts: Vec<BlockId>| -> u32 {
         let region = cfg.region(&starts, stop);
         let mut n = 0;
@@ -134,7 +137,8 @@ fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
             heavy |= cfg.loop_with_header(b).is_some_and(|l| region.binary_search(&cfg.loops[l].latches[0]).is_ok());
             for i in cfg.blocks[b].insts() {
                 let inst = &f.insts[i];
-                heavy |= inst.is_block_barrier() || inst.call_target().is_some();
+                calls |= inst.call_target().is_some();
+                heavy |= inst.is_block_barrier() || calls;
                 n += 1;
             }
         }
@@ -142,7 +146,7 @@ fn branch_cost(f: &FunctionIr<'_>, br: &DivBranch) -> BranchCost {
     };
     let taken = side(target.into_iter().collect());
     let other = side(cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect());
-    BranchCost { taken, other, heavy }
+    BranchCost { taken, other, heavy, calls }
 }
 
 /// The threads that skip barrier `bar` because of branch `k` (`br`), in the

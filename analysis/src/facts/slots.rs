@@ -9,13 +9,19 @@
 //! loop's exit test that lets part of a warp leave costs the loop's body
 //! times the lanes that left, in each iteration the others still run (the
 //! tail). Which threads run each block comes from `lanes` (block 0, every
-//! thread evaluated); loops whose trip count is a constant are counted
-//! iteration by iteration (at most [`ITERATED`]; longer ones as their
-//! first iteration times the count); a loop whose trip count is not known
-//! is a symbol, so that a share of the kernel is a range over every trip
-//! count it may take ([`share`]). A call counts as one instruction.
+//! thread evaluated); the innermost loop around a block is counted
+//! iteration by iteration when its trip count is a constant (at most
+//! [`ITERATED`]; a longer one as its first iteration times the count) or
+//! its exit test is followed thread by thread, and the loops around it
+//! multiply by their whole trip counts (all counters are evaluated at one
+//! iteration index, so only the innermost loop is exact); a loop whose
+//! trip count is not known is a symbol, so that a share of the kernel is a
+//! range over every trip count it may take ([`share`]). A call counts as
+//! one instruction. The same counts weigh each access's memory cost
+//! ([`MemoryCost`], an access's impact).
 //!
-//! Owns: the lane-slot model. Does not own: which threads run a block
+//! Owns: the lane-slot model and the weights of the memory cost. Does not
+//! own: which threads run a block
 //! (`lanes`), trip counts (`crate::ir::loops`), what share is worth a
 //! warning (`crate::lints::divergent_branch`).
 
@@ -265,12 +271,8 @@ impl Model<'_, '_, '_, '_> {
     /// iterations of the loops around), times the listed unknown trip
     /// counts.
     fn issued(&mut self, b: BlockId) -> (f64, Vec<LoopId>) {
-        let cfg = &self.f.cfg;
-        let loops = cfg.loops_containing(b);
-        let (mut factor, mut unknown) = (1.0, Vec::new());
-        for &l in loops.iter().skip(1) {
-            self.outer(l, &mut factor, &mut unknown);
-        }
+        let loops = self.f.cfg.loops_containing(b);
+        let (mut factor, mut unknown) = self.around(&loops);
         let count = match loops.first() {
             None => warps_with(&self.lanes.active(b, 0)).count() as f64,
             Some(&l) => {
@@ -303,6 +305,30 @@ impl Model<'_, '_, '_, '_> {
         }
     }
 
+    /// How many times loop `l` runs its body (for warp `w` alone: the
+    /// iterations in which a thread of it is still in the loop), as a
+    /// factor or, unknown, a symbol.
+    fn trips(&self, l: LoopId, w: Option<usize>, factor: &mut f64, unknown: &mut Vec<LoopId>) {
+        match (&self.runs[l], w) {
+            (Runs::Known { iterations, factor: x }, _) => *factor *= *iterations as f64 * x,
+            (Runs::Tracked(t), None) => *factor *= t.len() as f64,
+            (Runs::Tracked(t), Some(w)) => {
+                *factor *= t.iter().filter(|s| s.chunks(WARP).nth(w).is_some_and(|x| x.iter().any(|&y| y))).count() as f64
+            }
+            (Runs::Unknown, _) => unknown.push(l),
+        }
+    }
+
+    /// The whole trip counts of the loops around the innermost of `loops`
+    /// (innermost first, as `Cfg::loops_containing` gives them).
+    fn around(&self, loops: &[LoopId]) -> (f64, Vec<LoopId>) {
+        let (mut factor, mut unknown) = (1.0, Vec::new());
+        for &l in loops.iter().skip(1) {
+            self.trips(l, None, &mut factor, &mut unknown);
+        }
+        (factor, unknown)
+    }
+
     /// The threads running block `b` (in loop `l`) in iteration `it`.
     fn in_iteration(&mut self, b: BlockId, l: LoopId, it: usize) -> Vec<bool> {
         let mut on = self.lanes.active(b, it).as_ref().clone();
@@ -322,17 +348,14 @@ impl Model<'_, '_, '_, '_> {
         let a = br.block;
         let l = cfg.loop_of(a);
         // a loop's exit: the lanes that left wait through the others' iterations
-        if let Some(l) = l.filter(|&l| cfg.blocks[a].succs.iter().any(|&s| !cfg.in_loop(s, l))) {
+        if let Some(l) = l.filter(|&l| cfg.leaves(a, l)) {
             let Runs::Tracked(t) = &self.runs[l] else { return None };
             if f.loops.exit(l).map(|e| e.block) != Some(a) {
                 return None;
             }
             let stays = t.clone();
             let entered = self.lanes.active(a, 0);
-            let (mut factor, mut unknown) = (1.0, Vec::new());
-            for &x in cfg.loops_containing(a).iter().skip(1) {
-                self.outer(x, &mut factor, &mut unknown);
-            }
+            let (factor, unknown) = self.around(&cfg.loops_containing(a));
             let body: Vec<BlockId> = cfg.loops[l].blocks.clone();
             let mut idle = Slots::default();
             for (it, stay) in stays.iter().enumerate() {
@@ -352,10 +375,7 @@ impl Model<'_, '_, '_, '_> {
         }
         let crate::divergence::split::Split::Exact { .. } = self.branches[k].split else { return None };
         let sides = self.lanes.sides_of(k);
-        let (mut factor, mut unknown) = (1.0, Vec::new());
-        for &x in cfg.loops_containing(a).iter().skip(1) {
-            self.outer(x, &mut factor, &mut unknown);
-        }
+        let (mut factor, mut unknown) = self.around(&cfg.loops_containing(a));
         let iterations = match l {
             Some(l) => {
                 self.outer(l, &mut factor, &mut unknown);
@@ -405,14 +425,7 @@ impl Model<'_, '_, '_, '_> {
         }
         let (mut factor, mut unknown) = (1.0, Vec::new());
         for &x in cfg.loops_containing(b).iter().take_while(|&&x| Some(x) != l) {
-            match &self.runs[x] {
-                Runs::Known { iterations, factor: y } => factor *= *iterations as f64 * y,
-                // the iterations in which a thread of this warp is still in the loop
-                Runs::Tracked(t) => {
-                    factor *= t.iter().filter(|s| s.chunks(WARP).nth(w).is_some_and(|x| x.iter().any(|&y| y))).count() as f64
-                }
-                Runs::Unknown => unknown.push(x),
-            }
+            self.trips(x, Some(w), &mut factor, &mut unknown);
         }
         (insts(self.f, b) * factor, unknown)
     }

@@ -256,6 +256,11 @@ impl Cfg {
         self.header_of[b]
     }
 
+    /// Does block `b` jump out of loop `l` (a successor outside it)?
+    pub fn leaves(&self, b: BlockId, l: LoopId) -> bool {
+        self.blocks[b].succs.iter().any(|&s| !self.in_loop(s, l))
+    }
+
     /// Is `b` inside loop `l`?
     pub fn in_loop(&self, b: BlockId, l: LoopId) -> bool {
         self.loops[l].blocks.binary_search(&b).is_ok()

@@ -296,7 +296,7 @@ fn induction(f: &FunctionIr<'_>, v: ValueId, l: LoopId) -> Option<Induction> {
 fn exit_test(f: &FunctionIr<'_>, l: LoopId) -> Option<ExitTest> {
     let cfg = &f.cfg;
     let lp = &cfg.loops[l];
-    let mut exits = lp.blocks.iter().copied().filter(|&b| cfg.blocks[b].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+    let mut exits = lp.blocks.iter().copied().filter(|&b| cfg.leaves(b, l));
     let (Some(block), None) = (exits.next(), exits.next()) else { return None };
     let branch = cfg.blocks[block].last()?;
     let inst = &f.insts[branch];

@@ -175,7 +175,7 @@ fn report(
         on = format!("{on}, which is the same within a warp but differs between warps, so whole warps");
     }
     let in_loop_exit =
-        cfg.loop_of(br.block).filter(|&l| cfg.in_loop(b, l) && cfg.blocks[br.block].succs.iter().any(|&s| !cfg.in_loop(s, l)));
+        cfg.loop_of(br.block).filter(|&l| cfg.in_loop(b, l) && cfg.leaves(br.block, l));
     let split = &cause.split;
     let who = if in_loop_exit.is_some() {
         "the loop around the barrier runs a thread-dependent number of iterations, so threads reach it different numbers of times"

@@ -141,7 +141,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let n = split.split(warps).unwrap_or(warps);
         let srcs = sources(f, d, br.cond);
         let on = if srcs.is_empty() { "the thread".to_string() } else { srcs.join(" and ") };
-        let exit = f.cfg.loop_of(br.block).is_some_and(|l| f.cfg.blocks[br.block].succs.iter().any(|&s| !f.cfg.in_loop(s, l)));
+        let exit = f.cfg.loop_of(br.block).is_some_and(|l| f.cfg.leaves(br.block, l));
         let (message, label) = match split {
             Split::TripCount => (
                 "loop exit depends on the thread: lanes of a warp run different numbers of iterations".to_string(),
@@ -168,7 +168,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             _ if sampled => &super::CONDITIONAL_DIVERGENT_BRANCH,
             _ if b.cost.is_cheap() && once => &super::CHEAP_DIVERGENT_BRANCH,
             // the calls a side makes are not counted: a call under a split is worth a look
-            _ if calls_in_sides(cx, b) => &DIVERGENT_BRANCH,
+            _ if b.cost.calls => &DIVERGENT_BRANCH,
             (_, Some((low, _))) if low >= IDLE_SHARE_TO_WARN => &DIVERGENT_BRANCH,
             (_, Some(_)) => &super::CHEAP_DIVERGENT_BRANCH,
             // a cost that cannot be counted: a loop whose lanes leave at different
@@ -180,8 +180,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let mut fd = cx.finding(lint, br.inst, message, label);
         fd.assumes = cx.facts.branch_assumes(b);
         if let (Some((low, high)), Some(idle)) = (share, idle) {
-            let pct = |x: f64| format!("{:.0} %", 100.0 * x);
-            let range = if high - low < 0.005 { pct(low) } else { format!("{} to {}", pct(low), pct(high)) };
+            let range = super::percent_range(low, high);
             let copies = if copies > 1 { format!(", over the {copies} copies the compiler made of this line") } else { String::new() };
             let what = format!("lanes waiting for the other side leave {range} of the kernel's lane-slots idle{copies}");
             let others = if slots.kernel.unknown_loops().iter().any(|l| !idle.unknown_loops().contains(l)) {
@@ -253,9 +252,3 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     }
 }
 
-/// Does a side of branch `b` call a function (whose instructions the
-/// lane-slots do not count)?
-fn calls_in_sides(cx: &LintCx<'_, '_, '_>, b: &crate::facts::BranchFact) -> bool {
-    let f = cx.facts.f;
-    b.controlled().any(|x| f.cfg.blocks[x].insts().any(|i| f.insts[i].call_target().is_some()))
-}

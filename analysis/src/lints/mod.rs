@@ -72,6 +72,17 @@ lints! {
     stride_dependent_access::STRIDE_DEPENDENT_ACCESS => check,
 }
 
+/// A share as a finding's note gives it: "26 %", or "6 % to 29 %" for a
+/// range (over unknown trip counts).
+pub(crate) fn percent_range(low: f64, high: f64) -> String {
+    let pct = |v: f64| format!("{:.0} %", 100.0 * v);
+    if high - low < 0.005 {
+        pct(low)
+    } else {
+        format!("{} to {}", pct(low), pct(high))
+    }
+}
+
 /// The first instruction after load `i` (in the PTX's order, at most 256
 /// on) that uses the value it loads and has a source line of its own.
 fn first_placed_user(f: &crate::ir::FunctionIr<'_>, i: InstId) -> Option<InstId> {
@@ -525,8 +536,7 @@ impl LintCx<'_, '_, '_> {
     /// (`facts::slots`; JSON `impact_share`, `impact_share_high` for a range).
     pub fn impact_note(&self, fd: &mut Finding, x: &crate::memory::AccessFact, what: &str, of: &str) {
         let Some((low, high)) = self.facts.impact(x) else { return };
-        let pct = |v: f64| format!("{:.0} %", 100.0 * v);
-        let range = if high - low < 0.005 { pct(low) } else { format!("{} to {}", pct(low), pct(high)) };
+        let range = percent_range(low, high);
         let longer = match self.facts.issued(x) {
             Some(n) if !n.unknown_loops().is_empty() => " as the loop around it runs longer",
             _ => "",

@@ -648,20 +648,14 @@ fn impact_row(
         return None;
     }
     let observed = excess / total;
-    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
     let of = if a.space == Space::Global { "global sectors" } else { "shared transactions" };
-    let text = if high - low < 0.0005 { pct(low) } else { format!("{} to {}", pct(low), pct(high)) };
-    let verdict = match (low - impact_tolerance(low)..=high + impact_tolerance(high)).contains(&observed) {
-        true if high > low => Verdict::WithinBound,
-        true => Verdict::Confirmed,
-        false => Verdict::Mismatch,
-    };
+    let verdict = share_verdict(low - impact_tolerance(low), high + impact_tolerance(high), high > low, observed);
     Some(Row::at(
         paths,
         &a.site,
         "impact",
-        format!("{text} of the function's {of} beyond the ideal"),
-        format!("{} of the function's {of} beyond the ideal", pct(observed)),
+        format!("{} of the function's {of} beyond the ideal", share_text(low, high)),
+        format!("{} of the function's {of} beyond the ideal", share_text(observed, observed)),
         verdict,
         json!({"impact_share": low, "impact_share_high": high}),
         json!({"impact_share": observed, "excess": excess, "total": total}),
@@ -684,28 +678,39 @@ fn idle_row(paths: &PathStyle, b: &gpucheck_analysis::BranchReport, obs: Option<
     }
     let observed_idle = obs.map_or(0, |o| o.idle_lane_slots);
     let observed = observed_idle as f64 / (seen.warp_insts as f64 * 32.0);
-    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
     let (predicted, jp, verdict) = match b.idle_share {
         Some((_, high)) if high == 0.0 && observed_idle == 0 => return None,
-        Some((low, high)) => {
-            let text = if high - low < 0.0005 { pct(low) } else { format!("{} to {}", pct(low), pct(high)) };
-            let verdict = if (low - IDLE_SHARE_TOLERANCE..=high + IDLE_SHARE_TOLERANCE).contains(&observed) {
-                if high > low {
-                    Verdict::WithinBound
-                } else {
-                    Verdict::Confirmed
-                }
-            } else {
-                Verdict::Mismatch
-            };
-            (format!("{text} of the kernel's lane-slots idle"), json!({"idle_share": low, "idle_share_high": high}), verdict)
-        }
+        Some((low, high)) => (
+            format!("{} of the kernel's lane-slots idle", share_text(low, high)),
+            json!({"idle_share": low, "idle_share_high": high}),
+            share_verdict(low - IDLE_SHARE_TOLERANCE, high + IDLE_SHARE_TOLERANCE, high > low, observed),
+        ),
         None if observed_idle == 0 => return None,
         None => ("— (not counted)".to_string(), Value::Null, Verdict::Observed),
     };
-    let text = format!("{} of the kernel's lane-slots idle ({observed_idle} of {})", pct(observed), seen.warp_insts * 32);
+    let text = format!("{} of the kernel's lane-slots idle ({observed_idle} of {})", share_text(observed, observed), seen.warp_insts * 32);
     let jo = json!({"idle_share": observed, "idle_lane_slots": observed_idle, "kernel_lane_slots": seen.warp_insts * 32});
     Some(Row::at(paths, &b.site, "idle lanes", predicted, text, verdict, jp, jo))
+}
+
+/// A share as a row gives it: "25.6 %", or "5.0 % to 40.0 %".
+fn share_text(low: f64, high: f64) -> String {
+    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    if high - low < 0.0005 {
+        pct(low)
+    } else {
+        format!("{} to {}", pct(low), pct(high))
+    }
+}
+
+/// An observed share against the predicted one, `from..=to` with its
+/// tolerance: within a predicted range (`range`), or confirmed.
+fn share_verdict(from: f64, to: f64, range: bool, observed: f64) -> Verdict {
+    match (from..=to).contains(&observed) {
+        true if range => Verdict::WithinBound,
+        true => Verdict::Confirmed,
+        false => Verdict::Mismatch,
+    }
 }
 
 fn branch_text(obs: Option<&BranchSeen>, warps: usize) -> (String, Value) {
