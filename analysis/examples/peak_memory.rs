@@ -1,6 +1,7 @@
 //! Peak heap of parse + check relative to PTX size, generated modules of 1k
 //! to 1M instructions and every corpus file (numbers for the notes).
-//! `cargo run --release -p gpucheck-analysis --example peak_memory`
+//! `cargo run --release -p gpucheck-analysis --example peak_memory [FILE…]`
+//! (files given: those alone).
 mod common;
 use gpucheck_analysis::meter::{self, PeakAlloc};
 use gpucheck_analysis::{check, synth, Options};
@@ -20,6 +21,15 @@ fn measure(label: &str, src: &str) -> f64 {
 
 fn main() {
     let mut worst: f64 = 0.0;
+    let given: Vec<String> = std::env::args().skip(1).collect();
+    if !given.is_empty() {
+        for p in given {
+            let src = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+            worst = worst.max(measure(&p, &src));
+        }
+        println!("worst: {worst:.1}×");
+        return;
+    }
     for kernels in [1, 10, 96, 960] {
         worst = worst.max(measure(&format!("generated, {kernels} kernels"), &synth::module(kernels, 60)));
     }

@@ -79,6 +79,156 @@ pub fn shared_module(kernels: usize, segments: usize) -> String {
     s
 }
 
+/// The shapes that once made the check cost far more than `ptxas`
+/// (issue 28): N accesses through one pointer with no barrier between
+/// them (fully unrolled loops), jump tables, long chains of branches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cliff {
+    /// Pairs of a shared store and a load of the element the thread
+    /// stored, `s[(i % 40)·256 + t]`: one barrier interval, the ranges of
+    /// two rows apart.
+    SharedPairs,
+    /// Shared stores of a thread's own row of 16 (`s[t·16 + i % 16]`):
+    /// every range overlaps every other, no two threads meet.
+    SharedStores,
+    /// Pairs of a global load and a store at constant offsets from the
+    /// thread's element (`a[gid + i·stride]`, the stride a whole grid row).
+    GlobalPairs,
+    /// Race-free global load/store pairs, each thread its own 16 elements
+    /// (`a[gid·16 + i % 16]`).
+    GlobalRowPairs,
+    /// A `brx.idx` jump table of N targets on the thread index.
+    JumpTable,
+    /// N diamonds on a parameter (uniform branches).
+    UniformDiamonds,
+    /// N diamonds on the thread index, each side storing.
+    ThreadDiamonds,
+    /// N tiny kernels.
+    TinyKernels,
+}
+
+impl Cliff {
+    /// Every shape, with the size the issue measured it at.
+    pub const ALL: [(Cliff, usize); 8] = [
+        (Cliff::SharedPairs, 1000),
+        (Cliff::SharedStores, 4000),
+        (Cliff::GlobalPairs, 1000),
+        (Cliff::GlobalRowPairs, 8000),
+        (Cliff::JumpTable, 4000),
+        (Cliff::UniformDiamonds, 4000),
+        (Cliff::ThreadDiamonds, 10000),
+        (Cliff::TinyKernels, 100_000),
+    ];
+
+    /// A short name (benchmark ids, file names).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cliff::SharedPairs => "shared_pairs",
+            Cliff::SharedStores => "shared_stores",
+            Cliff::GlobalPairs => "global_pairs",
+            Cliff::GlobalRowPairs => "global_row_pairs",
+            Cliff::JumpTable => "jump_table",
+            Cliff::UniformDiamonds => "uniform_diamonds",
+            Cliff::ThreadDiamonds => "thread_diamonds",
+            Cliff::TinyKernels => "tiny_kernels",
+        }
+    }
+}
+
+const CLIFF_HEAD: &str = "//\n// generated cliff shape (gpucheck-analysis synth)\n//\n.version 7.0\n.target sm_80\n.address_size 64\n\n";
+
+/// A kernel `c` with a pointer and a `u32` parameter, `%r2` = `tid.x`,
+/// `%r3` = the global index, `%rd1` = the global pointer, `%f1` = 1.0.
+fn cliff_entry(s: &mut String, name: &str) {
+    let _ = writeln!(s, ".visible .entry {name}(\n\t.param .u64 {name}_param_0,\n\t.param .u32 {name}_param_1\n)\n{{");
+    s.push_str("\t.reg .pred \t%p<4>;\n\t.reg .b32 \t%r<16>;\n\t.reg .f32 \t%f<8>;\n\t.reg .b64 \t%rd<8>;\n\n");
+    let _ = writeln!(
+        s,
+        "\tld.param.u64 \t%rd1, [{name}_param_0];\n\tcvta.to.global.u64 \t%rd1, %rd1;\n\tld.param.u32 \t%r1, [{name}_param_1];"
+    );
+    s.push_str("\tmov.u32 \t%r2, %tid.x;\n\tmov.u32 \t%r4, %ctaid.x;\n\tmov.u32 \t%r5, %ntid.x;\n\tmad.lo.s32 \t%r3, %r4, %r5, %r2;\n\tmov.f32 \t%f1, 0f3F800000;\n");
+}
+
+/// The generated module of shape `c` with `n` repetitions (accesses,
+/// pairs, targets, diamonds or kernels, as the shape says).
+pub fn cliff(c: Cliff, n: usize) -> String {
+    let mut s = String::with_capacity(n * 80 + 1024);
+    s.push_str(CLIFF_HEAD);
+    match c {
+        Cliff::SharedPairs | Cliff::SharedStores => {
+            let pairs = c == Cliff::SharedPairs;
+            let bytes = if pairs { 1024 * 40 } else { 1024 * 16 };
+            let _ = writeln!(s, ".shared .align 4 .b8 tile[{bytes}];");
+            cliff_entry(&mut s, "k");
+            let scale = if pairs { 2 } else { 6 };
+            let _ = writeln!(s, "\tshl.b32 \t%r6, %r2, {scale};\n\tmov.u32 \t%r7, tile;\n\tadd.s32 \t%r8, %r7, %r6;");
+            for i in 0..n {
+                if pairs {
+                    let off = 1024 * (i % 40);
+                    let _ = writeln!(
+                        s,
+                        "\tst.shared.f32 \t[%r8+{off}], %f1;\n\tld.shared.f32 \t%f2, [%r8+{off}];\n\tadd.rn.f32 \t%f1, %f1, %f2;"
+                    );
+                } else {
+                    let _ = writeln!(s, "\tst.shared.f32 \t[%r8+{}], %f1;", 4 * (i % 16));
+                }
+            }
+            s.push_str("\tbar.sync \t0;\n");
+        }
+        Cliff::GlobalPairs | Cliff::GlobalRowPairs => {
+            cliff_entry(&mut s, "k");
+            let rows = c == Cliff::GlobalRowPairs;
+            let scale = if rows { 6 } else { 2 };
+            let _ = writeln!(s, "\tmul.wide.u32 \t%rd2, %r3, {};\n\tadd.s64 \t%rd3, %rd1, %rd2;", 1 << scale);
+            for i in 0..n {
+                let off = if rows { 4 * (i % 16) } else { 4 * 65536 * i };
+                let _ = writeln!(
+                    s,
+                    "\tld.global.f32 \t%f2, [%rd3+{off}];\n\tadd.rn.f32 \t%f3, %f2, %f1;\n\tst.global.f32 \t[%rd3+{off}], %f3;"
+                );
+            }
+        }
+        Cliff::JumpTable => {
+            cliff_entry(&mut s, "k");
+            s.push_str("\tmul.wide.u32 \t%rd2, %r3, 4;\n\tadd.s64 \t%rd3, %rd1, %rd2;\n\trem.u32 \t%r6, %r2, ");
+            let _ = writeln!(s, "{n};");
+            s.push_str("\tts: .branchtargets ");
+            for i in 0..n {
+                let _ = write!(s, "{}$L_t{i}", if i == 0 { "" } else { ", " });
+            }
+            s.push_str(";\n\tbrx.idx \t%r6, ts;\n");
+            for i in 0..n {
+                let _ = writeln!(s, "$L_t{i}:\n\tmov.u32 \t%r9, {i};\n\tbra.uni \t$L_end;");
+            }
+            s.push_str("$L_end:\n\tcvt.rn.f32.u32 \t%f2, %r9;\n\tst.global.f32 \t[%rd3], %f2;\n");
+        }
+        Cliff::UniformDiamonds | Cliff::ThreadDiamonds => {
+            cliff_entry(&mut s, "k");
+            s.push_str("\tmul.wide.u32 \t%rd2, %r3, 4;\n\tadd.s64 \t%rd3, %rd1, %rd2;\n");
+            let on = if c == Cliff::UniformDiamonds { "%r1" } else { "%r2" };
+            for i in 0..n {
+                let _ = writeln!(
+                    s,
+                    "\tand.b32 \t%r6, {on}, {};\n\tsetp.eq.s32 \t%p1, %r6, 0;\n\t@%p1 bra \t$L_e{i};\n\tadd.rn.f32 \t%f1, %f1, 0f3F800000;\n\tst.global.f32 \t[%rd3], %f1;\n\tbra.uni \t$L_j{i};\n$L_e{i}:\n\tmul.rn.f32 \t%f1, %f1, 0f3F000000;\n$L_j{i}:",
+                    1u32 << (i % 8)
+                );
+            }
+            s.push_str("\tst.global.f32 \t[%rd3], %f1;\n");
+        }
+        Cliff::TinyKernels => {
+            for k in 0..n {
+                let name = format!("t{k}");
+                let _ = writeln!(s, ".visible .entry {name}(\n\t.param .u64 {name}_param_0\n)\n{{");
+                s.push_str("\t.reg .b32 \t%r<4>;\n\t.reg .b64 \t%rd<4>;\n");
+                let _ = writeln!(s, "\tld.param.u64 \t%rd1, [{name}_param_0];\n\tcvta.to.global.u64 \t%rd1, %rd1;\n\tmov.u32 \t%r1, %tid.x;\n\tmul.wide.u32 \t%rd2, %r1, 4;\n\tadd.s64 \t%rd3, %rd1, %rd2;\n\tst.global.u32 \t[%rd3], %r1;\n\tret;\n}}\n");
+            }
+            return s;
+        }
+    }
+    s.push_str("\tret;\n}\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

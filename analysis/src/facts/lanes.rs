@@ -16,6 +16,7 @@
 //! Does not own: evaluating conditions (`crate::memory::Evals`).
 
 use super::BranchFact;
+use crate::ir::cfg::BlockSet;
 use crate::ir::dataflow::BitSet;
 use crate::ir::{BlockId, FunctionIr, IdVec};
 use crate::memory::{Evals, Query};
@@ -66,7 +67,7 @@ pub(super) type Threads = Rc<Vec<bool>>;
 type Known = Rc<Vec<Option<bool>>>;
 
 /// The blocks of a branch's taken side and of its other side.
-type Sides = (BitSet, BitSet);
+type Sides = (BlockSet, BlockSet);
 
 impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     /// The threads of block 0.
@@ -139,13 +140,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         let target = self.f.branch_target(br.inst);
         let taken: Vec<BlockId> = target.into_iter().collect();
         let fall: Vec<BlockId> = cfg.blocks[br.block].succs.iter().copied().filter(|&s| Some(s) != target).collect();
-        let set = |from: &[BlockId]| {
-            let mut out = BitSet::new(cfg.len());
-            for b in cfg.region(from, stop) {
-                out.insert(b.index());
-            }
-            out
-        };
+        let set = |from: &[BlockId]| BlockSet::new(cfg.region(from, stop), cfg.len());
         (set(&taken), set(&fall))
     }
 
@@ -244,7 +239,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             }
             let sides = self.side(k);
             let (taken_region, fall_region) = sides.as_ref();
-            let side = match (taken_region.contains(b.index()), fall_region.contains(b.index())) {
+            let side = match (taken_region.contains(b), fall_region.contains(b)) {
                 (true, false) => true,
                 (false, true) => false,
                 _ => continue,

@@ -48,7 +48,7 @@ pub struct BranchFact {
     pub br: DivBranch,
     /// Blocks whose execution the branch decides (reachable from its
     /// successors without passing its immediate post-dominator).
-    pub controlled: BitSet,
+    pub controlled: crate::ir::cfg::BlockSet,
     /// How many warps of a block it splits (lanes that do not reach it —
     /// returned, or skipped by an outer branch — are not counted).
     pub split: Split,
@@ -203,18 +203,18 @@ fn barrier_divergence(f: &FunctionIr<'_>, d: &Divergence, branches: &[BranchFact
         .iter()
         .enumerate()
         .filter(|(_, x)| x.controls(b) && (!counted || splits_warps(x)) && !proven_uniform(x))
-        .min_by_key(|(_, x)| x.controlled.count())
+        .min_by_key(|(_, x)| x.controlled.len())
         .map(|(k, _)| BarrierCause::Branch(k))
 }
 
 impl BranchFact {
     /// Does the branch decide whether block `b` runs?
     pub fn controls(&self, b: BlockId) -> bool {
-        self.controlled.contains(b.index())
+        self.controlled.contains(b)
     }
     /// The blocks it controls.
     pub fn controlled(&self) -> impl Iterator<Item = BlockId> + '_ {
-        self.controlled.iter().map(BlockId::new)
+        self.controlled.iter()
     }
 }
 
@@ -296,8 +296,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             .branches
             .iter()
             .map(|br| {
-                let mut controlled = BitSet::new(f.cfg.len());
-                controlled_blocks(f, br.block).into_iter().for_each(|b| controlled.insert(b.index()));
+                let controlled = crate::ir::cfg::BlockSet::new(controlled_blocks(f, br.block), f.cfg.len());
                 BranchFact { br: *br, controlled, split: classify(f, d, br, shape), cost: branch_cost(f, br) }
             })
             .collect();

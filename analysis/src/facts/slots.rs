@@ -398,7 +398,7 @@ impl Model<'_, '_, '_, '_> {
                 }
                 // each side's instructions, with the other side's lanes idle
                 for (region, waiting) in [(&sides.0, no), (&sides.1, yes)] {
-                    for b in region.iter().map(BlockId::new) {
+                    for b in region.iter() {
                         let (c, mut u) = self.inner(b, l, w, it);
                         u.extend(&unknown);
                         idle.add(c * factor * waiting as f64, &u);
@@ -408,7 +408,7 @@ impl Model<'_, '_, '_, '_> {
         }
         // (what the iterations past the first asked for is not asked again)
         self.lanes.forget_later_directions(k, iterations);
-        for b in sides.0.iter().chain(sides.1.iter()).map(BlockId::new) {
+        for b in sides.0.iter().chain(sides.1.iter()) {
             self.lanes.forget_later_iterations(b, iterations);
         }
         Some(idle)

@@ -323,7 +323,7 @@ impl Cfg {
     }
 
     /// Blocks reachable from `from` (around loops too) without passing
-    /// `stop`, sorted.
+    /// `stop`, sorted (a [`BlockSet`] holds them).
     pub fn region(&self, from: &[BlockId], stop: Option<BlockId>) -> Vec<BlockId> {
         // the blocks seen, marked with this walk's stamp in a buffer kept per thread (a
         // function has a region per branch: clearing a block-sized table for each would
@@ -496,6 +496,63 @@ mod tests {
                 let header = cfg.loops.iter_enumerated().find(|(_, l)| l.header == a).map(|(k, _)| k);
                 assert_eq!(cfg.loop_with_header(a), header);
             }
+        }
+    }
+}
+
+/// A set of blocks: the regions a branch decides, one per branch of what
+/// may be a large function. Most hold a few blocks (a block-sized bit set
+/// each would cost branches × blocks); a large one is a bit set (a list
+/// of block ids would cost 32 bits a block).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockSet {
+    /// Sorted.
+    Few(Vec<BlockId>),
+    Many(crate::ir::dataflow::BitSet, usize),
+}
+
+impl Default for BlockSet {
+    fn default() -> Self {
+        BlockSet::Few(Vec::new())
+    }
+}
+
+impl BlockSet {
+    /// The set of `blocks` (sorted, each once) of a function of `total` blocks.
+    pub fn new(blocks: Vec<BlockId>, total: usize) -> BlockSet {
+        if blocks.len() * 32 <= total {
+            let mut v = blocks;
+            v.shrink_to_fit();
+            return BlockSet::Few(v);
+        }
+        let mut bits = crate::ir::dataflow::BitSet::new(total);
+        blocks.iter().for_each(|b| bits.insert(b.index()));
+        BlockSet::Many(bits, blocks.len())
+    }
+
+    pub fn contains(&self, b: BlockId) -> bool {
+        match self {
+            BlockSet::Few(v) => v.binary_search(&b).is_ok(),
+            BlockSet::Many(bits, _) => bits.contains(b.index()),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            BlockSet::Few(v) => v.len(),
+            BlockSet::Many(_, n) => *n,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The blocks, in order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = BlockId> + '_> {
+        match self {
+            BlockSet::Few(v) => Box::new(v.iter().copied()),
+            BlockSet::Many(bits, _) => Box::new(bits.iter().map(BlockId::new)),
         }
     }
 }

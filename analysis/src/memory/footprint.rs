@@ -103,23 +103,43 @@ pub fn groups(ev: &Evals<'_, '_>, accesses: &[AccessFact]) -> Vec<Group> {
 /// Per-thread byte addresses of an access (pointers at their aligned base,
 /// other runtime values at `scalar`), `None` for a thread that does not
 /// execute it.
-fn addresses(ev: &Evals<'_, '_>, x: &AccessFact, scalar: i64, iteration: usize) -> Option<Vec<Option<i64>>> {
+fn addresses<'x>(ev: &Evals<'_, '_>, x: &'x AccessFact, scalar: i64, iteration: usize) -> Option<Member<'x>> {
     let a = &x.access;
     let vals = ev.eval(a.addr_value?, Query { scalar: Some(scalar), ..Query::block(iteration) })?;
     let p = x.prediction.as_ref()?;
-    Some(vals.iter().enumerate().map(|(t, v)| p.offsets.get(t).map(|_| v + a.offset)).collect())
+    Some(Member { vals, offset: a.offset, on: &p.offsets })
+}
+
+/// A member's per-thread byte addresses: the evaluator's values of its
+/// address (shared by every access through that value), its constant
+/// offset, and the threads that execute it (the prediction's).
+struct Member<'x> {
+    vals: std::rc::Rc<Vec<i64>>,
+    offset: i64,
+    on: &'x super::Offsets,
+}
+
+impl Member<'_> {
+    /// Thread `t`'s address, if it executes the access.
+    fn get(&self, t: usize) -> Option<i64> {
+        self.on.get(t).and(self.vals.get(t).map(|v| v + self.offset))
+    }
+
+    fn len(&self) -> usize {
+        self.vals.len()
+    }
 }
 
 fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, load: bool, in_loop: bool) -> Option<Group> {
-    let at = |scalar: i64, iteration: usize| -> Option<Vec<Vec<Option<i64>>>> {
+    let at = |scalar: i64, iteration: usize| -> Option<Vec<Member<'_>>> {
         members.iter().map(|&k| addresses(ev, &accesses[k], scalar, iteration)).collect()
     };
     let addrs = at(super::SCALAR_SAMPLE, 0)?;
     // members whose distance from each other is a runtime value (`x[k*s + i]` for several k) have
     // no footprint that holds for every value: no group
     let other = at(super::SCALAR_SAMPLE + 1, 0)?;
-    let apart = |a: &[Vec<Option<i64>>]| -> Vec<Option<i64>> {
-        a.iter().map(|m| m.iter().zip(&a[0]).find_map(|(x, y)| Some((*x)? - (*y)?))).collect()
+    let apart = |a: &[Member<'_>]| -> Vec<Option<i64>> {
+        a.iter().map(|m| (0..m.len().min(a[0].len())).find_map(|t| Some(m.get(t)? - a[0].get(t)?))).collect()
     };
     if apart(&addrs) != apart(&other) {
         return None;
@@ -142,14 +162,14 @@ fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, l
 }
 
 /// Per warp: (sectors of the union, sectors the bytes need, bytes used).
-fn warps(ev: &Evals<'_, '_>, addrs: &[Vec<Option<i64>>], widths: &[i64]) -> Vec<(u32, u32, u32)> {
+fn warps(ev: &Evals<'_, '_>, addrs: &[Member<'_>], widths: &[i64]) -> Vec<(u32, u32, u32)> {
     let threads = ev.shape.threads();
     let mut per_warp: Vec<(u32, u32, u32)> = Vec::new();
     for w in 0..threads.div_ceil(WARP) {
         let mut sectors = BTreeSet::new();
         let mut bytes = Vec::new();
         for (m, a) in addrs.iter().enumerate() {
-            for addr in (w * WARP..((w + 1) * WARP).min(threads)).filter_map(|t| a.get(t).copied().flatten()) {
+            for addr in (w * WARP..((w + 1) * WARP).min(threads)).filter_map(|t| a.get(t)) {
                 let end = addr + widths[m];
                 sectors.extend(addr.div_euclid(SECTOR)..=(end - 1).div_euclid(SECTOR));
                 bytes.push((addr, end));
@@ -179,7 +199,7 @@ fn mode(v: &[(u32, u32, u32)]) -> Option<(u32, u32, u32)> {
 /// `Some(n)` when, in every thread that runs them, the `n` (2 or 4)
 /// members are neighbouring elements of one width starting at a multiple
 /// of `n` elements: what one `.vN` access reads or writes.
-fn vector(addrs: &[Vec<Option<i64>>], widths: &[i64]) -> Option<u8> {
+fn vector(addrs: &[Member<'_>], widths: &[i64]) -> Option<u8> {
     let n = addrs.len();
     let w = widths[0];
     if !(n == 2 || n == 4) || widths.iter().any(|x| *x != w) || w > 8 {
@@ -188,9 +208,9 @@ fn vector(addrs: &[Vec<Option<i64>>], widths: &[i64]) -> Option<u8> {
     let threads = addrs[0].len();
     let mut seen = false;
     for t in 0..threads {
-        let mut lane: Vec<i64> = match addrs.iter().map(|a| a.get(t).copied().flatten()).collect::<Option<Vec<i64>>>() {
+        let mut lane: Vec<i64> = match addrs.iter().map(|a| a.get(t)).collect::<Option<Vec<i64>>>() {
             Some(v) => v,
-            None if addrs.iter().all(|a| a.get(t).copied().flatten().is_none()) => continue,
+            None if addrs.iter().all(|a| a.get(t).is_none()) => continue,
             None => return None,
         };
         lane.sort_unstable();

@@ -267,27 +267,44 @@ impl Query {
 }
 
 /// Per-thread byte offsets of an access, none for a thread that does not
-/// execute it: 8 bytes and a bit per thread (a prediction is kept for every
-/// access of a function).
+/// execute it: the offsets from the first thread's, kept once per function
+/// for every access whose offsets differ from them by one constant (the
+/// accesses of an unrolled loop share one list), that constant, and a bit
+/// per thread (a prediction is kept for every access of a function).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Offsets {
-    vals: Vec<i64>,
+    vals: std::sync::Arc<[i64]>,
+    shift: i64,
     active: Vec<u64>,
 }
 
+/// The offset lists made so far, each once ([`Offsets`]).
+#[derive(Debug, Default)]
+pub struct OffsetLists(rustc_hash::FxHashSet<std::sync::Arc<[i64]>>);
+
 impl Offsets {
-    pub fn new(vals: Vec<i64>, active: impl Fn(usize) -> bool) -> Offsets {
+    pub fn new(mut vals: Vec<i64>, active: impl Fn(usize) -> bool, lists: &mut OffsetLists) -> Offsets {
         let mut bits = vec![0u64; vals.len().div_ceil(64)];
         for t in (0..vals.len()).filter(|&t| active(t)) {
             bits[t / 64] |= 1 << (t % 64);
         }
-        Offsets { vals, active: bits }
+        let shift = vals.first().copied().unwrap_or(0);
+        vals.iter_mut().for_each(|x| *x -= shift);
+        let vals = match lists.0.get(vals.as_slice()) {
+            Some(v) => v.clone(),
+            None => {
+                let v: std::sync::Arc<[i64]> = vals.into();
+                lists.0.insert(v.clone());
+                v
+            }
+        };
+        Offsets { vals, shift, active: bits }
     }
 
     /// Thread `t`'s offset, if it executes the access.
     pub fn get(&self, t: usize) -> Option<i64> {
         let on = self.active.get(t / 64).is_some_and(|w| w >> (t % 64) & 1 == 1);
-        self.vals.get(t).copied().filter(|_| on)
+        self.vals.get(t).map(|x| x + self.shift).filter(|_| on)
     }
 
     pub fn len(&self) -> usize {
@@ -323,6 +340,8 @@ pub struct Evals<'f, 'a> {
     recording: RefCell<Option<Leaves>>,
     /// The grid's dimensions (`%nctaid`), when the launch is known.
     grid: Option<[u32; 3]>,
+    /// The predictions' per-thread offsets, each list once.
+    offset_lists: RefCell<OffsetLists>,
 }
 
 /// Uniform values given a sample, with the value given (the first, when
@@ -340,6 +359,7 @@ impl<'f, 'a> Evals<'f, 'a> {
             sampled: RefCell::new(Sampled::new()),
             recording: RefCell::new(None),
             grid: None,
+            offset_lists: RefCell::new(OffsetLists::default()),
         }
     }
 
@@ -878,6 +898,6 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
         assumed_strides,
         rests_on,
         aligned_on,
-        offsets: Offsets::new(addrs.to_vec(), |t| active.get(t).copied().unwrap_or(true)),
+        offsets: Offsets::new(addrs.to_vec(), |t| active.get(t).copied().unwrap_or(true), &mut ev.offset_lists.borrow_mut()),
     })
 }

@@ -28,8 +28,10 @@ use crate::ir::space::Space;
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+mod candidates;
 mod lost;
 mod marks;
 pub mod param;
@@ -292,14 +294,75 @@ impl RaceKind {
 pub type Addresses = Vec<Option<Sorted>>;
 
 /// The (byte address, thread) pairs of the threads that execute an
-/// access, sorted by address.
-pub type Sorted = Vec<(i64, usize)>;
+/// access, sorted by address: a list of offsets from the first address,
+/// shared by every access whose addresses differ from these by one
+/// constant (the accesses of an unrolled loop: one list for thousands),
+/// and that constant.
+#[derive(Clone, Debug)]
+pub struct Sorted {
+    list: std::rc::Rc<[(i64, usize)]>,
+    shift: i64,
+}
 
-/// Sort per-thread addresses (`None`: the thread does not execute it).
-pub fn sorted(per_thread: &[Option<i64>]) -> Vec<(i64, usize)> {
-    let mut v: Vec<(i64, usize)> = per_thread.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))).collect();
-    v.sort_unstable();
-    v
+/// The address lists made so far, each once ([`Sorted`]).
+#[derive(Default)]
+pub struct Lists(FxHashSet<std::rc::Rc<[(i64, usize)]>>);
+
+impl Sorted {
+    /// Sort per-thread addresses (`None`: the thread does not execute it).
+    pub fn new(per_thread: &[Option<i64>], lists: &mut Lists) -> Sorted {
+        let mut v: Vec<(i64, usize)> = per_thread.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))).collect();
+        v.sort_unstable();
+        let shift = v.first().map_or(0, |x| x.0);
+        v.iter_mut().for_each(|x| x.0 -= shift);
+        let list = match lists.0.get(v.as_slice()) {
+            Some(l) => l.clone(),
+            None => {
+                let l: std::rc::Rc<[(i64, usize)]> = v.into();
+                lists.0.insert(l.clone());
+                l
+            }
+        };
+        Sorted { list, shift }
+    }
+
+    pub fn first(&self) -> Option<(i64, usize)> {
+        self.list.first().map(|x| (x.0 + self.shift, x.1))
+    }
+
+    pub fn last(&self) -> Option<(i64, usize)> {
+        self.list.last().map(|x| (x.0 + self.shift, x.1))
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The (address, thread) pairs, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, usize)> + '_ {
+        self.list.iter().map(|x| (x.0 + self.shift, x.1))
+    }
+
+    /// The shared list and the constant its addresses are offset by
+    /// (lists made with one [`Lists`] are one allocation when equal).
+    fn parts(&self) -> (&[(i64, usize)], i64) {
+        (&self.list, self.shift)
+    }
+
+    /// The same list and shift (a key: lists made with one [`Lists`]).
+    fn key(&self) -> (usize, i64) {
+        (self.list.as_ptr() as *const u8 as usize, self.shift)
+    }
+}
+
+/// Sort per-thread addresses (`None`: the thread does not execute it),
+/// in a list of their own.
+pub fn sorted(per_thread: &[Option<i64>]) -> Sorted {
+    Sorted::new(per_thread, &mut Lists::default())
 }
 
 /// Do accesses `a` (index `ka`) and `b` race? `addrs[k][s][t]` is the
@@ -335,7 +398,7 @@ fn conflict_in(accesses: &[Access], ka: usize, kb: usize, aa: &[Option<Sorted>],
             continue; // disjoint ranges
         }
         let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
-        if let Some(w) = sweep(va, vb, a.width, b.width, &ok) {
+        if let Some(w) = sweep(va.parts(), vb.parts(), a.width, b.width, &ok) {
             let mut r = race_at(accesses, ka, kb, w.threads, w.byte);
             (r.lanes_only, r.elements) = (!w.cross, w.elements);
             return Some(r);
@@ -408,28 +471,78 @@ fn pairs_racing(
     let seeded = |a: usize, b: usize| seeds[a] == Some(b) || seeds[b] == Some(a);
     let intervals = intervals(f, accesses, barrier_call);
     let roots: Vec<Option<ValueId>> = accesses.iter().map(|a| a.addr_value.map(|v| crate::ir::values::array_root(f, v))).collect();
-    // the pairs of one interval through one pointer, one of them writing (atomics among
-    // themselves excepted), each once
-    let mut pairs: Vec<(usize, usize)> = Vec::new();
-    let mut seen: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    // a pair of one interval through one pointer, one of them writing (atomics among themselves excepted)
+    let possible = |ka: usize, kb: usize| {
+        let (a, b) = (&accesses[ka], &accesses[kb]);
+        (a.kind.writes() || b.kind.writes())
+            && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
+            && a.space == b.space
+            && !same_call(ka, kb)
+            && !seeded(ka, kb)
+    };
+    // the accesses of one interval through one pointer, a writer among them
+    let mut groups: Vec<Vec<usize>> = Vec::new();
     for members in &intervals.members {
-        let mut by_root: HashMap<ValueId, Vec<usize>> = HashMap::new();
+        let mut by_root: FxHashMap<ValueId, Vec<usize>> = FxHashMap::default();
         for &k in members {
             if let Some(r) = roots[k] {
                 by_root.entry(r).or_default().push(k);
             }
         }
-        for ks in by_root.values() {
+        groups.extend(by_root.into_values().filter(|ks| ks.iter().any(|&k| accesses[k].kind.writes())));
+    }
+    // the accesses some possible pair holds (a reader needs a writer beside it)
+    let mut in_pair = vec![false; accesses.len()];
+    for ks in &groups {
+        let writers: Vec<usize> = ks.iter().copied().filter(|&k| accesses[k].kind.writes()).collect();
+        for &k in ks {
+            if !in_pair[k] {
+                let partners = if accesses[k].kind.writes() { ks } else { &writers };
+                in_pair[k] = partners.iter().any(|&j| possible(k, j));
+            }
+        }
+    }
+    let mut sites = Sites::new(evals, accesses, imported);
+    let addrs: Vec<Option<Addresses>> =
+        (0..accesses.len()).map(|k| if in_pair[k] { sites.sampled(k, &mut Some(&mut *active)) } else { None }).collect();
+    // the scalar parameters of each own access's address (a callee's offsets are sampled
+    // values: its accesses are not solved for)
+    let params: Vec<Vec<ValueId>> = accesses
+        .iter()
+        .enumerate()
+        .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::ir::values::scalar_parameters(f, v)).unwrap_or_default())
+        .collect();
+    let mut loops = LaterLoops::default();
+    // the pairs to compare: those whose addresses meet at the samples, and those that need other
+    // values to meet (a parameter solved for; later iterations of a loop around both)
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut seen: FxHashSet<(usize, usize)> = FxHashSet::default();
+    let mut emit = |ka: usize, kb: usize| {
+        let p = (ka.min(kb), ka.max(kb));
+        if possible(ka, kb) && seen.insert(p) {
+            pairs.push(p);
+        }
+    };
+    for ks in &groups {
+        candidates::meeting(ks, &addrs, &|k| accesses[k].width, &mut emit);
+        let own: Vec<usize> = ks.iter().copied().filter(|&k| k < n).collect();
+        for &ka in own.iter().filter(|&&k| !params[k].is_empty()) {
+            for &kb in &own {
+                emit(ka, kb);
+            }
+        }
+        // per loop around accesses of the group, the pairs a later iteration compares
+        let mut by_loop: FxHashMap<crate::ir::LoopId, Vec<usize>> = FxHashMap::default();
+        for &k in &own {
+            if let Some(l) = f.cfg.loop_of(f.cfg.block_of(accesses[k].inst)) {
+                by_loop.entry(l).or_default().push(k);
+            }
+        }
+        for (l, ks) in by_loop {
             for (x, &ka) in ks.iter().enumerate() {
                 for &kb in &ks[x..] {
-                    let (a, b) = (&accesses[ka], &accesses[kb]);
-                    let possible = (a.kind.writes() || b.kind.writes())
-                        && !(a.kind == AccessKind::Atomic && b.kind == AccessKind::Atomic)
-                        && a.space == b.space
-                        && !same_call(ka, kb)
-                        && !seeded(ka, kb);
-                    if possible && seen.insert((ka.min(kb), ka.max(kb))) {
-                        pairs.push((ka.min(kb), ka.max(kb)));
+                    if loops.compares(evals, l, &accesses[ka], &accesses[kb]) {
+                        emit(ka, kb);
                     }
                 }
             }
@@ -454,14 +567,8 @@ fn pairs_racing(
         .filter(|&(a, b)| b < n && in_loop(a) && in_loop(b))
         .filter_map(|(a, b)| Some(((a, b), one_iteration_apart(info(a), info(b))?)))
         .collect();
-    let mut found = races_at(evals, accesses, imported, &pairs, &cross, Some(active), &warp_synced);
+    let mut found = races_at(&mut sites, Some(&addrs), &pairs, &cross, &mut Some(&mut *active), &warp_synced, &mut loops);
     // the pairs the sampled parameter values leave apart: solved for the parameters
-    // (a callee's offsets are sampled values: its accesses are not solved for)
-    let params: Vec<Vec<ValueId>> = accesses
-        .iter()
-        .enumerate()
-        .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::ir::values::scalar_parameters(f, v)).unwrap_or_default())
-        .collect();
     // a race at the sampled values that needs two parameters to meet (`a[x]` against `a[y]`): say so
     // (found in either sampled iteration of a loop: the relation must hold in both)
     for r in found.iter_mut().filter(|r| r.first < n && r.second < n && r.when.is_none()) {
@@ -513,8 +620,11 @@ fn pairs_racing(
     for c in candidates {
         let small = Shape::new(*c, ShapeSource::Assumed);
         let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
-        let again = races_at(&Evals::new(f, d, &small), own, &[], &remaining, &cross, None, &warp_synced);
-        kept.retain(|r| r.when.is_some() || again.iter().any(|x| (x.first, x.second) == (r.first, r.second)));
+        let small = Evals::new(f, d, &small);
+        let again =
+            races_at(&mut Sites::new(&small, own, &[]), None, &remaining, &cross, &mut None, &warp_synced, &mut LaterLoops::default());
+        let again: FxHashSet<(usize, usize)> = again.iter().map(|x| (x.first, x.second)).collect();
+        kept.retain(|r| r.when.is_some() || again.contains(&(r.first, r.second)));
     }
     kept
 }
@@ -798,7 +908,7 @@ fn grid_races_at(
 /// threads) and access `kb` in the other block (`vb`): the witness with
 /// the smallest threads.
 fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize, kb: usize) -> Option<Race> {
-    let w = sweep(va, vb, accs[ka].width, accs[kb].width, &|_, _| true)?;
+    let w = sweep((va, 0), (vb, 0), accs[ka].width, accs[kb].width, &|_, _| true)?;
     let mut r = race_at(accs, ka, kb, w.threads, w.byte);
     r.elements = w.elements;
     Some(r)
@@ -816,21 +926,29 @@ struct Witness {
 }
 
 /// The pair of threads with the smallest ids (the clearest witness) among
-/// those of `va` (bytes `wa` wide from each address, sorted) and `vb`
-/// (`wb` wide) whose bytes overlap and that `ok` accepts.
-fn sweep(va: &[(i64, usize)], vb: &[(i64, usize)], wa: u32, wb: u32, ok: &dyn Fn(usize, usize) -> bool) -> Option<Witness> {
+/// those of `va` (bytes `wa` wide from each address, sorted, each offset
+/// by the shift beside it) and `vb` (`wb` wide) whose bytes overlap and
+/// that `ok` accepts.
+fn sweep(
+    (va, sa): (&[(i64, usize)], i64),
+    (vb, sb): (&[(i64, usize)], i64),
+    wa: u32,
+    wb: u32,
+    ok: &dyn Fn(usize, usize) -> bool,
+) -> Option<Witness> {
     let mut best: Option<(usize, usize, i64)> = None;
     let mut cross = false;
     let mut hit: Vec<i64> = Vec::new();
     let mut lo = 0;
     for &(y, t2) in vb {
+        let y = y + sb;
         // accesses of `va` overlapping [y, y + wb)
-        while lo < va.len() && va[lo].0 + (wa as i64) <= y {
+        while lo < va.len() && va[lo].0 + sa + (wa as i64) <= y {
             lo += 1;
         }
         let mut i = lo;
-        while i < va.len() && va[i].0 < y + wb as i64 {
-            let (x, t1) = va[i];
+        while i < va.len() && va[i].0 + sa < y + wb as i64 {
+            let (x, t1) = (va[i].0 + sa, va[i].1);
             if ok(t1, t2) {
                 cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
                 hit.push(x);
@@ -888,12 +1006,13 @@ pub fn recheck(
     }
     let (ia, ib) = r.iterations();
     let mut rests = Leaves::none();
+    let mut lists = Lists::default();
     let mut at = |k: usize, it: usize| -> Option<Sorted> {
         let a = &own[k];
         let (vals, on) = evals.eval_resting(a.addr_value?, Query { pin, ..Query::block(it) })?;
         rests = rests.union(&on);
         let act = active(k, evals.f.cfg.block_of(a.inst), it);
-        Some(sorted(&vals.iter().zip(act).map(|(x, on)| on.then_some(x + a.offset)).collect::<Vec<_>>()))
+        Some(Sorted::new(&vals.iter().zip(act).map(|(x, on)| on.then_some(x + a.offset)).collect::<Vec<_>>(), &mut lists))
     };
     let (xa, xb) = (at(r.first, ia)?, at(r.second, ib)?);
     let n = conflict_in(own, r.first, r.second, &[Some(xa)], &[Some(xb)], false)?;
@@ -1024,58 +1143,121 @@ fn concurrent(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, divergent: &[
     })
 }
 
-/// Races among `pairs` of accesses for one block shape (every thread
-/// active when `active` is not given); `accs` ends with `imported`'s. The
-/// pairs in `cross` (a thread may be one iteration ahead of the other) are
-/// also compared across the two iterations sampled.
-#[allow(clippy::too_many_arguments)]
-fn races_at(
-    evals: &Evals<'_, '_>,
-    accs: &[Access],
-    imported: &[Imported],
-    pairs: &[(usize, usize)],
-    cross: &Cross,
-    mut active: Option<&mut dyn FnMut(BlockId, usize) -> Vec<bool>>,
-    warp_synced: &BTreeSet<(usize, usize)>,
-) -> Vec<Race> {
-    let (f, lanes) = (evals.f, evals.shape.lanes());
-    let n = accs.len() - imported.len();
-    let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
-    // access k's (address, thread) pairs in iteration `it`, sorted, and the sampled leaves they rest on
-    let mut rests: HashMap<usize, Leaves> = HashMap::new();
-    let mut addresses_at = |k: usize, it: usize| -> Option<Vec<(i64, usize)>> {
-        let a = &accs[k];
+/// The accesses races are looked for among (a function's own, then those
+/// of the callees it imports), with their per-thread addresses evaluated
+/// on demand and the sampled leaves each access's evaluations rested on.
+struct Sites<'e, 'f, 'a, 'x> {
+    evals: &'e Evals<'f, 'a>,
+    accs: &'x [Access],
+    imported: &'x [Imported],
+    rests: FxHashMap<usize, Leaves>,
+    lists: Lists,
+}
+
+/// The threads that execute a CFG block in an iteration (every thread when
+/// not given).
+type Active<'x> = Option<&'x mut dyn FnMut(BlockId, usize) -> Vec<bool>>;
+
+impl<'e, 'f, 'a, 'x> Sites<'e, 'f, 'a, 'x> {
+    fn new(evals: &'e Evals<'f, 'a>, accs: &'x [Access], imported: &'x [Imported]) -> Self {
+        Sites { evals, accs, imported, rests: FxHashMap::default(), lists: Lists::default() }
+    }
+
+    /// Access `k`'s (address, thread) pairs in iteration `it`, sorted.
+    fn at(&mut self, k: usize, it: usize, active: &mut Active<'_>) -> Option<Sorted> {
+        let (evals, a) = (self.evals, &self.accs[k]);
+        let n = self.accs.len() - self.imported.len();
         let (vals, on) = evals.eval_resting(a.addr_value?, Query::block(it))?;
-        let r = rests.entry(k).or_default();
+        let r = self.rests.entry(k).or_default();
         *r = r.union(&on);
         let on = match active.as_mut() {
-            Some(act) => act(f.cfg.block_of(a.inst), it),
-            None => vec![true; lanes.len()],
+            Some(act) => act(evals.f.cfg.block_of(a.inst), it),
+            None => vec![true; evals.shape.lanes().len()],
         };
         let per_thread: Vec<Option<i64>> = match k.checked_sub(n) {
             // a callee's access: the argument plus the callee's offset, in the threads that run it
             Some(x) => {
-                let offsets = imported[x].offsets[it].as_ref()?;
+                let offsets = self.imported[x].offsets[it].as_ref()?;
                 vals.iter().zip(on).zip(offsets.iter()).map(|((v, on), o)| o.filter(|_| on).map(|o| v + o)).collect()
             }
             None => vals.iter().zip(on).map(|(x, on)| on.then_some(x + a.offset)).collect(),
         };
-        Some(sorted(&per_thread))
+        Some(Sorted::new(&per_thread, &mut self.lists))
+    }
+
+    /// Access `k`'s addresses in the two sampled iterations.
+    fn sampled(&mut self, k: usize, active: &mut Active<'_>) -> Option<Addresses> {
+        let per_iteration: Addresses = (0..2).map(|it| self.at(k, it, active)).collect();
+        per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
+    }
+}
+
+/// Per loop, whether later iterations than the two sampled are compared:
+/// its trip count (more than two, or a runtime bound), the values that
+/// move with its counters, and whether a thread-dependent branch inside
+/// tests one. Computed once per loop.
+#[derive(Default)]
+struct LaterLoops(FxHashMap<crate::ir::LoopId, Option<(crate::ir::loops::Trips, BitSet, bool)>>);
+
+impl LaterLoops {
+    fn get(&mut self, evals: &Evals<'_, '_>, l: crate::ir::LoopId) -> Option<&(crate::ir::loops::Trips, BitSet, bool)> {
+        use crate::ir::loops::Trips;
+        let f = evals.f;
+        self.0
+            .entry(l)
+            .or_insert_with(|| {
+                // (two iterations or fewer: compared already)
+                let test = |cond, n| Some(evals.uniform_at(cond, n)? != 0);
+                let t = f.loops.trip_count(f, l, MAX_ITERATIONS, test).filter(|t| !matches!(t, Trips::Known(..=2)))?;
+                let header = f.cfg.loops[l].header;
+                let moving = crate::ir::values::derived_from(f, f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
+                let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
+                Some((t, moving, guards))
+            })
+            .as_ref()
+    }
+
+    /// Are accesses `a` and `b`, both in loop `l`, compared at its later
+    /// iterations? Only a thread-dependent guard on the counter (`if (t ==
+    /// i)`, `t > i`) picks threads iteration by iteration under a runtime
+    /// bound; addresses that move alike with it meet early.
+    fn compares(&mut self, evals: &Evals<'_, '_>, l: crate::ir::LoopId, a: &Access, b: &Access) -> bool {
+        let Some((trips, moving, guards_move)) = self.get(evals, l) else { return false };
+        let moves = |x: &Access| x.addr_value.is_some_and(|v| moving.contains(v.index()));
+        *guards_move || (matches!(trips, crate::ir::loops::Trips::Known(_)) && (moves(a) || moves(b)))
+    }
+}
+
+/// Races among `pairs` of `sites`' accesses for one block shape; `addrs`:
+/// their addresses in the sampled iterations where computed already. The
+/// pairs in `cross` (a thread may be one iteration ahead of the other) are
+/// also compared across the two iterations sampled.
+fn races_at(
+    sites: &mut Sites<'_, '_, '_, '_>,
+    addrs: Option<&[Option<Addresses>]>,
+    pairs: &[(usize, usize)],
+    cross: &Cross,
+    active: &mut Active<'_>,
+    warp_synced: &BTreeSet<(usize, usize)>,
+    loops: &mut LaterLoops,
+) -> Vec<Race> {
+    let (evals, accs) = (sites.evals, sites.accs);
+    let f = evals.f;
+    let n = accs.len() - sites.imported.len();
+    let computed: Vec<Option<Addresses>>;
+    let addrs = match addrs {
+        Some(a) => a,
+        None => {
+            let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
+            computed = (0..accs.len()).map(|k| if needed.contains(&k) { sites.sampled(k, active) } else { None }).collect();
+            &computed
+        }
     };
-    let addrs: Vec<Option<Addresses>> = (0..accs.len())
-        .map(|k| {
-            if !needed.contains(&k) {
-                return None;
-            }
-            let per_iteration: Addresses = (0..2).map(|it| addresses_at(k, it)).collect();
-            per_iteration.iter().any(|x| x.is_some()).then_some(per_iteration)
-        })
-        .collect();
     let mut found: Vec<Race> = pairs
         .iter()
         .filter_map(|&(ka, kb)| {
             let synced = warp_synced.contains(&(ka, kb));
-            conflict_between(accs, &addrs, ka, kb, synced).or_else(|| {
+            conflict_between(accs, addrs, ka, kb, synced).or_else(|| {
                 // a thread one iteration ahead of another: the samples of iterations 0 and 1 against each other
                 let &(a_first, b_first) = cross.get(&(ka, kb))?;
                 let (aa, ab) = (addrs[ka].as_ref()?, addrs[kb].as_ref()?);
@@ -1093,9 +1275,8 @@ fn races_at(
     // (`if (t == i) s[t + 4] = …` meets thread 7's `s[t]` at i = 3 only)
     use crate::ir::loops::Trips;
     let raced: BTreeSet<(usize, usize)> = found.iter().map(|r| (r.first.min(r.second), r.first.max(r.second))).collect();
-    let mut loops: HashMap<crate::ir::LoopId, Option<(Trips, BitSet, bool)>> = HashMap::new();
     // each access's addresses in a later iteration, computed once
-    let mut later: HashMap<(usize, usize), Option<Sorted>> = HashMap::new();
+    let mut later: FxHashMap<(usize, usize), Option<Sorted>> = FxHashMap::default();
     for &(ka, kb) in pairs {
         // (a callee's offsets are known for the first two iterations only)
         if raced.contains(&(ka, kb)) || ka >= n || kb >= n {
@@ -1103,53 +1284,38 @@ fn races_at(
         }
         let loop_of = |k: usize| f.cfg.loop_of(f.cfg.block_of(accs[k].inst));
         let Some(l) = loop_of(ka).filter(|&l| loop_of(kb) == Some(l)) else { continue };
-        let Some((trips, moving, guards_move)) = loops
-            .entry(l)
-            .or_insert_with(|| {
-                // (two iterations or fewer: compared already)
-                let test = |cond, n| Some(evals.uniform_at(cond, n)? != 0);
-                let t = f.loops.trip_count(f, l, MAX_ITERATIONS, test).filter(|t| !matches!(t, Trips::Known(..=2)))?;
-                let header = f.cfg.loops[l].header;
-                let moving = crate::ir::values::derived_from(f, f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
-                let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
-                Some((t, moving, guards))
-            })
-            .as_ref()
-        else {
-            continue;
-        };
-        let moves = |k: usize| accs[k].addr_value.is_some_and(|v| moving.contains(v.index()));
-        // a runtime bound: only a thread-dependent guard on the counter (`if (t == i)`, `t > i`)
-        // picks threads iteration by iteration; addresses that move alike with it meet early
-        let (last, known) = match *trips {
-            Trips::Known(t) => (t, true),
-            Trips::Runtime => (RUNTIME_ITERATIONS, false),
-        };
-        if !(*guards_move || (known && (moves(ka) || moves(kb)))) {
+        if !loops.compares(evals, l, &accs[ka], &accs[kb]) {
             continue;
         }
+        let Some(&(trips, ..)) = loops.get(evals, l) else { continue };
+        let last = match trips {
+            Trips::Known(t) => t,
+            Trips::Runtime => RUNTIME_ITERATIONS,
+        };
         let synced = warp_synced.contains(&(ka, kb));
         for it in 2..last {
             for k in [ka, kb] {
-                later.entry((k, it)).or_insert_with(|| addresses_at(k, it));
+                if let std::collections::hash_map::Entry::Vacant(e) = later.entry((k, it)) {
+                    e.insert(sites.at(k, it, active));
+                }
             }
             let (xa, xb) = (std::slice::from_ref(&later[&(ka, it)]), std::slice::from_ref(&later[&(kb, it)]));
             if let Some(mut r) = conflict_in(accs, ka, kb, xa, xb, synced) {
-                r.iteration = Some((it, *trips));
+                r.iteration = Some((it, trips));
                 found.push(r);
                 break;
             }
         }
     }
     for r in found.iter_mut() {
-        r.rests_on = rests_of(&rests, r);
+        r.rests_on = rests_of(&sites.rests, r);
     }
     found
 }
 
 /// What a race's witness rests on: the sampled leaves its two accesses'
 /// addresses were evaluated with (`rests`, per access).
-fn rests_of(rests: &HashMap<usize, Leaves>, r: &Race) -> Leaves {
+fn rests_of<S: std::hash::BuildHasher>(rests: &HashMap<usize, Leaves, S>, r: &Race) -> Leaves {
     [r.first, r.second].iter().filter_map(|k| rests.get(k)).fold(Leaves::none(), |acc, x| acc.union(x))
 }
 
