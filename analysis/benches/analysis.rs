@@ -1,6 +1,9 @@
 //! Criterion benchmarks: parse throughput (MB/s) and whole-module analysis
 //! time, on the largest corpus file and on a generated module of over one
-//! million instructions.
+//! million instructions; scaling with module size; the generated cliff
+//! shapes at two sizes each (cost per instruction flat as N doubles); one
+//! corpus file of each class. `cargo bench -p gpucheck-analysis --bench
+//! analysis -- cliffs` runs one group.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gpucheck_analysis::divergence::{Divergence, Summaries};
@@ -118,17 +121,10 @@ fn scaling(c: &mut Criterion) {
         g.bench_function(BenchmarkId::from_parameter(n), |b| b.iter(|| check_module(&m, &Options::default(), &|_| true)));
     }
     g.finish();
-    // criterion writes under the target folder (`CARGO_TARGET_DIR` when set)
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let dir = target.join("criterion/scaling");
     let mut xy = Vec::new();
     for n in points {
-        let est = std::fs::read_to_string(dir.join(n.to_string()).join("new/estimates.json"));
-        let Ok(est) = est else { continue };
-        let v: serde_json::Value = serde_json::from_str(&est).unwrap();
-        xy.push((n as f64, v["mean"]["point_estimate"].as_f64().unwrap() / 1e9));
+        let Some(t) = mean_seconds("scaling", &n.to_string()) else { continue };
+        xy.push((n as f64, t));
     }
     if xy.len() >= 2 {
         let len = xy.len() as f64;
@@ -149,5 +145,85 @@ fn scaling(c: &mut Criterion) {
     }
 }
 
-criterion_group!(analysis, benches, facts, scaling, shared_heavy);
+/// Criterion's mean estimate (seconds) of benchmark `id` in `group`, once
+/// measured (criterion writes under the target folder, `CARGO_TARGET_DIR`
+/// when set).
+fn mean_seconds(group: &str, id: &str) -> Option<f64> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let est = std::fs::read_to_string(target.join("criterion").join(group).join(id).join("new/estimates.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&est).ok()?;
+    Some(v["mean"]["point_estimate"].as_f64()? / 1e9)
+}
+
+/// The shapes that once cost far more than `ptxas` (issue 28's table:
+/// unrolled accesses through one pointer, jump tables, chains of
+/// diamonds, many tiny kernels), each at half its size and at its size:
+/// the whole check. After measuring, prints each shape's cost per
+/// instruction at both sizes and their ratio, which stays near 1 when the
+/// cost is linear (`GROWS` past 1.5). Compare with `ptxas -arch=sm_80` on
+/// the same files (`cargo run --release -p gpucheck-analysis --example gen -- cliffs DIR`).
+fn cliffs(c: &mut Criterion) {
+    let mut measured = Vec::new();
+    let mut g = c.benchmark_group("cliffs");
+    g.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_millis(500));
+    for (shape, n) in synth::Cliff::ALL {
+        for size in [n / 2, n] {
+            let src = synth::cliff(shape, size);
+            let m = ptx::parse(&src).unwrap();
+            let insts = m.instruction_count();
+            let id = format!("{}-{size}", shape.name());
+            g.throughput(Throughput::Elements(insts as u64));
+            g.bench_function(BenchmarkId::from_parameter(&id), |b| b.iter(|| check_module(&m, &Options::default(), &|_| true)));
+            measured.push((shape, size, id, insts));
+        }
+    }
+    g.finish();
+    for pair in measured.chunks(2) {
+        let [(shape, half, a, na), (_, full, b, nb)] = pair else { continue };
+        let (Some(ta), Some(tb)) = (mean_seconds("cliffs", a), mean_seconds("cliffs", b)) else { continue };
+        let (pa, pb) = (ta / *na as f64, tb / *nb as f64);
+        let ratio = pb / pa;
+        eprintln!(
+            "{:18} {half:>7} → {full:>7}: {:.3} → {:.3} µs per instruction, ×{ratio:.2}{}",
+            shape.name(),
+            pa * 1e6,
+            pb * 1e6,
+            if ratio > 1.5 { "  GROWS" } else { "" }
+        );
+    }
+}
+
+/// The whole check on one file of each class of the corpus issue 28
+/// measured against `ptxas` (many small functions; unrolled histogram
+/// code; one large Rust kernel crate; a reduction with a grid fence; a
+/// one-kernel file), when the corpus is there.
+fn corpus_classes(c: &mut Criterion) {
+    let Some((_, _)) = corpus_largest() else { return };
+    let dir = std::env::var_os("GPUCHECK_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/ptx"));
+    let mut g = c.benchmark_group("corpus");
+    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    for name in [
+        "gtcasl-gpuocelot-complex",
+        "gtcasl-gpuocelot-histogram",
+        "dimforge-sparkl-sparkl2d-kernels",
+        "gtcasl-gpuocelot-threadFenceReduction",
+        "rust-cuda-add",
+    ] {
+        let Ok(bytes) = std::fs::read(dir.join(format!("{name}.ptx"))) else {
+            eprintln!("{name}.ptx is not in the corpus: skipped");
+            continue;
+        };
+        let src = String::from_utf8_lossy(&bytes).into_owned();
+        let m = ptx::parse(&src).unwrap();
+        g.throughput(Throughput::Bytes(src.len() as u64));
+        g.bench_function(BenchmarkId::from_parameter(name), |b| b.iter(|| check_module(&m, &Options::default(), &|_| true)));
+    }
+    g.finish();
+}
+
+criterion_group!(analysis, benches, facts, scaling, shared_heavy, cliffs, corpus_classes);
 criterion_main!(analysis);

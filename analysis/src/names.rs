@@ -54,9 +54,9 @@ pub fn bare(name: &str) -> String {
 /// `text` defines or declares, by name, in order (an unnamed parameter
 /// is ""). A name declared twice with different names (overloads) is left
 /// out: which PTX function is which is not known from the name.
-pub fn c_kernel_params(text: &str) -> std::collections::HashMap<String, Vec<String>> {
+pub fn c_kernel_params(text: &str) -> rustc_hash::FxHashMap<String, Vec<String>> {
     let code = strip_comments(text);
-    let mut out: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+    let mut out: rustc_hash::FxHashMap<String, Vec<String>> = rustc_hash::FxHashMap::default();
     let mut clash = Vec::new();
     let mut rest = code.as_str();
     while let Some(i) = rest.find("__global__") {

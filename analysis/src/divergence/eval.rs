@@ -25,8 +25,8 @@ use crate::ir::scalar::{self, ThreadPos};
 use crate::ir::InstId;
 use crate::ir::{FunctionIr, ValueDef, ValueId};
 use crate::ptx::Operand;
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 pub use crate::model::Lane;
@@ -118,10 +118,10 @@ pub struct Evaluator<'f, 'a> {
     /// Values of uniform leaves, with the sampled leaves each rests on
     /// (itself for a sample; a loop counter's value at an iteration rests
     /// on its start's and step's).
-    leaves: HashMap<ValueId, (i64, Leaves)>,
+    leaves: FxHashMap<ValueId, (i64, Leaves)>,
     /// Parameters of a call context with their callers' values per thread
     /// (`lanes` is a prefix of the block's threads, as every evaluator's is).
-    bound: HashMap<ValueId, Vals>,
+    bound: FxHashMap<ValueId, Vals>,
     cache: RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
@@ -157,7 +157,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             ntid: ntid.map(|x| x as i64),
             nctaid: None,
             lanes,
-            leaves: HashMap::new(),
+            leaves: FxHashMap::default(),
             cache: RefCell::new(Default::default()),
             first_iteration: false,
             iteration: None,
@@ -166,7 +166,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     }
 
     /// Replace the sample values of uniform leaves (clears the cache).
-    pub fn set_leaves(&mut self, leaves: HashMap<ValueId, i64>) {
+    pub fn set_leaves(&mut self, leaves: impl IntoIterator<Item = (ValueId, i64)>) {
         self.leaves = leaves.into_iter().map(|(v, x)| (v, (x, Leaves::one(v)))).collect();
         self.cache.borrow_mut().clear();
     }

@@ -21,18 +21,18 @@ use crate::ir::inst::{Opcode, Space, Special};
 use crate::ir::{BlockId, FunctionIr, IdVec, InstId, LoopId, PhiId, User, ValueDef, ValueId};
 use crate::ptx::Operand;
 pub use domain::{AbsVal, Coef};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Facts about callees that call sites need.
 #[derive(Debug, Default, Clone)]
 pub struct Summaries<'a> {
     /// Functions whose result depends only on their arguments (no thread
     /// ids, loads of thread-private memory, atomics, clocks; transitively).
-    pub thread_invariant: HashSet<&'a str>,
+    pub thread_invariant: FxHashSet<&'a str>,
     /// Functions that execute a barrier (transitively).
-    pub has_barrier: HashSet<&'a str>,
+    pub has_barrier: FxHashSet<&'a str>,
     /// Functions with a body in the module.
-    pub defined: HashSet<&'a str>,
+    pub defined: FxHashSet<&'a str>,
 }
 
 /// A function's own facts, and those it inherits from its callees: a
@@ -59,7 +59,7 @@ impl Problem for CallFacts {
 
 impl<'a> Summaries<'a> {
     pub fn compute<L: crate::ir::Listing<'a>>(fns: &[L]) -> Summaries<'a> {
-        let index: HashMap<&str, usize> = fns.iter().enumerate().map(|(k, f)| (f.func().name, k)).collect();
+        let index: FxHashMap<&str, usize> = fns.iter().enumerate().map(|(k, f)| (f.func().name, k)).collect();
         let mut facts = CallFacts { local: Vec::new(), callees: vec![Vec::new(); fns.len()], callers: vec![Vec::new(); fns.len()] };
         for (k, f) in fns.iter().enumerate() {
             let (mut variant, mut barrier) = (false, false);
@@ -121,7 +121,7 @@ pub struct ArgValue {
 #[derive(Debug, Default)]
 pub struct Bound {
     /// The reads (`ld.param`) of the bound parameters.
-    pub values: HashMap<ValueId, ArgValue>,
+    pub values: FxHashMap<ValueId, ArgValue>,
     /// The calling threads (`None`: every thread, no call context).
     pub active: Option<Vec<bool>>,
 }
@@ -129,7 +129,7 @@ pub struct Bound {
 impl Bound {
     /// Bind `args` to the parameter reads of `f`.
     pub fn new(f: &FunctionIr<'_>, args: &CallArgs) -> Bound {
-        let mut values = HashMap::new();
+        let mut values = FxHashMap::default();
         for (v, def) in f.ssa.values.iter_enumerated() {
             let ValueDef::Inst { inst, .. } = *def else { continue };
             let Some((p, 0)) = f.insts[inst].param_read() else { continue };
@@ -150,7 +150,7 @@ impl Bound {
     /// every analysis takes them as the kernel's, none samples them. Not a
     /// call context (`active` stays `None`).
     pub fn declared(f: &FunctionIr<'_>, declared: &dyn Fn(usize, &str) -> Option<i64>) -> Bound {
-        let mut values = HashMap::new();
+        let mut values = FxHashMap::default();
         for (v, def) in f.ssa.values.iter_enumerated() {
             let ValueDef::Inst { inst, .. } = *def else { continue };
             let Some((p, 0)) = f.insts[inst].param_read() else { continue };
@@ -268,13 +268,13 @@ struct Problem_<'f, 'a, 's> {
     /// Blocks of each loop whose branch may leave it.
     exit_blocks: IdVec<LoopId, Vec<BlockId>>,
     /// Non-trivial phis at the joins of each branch (computed when the branch first diverges).
-    joins: HashMap<BlockId, Vec<PhiId>>,
+    joins: FxHashMap<BlockId, Vec<PhiId>>,
     /// The divergent branches whose joins hold each phi.
     sync_sources: IdVec<PhiId, Vec<BlockId>>,
     /// Whether each instruction is the guarded terminator of its block.
     is_term: IdVec<InstId, bool>,
     /// Parameter reads bound to a call's arguments.
-    bound: &'s HashMap<ValueId, ArgValue>,
+    bound: &'s FxHashMap<ValueId, ArgValue>,
 }
 
 impl Problem_<'_, '_, '_> {
@@ -497,7 +497,7 @@ impl Divergence {
             def_block,
             is_header,
             exit_blocks,
-            joins: HashMap::new(),
+            joins: FxHashMap::default(),
             sync_sources: IdVec::filled(f.ssa.phis.len(), Vec::new()),
             is_term,
             bound: &call.values,

@@ -169,7 +169,7 @@ fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> R
         if tries > 64 {
             break;
         }
-        ev.set_leaves(assign.iter().copied().collect());
+        ev.set_leaves(assign.iter().copied());
         let (taken, failed) = match ev.values(br.cond) {
             Ok(p) => (p.iter().map(|x| (*x != 0) != br.negated).collect::<Vec<bool>>(), None),
             Err(e) => (vec![], Some(e)),
@@ -258,7 +258,7 @@ fn bounded(c: [Coef; 3], cmp: Cmp, shape: &Shape) -> Option<Split> {
     let vals: Vec<i64> = shape.lanes().iter().map(|l| cc[0] * l.tid[0] + cc[1] * l.tid[1] + cc[2] * l.tid[2]).collect();
     match cmp {
         _ if cmp.is_equality() => {
-            let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+            let mut counts: rustc_hash::FxHashMap<i64, usize> = rustc_hash::FxHashMap::default();
             let mut single = true;
             for w in vals.chunks(WARP) {
                 let mut seen: Vec<i64> = w.to_vec();

@@ -27,7 +27,7 @@ use crate::lints::{self, Finding, Place};
 use crate::model::Shape;
 use crate::names::{demangle, readable};
 use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::{Arc, Mutex};
 
 /// Calls followed from a kernel down to the deepest callee analysed in context.
@@ -53,8 +53,8 @@ type Key = (usize, [u32; 3], CallArgs);
 pub(crate) type Use = (Key, Context);
 
 /// The module's direct call graph: the callees (indices in the module) of each function with a body.
-fn callees(bodies: &[crate::ir::Body<'_>]) -> HashMap<usize, Vec<usize>> {
-    let index: HashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
+fn callees(bodies: &[crate::ir::Body<'_>]) -> FxHashMap<usize, Vec<usize>> {
+    let index: FxHashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
     bodies
         .iter()
         .map(|b| {
@@ -67,8 +67,8 @@ fn callees(bodies: &[crate::ir::Body<'_>]) -> HashMap<usize, Vec<usize>> {
 }
 
 /// The functions reachable from `from` through direct calls (not `from` itself unless it is called).
-fn reachable(graph: &HashMap<usize, Vec<usize>>, from: impl IntoIterator<Item = usize>) -> HashSet<usize> {
-    let mut seen = HashSet::new();
+fn reachable(graph: &FxHashMap<usize, Vec<usize>>, from: impl IntoIterator<Item = usize>) -> FxHashSet<usize> {
+    let mut seen = FxHashSet::default();
     let mut stack: Vec<usize> = from.into_iter().collect();
     while let Some(k) = stack.pop() {
         for &c in graph.get(&k).into_iter().flatten() {
@@ -83,8 +83,8 @@ fn reachable(graph: &HashMap<usize, Vec<usize>>, from: impl IntoIterator<Item = 
 /// What the call graph says about each function: those a kernel reaches
 /// through direct calls, and those on a cycle (recursive).
 pub(crate) struct CallGraph {
-    pub called: HashSet<usize>,
-    pub recursive: HashSet<usize>,
+    pub called: FxHashSet<usize>,
+    pub recursive: FxHashSet<usize>,
 }
 
 impl CallGraph {
@@ -100,11 +100,11 @@ impl CallGraph {
 pub(crate) struct Contexts<'m, 'a> {
     input: ModuleInput<'m, 'a>,
     /// The device functions analysed in context (not recursive), by name.
-    index: HashMap<&'a str, usize>,
+    index: FxHashMap<&'a str, usize>,
     /// Distinct analyses one kernel's call tree may take.
     budget: usize,
     /// Each distinct analysis, before its contexts' notes.
-    memo: Mutex<HashMap<Key, Arc<FunctionReport>>>,
+    memo: Mutex<FxHashMap<Key, Arc<FunctionReport>>>,
 }
 
 impl<'m, 'a> Contexts<'m, 'a> {
@@ -118,7 +118,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
             .map(|(i, f)| (f.name, i))
             .collect();
         let budget = 64usize.max(4 * module.functions.len());
-        Contexts { input, index, budget, memo: Mutex::new(HashMap::new()) }
+        Contexts { input, index, budget, memo: Mutex::new(FxHashMap::default()) }
     }
 
     /// Analyse function `i` for every caller (a kernel: for its launch, its
@@ -137,7 +137,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
             if entry {
                 self.call_tree(&kernel, shape, calls, &mut uses)
             } else {
-                Imports::new()
+                Imports::default()
             }
         });
         (r, uses)
@@ -147,7 +147,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
     /// level: each context analysed (or found analysed), its own calls the
     /// next level. Returns the accesses the direct callees export, by call.
     fn call_tree(&self, kernel: &str, shape: &Shape, calls: &[Call], uses: &mut Vec<Use>) -> Imports {
-        let mut imports = Imports::new();
+        let mut imports = Imports::default();
         let mut pending: Vec<(usize, Context, Option<crate::ir::InstId>)> = calls
             .iter()
             .filter_map(|c| {
@@ -156,7 +156,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
                 Some((ci, Context { kernel: kernel.to_string(), shape: shape.clone(), args: c.args.clone(), chain }, Some(c.inst)))
             })
             .collect();
-        let mut taken: HashSet<Key> = HashSet::new();
+        let mut taken: FxHashSet<Key> = FxHashSet::default();
         for _ in 0..MAX_DEPTH {
             if pending.is_empty() {
                 break;
@@ -215,16 +215,16 @@ impl<'m, 'a> Contexts<'m, 'a> {
         let m = &self.input;
         let spaces = crate::ir::space::ParamSpaces::of_call(ci, c.args.params.iter().map(|a| a.as_ref().map(|a| a.space)));
         let f = crate::ir::lower_for_call(m.module, ci, m.mcx, &spaces);
-        check_function(&f, m, Some(c), &mut |_, _| Imports::new())
+        check_function(&f, m, Some(c), &mut |_, _| Imports::default())
     }
 
     /// Every function's context reports as one (by function index), each
     /// analysis with the notes of the contexts that took it (`uses`, in
     /// the kernels' order); and how many distinct analyses ran.
-    pub fn finish(&self, uses: Vec<Use>) -> (HashMap<usize, FunctionReport>, usize) {
+    pub fn finish(&self, uses: Vec<Use>) -> (FxHashMap<usize, FunctionReport>, usize) {
         let memo = self.memo.lock().unwrap();
         let mut order: Vec<Key> = Vec::new();
-        let mut by_key: HashMap<Key, Vec<Context>> = HashMap::new();
+        let mut by_key: FxHashMap<Key, Vec<Context>> = FxHashMap::default();
         for (k, c) in uses {
             let cs = by_key.entry(k.clone()).or_default();
             if cs.is_empty() {
@@ -232,7 +232,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
             }
             cs.push(c);
         }
-        let mut per_fn: HashMap<usize, Vec<FunctionReport>> = HashMap::new();
+        let mut per_fn: FxHashMap<usize, Vec<FunctionReport>> = FxHashMap::default();
         for k in order {
             let (Some(r), Some(cs)) = (memo.get(&k), by_key.get(&k)) else { continue };
             per_fn.entry(k.0).or_default().push(with_contexts(r, cs));
@@ -313,7 +313,7 @@ fn merge(rs: &[FunctionReport]) -> FunctionReport {
     coverage.contexts = rs.iter().map(|r| r.coverage.contexts).sum();
     coverage.context_analyses = rs.len();
     fn dedup<T: std::fmt::Debug + Clone>(xs: impl Iterator<Item = T>) -> Vec<T> {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         xs.filter(|x| seen.insert(format!("{x:?}"))).collect()
     }
     FunctionReport {

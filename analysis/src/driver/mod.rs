@@ -25,7 +25,7 @@ use crate::ptx::{self, ParseError};
 use crate::report::*;
 use crate::srcmap::{IsLocal, Place, SourceMap};
 use contexts::{CallGraph, Context, Contexts};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Launch-shape hints, from the most to the least specific source.
 #[derive(Clone, Debug, Default)]
@@ -33,7 +33,7 @@ pub struct Options {
     /// `--block X,Y,Z`: wins over everything.
     pub block: Option<[u32; 3]>,
     /// `[package.metadata.gpucheck.kernels.NAME] block = […]`.
-    pub kernel_blocks: HashMap<String, [u32; 3]>,
+    pub kernel_blocks: std::collections::HashMap<String, [u32; 3]>,
     /// `[package.metadata.gpucheck] block = […]`.
     pub package_block: Option<[u32; 3]>,
     /// The grid shape (races between blocks), from `--grid`, then
@@ -41,7 +41,7 @@ pub struct Options {
     /// `[package.metadata.gpucheck] grid`; unknown: two blocks or more
     /// along each dimension global addresses take the block index from.
     pub grid: Option<[u32; 3]>,
-    pub kernel_grids: HashMap<String, [u32; 3]>,
+    pub kernel_grids: std::collections::HashMap<String, [u32; 3]>,
     pub package_grid: Option<[u32; 3]>,
     /// `predicted / ideal` sectors from which a global access is reported
     /// (`--coalescing-threshold`; 2.0 when unset).
@@ -51,13 +51,13 @@ pub struct Options {
     /// for every kernel, then `[package.metadata.gpucheck.kernels.NAME]
     /// assume` (by kernel name, as in the PTX or demangled). The analysis
     /// takes them as the launch's values instead of sampling.
-    pub values: HashMap<String, i64>,
-    pub kernel_values: HashMap<String, HashMap<String, i64>>,
+    pub values: FxHashMap<String, i64>,
+    pub kernel_values: FxHashMap<String, FxHashMap<String, i64>>,
     /// The source's names of each kernel's parameters, one per PTX
     /// parameter (a Rust slice is two: `xs`, `xs.len`), by kernel name as
     /// the source writes it (a C++ kernel's unqualified name), so that
     /// declared values may name them and messages use them.
-    pub source_names: HashMap<String, Vec<String>>,
+    pub source_names: std::collections::HashMap<String, Vec<String>>,
     /// Replay each correctness finding's witness on the interpreter before
     /// it is reported (`crate::replay`); off by default in the library,
     /// on in the binary unless `--no-replay`.
@@ -72,7 +72,7 @@ impl Options {
         let names = [f.name, demangled.as_str()];
         let index = k.to_string();
         let source = self.source_params(f).and_then(|ps| ps.get(k));
-        let find = |m: &HashMap<String, i64>| m.get(name).or_else(|| m.get(&index)).or_else(|| source.and_then(|s| m.get(s))).copied();
+        let find = |m: &FxHashMap<String, i64>| m.get(name).or_else(|| m.get(&index)).or_else(|| source.and_then(|s| m.get(s))).copied();
         names.iter().find_map(|n| self.kernel_values.get(*n)).and_then(find).or_else(|| find(&self.values))
     }
 }

@@ -11,7 +11,7 @@ use crate::divergence::{AbsVal, ArgValue, CallArgs, Divergence, Summaries};
 use crate::ir::inst::Space;
 use crate::ir::{FunctionIr, InstId, ValueId};
 use crate::memory::{Access, AccessFact, Evals, Query};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// An access of a device function, in one call context, for its caller's
 /// race check ([`crate::races::Imported`]): through parameter `param`, at
@@ -41,7 +41,7 @@ pub struct CalleeAccess {
 
 /// The accesses of the device functions a function calls, by call
 /// instruction (from the callees' call contexts).
-pub type Imports = HashMap<InstId, Vec<CalleeAccess>>;
+pub type Imports = FxHashMap<InstId, Vec<CalleeAccess>>;
 
 /// A direct call of a device function defined in the module, with what
 /// it passes: the context the callee is analysed in for this call.

@@ -9,7 +9,7 @@
 use crate::ir::inst::Space;
 use crate::ir::{FunctionIr, InstId};
 use crate::memory::AccessFact;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// How the memory instructions of a function were analysed: every
 /// `ld`/`ldu`/`st`/`atom`/`red` (vector forms included) in exactly one
@@ -70,7 +70,7 @@ impl Skip {
 
 /// Sort every memory instruction of `f` into one category.
 pub(super) fn coverage(f: &FunctionIr<'_>, accesses: &[AccessFact]) -> Coverage {
-    let by_inst: HashMap<InstId, &AccessFact> = accesses.iter().map(|a| (a.access.inst, a)).collect();
+    let by_inst: FxHashMap<InstId, &AccessFact> = accesses.iter().map(|a| (a.access.inst, a)).collect();
     let mut c = Coverage::default();
     for (i, inst) in f.insts.iter_enumerated() {
         if inst.access().is_none() {

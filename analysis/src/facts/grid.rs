@@ -14,7 +14,7 @@ use crate::ir::inst::{AccessKind, Space, Special};
 use crate::ir::{BlockId, FunctionIr, InstId, ValueId};
 use crate::memory::{Access, Evals, Query};
 use crate::races::Race;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 /// The races between threads of two blocks of a kernel, along the grid's
@@ -45,7 +45,7 @@ pub(super) fn races(
     let phases = (!gbars.is_empty()).then(|| crate::races::grid_phases(f, own, &gbars));
     // another block's threads differ from block 0's only through branches on the block index
     let by_block_branches = branches.iter().any(|b| by_block.contains(b.br.cond.index()));
-    let mut next: HashMap<u8, (Option<Lanes<'_, '_, '_>>, BitSet)> = HashMap::new();
+    let mut next: FxHashMap<u8, (Option<Lanes<'_, '_, '_>>, BitSet)> = FxHashMap::default();
     let home = reached_in_block(f, d, evals, by_block, [0; 3]);
     let mut active = |dim: Option<u8>, b: BlockId, it: usize| -> Threads {
         let (on, reached) = match dim {

@@ -21,7 +21,7 @@ use crate::ir::dataflow::BitSet;
 use crate::ir::{BlockId, FunctionIr, IdVec};
 use crate::memory::{Evals, Query};
 use crate::model::Shape;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 /// Which threads execute each block (memoised per block and iteration).
@@ -32,17 +32,17 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     branches: &'b [BranchFact],
     /// Thread directions of each divergent branch per iteration, where
     /// known (`None`: not evaluable in any thread).
-    directions: HashMap<(BlockId, usize), Option<Known>>,
+    directions: FxHashMap<(BlockId, usize), Option<Known>>,
     /// Blocks reachable from each branch's taken side and from its other side.
-    sides: HashMap<usize, Rc<Sides>>,
+    sides: FxHashMap<usize, Rc<Sides>>,
     /// The evaluable branches (indices) controlling each block.
     controllers: Option<IdVec<BlockId, Vec<usize>>>,
     /// What [`Self::deciding`] gave a witness's way, per block and iteration.
-    on_the_way: HashMap<(BlockId, usize), Rc<Vec<Decides>>>,
-    memo: HashMap<(BlockId, usize), Threads>,
+    on_the_way: FxHashMap<(BlockId, usize), Rc<Vec<Decides>>>,
+    memo: FxHashMap<(BlockId, usize), Threads>,
     /// Blocks whose threads are being computed (a branch's own threads are
     /// asked for on the way; a loop may lead back).
-    computing: std::collections::HashSet<(BlockId, usize)>,
+    computing: rustc_hash::FxHashSet<(BlockId, usize)>,
     /// The block whose threads these are (its index in each dimension).
     ctaid: [i64; 3],
     /// For a block past the first: the values computed from `%ctaid`
@@ -84,11 +84,11 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             shape,
             evals,
             branches,
-            directions: HashMap::new(),
-            sides: HashMap::new(),
+            directions: FxHashMap::default(),
+            sides: FxHashMap::default(),
             controllers: None,
-            on_the_way: HashMap::new(),
-            memo: HashMap::new(),
+            on_the_way: FxHashMap::default(),
+            memo: FxHashMap::default(),
             computing: Default::default(),
             ctaid,
             by_block,
@@ -260,7 +260,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     pub fn passed(&mut self, b: BlockId, iteration: usize, t: usize) -> Vec<Decides> {
         let mut out: Vec<Decides> = Vec::new();
         let mut todo = vec![(b, iteration)];
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         while let Some((b, it)) = todo.pop() {
             if !seen.insert((b, it)) {
                 continue;
@@ -300,7 +300,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
 
     /// Drop what witnesses' ways kept ([`Self::passed`]), once they are found.
     pub fn forget_ways(&mut self) {
-        self.on_the_way = HashMap::new();
+        self.on_the_way = FxHashMap::default();
     }
 
     /// The exit tests of the innermost loop around block `b` that a thread

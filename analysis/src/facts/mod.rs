@@ -276,7 +276,7 @@ pub struct KernelFacts<'f, 'a> {
 
 impl<'f, 'a> KernelFacts<'f, 'a> {
     pub fn compute(f: &'f FunctionIr<'a>, d: &'f Divergence, sums: &'f Summaries<'a>, shape: &'f Shape) -> KernelFacts<'f, 'a> {
-        Self::compute_with(f, d, sums, shape, None, &mut |_| Imports::new())
+        Self::compute_with(f, d, sums, shape, None, &mut |_| Imports::default())
     }
 
     /// [`Self::compute`]; `grid`: the grid shape, when known (races between

@@ -13,7 +13,7 @@ use crate::ir::inst::{AtomOp, BoolOp, Cmp, Flag, Inst, Opcode, Round, ShflMode, 
 use crate::ir::scalar::{self, Bin, Un};
 use crate::ir::{FunctionIr, InstId};
 use crate::ptx::Operand;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// A value source.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -234,13 +234,13 @@ pub struct Step {
 /// Where named things live, for decoding symbols.
 pub struct Symbols<'s> {
     /// Shared variable → offset in the block's shared memory.
-    pub shared: &'s HashMap<String, u64>,
+    pub shared: &'s FxHashMap<String, u64>,
     /// Global/const variable → device address.
-    pub global: &'s HashMap<String, u64>,
+    pub global: &'s FxHashMap<String, u64>,
     /// Kernel parameter → offset in the parameter buffer.
-    pub params: &'s HashMap<String, u64>,
+    pub params: &'s FxHashMap<String, u64>,
     /// Function name → index in the module (call targets).
-    pub functions: &'s HashMap<String, usize>,
+    pub functions: &'s FxHashMap<String, usize>,
 }
 
 /// A decoded function.
@@ -263,12 +263,12 @@ pub const NO_RPC: usize = usize::MAX;
 
 struct Dec<'f, 'a, 's> {
     f: &'f FunctionIr<'a>,
-    regs: HashMap<&'a str, u32>,
+    regs: FxHashMap<&'a str, u32>,
     specials: Vec<(u32, Special)>,
     syms: &'f Symbols<'s>,
-    locals: HashMap<&'a str, u64>,
+    locals: FxHashMap<&'a str, u64>,
     /// `.param` variables and formals of this function (device functions, call sequences).
-    call_params: HashMap<&'a str, (u64, u32)>,
+    call_params: FxHashMap<&'a str, (u64, u32)>,
 }
 
 impl<'a> Dec<'_, 'a, '_> {
@@ -359,7 +359,8 @@ fn space_of(inst: &Inst<'_>) -> Result<Space, &'static str> {
 
 /// Decode one function (the kernel, or a device function it calls).
 pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, InterpError> {
-    let mut d = Dec { f, regs: HashMap::new(), specials: Vec::new(), syms, locals: HashMap::new(), call_params: HashMap::new() };
+    let mut d =
+        Dec { f, regs: FxHashMap::default(), specials: Vec::new(), syms, locals: FxHashMap::default(), call_params: FxHashMap::default() };
     // call scratch: a device function's results and formals, then every `.param` variable of the body
     let mut scratch = 0u64;
     let mut place = |d: &mut Dec<'_, 'a, '_>, name: &'a str, ty: &str, n: u64, align: Option<u32>| -> (u64, u32) {

@@ -14,7 +14,7 @@ use crate::ir::inst::{AtomOp, ShflMode, Space, VoteMode};
 use crate::ir::scalar::{self, mask, sext, ThreadPos};
 use crate::ptx::{Module, Stmt};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Warp instructions one block may execute before the run is stopped.
@@ -78,7 +78,7 @@ struct Warp {
     state: State,
     /// Per watched group: the sectors its members touched in this instance
     /// (loop iteration) and the members seen.
-    footprint: HashMap<usize, (BTreeSet<i64>, Vec<usize>)>,
+    footprint: FxHashMap<usize, (BTreeSet<i64>, Vec<usize>)>,
     /// While at a barrier: its site key, the lanes that arrived, and whether
     /// every thread of the block must arrive.
     at_barrier: Option<(usize, u32, bool)>,
@@ -107,16 +107,16 @@ impl Warp {
 /// Everything the blocks share, read-only.
 struct Kernel<'p> {
     /// Decoded functions by module index (the kernel and what it calls).
-    progs: HashMap<usize, Program>,
+    progs: FxHashMap<usize, Program>,
     entry: usize,
     /// First site key of each function (site keys are unique across functions).
-    bases: HashMap<usize, usize>,
+    bases: FxHashMap<usize, usize>,
     /// PTX line of each site key.
     lines: Vec<u32>,
     /// The instruction each site key stands for.
     keys: Vec<SiteKey>,
     /// Access groups watched (`interp::run_watching`): the group of a site key.
-    group_of: HashMap<usize, usize>,
+    group_of: FxHashMap<usize, usize>,
     launch: Launch,
     params: Vec<u8>,
     shared_bytes: usize,
@@ -218,8 +218,8 @@ pub fn run(
     let kfir = crate::ir::lower_one(module, index, &mcx);
     let func = kfir.func;
     // module variables: shared ones get offsets in the block's shared memory, others device memory
-    let mut shared: HashMap<String, u64> = HashMap::new();
-    let mut global: HashMap<String, u64> = HashMap::new();
+    let mut shared: FxHashMap<String, u64> = FxHashMap::default();
+    let mut global: FxHashMap<String, u64> = FxHashMap::default();
     let mut shared_bytes = 0u64;
     let mut place_shared = |v: &crate::ptx::VarDecl<'_>, dynamic: u64| {
         let align = v.align.unwrap_or(crate::ir::inst::decl_bytes(v.ty) as u32).max(1) as u64;
@@ -245,7 +245,7 @@ pub fn run(
         }
     }
     // parameter buffer
-    let mut params: HashMap<String, u64> = HashMap::new();
+    let mut params: FxHashMap<String, u64> = FxHashMap::default();
     let mut pbuf: Vec<u8> = Vec::new();
     if args.len() != func.params.len() {
         return Err(InterpError::Launch(format!("kernel `{name}` takes {} parameters, {} given", func.params.len(), args.len())));
@@ -264,12 +264,12 @@ pub fn run(
         bytes.resize(size as usize, 0);
         pbuf.extend_from_slice(&bytes);
     }
-    let functions: HashMap<String, usize> =
+    let functions: FxHashMap<String, usize> =
         module.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name.to_string(), i)).collect();
     let syms = Symbols { shared: &shared, global: &global, params: &params, functions: &functions };
     // the kernel and every function it can call
-    let mut progs: HashMap<usize, Program> = HashMap::new();
-    let mut bases: HashMap<usize, usize> = HashMap::new();
+    let mut progs: FxHashMap<usize, Program> = FxHashMap::default();
+    let mut bases: FxHashMap<usize, usize> = FxHashMap::default();
     let mut lines: Vec<u32> = Vec::new();
     let mut keys: Vec<SiteKey> = Vec::new();
     let mut todo = vec![index];
@@ -293,8 +293,8 @@ pub fn run(
     let workspace = mem.alloc(&[0u8; WORKSPACE_BYTES as usize]);
     let mem: &Global = mem;
     // the access groups to watch: site key → group
-    let dense: HashMap<SiteKey, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
-    let group_of: HashMap<usize, usize> =
+    let dense: FxHashMap<SiteKey, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+    let group_of: FxHashMap<usize, usize> =
         groups.iter().enumerate().flat_map(|(g, members)| members.iter().filter_map(|m| dense.get(m)).map(move |&d| (d, g))).collect();
     let k = Kernel {
         progs,
@@ -494,7 +494,7 @@ struct BlockRun {
     shared: Vec<u8>,
     budget: u64,
     /// Per branch this block executed: the warps that executed it and those that split there.
-    branch_warps: HashMap<usize, (u32, u32)>,
+    branch_warps: FxHashMap<usize, (u32, u32)>,
 }
 
 /// Why a block stopped.
@@ -542,7 +542,7 @@ fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
                 local: vec![vec![0u8; prog.local_bytes as usize]; 32],
                 local_base: 0,
                 state: State::Running,
-                footprint: HashMap::new(),
+                footprint: FxHashMap::default(),
                 at_barrier: None,
                 index: w,
                 first,
@@ -551,7 +551,7 @@ fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
             warp
         })
         .collect();
-    BlockRun { ctaid, warps, shared: vec![0u8; k.shared_bytes], budget: k.budget, branch_warps: HashMap::new() }
+    BlockRun { ctaid, warps, shared: vec![0u8; k.shared_bytes], budget: k.budget, branch_warps: FxHashMap::default() }
 }
 
 /// Run a block's warps (interleaved between barriers) until the block ends
@@ -637,7 +637,7 @@ struct Cx<'a, 'k> {
     shadow: &'a mut Shadow,
     obs: &'a mut Tally,
     /// Per branch executed in this block: the warps that executed it and those that split there.
-    branch_warps: &'a mut HashMap<usize, (u32, u32)>,
+    branch_warps: &'a mut FxHashMap<usize, (u32, u32)>,
     budget: &'a mut u64,
     /// The last atomic touched the grid workspace (`grid.sync()`'s arrival).
     arrived: bool,

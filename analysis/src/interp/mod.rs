@@ -318,9 +318,9 @@ pub fn synchronises_grid(module: &Module<'_>, name: &str) -> bool {
     use crate::ir::inst::Special;
     use crate::ptx::Operand;
     let bodies = crate::ir::bodies(module);
-    let index: std::collections::HashMap<&str, usize> = bodies.iter().enumerate().map(|(k, b)| (b.func.name, k)).collect();
+    let index: rustc_hash::FxHashMap<&str, usize> = bodies.iter().enumerate().map(|(k, b)| (b.func.name, k)).collect();
     let mut todo: Vec<usize> = index.get(name).copied().into_iter().collect();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     while let Some(k) = todo.pop() {
         if !seen.insert(k) {
             continue;

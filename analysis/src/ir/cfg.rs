@@ -11,7 +11,7 @@ use super::inst::{Flow, Inst};
 use petgraph::algo::dominators::{simple_fast, Dominators};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::Reversed;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 #[derive(Debug, Clone)]
 pub struct Block {
@@ -80,7 +80,7 @@ impl Cfg {
     pub fn build(
         insts: &IdVec<InstId, Inst<'_>>,
         labels: &rustc_hash::FxHashMap<&str, InstId>,
-        tables: &HashMap<&str, Vec<&str>>,
+        tables: &FxHashMap<&str, Vec<&str>>,
         noreturn: impl Fn(&Inst<'_>) -> bool,
     ) -> Cfg {
         let n = insts.len();
@@ -114,7 +114,7 @@ impl Cfg {
             // an empty body still gets one (empty) block
             blocks.push(Block { start: InstId::new(0), end: InstId::new(0), succs: vec![], preds: vec![] });
         }
-        let mut start_block = HashMap::new();
+        let mut start_block = FxHashMap::default();
         for (b, blk) in blocks.iter_enumerated() {
             start_block.insert(blk.start, b);
             for i in blk.insts() {
@@ -268,7 +268,7 @@ impl Cfg {
 
     fn find_loops(&mut self) {
         let nb = self.blocks.len();
-        let mut by_header: HashMap<BlockId, Vec<BlockId>> = HashMap::new();
+        let mut by_header: FxHashMap<BlockId, Vec<BlockId>> = FxHashMap::default();
         for &b in &self.rpo {
             for &s in &self.blocks[b].succs {
                 if self.rpo_index[s] <= self.rpo_index[b] {

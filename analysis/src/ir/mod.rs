@@ -22,9 +22,8 @@ use crate::ptx::{Function, Loc, Module, Operand, Stmt};
 pub use cfg::Cfg;
 pub use entity::{BlockId, EntityId, IdVec, InstId, LoopId, PhiId, ValueId};
 pub use inst::{decode, Inst, Opcode};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 pub use ssa::{Ssa, User, ValueDef};
-use std::collections::{HashMap, HashSet};
 
 pub struct FunctionIr<'a> {
     pub func: &'a Function<'a>,
@@ -41,7 +40,7 @@ pub struct FunctionIr<'a> {
     /// Label name → the instruction it precedes (one past the last for a label at the end).
     pub labels: FxHashMap<&'a str, InstId>,
     /// Names of `.shared` variables declared in the function body.
-    pub local_shared: HashSet<&'a str>,
+    pub local_shared: FxHashSet<&'a str>,
     pub cfg: Cfg,
     pub ssa: Ssa<'a>,
     /// Loop counters and exit tests (`loops`).
@@ -70,14 +69,14 @@ pub fn lower<'a>(m: &'a Module<'a>) -> Vec<FunctionIr<'a>> {
 }
 
 /// Names of the module's `noreturn` functions (calls to them end blocks).
-pub fn noreturn<'a>(m: &'a Module<'a>) -> HashSet<&'a str> {
+pub fn noreturn<'a>(m: &'a Module<'a>) -> FxHashSet<&'a str> {
     m.functions.iter().filter(|f| f.noreturn).map(|f| f.name).collect()
 }
 
 /// What lowering one function needs to know of the whole module: which
 /// calls never return, and the spaces device functions' parameters receive.
 pub struct ModuleCx<'a> {
-    pub noreturn: HashSet<&'a str>,
+    pub noreturn: FxHashSet<&'a str>,
     pub params: space::ParamSpaces,
 }
 
@@ -105,7 +104,7 @@ pub fn lower_for_call<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>, pa
     lower_function_with(m, index, &cx.noreturn, params)
 }
 
-fn lower_function_with<'a>(m: &'a Module<'a>, index: usize, noreturn: &HashSet<&'a str>, params: &space::ParamSpaces) -> FunctionIr<'a> {
+fn lower_function_with<'a>(m: &'a Module<'a>, index: usize, noreturn: &FxHashSet<&'a str>, params: &space::ParamSpaces) -> FunctionIr<'a> {
     let mut ir = lower_function(&m.functions[index], index, noreturn);
     ir.spaces = space::Spaces::infer(m, &ir, params);
     ir
@@ -174,13 +173,13 @@ macro_rules! listing {
 listing!(Body);
 listing!(FunctionIr);
 
-fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &HashSet<&str>) -> FunctionIr<'a> {
+fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &FxHashSet<&str>) -> FunctionIr<'a> {
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);
     let mut insts = IdVec::with_capacity(body.len());
     let mut locs = IdVec::with_capacity(body.len());
     let mut labels = FxHashMap::default();
-    let mut tables: HashMap<&str, Vec<&str>> = HashMap::new();
-    let mut local_shared = HashSet::new();
+    let mut tables: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
+    let mut local_shared = FxHashSet::default();
     let mut cur_loc: Option<Loc> = None;
     let mut line_zero = false;
     let mut zero: Vec<usize> = Vec::new();

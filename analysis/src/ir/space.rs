@@ -27,8 +27,7 @@ pub use super::inst::Space;
 use super::inst::{Inst, Opcode, Ty};
 use super::{FunctionIr, IdVec, InstId, User, ValueDef, ValueId};
 use crate::ptx::{Module, Operand};
-use rustc_hash::FxHashMap;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What is known of one pointer value: its space, and whether that is only
 /// the default for a value loaded from memory (`weak`: a definite space
@@ -67,10 +66,10 @@ pub struct Spaces {
 /// The inference as a dataflow problem over the function's SSA values.
 struct Inference<'f, 'a> {
     f: &'f FunctionIr<'a>,
-    symbols: HashMap<&'a str, Space>,
+    symbols: FxHashMap<&'a str, Space>,
     pointer_params: Vec<&'a str>,
     /// A device function's parameters: the spaces its callers pass.
-    own_params: HashMap<&'a str, Fact>,
+    own_params: FxHashMap<&'a str, Fact>,
 }
 
 impl Problem for Inference<'_, '_> {
@@ -152,7 +151,7 @@ impl Inference<'_, '_> {
 
 impl Spaces {
     pub fn infer<'a>(m: &Module<'a>, f: &FunctionIr<'a>, params: &ParamSpaces) -> Spaces {
-        let mut symbols: HashMap<&str, Space> = HashMap::new();
+        let mut symbols: FxHashMap<&str, Space> = FxHashMap::default();
         for g in &m.globals {
             if let Some(s) = Space::of_decl(g.space) {
                 symbols.insert(g.name, s);
@@ -189,8 +188,8 @@ impl Spaces {
             }
         }
         order.extend(f.ssa.values.iter_enumerated().filter(|(_, d)| matches!(d, ValueDef::Entry(_))).map(|(v, _)| v.index()));
-        let own_params: HashMap<&str, Fact> = if f.func.is_entry {
-            HashMap::new()
+        let own_params: FxHashMap<&str, Fact> = if f.func.is_entry {
+            FxHashMap::default()
         } else {
             f.func
                 .params
@@ -284,8 +283,8 @@ impl ParamSpaces {
     /// Lower each function that calls a defined function with arguments,
     /// callers first, and join the space of each argument into its callee
     /// (the call graph from the module's decoded `bodies`).
-    pub fn compute<'a>(m: &'a Module<'a>, bodies: &[super::Body<'a>], noreturn: &HashSet<&'a str>) -> ParamSpaces {
-        let index: HashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
+    pub fn compute<'a>(m: &'a Module<'a>, bodies: &[super::Body<'a>], noreturn: &FxHashSet<&'a str>) -> ParamSpaces {
+        let index: FxHashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.functions.len()];
         for b in bodies {
             for x in b.insts.iter().filter(|x| !x.call_args().is_empty()) {
@@ -328,7 +327,7 @@ impl ParamSpaces {
     }
 
     /// Join the spaces `f` passes to the parameters of the functions it calls.
-    fn add_calls(&mut self, f: &FunctionIr<'_>, index: &HashMap<&str, usize>) {
+    fn add_calls(&mut self, f: &FunctionIr<'_>, index: &FxHashMap<&str, usize>) {
         for (i, inst) in f.insts.iter_enumerated() {
             let Some(&t) = inst.call_target().and_then(|t| index.get(t)) else { continue };
             for (k, arg) in inst.call_args().iter().enumerate() {

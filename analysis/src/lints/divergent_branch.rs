@@ -106,7 +106,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         .enumerate()
         .map(|(k, b)| (slots.idle[k].is_some() && f.insts[b.br.inst].is_jump()).then(|| cx.resolve(b.br.inst).primary).flatten())
         .collect();
-    let mut per_line: std::collections::HashMap<&crate::srcmap::SrcPos, (Slots, usize)> = Default::default();
+    let mut per_line: rustc_hash::FxHashMap<&crate::srcmap::SrcPos, (Slots, usize)> = Default::default();
     for (k, p) in lines.iter().enumerate() {
         if let (Some(p), Some(idle)) = (p, &slots.idle[k]) {
             let e = per_line.entry(p).or_default();

@@ -29,7 +29,7 @@ use crate::ir::{BlockId, FunctionIr, IdVec, InstId, ValueId};
 use crate::memory::{Access, AccessKind, Evals, Query};
 use crate::model::{Shape, ShapeSource};
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 mod candidates;
 mod lost;
@@ -103,7 +103,7 @@ fn intervals_between(
 ) -> Intervals {
     let cfg = &f.cfg;
     // interval k+1 opens after the k-th barrier instruction
-    let mut id_of: HashMap<InstId, u32> = HashMap::new();
+    let mut id_of: FxHashMap<InstId, u32> = FxHashMap::default();
     for i in f.insts.keys().filter(|&i| is_bar(i)) {
         let next = id_of.len() as u32 + 1;
         id_of.insert(i, next);
@@ -160,7 +160,7 @@ fn intervals_between(
     let state = solve(&mut problem, vec![BitSet::new(n); cfg.len()], &order);
     // each access: the interval of the barrier before it in its block, else those open at the block's start
     let mut out = Intervals { members: vec![Vec::new(); n], of: vec![Vec::new(); accesses.len()] };
-    let mut by_inst: HashMap<InstId, Vec<usize>> = HashMap::new();
+    let mut by_inst: FxHashMap<InstId, Vec<usize>> = FxHashMap::default();
     for (k, a) in accesses.iter().enumerate() {
         by_inst.entry(a.inst).or_default().push(k);
     }
@@ -558,7 +558,7 @@ fn pairs_racing(
     };
     // pairs a thread one iteration ahead of another can meet (the tree reduction without its barrier)
     let is_bar = |i: InstId| f.insts[i].is_block_barrier() || barrier_call(i);
-    let mut apart_info: HashMap<usize, Option<(crate::ir::LoopId, bool, bool)>> = HashMap::new();
+    let mut apart_info: FxHashMap<usize, Option<(crate::ir::LoopId, bool, bool)>> = FxHashMap::default();
     let mut info = |k: usize| *apart_info.entry(k).or_insert_with(|| around_back_edge(f, &is_bar, accesses[k].inst));
     let in_loop = |k: usize| f.cfg.loop_of(f.cfg.block_of(accesses[k].inst)).is_some();
     let cross: Cross = pairs
@@ -696,7 +696,7 @@ fn grid_pairs(evals: &Evals<'_, '_>, g: &GridCheck<'_>, active: BlockLanes<'_>) 
             && seeds[ka] != Some(kb)
             && seeds[kb] != Some(ka)
     };
-    let writer_roots: HashSet<ValueId> = (0..accesses.len()).filter(|&k| accesses[k].kind.writes()).filter_map(|k| roots[k]).collect();
+    let writer_roots: FxHashSet<ValueId> = (0..accesses.len()).filter(|&k| accesses[k].kind.writes()).filter_map(|k| roots[k]).collect();
     let needed: Vec<usize> = (0..accesses.len()).filter(|&k| roots[k].is_some_and(|r| writer_roots.contains(&r))).collect();
     if needed.is_empty() {
         return vec![];
@@ -758,7 +758,7 @@ fn grid_races_at(
     // (an access outside loops is the same in every iteration: its first one stands for both)
     let looped: Vec<bool> = accs.iter().map(|a| f.cfg.loop_of(f.cfg.block_of(a.inst)).is_some()).collect();
     // each access's sampled leaves, over the blocks and iterations compared
-    let mut rests: HashMap<usize, Leaves> = HashMap::new();
+    let mut rests: FxHashMap<usize, Leaves> = FxHashMap::default();
     let mut parts_at = |k: usize, at: Option<(u8, i64)>, it: usize| -> Option<Parts> {
         let a = &accs[k];
         let v = a.addr_value?;
@@ -837,7 +837,7 @@ fn grid_races_at(
             home.sort_unstable();
             let widest = home.iter().map(|x| x.1 - x.0).max().unwrap_or(0);
             // each access's sorted addresses, computed once when first compared
-            let mut home_sorted: HashMap<usize, Option<Vec<(i64, usize)>>> = HashMap::new();
+            let mut home_sorted: FxHashMap<usize, Option<Vec<(i64, usize)>>> = FxHashMap::default();
             for &(lo, hi, kb) in &next {
                 let mut checks = 0;
                 let mut xb: Option<Option<Vec<(i64, usize)>>> = None;
@@ -868,7 +868,7 @@ fn grid_races_at(
             // blocks further along: where an access's range moves by the same amount per
             // block, the blocks whose range meets a block-0 range are solved for
             let Some(extent) = far.map(|g| g[dim as usize] as i64).filter(|&e| e > 2) else { continue };
-            let starts: HashMap<usize, (i64, i64)> = home.iter().map(|x| (x.2, (x.0, x.1))).collect();
+            let starts: FxHashMap<usize, (i64, i64)> = home.iter().map(|x| (x.2, (x.0, x.1))).collect();
             for &(lo1, _, kb) in &next {
                 let Some(&(lo0, hi0)) = starts.get(&kb) else { continue };
                 let step = lo1 - lo0;
@@ -1109,7 +1109,7 @@ fn one_iteration_apart(a: Option<(crate::ir::LoopId, bool, bool)>, b: Option<(cr
 
 /// Pairs a thread one iteration ahead of another can meet, with which of
 /// the two can be the earlier iteration's ([`one_iteration_apart`]).
-type Cross = HashMap<(usize, usize), (bool, bool)>;
+type Cross = FxHashMap<(usize, usize), (bool, bool)>;
 
 /// Can two threads be at instructions `a` and `b` between the same two
 /// barriers? Yes when a path from one to the other crosses no barrier
@@ -1315,7 +1315,7 @@ fn races_at(
 
 /// What a race's witness rests on: the sampled leaves its two accesses'
 /// addresses were evaluated with (`rests`, per access).
-fn rests_of<S: std::hash::BuildHasher>(rests: &HashMap<usize, Leaves, S>, r: &Race) -> Leaves {
+fn rests_of(rests: &FxHashMap<usize, Leaves>, r: &Race) -> Leaves {
     [r.first, r.second].iter().filter_map(|k| rests.get(k)).fold(Leaves::none(), |acc, x| acc.union(x))
 }
 

@@ -8,7 +8,7 @@
 //! Does not own: choosing which frame to report (see the parent module).
 
 use gimli::{EndianSlice, LittleEndian, SectionId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// One `DW_TAG_inlined_subroutine`: the address range it covers and where
 /// it was called from.
@@ -27,14 +27,14 @@ pub struct InlineRange {
 
 struct Assembled {
     bytes: Vec<u8>,
-    labels: HashMap<String, u64>,
+    labels: FxHashMap<String, u64>,
     /// (offset, size, expression) to patch once all section labels are known.
     fixups: Vec<(usize, usize, String)>,
 }
 
 /// Assemble the data directives of one section body.
-fn assemble(body: &str, code_labels: &HashMap<&str, u64>) -> Option<Assembled> {
-    let mut a = Assembled { bytes: Vec::with_capacity(body.len() / 4), labels: HashMap::new(), fixups: vec![] };
+fn assemble(body: &str, code_labels: &FxHashMap<&str, u64>) -> Option<Assembled> {
+    let mut a = Assembled { bytes: Vec::with_capacity(body.len() / 4), labels: FxHashMap::default(), fixups: vec![] };
     for raw in body.lines() {
         let line = raw.split("//").next().unwrap_or("").trim();
         if line.is_empty() {
@@ -75,7 +75,7 @@ fn assemble(body: &str, code_labels: &HashMap<&str, u64>) -> Option<Assembled> {
                 continue;
             }
             let off = a.bytes.len();
-            let v = match eval_expr(item, code_labels, &HashMap::new()) {
+            let v = match eval_expr(item, code_labels, &FxHashMap::default()) {
                 Some(v) => v,
                 None => {
                     a.fixups.push((off, size, item.to_string()));
@@ -88,7 +88,7 @@ fn assemble(body: &str, code_labels: &HashMap<&str, u64>) -> Option<Assembled> {
     Some(a)
 }
 
-fn eval_term(t: &str, code: &HashMap<&str, u64>, sect: &HashMap<String, u64>) -> Option<u64> {
+fn eval_term(t: &str, code: &FxHashMap<&str, u64>, sect: &FxHashMap<String, u64>) -> Option<u64> {
     let t = t.trim();
     if let Some(h) = t.strip_prefix("0x") {
         return u64::from_str_radix(h, 16).ok();
@@ -103,7 +103,7 @@ fn eval_term(t: &str, code: &HashMap<&str, u64>, sect: &HashMap<String, u64>) ->
 }
 
 /// `a`, `a+b`, `a-b` over numbers, code labels and section labels.
-fn eval_expr(e: &str, code: &HashMap<&str, u64>, sect: &HashMap<String, u64>) -> Option<u64> {
+fn eval_expr(e: &str, code: &FxHashMap<&str, u64>, sect: &FxHashMap<String, u64>) -> Option<u64> {
     let bytes = e.as_bytes();
     let mut acc: u64 = 0;
     let mut sign_add = true;
@@ -124,8 +124,8 @@ fn eval_expr(e: &str, code: &HashMap<&str, u64>, sect: &HashMap<String, u64>) ->
 /// Decode inline ranges from the module's DWARF sections. `code_labels`
 /// maps code labels to synthetic addresses. `None` when the module has no
 /// usable `.debug_info`.
-pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>) -> Option<Vec<InlineRange>> {
-    let mut asm: HashMap<&str, Assembled> = HashMap::new();
+pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &FxHashMap<&str, u64>) -> Option<Vec<InlineRange>> {
+    let mut asm: FxHashMap<&str, Assembled> = FxHashMap::default();
     for (name, body) in sections {
         if matches!(
             *name,
@@ -135,7 +135,7 @@ pub fn inline_ranges(sections: &[(&str, &str)], code_labels: &HashMap<&str, u64>
         }
     }
     // all labels defined inside sections, then patch forward references
-    let mut sect_labels: HashMap<String, u64> = HashMap::new();
+    let mut sect_labels: FxHashMap<String, u64> = FxHashMap::default();
     for a in asm.values() {
         sect_labels.extend(a.labels.iter().map(|(k, v)| (k.clone(), *v)));
     }
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn label_arithmetic_and_padding() {
-        let code: HashMap<&str, u64> = [("$L__a", 10u64), ("$L__b", 14)].into_iter().collect();
+        let code: FxHashMap<&str, u64> = [("$L__a", 10u64), ("$L__b", 14)].into_iter().collect();
         let a = assemble(".b32 7\n.b64 $L__b-$L__a\n.b84,255\n.b16 $L__x\n$L__x:\n.b8 1,2\n.b8 \"hi\"\n", &code).unwrap();
         assert_eq!(&a.bytes[..4], &[7, 0, 0, 0]);
         assert_eq!(&a.bytes[4..12], &4u64.to_le_bytes());
@@ -276,6 +276,6 @@ mod tests {
     #[test]
     fn absurd_padding_is_rejected_not_allocated() {
         // found by `cargo fuzz run check`: `.b8333333333363` once allocated 333 GB
-        assert!(assemble(".b8333333333363,0\n", &HashMap::new()).is_none());
+        assert!(assemble(".b8333333333363,0\n", &FxHashMap::default()).is_none());
     }
 }

@@ -13,7 +13,7 @@ pub mod dwarf;
 
 use crate::ir::{FunctionIr, InstId};
 use crate::ptx::Module;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SrcPos {
@@ -54,14 +54,14 @@ pub struct Resolved {
 pub struct SourceMap<'m> {
     module: &'m Module<'m>,
     /// Synthetic address of instruction 0 of each function (by function index).
-    base: HashMap<usize, u64>,
+    base: FxHashMap<usize, u64>,
     inline: Option<Vec<dwarf::InlineRange>>,
 }
 
 impl<'m> SourceMap<'m> {
     pub fn new<L: crate::ir::Listing<'m>>(module: &'m Module<'m>, fns: &[L]) -> SourceMap<'m> {
-        let mut base = HashMap::new();
-        let mut labels: HashMap<&str, u64> = HashMap::with_capacity(1024);
+        let mut base = FxHashMap::default();
+        let mut labels: FxHashMap<&str, u64> = FxHashMap::with_capacity_and_hasher(1024, Default::default());
         let mut next = 0u64;
         for f in fns {
             base.insert(f.index(), next);
