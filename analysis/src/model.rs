@@ -46,7 +46,7 @@ pub struct Lane {
 pub struct Shape {
     pub block: [u32; 3],
     pub source: ShapeSource,
-    lanes: std::sync::OnceLock<Vec<Lane>>,
+    lanes: std::sync::OnceLock<std::sync::Arc<[Lane]>>,
 }
 
 impl PartialEq for Shape {
@@ -67,7 +67,22 @@ impl Shape {
     }
     /// Every thread of the block, by linear id.
     pub fn lanes(&self) -> &[Lane] {
-        self.lanes.get_or_init(|| (0..self.threads()).map(|t| self.lane(t)).collect())
+        // (one table per block size, shared by every function's shapes: a module of many small
+        // kernels has a shape per kernel)
+        type Tables = Vec<([u32; 3], std::sync::Arc<[Lane]>)>;
+        static TABLES: std::sync::Mutex<Tables> = std::sync::Mutex::new(Vec::new());
+        self.lanes.get_or_init(|| {
+            let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, t)) = tables.iter().find(|(b, _)| *b == self.block) {
+                return t.clone();
+            }
+            let t: std::sync::Arc<[Lane]> = (0..self.threads()).map(|t| self.lane(t)).collect();
+            // (a handful of sizes in practice; a long list is not kept)
+            if tables.len() < 64 {
+                tables.push((self.block, t.clone()));
+            }
+            t
+        })
     }
     pub fn threads(&self) -> usize {
         self.block.iter().map(|&d| d as usize).product()

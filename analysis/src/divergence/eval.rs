@@ -123,6 +123,10 @@ pub struct Evaluator<'f, 'a> {
     /// (`lanes` is a prefix of the block's threads, as every evaluator's is).
     bound: FxHashMap<ValueId, Vals>,
     cache: RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>,
+    /// The per-thread value lists cached, each once: a large function
+    /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
+    /// values, and keeps them all.
+    lists: RefCell<rustc_hash::FxHashSet<Rc<Vec<i64>>>>,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
     pub first_iteration: bool,
@@ -159,6 +163,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             lanes,
             leaves: FxHashMap::default(),
             cache: RefCell::new(Default::default()),
+            lists: RefCell::new(Default::default()),
             first_iteration: false,
             iteration: None,
             through_data: false,
@@ -169,6 +174,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     pub fn set_leaves(&mut self, leaves: impl IntoIterator<Item = (ValueId, i64)>) {
         self.leaves = leaves.into_iter().map(|(v, x)| (v, (x, Leaves::one(v)))).collect();
         self.cache.borrow_mut().clear();
+        self.lists.borrow_mut().clear();
     }
 
     /// Give one more leaf a sample. Values already computed stay: they did
@@ -190,6 +196,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     pub fn bind(&mut self, v: ValueId, k: i64) {
         self.bound.insert(v, self.splat(k));
         self.cache.borrow_mut().clear();
+        self.lists.borrow_mut().clear();
     }
 
     /// The value given to a leaf, if any.
@@ -221,7 +228,16 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         if let Some(r) = self.cache.borrow().get(&v) {
             return r.clone();
         }
-        let r = self.compute(v, depth);
+        let mut r = self.compute(v, depth);
+        if let Ok(x) = &mut r {
+            let mut lists = self.lists.borrow_mut();
+            match lists.get(&x.lanes) {
+                Some(l) => x.lanes = l.clone(),
+                None => {
+                    lists.insert(x.lanes.clone());
+                }
+            }
+        }
         self.cache.borrow_mut().insert(v, r.clone());
         r
     }

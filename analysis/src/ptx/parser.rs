@@ -567,7 +567,7 @@ impl<'a> Parser<'a> {
 
     /// Statements up to the `}` closing the function (consumed).
     fn body(&mut self) -> PResult<Vec<Stmt<'a>>> {
-        let mut out = Vec::with_capacity(self.body_hint.clamp(16, 1 << 16));
+        let mut out = Vec::with_capacity(self.body_hint.clamp(4, 1 << 16));
         let mut depth = 0u32;
         loop {
             let t = self.cur;
@@ -578,7 +578,7 @@ impl<'a> Parser<'a> {
                     if depth == 0 {
                         self.body_hint = out.len() + out.len() / 8;
                         // a hint from a larger function would leave most of this one's buffer unused
-                        if out.capacity() > out.len() + out.len() / 4 + 16 {
+                        if out.capacity() > out.len() + out.len() / 4 + 2 {
                             out.shrink_to_fit();
                         }
                         return Ok(out);
