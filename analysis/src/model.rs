@@ -100,21 +100,22 @@ impl Shape {
 }
 
 /// Number of bytes covered by the union of half-open ranges `[start, end)`.
-pub fn covered_bytes(mut ranges: Vec<(i64, i64)>) -> i64 {
+pub fn covered_bytes(ranges: Vec<(i64, i64)>) -> i64 {
+    merged(ranges).iter().map(|(s, e)| e - s).sum()
+}
+
+/// The byte ranges `[start, end)` merged where they overlap or touch,
+/// sorted.
+pub fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     ranges.sort_unstable();
-    let mut total = 0;
-    let mut cur: Option<(i64, i64)> = None;
+    let mut out: Vec<(i64, i64)> = Vec::new();
     for (s, e) in ranges {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
     }
-    total + cur.map_or(0, |(cs, ce)| ce - cs)
+    out
 }
 
 /// Sectors touched and sectors ideal (the same bytes, contiguous and

@@ -13,7 +13,7 @@ use crate::ir::inst::{AccessKind, Space};
 use crate::ir::ValueId;
 use crate::ir::values::root;
 use crate::memory::{Evals, SYMBOLIC_STRIDE};
-use crate::model::covered_bytes;
+use crate::model::{covered_bytes, merged};
 use std::collections::BTreeMap;
 
 declare_lint! {
@@ -61,8 +61,11 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     for (base, members) in groups {
         let mut ev = Evaluator::new(f, d, shape.block, lanes);
         ev.add_leaf(base, 0);
-        // (thread, start, end): a thread re-reading its own bytes is not reuse
-        let mut reads: Vec<(usize, i64, i64)> = Vec::new();
+        // each load's addresses, offset, width and threads (a thread re-reading its own bytes
+        // is not reuse), and the byte ranges they cover
+        let mut loaded: Vec<(std::rc::Rc<Vec<i64>>, i64, i64, &crate::memory::Offsets)> = Vec::new();
+        let mut runs: Vec<(i64, i64)> = Vec::new();
+        let mut seen: rustc_hash::FxHashMap<(usize, i64, i64), Vec<usize>> = Default::default();
         // the leaves no evaluation could give a value, given one here
         let mut guessed: Vec<(ValueId, i64)> = Vec::new();
         for &k in &members {
@@ -88,15 +91,31 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             if active.iter().all(|&t| vals[t] == vals[active[0]]) {
                 continue;
             }
-            for t in active {
-                let addr = vals[t] + x.access.offset;
-                reads.push((t, addr, addr + x.access.width as i64));
+            let (offset, width) = (x.access.offset, x.access.width as i64);
+            // a load of the same bytes in the same threads as one before it adds nothing
+            let same = |l: &(std::rc::Rc<Vec<i64>>, i64, i64, &crate::memory::Offsets)| {
+                std::rc::Rc::ptr_eq(&l.0, &vals) && l.1 == offset && l.2 == width && *l.3 == p.offsets
+            };
+            let key = (std::rc::Rc::as_ptr(&vals) as usize, offset, width);
+            if seen.get(&key).is_some_and(|ks| ks.iter().any(|&i| same(&loaded[i]))) {
+                continue;
             }
+            seen.entry(key).or_default().push(loaded.len());
+            runs.extend(merged(active.iter().map(|&t| (vals[t] + offset, vals[t] + offset + width)).collect()));
+            loaded.push((vals, offset, width, &p.offsets));
         }
-        reads.sort_unstable();
-        reads.dedup();
-        let requested: u64 = reads.iter().map(|r| (r.2 - r.1) as u64).sum();
-        let footprint = covered_bytes(reads.iter().map(|r| (r.1, r.2)).collect());
+        // per thread, the distinct ranges it reads (one thread at a time: the group's loads × the
+        // block's threads are never held at once)
+        let mut requested: u64 = 0;
+        let mut mine: Vec<(i64, i64)> = Vec::new();
+        for t in 0..lanes.len() {
+            mine.clear();
+            mine.extend(loaded.iter().filter(|x| x.3.get(t).is_some()).map(|(vals, offset, width, _)| (vals[t] + offset, vals[t] + offset + width)));
+            mine.sort_unstable();
+            mine.dedup();
+            requested += mine.iter().map(|r| (r.1 - r.0) as u64).sum::<u64>();
+        }
+        let footprint = covered_bytes(runs);
         if footprint <= 0 || (requested as i64) < 2 * footprint {
             continue;
         }
