@@ -147,29 +147,7 @@ pub(super) fn solve(
         }
         let (lo_ty, hi_ty) = type_range(f, p);
         let (wa, wb) = (a.width.max(1) as i64, b.width.max(1) as i64);
-        // racing values, each with its clearest witness (t1 of `a`, t2 of `b`)
-        let mut values: std::collections::BTreeMap<i64, (usize, usize)> = Default::default();
-        for &t1 in &ta {
-            for &t2 in &tb {
-                let delta = da[t1] - db[t2];
-                if t1 == t2 || delta == 0 || (warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP) {
-                    continue;
-                }
-                // -wb < k·delta - diff < wa, k = s - S
-                let diff = lb[t2] - la[t1];
-                let (lo, hi) = open_interval(diff - wb, diff + wa, delta);
-                for k in lo..=hi {
-                    let s = SCALAR_SAMPLE + k;
-                    if s < lo_ty || s > hi_ty {
-                        continue;
-                    }
-                    let w = values.entry(s).or_insert((t1, t2));
-                    if (t1.max(t2), t1, t2) < (w.0.max(w.1), w.0, w.1) {
-                        *w = (t1, t2);
-                    }
-                }
-            }
-        }
+        let values = racing_values((&la, &da, &ta, wa), (&lb, &db, &tb, wb), warp_synced, (lo_ty, hi_ty));
         let (Some(&lo), Some(&hi)) = (values.keys().next(), values.keys().next_back()) else { continue };
         let example = *values.keys().min_by_key(|s| (s.abs(), **s < 0)).expect("not empty");
         let (t1, t2) = values[&example];
@@ -254,6 +232,88 @@ pub(super) fn relation(
     Some(ParamCondition::Relation { param: param_name(f, q)?, other: param_name(f, p)?, plus: plus? })
 }
 
+/// One access's side of [`racing_values`]: each thread's address at the
+/// sample, how far it moves per unit of the parameter, the threads that
+/// execute it (ascending), its width.
+type Side<'x> = (&'x [i64], &'x [i64], &'x [usize], i64);
+
+/// The parameter values (`S + k`, within `range`) for which a thread `t1`
+/// of side `a` and another `t2 ≠ t1` of side `b` overlap (`-w_b < k·δ −
+/// diff < w_a`, δ = the two threads' moves apart, diff = their addresses
+/// apart), each with its clearest witness (smallest `(max(t1, t2), t1,
+/// t2)`). Where both sides' addresses are lines of one stride over a run
+/// of consecutive threads and each side moves alike in all of them (an
+/// offset added to an index: the common case), solved per distance
+/// `t2 − t1` (the clearest pair at a distance is known), not per pair of
+/// threads: the cost no longer grows with the square of the block.
+fn racing_values(a: Side<'_>, b: Side<'_>, warp_synced: bool, range: (i64, i64)) -> std::collections::BTreeMap<i64, (usize, usize)> {
+    let (la, da, ta, wa) = a;
+    let (lb, db, tb, wb) = b;
+    let mut values: std::collections::BTreeMap<i64, (usize, usize)> = Default::default();
+    let mut found = |k: i64, t1: usize, t2: usize| {
+        let s = SCALAR_SAMPLE + k;
+        if s < range.0 || s > range.1 {
+            return;
+        }
+        let w = values.entry(s).or_insert((t1, t2));
+        if (t1.max(t2), t1, t2) < (w.0.max(w.1), w.0, w.1) {
+            *w = (t1, t2);
+        }
+    };
+    // a run of consecutive threads whose addresses step by one stride and move alike
+    let line = |l: &[i64], d: &[i64], ts: &[usize]| -> Option<(usize, usize, i64, i64, i64)> {
+        let (&first, &last) = (ts.first()?, ts.last()?);
+        if last - first + 1 != ts.len() {
+            return None;
+        }
+        let step = if ts.len() > 1 { l[first + 1] - l[first] } else { 0 };
+        let straight = ts.iter().all(|&t| l[t] == l[first] + step * (t - first) as i64 && d[t] == d[first]);
+        straight.then_some((first, last, l[first] - step * first as i64, step, d[first]))
+    };
+    match (line(la, da, ta), line(lb, db, tb)) {
+        (Some((alo, ahi, ca, sa, dla)), Some((blo, bhi, cb, sb, dlb))) if !warp_synced && (sa == sb || ta.len() == 1 || tb.len() == 1) => {
+            let delta = dla - dlb;
+            if delta == 0 {
+                return values;
+            }
+            for m in (blo as i64 - ahi as i64)..=(bhi as i64 - alo as i64) {
+                if m == 0 {
+                    continue;
+                }
+                // the clearest pair `t2 − t1 = m`: the smallest `t1` both runs allow
+                let t1 = alo.max((blo as i64 - m).max(0) as usize);
+                let t2 = t1 as i64 + m;
+                if t1 > ahi || t2 < blo as i64 || t2 > bhi as i64 {
+                    continue;
+                }
+                // (one stride for both, or one thread on a side: one pair at this distance)
+                let diff = (cb + sb * t2) - (ca + sa * t1 as i64);
+                let (lo, hi) = open_interval(diff - wb, diff + wa, delta);
+                for k in lo..=hi {
+                    found(k, t1, t2 as usize);
+                }
+            }
+        }
+        _ => {
+            for &t1 in ta {
+                for &t2 in tb {
+                    let delta = da[t1] - db[t2];
+                    if t1 == t2 || delta == 0 || (warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP) {
+                        continue;
+                    }
+                    // -wb < k·delta - diff < wa, k = s - S
+                    let diff = lb[t2] - la[t1];
+                    let (lo, hi) = open_interval(diff - wb, diff + wa, delta);
+                    for k in lo..=hi {
+                        found(k, t1, t2);
+                    }
+                }
+            }
+        }
+    }
+    values
+}
+
 /// The integers `k` with `lo < k·d < hi` (`d ≠ 0`), as an inclusive range
 /// (empty when `lo > hi`).
 pub(super) fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
@@ -284,11 +344,59 @@ fn type_range(f: &FunctionIr<'_>, p: ValueId) -> (i64, i64) {
 
 #[cfg(test)]
 mod tests {
-    use super::open_interval;
+    use super::{open_interval, racing_values, Side, SCALAR_SAMPLE};
 
     /// The integers k with lo < k·d < hi, by brute force.
     fn brute(lo: i64, hi: i64, d: i64) -> Vec<i64> {
         (-200..=200).filter(|k| lo < k * d && k * d < hi).collect()
+    }
+
+    /// The thread-pair loop [`racing_values`] falls back to.
+    fn racing_brute(a: Side<'_>, b: Side<'_>, range: (i64, i64)) -> std::collections::BTreeMap<i64, (usize, usize)> {
+        let (la, da, ta, wa) = a;
+        let (lb, db, tb, wb) = b;
+        let mut values: std::collections::BTreeMap<i64, (usize, usize)> = Default::default();
+        for &t1 in ta {
+            for &t2 in tb {
+                let delta = da[t1] - db[t2];
+                if t1 == t2 || delta == 0 {
+                    continue;
+                }
+                let diff = lb[t2] - la[t1];
+                let (lo, hi) = open_interval(diff - wb, diff + wa, delta);
+                for s in (lo..=hi).map(|k| SCALAR_SAMPLE + k).filter(|s| (range.0..=range.1).contains(s)) {
+                    let w = values.entry(s).or_insert((t1, t2));
+                    if (t1.max(t2), t1, t2) < (w.0.max(w.1), w.0, w.1) {
+                        *w = (t1, t2);
+                    }
+                }
+            }
+        }
+        values
+    }
+
+    #[test]
+    fn racing_values_per_distance_are_the_thread_pairs() {
+        let n = 48;
+        let lines = |c: i64, s: i64| -> Vec<i64> { (0..n as i64).map(|t| c + s * t).collect() };
+        let mut solved = 0;
+        for (ca, cb, s) in [(0, 0, 4), (0, 12, 4), (8, 0, 4), (0, 4, 8), (0, 0, 0), (3, 0, 2), (0, -40, 4)] {
+            for (dla, dlb) in [(4, 0), (0, 4), (-4, 0), (8, 4), (4, 4)] {
+                for (wa, wb) in [(4, 4), (8, 4), (4, 8)] {
+                    for (ta, tb) in [(0..n, 0..n), (0..16, 8..40), (5..6, 0..n), (0..n, 30..31), (20..21, 20..21)] {
+                        let (la, lb) = (lines(ca, s), lines(cb, s));
+                        let (da, db) = (vec![dla; n], vec![dlb; n]);
+                        let (ta, tb): (Vec<usize>, Vec<usize>) = (ta.collect(), tb.collect());
+                        let range = (-1000, 1000);
+                        let want = racing_brute((&la, &da, &ta, wa), (&lb, &db, &tb, wb), range);
+                        let got = racing_values((&la, &da, &ta, wa), (&lb, &db, &tb, wb), false, range);
+                        assert_eq!(got, want, "c {ca}/{cb} s {s} moves {dla}/{dlb} w {wa}/{wb} threads {ta:?} {tb:?}");
+                        solved += !want.is_empty() as usize;
+                    }
+                }
+            }
+        }
+        assert!(solved > 100, "{solved}");
     }
 
     #[test]
