@@ -475,18 +475,16 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// evaluated with, but the parameters its condition names.
     pub fn race_assumes(&self, r: &Race) -> Vec<Assumption> {
         let named: Vec<&str> = r.when.as_ref().map(|w| w.params()).unwrap_or_default();
-        let solved: Vec<crate::ir::ValueId> = self
-            .f
-            .ssa
-            .values
-            .keys()
-            .filter(|&v| {
-                self.f
-                    .def_inst(v)
-                    .and_then(|i| self.f.insts[i].param_read())
-                    .is_some_and(|(p, _)| named.contains(&self.f.param_label(p).as_str()))
-            })
-            .collect();
+        // (a race that names no parameter solved none: the function's values are not scanned)
+        let solved: Vec<crate::ir::ValueId> = if named.is_empty() {
+            Vec::new()
+        } else {
+            let f = self.f;
+            let named_param = |v: crate::ir::ValueId| {
+                f.def_inst(v).and_then(|i| f.insts[i].param_read()).is_some_and(|(p, _)| named.contains(&f.param_label(p).as_str()))
+            };
+            f.ssa.values.keys().filter(|&v| named_param(v)).collect()
+        };
         let at: Vec<InstId> = [r.first, r.second].iter().map(|&k| self.race_site(k).inst).collect();
         // (a witness found again with a value the kernel's checks allow names that value)
         let pinned;
