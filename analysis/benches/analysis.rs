@@ -11,17 +11,23 @@ use gpucheck_analysis::facts::KernelFacts;
 use gpucheck_analysis::{check_module, ir, ptx, shape_for, synth, Options};
 use std::time::Duration;
 
-/// The largest file of the PTX corpus (`GPUCHECK_CORPUS`, else
-/// `../shared/corpus/ptx` beside the checkout), or `None` after saying that
-/// the corpus benchmarks are skipped.
-fn corpus_largest() -> Option<(String, String)> {
+/// The PTX corpus (`GPUCHECK_CORPUS`, else `../shared/corpus/ptx` beside
+/// the checkout), or `None` after saying that the corpus benchmarks are
+/// skipped.
+fn corpus_dir() -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("GPUCHECK_CORPUS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/ptx"));
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    if !dir.is_dir() {
         eprintln!("no PTX corpus at {} (set GPUCHECK_CORPUS): the corpus benchmarks are skipped", dir.display());
         return None;
-    };
+    }
+    Some(dir)
+}
+
+/// The largest file of the PTX corpus, when there is one.
+fn corpus_largest() -> Option<(String, String)> {
+    let entries = std::fs::read_dir(corpus_dir()?).ok()?;
     let best = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "ptx"))
@@ -200,10 +206,7 @@ fn cliffs(c: &mut Criterion) {
 /// code; one large Rust kernel crate; a reduction with a grid fence; a
 /// one-kernel file), when the corpus is there.
 fn corpus_classes(c: &mut Criterion) {
-    let Some((_, _)) = corpus_largest() else { return };
-    let dir = std::env::var_os("GPUCHECK_CORPUS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/ptx"));
+    let Some(dir) = corpus_dir() else { return };
     let mut g = c.benchmark_group("corpus");
     g.sample_size(10).measurement_time(Duration::from_secs(5));
     for name in [

@@ -126,7 +126,7 @@ pub struct Evaluator<'f, 'a> {
     /// The per-thread value lists cached, each once: a large function
     /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
     /// values, and keeps them all.
-    lists: RefCell<rustc_hash::FxHashSet<Rc<Vec<i64>>>>,
+    lists: RefCell<crate::ir::entity::Shared<Rc<Vec<i64>>>>,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
     pub first_iteration: bool,
@@ -230,13 +230,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
         let mut r = self.compute(v, depth);
         if let Ok(x) = &mut r {
-            let mut lists = self.lists.borrow_mut();
-            match lists.get(&x.lanes) {
-                Some(l) => x.lanes = l.clone(),
-                None => {
-                    lists.insert(x.lanes.clone());
-                }
-            }
+            x.lanes = self.lists.borrow_mut().share(x.lanes.clone());
         }
         self.cache.borrow_mut().insert(v, r.clone());
         r

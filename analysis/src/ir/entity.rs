@@ -3,8 +3,8 @@
 //! can never be used where an instruction index is meant; side tables are
 //! [`IdVec`]s indexed by the id type.
 //!
-//! Owns: the id types and the indexed vector. Does not own: what the
-//! entities are (see `cfg`, `ssa`).
+//! Owns: the id types, the indexed vector, and [`Shared`] (equal tables
+//! kept once). Does not own: what the entities are (see `cfg`, `ssa`).
 
 use std::marker::PhantomData;
 
@@ -188,5 +188,33 @@ mod tests {
         assert_eq!(blocks.iter_enumerated().map(|(k, v)| (k.index(), *v)).collect::<Vec<_>>(), vec![(0, "entry"), (1, "exit")]);
         let side: IdVec<BlockId, bool> = IdVec::filled(blocks.len(), false);
         assert!(!side[a]);
+    }
+}
+
+/// Equal values kept once: per-thread tables that thousands of values or
+/// accesses of one function have in common (`t & 4`, the offsets of an
+/// unrolled loop's accesses from their first thread's) share one
+/// allocation. `P` is a shared pointer (`Rc`, `Arc`).
+#[derive(Debug)]
+pub struct Shared<P>(rustc_hash::FxHashSet<P>);
+
+impl<P> Default for Shared<P> {
+    fn default() -> Self {
+        Shared(Default::default())
+    }
+}
+
+impl<P: Clone + Eq + std::hash::Hash> Shared<P> {
+    /// The value kept equal to `p`, kept now if there was none.
+    pub fn share(&mut self, p: P) -> P {
+        if let Some(x) = self.0.get(&p) {
+            return x.clone();
+        }
+        self.0.insert(p.clone());
+        p
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
     }
 }

@@ -279,8 +279,7 @@ pub struct Offsets {
 }
 
 /// The offset lists made so far, each once ([`Offsets`]).
-#[derive(Debug, Default)]
-pub struct OffsetLists(rustc_hash::FxHashSet<std::sync::Arc<[i64]>>);
+pub type OffsetLists = crate::ir::entity::Shared<std::sync::Arc<[i64]>>;
 
 impl Offsets {
     pub fn new(mut vals: Vec<i64>, active: impl Fn(usize) -> bool, lists: &mut OffsetLists) -> Offsets {
@@ -290,15 +289,7 @@ impl Offsets {
         }
         let shift = vals.first().copied().unwrap_or(0);
         vals.iter_mut().for_each(|x| *x -= shift);
-        let vals = match lists.0.get(vals.as_slice()) {
-            Some(v) => v.clone(),
-            None => {
-                let v: std::sync::Arc<[i64]> = vals.into();
-                lists.0.insert(v.clone());
-                v
-            }
-        };
-        Offsets { vals, shift, active: bits }
+        Offsets { vals: lists.share(vals.into()), shift, active: bits }
     }
 
     /// Thread `t`'s offset, if it executes the access.

@@ -305,8 +305,7 @@ pub struct Sorted {
 }
 
 /// The address lists made so far, each once ([`Sorted`]).
-#[derive(Default)]
-pub struct Lists(FxHashSet<std::rc::Rc<[(i64, usize)]>>);
+pub type Lists = crate::ir::entity::Shared<std::rc::Rc<[(i64, usize)]>>;
 
 impl Sorted {
     /// Sort per-thread addresses (`None`: the thread does not execute it).
@@ -315,15 +314,7 @@ impl Sorted {
         v.sort_unstable();
         let shift = v.first().map_or(0, |x| x.0);
         v.iter_mut().for_each(|x| x.0 -= shift);
-        let list = match lists.0.get(v.as_slice()) {
-            Some(l) => l.clone(),
-            None => {
-                let l: std::rc::Rc<[(i64, usize)]> = v.into();
-                lists.0.insert(l.clone());
-                l
-            }
-        };
-        Sorted { list, shift }
+        Sorted { list: lists.share(v.into()), shift }
     }
 
     pub fn first(&self) -> Option<(i64, usize)> {
