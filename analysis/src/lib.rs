@@ -24,6 +24,7 @@ pub mod memory;
 pub mod meter;
 pub mod model;
 pub mod names;
+pub mod par;
 pub mod producer;
 pub mod ptx;
 pub mod races;

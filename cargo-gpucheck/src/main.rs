@@ -319,8 +319,8 @@ fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(c
         })
         .collect();
     // analyse every PTX file in parallel; print in unit order
-    use rayon::prelude::*;
-    let checked: Vec<Result<Checked>> = units.par_iter().zip(levels.par_iter()).map(|(u, l)| check_unit(u, o, l, &paths)).collect();
+    let pairs: Vec<(&build::Unit, &Levels)> = units.iter().zip(levels.iter()).collect();
+    let checked: Vec<Result<Checked>> = gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths));
     for c in checked {
         let c = match c {
             Ok(c) => c,
@@ -381,8 +381,9 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
         anyhow::bail!("{e}");
     }
     let mut warned: Vec<String> = levels.iter().flat_map(|l| l.warnings.clone()).collect();
-    use rayon::prelude::*;
-    let checked: Vec<Checked> = units.par_iter().zip(levels.par_iter()).map(|(u, l)| check_unit(u, o, l, &paths)).collect::<Result<_>>()?;
+    let pairs: Vec<(&build::Unit, &Levels)> = units.iter().zip(levels.iter()).collect();
+    let checked: Vec<Checked> =
+        gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths)).into_iter().collect::<Result<_>>()?;
     for c in &checked {
         warned.extend(c.config_warnings.iter().cloned());
         if !r.build.quiet {

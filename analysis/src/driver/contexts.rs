@@ -26,7 +26,6 @@ use crate::facts::Imports;
 use crate::lints::{self, Finding, Place};
 use crate::model::Shape;
 use crate::names::{demangle, readable};
-use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::{Arc, Mutex};
 
@@ -177,7 +176,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
                     (k.clone(), pending.iter().find(|(ci, c, _)| (*ci, c.shape.block, &c.args) == (k.0, k.1, &k.2)).unwrap().1.clone())
                 })
                 .collect();
-            let done: Vec<(Key, FunctionReport)> = missing.into_par_iter().map(|(k, c)| (k.clone(), self.analyse(k.0, &c))).collect();
+            let done: Vec<(Key, FunctionReport)> = crate::par::map_owned(missing, |(k, c)| (k.clone(), self.analyse(k.0, &c)));
             {
                 let mut memo = self.memo.lock().unwrap();
                 for (k, r) in done {

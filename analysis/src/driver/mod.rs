@@ -145,7 +145,6 @@ pub(crate) struct ModuleInput<'m, 'a> {
 
 /// Check an already parsed module; functions are analysed in parallel.
 pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &IsLocal<'_>) -> Report {
-    use rayon::prelude::*;
     // module-wide facts from the instruction listings; each function's IR
     // is then built, analysed and dropped in its own task (peak memory)
     let bodies = ir::bodies(module);
@@ -173,7 +172,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     // functions no call context covers (uncalled, recursive), once each
     let in_context_only = |i: &usize| !module.functions[*i].is_entry && graph.called.contains(i) && !graph.recursive.contains(i);
     let (later, now): (Vec<usize>, Vec<usize>) = indices.iter().partition(|i| in_context_only(i));
-    let roots: Vec<(FunctionReport, Vec<contexts::Use>)> = now.par_iter().map(|&i| cxs.analyse_root(i)).collect();
+    let roots: Vec<(FunctionReport, Vec<contexts::Use>)> = crate::par::map(&now, |&i| cxs.analyse_root(i));
     let mut uses = Vec::new();
     let mut per_fn: Vec<FunctionReport> = Vec::with_capacity(indices.len());
     for (r, u) in roots {
@@ -187,7 +186,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     // those the contexts did not reach (past the call depth or budget): once for every caller
     let missed: Vec<usize> = later.iter().copied().filter(|i| !per_fn.iter().any(|r| r.coverage.function == *i)).collect();
     report.analyses += missed.len();
-    per_fn.extend(missed.par_iter().map(|&i| cxs.analyse_root(i).0).collect::<Vec<_>>());
+    per_fn.extend(crate::par::map(&missed, |&i| cxs.analyse_root(i).0));
     per_fn.sort_by_key(|r| r.coverage.function);
     for r in per_fn.iter_mut() {
         if !r.coverage.entry && !graph.called.contains(&r.coverage.function) {

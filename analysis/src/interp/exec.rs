@@ -328,8 +328,12 @@ pub fn run(
             if let Some(b) = only.iter().find(|&&b| b >= nblocks) {
                 return Err(InterpError::Launch(format!("block {b} is not in a grid of {nblocks} blocks")));
             }
-            run_blocks(&k, only.len() as u64, only.par_iter().copied())?
+            match only[..] {
+                [b] => run_one_block(&k, 1, b)?,
+                _ => run_blocks(&k, only.len() as u64, only.par_iter().copied())?,
+            }
         }
+        None if nblocks == 1 => run_one_block(&k, 1, 0)?,
         None => run_blocks(&k, nblocks, (0..nblocks).into_par_iter())?,
     };
     let key = |x: usize| k.keys[x];
@@ -416,25 +420,32 @@ impl Kernel<'_> {
 
 /// Blocks `which` (`nblocks` of them) run to their end, in parallel.
 fn run_blocks(k: &Kernel<'_>, nblocks: u64, which: impl ParallelIterator<Item = u64>) -> Result<Tally, InterpError> {
-    which
-        .try_fold(
-            || (Tally::default(), shadow_for(k, nblocks)),
-            |(mut obs, mut shadow), b| {
-                run_block(k, ctaid_of(k, b), &mut obs, &mut shadow)?;
-                keep_footprint(&mut obs, &mut shadow, b);
-                Ok::<_, InterpError>((obs, shadow))
-            },
-        )
-        .map(|r| {
-            r.map(|(mut o, s)| {
-                o.races = s.races.into_values().collect();
-                o
-            })
-        })
-        .try_reduce(Tally::default, |mut a, b| {
+    which.try_fold(|| (Tally::default(), shadow_for(k, nblocks)), |acc, b| block_into(k, acc, b)).map(|r| r.map(tally_of)).try_reduce(
+        Tally::default,
+        |mut a, b| {
             a.merge(b);
             Ok(a)
-        })
+        },
+    )
+}
+
+/// One block of a launch, run on the calling thread (a one-block launch
+/// does not start the thread pool).
+fn run_one_block(k: &Kernel<'_>, nblocks: u64, b: u64) -> Result<Tally, InterpError> {
+    block_into(k, (Tally::default(), shadow_for(k, nblocks)), b).map(tally_of)
+}
+
+/// Run block `b`, adding what it does to a tally and its shadow.
+fn block_into(k: &Kernel<'_>, (mut obs, mut shadow): (Tally, Shadow), b: u64) -> Result<(Tally, Shadow), InterpError> {
+    run_block(k, ctaid_of(k, b), &mut obs, &mut shadow)?;
+    keep_footprint(&mut obs, &mut shadow, b);
+    Ok((obs, shadow))
+}
+
+/// A tally with the races its shadow saw.
+fn tally_of((mut obs, shadow): (Tally, Shadow)) -> Tally {
+    obs.races = shadow.races.into_values().collect();
+    obs
 }
 
 /// The blocks of a cooperative launch in phases: every block runs until
