@@ -12,7 +12,7 @@
 use gpucheck_analysis::lints::registry::closest_among;
 use serde_json::Value;
 
-const PACKAGE_KEYS: &[&str] = &["block", "grid", "args", "assume", "kernels", "lints"];
+const PACKAGE_KEYS: &[&str] = &["block", "grid", "args", "assume", "kernels", "lints", "build-script"];
 const KERNEL_KEYS: &[&str] = &["block", "grid", "args", "assume"];
 
 /// `assume = { n = 1000, … }`: the values a kernel is launched with for its
@@ -92,6 +92,12 @@ pub fn validate(gm: &Value, manifest: &str) -> Result<Vec<String>, String> {
         warnings.push(unknown(k, PACKAGE_KEYS, TABLE));
     }
     shapes(obj, TABLE)?;
+    if let Some(b) = obj.get("build-script").filter(|b| !b.is_boolean()) {
+        return Err(format!(
+            "`build-script = {b}` in {}: expected `true` (check the PTX this package's build script writes) or `false` (leave it out)",
+            at(TABLE)
+        ));
+    }
     if let Some(l) = obj.get("lints") {
         if !l.is_object() {
             return Err(format!("`lints = {l}` in {}: expected a table such as `[package.metadata.gpucheck.lints]`", at(TABLE)));
@@ -117,6 +123,29 @@ pub fn validate(gm: &Value, manifest: &str) -> Result<Vec<String>, String> {
 
 /// Kernel tables naming no kernel of the PTX (`names`: mangled and
 /// demangled names of its kernels), as warnings.
+/// One unit's part in [`unknown_kernels_by_package`]: its package's
+/// manifest (as shown) and table, and the kernel names of its PTX.
+pub struct UnitKernels<'a> {
+    pub manifest: String,
+    pub meta: Option<&'a Value>,
+    pub names: Vec<String>,
+}
+
+/// [`unknown_kernels`] once per package, against the kernels of all its
+/// units (a build script writes several PTX files): each warning with the
+/// index of the package's first unit.
+pub fn unknown_kernels_by_package(units: &[UnitKernels<'_>]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        if units[..i].iter().any(|v| v.manifest == u.manifest) {
+            continue;
+        }
+        let names: Vec<String> = units.iter().filter(|v| v.manifest == u.manifest).flat_map(|v| v.names.iter().cloned()).collect();
+        out.extend(unknown_kernels(u.meta, &u.manifest, &names).into_iter().map(|w| (i, w)));
+    }
+    out
+}
+
 pub fn unknown_kernels(gm: Option<&Value>, manifest: &str, names: &[String]) -> Vec<String> {
     let Some(ks) = gm.and_then(|g| g.get("kernels")).and_then(Value::as_object) else { return vec![] };
     ks.keys()

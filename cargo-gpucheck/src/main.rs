@@ -320,7 +320,9 @@ fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(c
         .collect();
     // analyse every PTX file in parallel; print in unit order
     let pairs: Vec<(&build::Unit, &Levels)> = units.iter().zip(levels.iter()).collect();
-    let checked: Vec<Result<Checked>> = gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths));
+    let mut checked: Vec<Result<Checked>> = gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths));
+    let mut refs: Vec<Option<&mut Checked>> = checked.iter_mut().map(|c| c.as_mut().ok()).collect();
+    unknown_kernels(&units, &mut refs, &paths);
     for c in checked {
         let c = match c {
             Ok(c) => c,
@@ -382,8 +384,10 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
     }
     let mut warned: Vec<String> = levels.iter().flat_map(|l| l.warnings.clone()).collect();
     let pairs: Vec<(&build::Unit, &Levels)> = units.iter().zip(levels.iter()).collect();
-    let checked: Vec<Checked> =
+    let mut checked: Vec<Checked> =
         gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths)).into_iter().collect::<Result<_>>()?;
+    let mut refs: Vec<Option<&mut Checked>> = checked.iter_mut().map(Some).collect();
+    unknown_kernels(&units, &mut refs, &paths);
     for c in &checked {
         warned.extend(c.config_warnings.iter().cloned());
         if !r.build.quiet {
@@ -538,14 +542,37 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
             edition: k.edition.clone(),
         },
     };
-    let mut names = report.kernel_names.clone();
-    names.extend(report.kernel_names.iter().map(|n| gpucheck_analysis::demangle(n)));
     let mut config_warnings = k.config_warnings.clone();
-    config_warnings.extend(config::unknown_kernels(k.meta.as_ref(), &paths.display(&k.manifest_path.to_string_lossy()), &names));
     if report.functions == 0 {
         config_warnings.push(format!("no kernels or functions found in `{ptx_display}`: nothing was checked"));
     }
     Ok(Checked { diags, config_warnings, src, origin, status, analysis: report, ptx_display })
+}
+
+/// The `[package.metadata.gpucheck.kernels.NAME]` tables that name no
+/// kernel of their package, said once per package (on its first unit), as
+/// configuration warnings. A unit that could not be checked names no
+/// kernel: its package is not judged.
+fn unknown_kernels(units: &[build::Unit], checked: &mut [Option<&mut Checked>], paths: &PathStyle) {
+    let broken: Vec<&Path> =
+        units.iter().zip(checked.iter()).filter(|(_, c)| c.is_none()).map(|(u, _)| u.krate.manifest_path.as_path()).collect();
+    let parts: Vec<config::UnitKernels> = units
+        .iter()
+        .zip(checked.iter())
+        .map(|(u, c)| config::UnitKernels {
+            manifest: paths.display(&u.krate.manifest_path.to_string_lossy()),
+            meta: u.krate.meta.as_ref().filter(|_| !broken.contains(&u.krate.manifest_path.as_path())),
+            names: c
+                .as_ref()
+                .map(|c| c.analysis.kernel_names.iter().flat_map(|n| [n.clone(), gpucheck_analysis::demangle(n)]).collect())
+                .unwrap_or_default(),
+        })
+        .collect();
+    for (i, w) in config::unknown_kernels_by_package(&parts) {
+        if let Some(c) = checked[i].as_mut() {
+            c.config_warnings.push(w);
+        }
+    }
 }
 
 /// What the replays of a unit's findings gave, as a line under its status

@@ -3,6 +3,7 @@
 //! Owns: finding the kernel packages (`cargo metadata`), their launch-shape
 //! metadata, and running the build. Does not own: analysis or rendering.
 
+pub mod host;
 pub mod nvptx;
 pub mod nvvm;
 pub mod wrapper;
@@ -21,6 +22,10 @@ pub enum Backend {
     /// Rust-CUDA: the package is a host crate whose build.rs runs `cuda_builder`
     /// (rustc_codegen_nvvm); its kernel crates are found while it builds.
     Nvvm,
+    /// CUDA C compiled by the package's build script (bindgen_cuda, cudaforge,
+    /// nvcc): the build script runs (`cargo check`) and the PTX it writes into
+    /// its OUT_DIR is checked.
+    BuildScript,
 }
 
 /// One kernel package to build and check.
@@ -127,6 +132,30 @@ fn builds_with_cuda_builder(p: &Package) -> bool {
     p.dependencies.iter().any(|d| d.kind == DependencyKind::Build && d.name == "cuda_builder")
 }
 
+/// The build-dependencies that compile CUDA C to PTX in a build script.
+pub const CUDA_C_BUILDERS: [&str; 2] = ["bindgen_cuda", "cudaforge"];
+
+/// The package's build script, if it has one.
+fn build_script(p: &Package) -> Option<&cargo_metadata::Target> {
+    p.targets.iter().find(|t| t.is_custom_build())
+}
+
+/// Whether the package's build script compiles CUDA C: it has a
+/// build-dependency of [`CUDA_C_BUILDERS`] or its source runs `nvcc`.
+/// `Some(false)`: it does, but `build-script = false` in its
+/// `[package.metadata.gpucheck]` leaves it out; `build-script = true` takes
+/// any build script.
+fn cuda_c_build_script(p: &Package) -> Option<bool> {
+    let script = build_script(p)?;
+    let said = p.metadata.get("gpucheck").and_then(|g| g.get("build-script")).and_then(|v| v.as_bool());
+    if said == Some(true) {
+        return Some(true);
+    }
+    let cuda = p.dependencies.iter().any(|d| d.kind == DependencyKind::Build && CUDA_C_BUILDERS.contains(&d.name.as_str()))
+        || std::fs::read_to_string(&script.src_path).is_ok_and(|s| s.contains("nvcc"));
+    cuda.then_some(said != Some(false))
+}
+
 /// A Rust-CUDA kernel crate: it depends on `cuda_std`.
 fn uses_cuda_std(p: &Package) -> bool {
     p.dependencies.iter().any(|d| d.kind == DependencyKind::Normal && d.name == "cuda_std")
@@ -138,19 +167,33 @@ fn uses_cuda_std(p: &Package) -> bool {
 pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) -> Result<Workspace> {
     let members: Vec<&Package> = meta.workspace_packages();
     let mut chosen: Vec<(&Package, Backend)> = Vec::new();
-    let detect = |p: &Package| forced.unwrap_or(if builds_with_cuda_builder(p) { Backend::Nvvm } else { Backend::Nvptx });
+    let detect = |p: &Package| {
+        forced.unwrap_or(if builds_with_cuda_builder(p) {
+            Backend::Nvvm
+        } else if cuda_c_build_script(p).is_some() {
+            Backend::BuildScript
+        } else {
+            Backend::Nvptx
+        })
+    };
     if packages.is_empty() {
         for p in members.iter().copied() {
             let backend = detect(p);
             let table = p.metadata.get("gpucheck").is_some();
-            // a cuda_std kernel crate is built by its host crate, not on its own
-            if backend == Backend::Nvvm || (table && (forced == Some(Backend::Nvptx) || !uses_cuda_std(p))) {
+            let take = match backend {
+                Backend::Nvvm => true,
+                // (one whose build script is left out by `build-script = false` is not checked)
+                Backend::BuildScript => cuda_c_build_script(p) == Some(true) || (forced.is_some() && build_script(p).is_some()),
+                // a cuda_std kernel crate is built by its host crate, not on its own
+                Backend::Nvptx => table && (forced == Some(Backend::Nvptx) || !uses_cuda_std(p)),
+            };
+            if take {
                 chosen.push((p, backend));
             }
         }
         if chosen.is_empty() {
             bail!(
-                "no kernel package found in workspace `{}`: add a `[package.metadata.gpucheck]` table to the kernel crate's Cargo.toml, or name it with `-p` (Rust-CUDA host crates, those with a `cuda_builder` build-dependency, are found by themselves)",
+                "no kernel package found in workspace `{}`: add a `[package.metadata.gpucheck]` table to the kernel crate's Cargo.toml, or name it with `-p` (Rust-CUDA host crates, those with a `cuda_builder` build-dependency, and packages whose build script compiles CUDA C with nvcc, bindgen_cuda or cudaforge, are found by themselves)",
                 meta.workspace_root
             );
         }
@@ -180,9 +223,12 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
         let lib =
             p.targets.iter().find(|t| t.kind.iter().any(|k| matches!(k.to_string().as_str(), "lib" | "rlib" | "cdylib" | "staticlib")));
         // a Rust-CUDA host crate may be a binary: its kernels come from its build script
+        if backend == Backend::BuildScript && build_script(p).is_none() {
+            bail!("package `{}` has no build script: `--backend build-script` checks the PTX a build script writes", p.name);
+        }
         let lib = match (lib, backend) {
             (Some(l), _) => l,
-            (None, Backend::Nvvm) if !p.targets.is_empty() => &p.targets[0],
+            (None, Backend::Nvvm | Backend::BuildScript) if !p.targets.is_empty() => &p.targets[0],
             _ => bail!("package `{}` has no library target: GPU kernels must live in a library crate", p.name),
         };
         let gm = p.metadata.get("gpucheck");
@@ -398,6 +444,8 @@ pub struct BuildOpts {
 pub struct CargoRun {
     pub status: std::process::ExitStatus,
     pub stderr: String,
+    /// `build-script-executed` records ([`run_cargo_records`] only).
+    pub records: Vec<serde_json::Value>,
 }
 
 /// Run a `cargo build`: its progress and the compiler's text on our stderr
@@ -406,6 +454,18 @@ pub struct CargoRun {
 /// forwarded to stdout and its other records dropped (ours end the
 /// stream), otherwise its stdout dropped.
 pub fn run_cargo(cmd: &mut Command, opts: BuildOpts, what: &str) -> Result<CargoRun> {
+    run_cargo_with(cmd, opts, what, false)
+}
+
+/// Run a `cargo` command that was given `--message-format=json…`: like
+/// [`run_cargo`], with its `build-script-executed` records kept, and its
+/// compiler messages forwarded in JSON mode, else shown on stderr as
+/// rendered (unless quiet).
+pub fn run_cargo_records(cmd: &mut Command, opts: BuildOpts, what: &str) -> Result<CargoRun> {
+    run_cargo_with(cmd, opts, what, true)
+}
+
+fn run_cargo_with(cmd: &mut Command, opts: BuildOpts, what: &str, records: bool) -> Result<CargoRun> {
     use std::io::{BufRead, IsTerminal, Read, Write};
     if std::io::stderr().is_terminal() {
         // cargo writes into a pipe now: ask for what it would show on the terminal
@@ -415,10 +475,11 @@ pub fn run_cargo(cmd: &mut Command, opts: BuildOpts, what: &str) -> Result<Cargo
         cmd.env("CARGO_TERM_PROGRESS_WHEN", "always")
             .env("CARGO_TERM_PROGRESS_WIDTH", std::env::var("COLUMNS").unwrap_or_else(|_| "100".into()));
     }
-    if opts.json {
+    if opts.json && !records {
         cmd.arg("--message-format=json");
     }
-    cmd.stdin(Stdio::null()).stdout(if opts.json { Stdio::piped() } else { Stdio::null() }).stderr(Stdio::piped());
+    let piped = opts.json || records;
+    cmd.stdin(Stdio::null()).stdout(if piped { Stdio::piped() } else { Stdio::null() }).stderr(Stdio::piped());
     let mut child = cmd.spawn().with_context(|| format!("could not run `{}` to build {what}", cmd.get_program().to_string_lossy()))?;
     let err = child.stderr.take();
     let copier = std::thread::spawn(move || {
@@ -437,17 +498,27 @@ pub fn run_cargo(cmd: &mut Command, opts: BuildOpts, what: &str) -> Result<Cargo
         }
         kept
     });
+    let mut kept = Vec::new();
     if let Some(out) = child.stdout.take() {
         let stdout = std::io::stdout();
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["reason"] == "compiler-message") {
-                let _ = writeln!(stdout.lock(), "{line}");
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+            if v["reason"] == "compiler-message" {
+                if opts.json {
+                    let _ = writeln!(stdout.lock(), "{line}");
+                } else if !opts.quiet {
+                    if let Some(text) = v["message"]["rendered"].as_str() {
+                        let _ = write!(std::io::stderr(), "{text}");
+                    }
+                }
+            } else if records && v["reason"] == "build-script-executed" {
+                kept.push(v);
             }
         }
     }
     let status = child.wait().with_context(|| format!("waiting for cargo to build {what}"))?;
     let stderr = String::from_utf8_lossy(&copier.join().unwrap_or_default()).into_owned();
-    Ok(CargoRun { status, stderr })
+    Ok(CargoRun { status, stderr, records: kept })
 }
 
 /// `help:` lines for build failures with a known cause, from cargo's stderr.
@@ -491,6 +562,16 @@ pub fn build_all(ws: &Workspace, meta: &Metadata, opts: BuildOpts) -> Result<Vec
     }
     for host in ws.kernels.iter().filter(|k| k.backend == Backend::Nvvm) {
         units.extend(nvvm::build(host, ws, meta, opts)?);
+    }
+    let hosts: Vec<&KernelCrate> = ws.kernels.iter().filter(|k| k.backend == Backend::BuildScript).collect();
+    if !hosts.is_empty() {
+        let built = host::build(&hosts, ws, opts)?;
+        if !opts.quiet {
+            for line in &built.said {
+                eprintln!("{line}");
+            }
+        }
+        units.extend(built.units);
     }
     // the order of the packages in the workspace, whatever the build order
     let pos = |u: &Unit| ws.kernels.iter().position(|k| k.root == u.krate.root).unwrap_or(usize::MAX);

@@ -159,10 +159,18 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
     // the kernels to run, per unit, each with its launch; a kernel whose launch cannot be made is skipped
     let mut plans = Vec::new();
     let mut skipped = 0;
+    let parts: Vec<crate::config::UnitKernels> = units
+        .iter()
+        .zip(&modules)
+        .map(|(u, module)| crate::config::UnitKernels {
+            manifest: paths.display(&u.krate.manifest_path.to_string_lossy()),
+            meta: u.krate.meta.as_ref(),
+            names: kernel_names(module).into_iter().flat_map(|(m, d)| [m, d]).collect(),
+        })
+        .collect();
+    let unknown = crate::config::unknown_kernels_by_package(&parts);
     for (ui, ((u, module), src)) in units.iter().zip(&modules).zip(&sources).enumerate() {
-        let names: Vec<String> = kernel_names(module).into_iter().flat_map(|(m, d)| [m, d]).collect();
-        let manifest = paths.display(&u.krate.manifest_path.to_string_lossy());
-        for w in u.krate.config_warnings.iter().cloned().chain(crate::config::unknown_kernels(u.krate.meta.as_ref(), &manifest, &names)) {
+        for w in u.krate.config_warnings.iter().cloned().chain(unknown.iter().filter(|(i, _)| *i == ui).map(|(_, w)| w.clone())) {
             eprintln!("warning: {w}");
         }
         let mut runs = Vec::new();
