@@ -84,6 +84,32 @@ fn ptx_findings_without_debug_info_point_into_the_ptx() {
 }
 
 #[test]
+fn maxntid_is_the_block_when_nothing_else_is_given() {
+    // `__launch_bounds__(N)` (`.maxntid N`): threads below 64 skip a barrier; with at most
+    // 64 threads that is the whole block, with 128 the block splits at it
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-maxntid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = "{\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n";
+    let run = |bounds: &str| {
+        std::fs::write(dir.join("k.ptx"), format!(".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {bounds}\n{body}")).unwrap();
+        gpucheck(&["ptx", "k.ptx", "--message-format", "json"], &dir)
+    };
+    let out = run(".maxntid 64, 1, 1");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(json_lines(&out.stdout).iter().all(|m| m["reason"] != "compiler-message"), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = run(".maxntid 128, 1, 1");
+    assert_eq!(out.status.code(), Some(1));
+    let msgs = json_lines(&out.stdout);
+    assert_eq!(msgs[0]["gpucheck"]["lint"], "barrier_divergence");
+    let notes = msgs[0]["message"]["children"].to_string();
+    assert!(notes.contains("threads 0..63 of each block skip this barrier"), "{notes}");
+    assert!(notes.contains("block shape 128×1×1 from .maxntid in the PTX (`__launch_bounds__`"), "{notes}");
+    // without it, a block is assumed and said to be
+    let out = run("");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no block shape given for `k`: assumed 256×1×1"));
+}
+
+#[test]
 fn allow_comments_in_a_ptx_files_sources_apply() {
     // `cargo gpucheck ptx` reads `// gpucheck: allow(…)` in the files the PTX's line information names
     let dir = std::env::temp_dir().join(format!("gpucheck-cli-allow-{}", std::process::id()));

@@ -29,6 +29,9 @@ pub enum ShapeSource {
     Reqntid,
     /// Given for every kernel of the package.
     Package,
+    /// The PTX's `.maxntid` (CUDA C's `__launch_bounds__`): the largest
+    /// block the kernel allows, taken as its block when nothing else is given.
+    Maxntid,
     /// Nothing given: a default was assumed.
     #[default]
     Assumed,

@@ -215,6 +215,15 @@ pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
             ShapeSource::Kernel(name) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{name}]"),
             ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
             ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
+            ShapeSource::Maxntid => {
+                let how = match hint {
+                    ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
+                    ShapeHint::Cli => "pass `--block X,Y,Z`",
+                };
+                format!(
+                    "block shape {x}×{y}×{z} from .maxntid in the PTX (`__launch_bounds__`: the largest block `{kernel}` allows); for a smaller launch, {how}"
+                )
+            }
         },
         Text::InlinedInto(p) => format!("inlined into {}", pos(p)),
         Text::InlinedFrom(p) => format!("the instruction comes from {}, inlined here", pos(p)),

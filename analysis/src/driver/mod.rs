@@ -107,6 +107,9 @@ pub fn shape_for(f: &FunctionIr<'_>, opts: &Options) -> Shape {
     if let Some(b) = opts.package_block {
         return Shape::new(b, ShapeSource::Package);
     }
+    if let Some(b) = f.func.perf.maxntid.filter(launchable) {
+        return Shape::new(b, ShapeSource::Maxntid);
+    }
     let reads = |dim: u8| (0..f.ssa.regs.len()).any(|r| f.ssa.special_reg(r as u32) == Some(Special::Tid(dim)));
     let block = if reads(2) {
         [32, 4, 2]
