@@ -178,6 +178,7 @@ fn render(t: &gpucheck_analysis::Text) -> String {
             ShapeSource::Kernel(n) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{n}]"),
             ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
             ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
+            ShapeSource::Launch { file, line } => format!("block shape {x}×{y}×{z} from the `LaunchConfig` of `{kernel}`'s launch at {file}:{line}"),
             ShapeSource::Maxntid => format!("block shape {x}×{y}×{z} from .maxntid in the PTX (`__launch_bounds__`: the largest block `{kernel}` allows); for a smaller launch, set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`"),
         },
         Text::InlinedInto(p) => format!("inlined into {p}"),

@@ -27,6 +27,10 @@ pub enum ShapeSource {
     Kernel(String),
     /// The PTX's `.reqntid` directive.
     Reqntid,
+    /// The block of the host code's launches of this kernel (a literal
+    /// `LaunchConfig` beside the load of the kernel by name): the source
+    /// file (as shown) and line.
+    Launch { file: String, line: u32 },
     /// Given for every kernel of the package.
     Package,
     /// The PTX's `.maxntid` (CUDA C's `__launch_bounds__`): the largest

@@ -215,6 +215,9 @@ pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
             ShapeSource::Kernel(name) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{name}]"),
             ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
             ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
+            ShapeSource::Launch { file, line } => {
+                format!("block shape {x}×{y}×{z} from the `LaunchConfig` of `{kernel}`'s launch at {file}:{line}")
+            }
             ShapeSource::Maxntid => {
                 let how = match hint {
                     ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",

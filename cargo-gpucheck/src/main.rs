@@ -464,6 +464,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         block: o.block,
         kernel_blocks: k.kernel_blocks.clone(),
         package_block: k.block,
+        launch_blocks: launch_blocks(k, paths),
         grid: o.grid,
         kernel_grids: k.kernel_grids.clone(),
         package_grid: k.grid,
@@ -573,6 +574,11 @@ fn unknown_kernels(units: &[build::Unit], checked: &mut [Option<&mut Checked>], 
             c.config_warnings.push(w);
         }
     }
+}
+
+/// A crate's launch shapes as the analysis takes them (paths as shown).
+fn launch_blocks(k: &build::KernelCrate, paths: &PathStyle) -> std::collections::HashMap<String, ([u32; 3], String, u32)> {
+    k.launch_blocks.iter().map(|(n, l)| (n.clone(), (l.block, paths.display(&l.file.to_string_lossy()), l.line as u32))).collect()
 }
 
 /// What the replays of a unit's findings gave, as a line under its status

@@ -36,6 +36,9 @@ pub struct Options {
     pub kernel_blocks: std::collections::HashMap<String, [u32; 3]>,
     /// `[package.metadata.gpucheck] block = […]`.
     pub package_block: Option<[u32; 3]>,
+    /// Block shapes of the host code's launches of each kernel (by name):
+    /// the shape, and the source file (as shown) and line of the launch.
+    pub launch_blocks: std::collections::HashMap<String, ([u32; 3], String, u32)>,
     /// The grid shape (races between blocks), from `--grid`, then
     /// `[package.metadata.gpucheck.kernels.NAME] grid`, then
     /// `[package.metadata.gpucheck] grid`; unknown: two blocks or more
@@ -103,6 +106,9 @@ pub fn shape_for(f: &FunctionIr<'_>, opts: &Options) -> Shape {
         |b: &[u32; 3]| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= model::MAX_BLOCK_THREADS);
     if let Some(b) = f.func.perf.reqntid.filter(launchable) {
         return Shape::new(b, ShapeSource::Reqntid);
+    }
+    if let Some((b, file, line)) = [f.func.name, demangled.as_str()].iter().find_map(|n| opts.launch_blocks.get(*n)) {
+        return Shape::new(*b, ShapeSource::Launch { file: file.clone(), line: *line });
     }
     if let Some(b) = opts.package_block {
         return Shape::new(b, ShapeSource::Package);

@@ -4,7 +4,9 @@
 //! metadata, and running the build. Does not own: analysis or rendering.
 
 pub mod host;
+pub mod launches;
 pub mod nvptx;
+pub mod nvrtc;
 pub mod nvvm;
 pub mod wrapper;
 
@@ -26,6 +28,10 @@ pub enum Backend {
     /// nvcc): the build script runs (`cargo check`) and the PTX it writes into
     /// its OUT_DIR is checked.
     BuildScript,
+    /// CUDA C that the package's Rust code hands to NVRTC (`cudarc`'s
+    /// `compile_ptx`): string literals, `const` items and `include_str!`
+    /// files, compiled here with NVRTC.
+    Nvrtc,
 }
 
 /// One kernel package to build and check.
@@ -61,6 +67,11 @@ pub struct KernelCrate {
     /// A PTX file given without a manifest: every source file it names is
     /// the user's, as `cargo gpucheck ptx` takes it.
     pub any_source_is_local: bool,
+    /// It depends on `cudarc`: CUDA C in its Rust code handed to NVRTC is
+    /// compiled and checked too (whatever its backend).
+    pub nvrtc: bool,
+    /// Block shapes of the launches its Rust code writes (`build::launches`).
+    pub launch_blocks: HashMap<String, launches::LaunchShape>,
 }
 
 impl KernelCrate {
@@ -156,6 +167,22 @@ fn cuda_c_build_script(p: &Package) -> Option<bool> {
     cuda.then_some(said != Some(false))
 }
 
+/// A package that depends on `cudarc`, whose Rust code may hand CUDA C to NVRTC.
+fn uses_nvrtc(p: &Package) -> bool {
+    p.dependencies.iter().any(|d| d.kind == DependencyKind::Normal && d.name == "cudarc")
+}
+
+/// A package that depends on `cudarc` and whose Rust code calls one of
+/// [`nvrtc::CALLS`] (with a source that can be read or one said to be
+/// skipped).
+fn hands_cuda_c_to_nvrtc(p: &Package) -> bool {
+    uses_nvrtc(p)
+        && p.manifest_path.parent().is_some_and(|d| {
+            let (found, skipped) = nvrtc::scan(d.as_std_path());
+            !found.is_empty() || !skipped.is_empty()
+        })
+}
+
 /// A Rust-CUDA kernel crate: it depends on `cuda_std`.
 fn uses_cuda_std(p: &Package) -> bool {
     p.dependencies.iter().any(|d| d.kind == DependencyKind::Normal && d.name == "cuda_std")
@@ -172,6 +199,8 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             Backend::Nvvm
         } else if cuda_c_build_script(p).is_some() {
             Backend::BuildScript
+        } else if p.metadata.get("gpucheck").is_none() && hands_cuda_c_to_nvrtc(p) {
+            Backend::Nvrtc
         } else {
             Backend::Nvptx
         })
@@ -184,6 +213,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
                 Backend::Nvvm => true,
                 // (one whose build script is left out by `build-script = false` is not checked)
                 Backend::BuildScript => cuda_c_build_script(p) == Some(true) || (forced.is_some() && build_script(p).is_some()),
+                Backend::Nvrtc => forced.is_none() || hands_cuda_c_to_nvrtc(p),
                 // a cuda_std kernel crate is built by its host crate, not on its own
                 Backend::Nvptx => table && (forced == Some(Backend::Nvptx) || !uses_cuda_std(p)),
             };
@@ -193,7 +223,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
         }
         if chosen.is_empty() {
             bail!(
-                "no kernel package found in workspace `{}`: add a `[package.metadata.gpucheck]` table to the kernel crate's Cargo.toml, or name it with `-p` (Rust-CUDA host crates, those with a `cuda_builder` build-dependency, and packages whose build script compiles CUDA C with nvcc, bindgen_cuda or cudaforge, are found by themselves)",
+                "no kernel package found in workspace `{}`: add a `[package.metadata.gpucheck]` table to the kernel crate's Cargo.toml, or name it with `-p` (Rust-CUDA host crates, those with a `cuda_builder` build-dependency, packages whose build script compiles CUDA C with nvcc, bindgen_cuda or cudaforge, and packages that depend on cudarc (CUDA C for NVRTC in their Rust code) are found by themselves)",
                 meta.workspace_root
             );
         }
@@ -228,7 +258,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
         }
         let lib = match (lib, backend) {
             (Some(l), _) => l,
-            (None, Backend::Nvvm | Backend::BuildScript) if !p.targets.is_empty() => &p.targets[0],
+            (None, Backend::Nvvm | Backend::BuildScript | Backend::Nvrtc) if !p.targets.is_empty() => &p.targets[0],
             _ => bail!("package `{}` has no library target: GPU kernels must live in a library crate", p.name),
         };
         let gm = p.metadata.get("gpucheck");
@@ -240,6 +270,9 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
         let (values, kernel_values) = launch_values(gm, &manifest)?;
         let manifest_path: PathBuf = p.manifest_path.clone().into();
         let root = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (launch_blocks, launch_said) = launches::scan(&root);
+        let mut config_warnings = config_warnings;
+        config_warnings.extend(launch_said.into_iter().map(|w| format!("{w} (in `{}`)", p.name)));
         kernels.push(KernelCrate {
             name: p.name.to_string(),
             package_id: p.id.repr.clone(),
@@ -259,6 +292,8 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             meta: gm.cloned(),
             config_warnings,
             any_source_is_local: false,
+            nvrtc: uses_nvrtc(p) || backend == Backend::Nvrtc,
+            launch_blocks,
         });
     }
     let lints = meta.workspace_metadata.get("gpucheck").and_then(|g| g.get("lints")).cloned();
@@ -363,6 +398,8 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         kernel_values,
         lints: meta.as_ref().and_then(|g| g.get("lints")).cloned(),
         any_source_is_local: manifest.is_none(),
+        nvrtc: false,
+        launch_blocks: HashMap::new(),
         meta,
         config_warnings,
     };
@@ -572,6 +609,15 @@ pub fn build_all(ws: &Workspace, meta: &Metadata, opts: BuildOpts) -> Result<Vec
             }
         }
         units.extend(built.units);
+    }
+    // CUDA C for NVRTC in the packages' Rust code (libnvrtc loaded once, when needed)
+    let mut lib = None;
+    for k in ws.kernels.iter().filter(|k| k.nvrtc) {
+        let (found, said) = nvrtc::build(k, &ws.target_dir, &mut lib, opts)?;
+        for line in said.iter().filter(|l| !opts.quiet || l.starts_with("warning:")) {
+            eprintln!("{line}");
+        }
+        units.extend(found);
     }
     // the order of the packages in the workspace, whatever the build order
     let pos = |u: &Unit| ws.kernels.iter().position(|k| k.root == u.krate.root).unwrap_or(usize::MAX);

@@ -197,7 +197,8 @@ pub struct Field {
 pub fn source_names(u: &crate::build::Unit, ptx: &str, paths: &crate::diagnostic::PathStyle) -> HashMap<String, Vec<String>> {
     let k = &u.krate;
     let mut out = if u.kind == crate::build::UnitKind::PtxFile { HashMap::new() } else { rust_kernel_params(&k.root) };
-    let c_like = |p: &str| [".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"].iter().any(|x| p.ends_with(x));
+    // (a `.rs` file: CUDA C in a string literal, compiled with NVRTC)
+    let c_like = |p: &str| [".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".rs"].iter().any(|x| p.ends_with(x));
     for file in gpucheck_analysis::ptx::file_paths(ptx).into_iter().filter(|f| c_like(f) && k.is_local(f)) {
         if let Ok(text) = std::fs::read_to_string(paths.absolute(file)) {
             for (name, params) in gpucheck_analysis::names::c_kernel_params(&text) {

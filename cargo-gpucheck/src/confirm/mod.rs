@@ -194,7 +194,15 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                     continue;
                 }
             };
-            let block = spec.block.or_else(|| u.krate.kernel_blocks.get(f.name).copied()).or(f.perf.reqntid).or(u.krate.block);
+            // the order the analysis takes them in (`shape_for`)
+            let launched = [f.name, name.as_str()].iter().find_map(|n| u.krate.launch_blocks.get(*n)).map(|l| l.block);
+            let block = spec
+                .block
+                .or_else(|| u.krate.kernel_blocks.get(f.name).copied())
+                .or(f.perf.reqntid)
+                .or(launched)
+                .or(u.krate.block)
+                .or(f.perf.maxntid);
             let Some(block) = block else {
                 eprintln!(
                     "warning: skipping kernel `{name}`: no block shape; pass --block X,Y,Z or set `block` in [package.metadata.gpucheck]"

@@ -1,16 +1,18 @@
-//! CUDA C compiled by a build script: `tests/fixtures/cuda-build-script`
-//! is a workspace whose `kernels` crate runs bindgen_cuda (from crates.io)
-//! on its `.cu` files in build.rs and `include_str!`s the PTX. `cargo
-//! gpucheck` there, with no configuration, must run the build script, check
-//! the PTX it wrote and report exactly the findings the `//~` marks name, at
-//! the `.cu` lines; `confirm` must run its kernels with the launch shapes of
-//! the package's table.
+//! CUDA C kept in Rust crates, both forms in one workspace
+//! (`tests/fixtures/cuda-c-crates`): `kernels` runs bindgen_cuda (from
+//! crates.io) on its `.cu` files in build.rs and `include_str!`s the PTX;
+//! `engine` hands CUDA C to cudarc's NVRTC (`compile_ptx` on a `const`
+//! string literal, `compile_ptx_with_opts` on an `include_str!`, and one
+//! source built with `format!`). `cargo gpucheck` there, with no
+//! configuration, must run the build script, compile the NVRTC sources,
+//! and report exactly the findings the `//~` marks name, at the `.cu` and
+//! `.rs` lines; `confirm` must run the kernels of both.
 //!
 //! nvcc comes from `GPUCHECK_NVCC`, target/cuda-tools/cu13 (`.ci/setup`
-//! installs PyPI's nvcc 13 there) or PATH. Without one, the tests that
-//! compile print one line saying they were skipped, unless
-//! `GPUCHECK_REQUIRE_NVCC=1` (set by CI) makes that a failure. The tests of
-//! a missing nvcc and of the opt-out need none.
+//! installs PyPI's nvcc 13 and NVRTC there) or PATH; libnvrtc from beside
+//! it. Without them, the tests that compile print one line saying they were
+//! skipped, unless `GPUCHECK_REQUIRE_NVCC=1` (set by CI) makes that a
+//! failure. The tests of a missing nvcc and of the opt-out need neither.
 
 use gpucheck_tests::*;
 use std::io::Write;
@@ -30,15 +32,26 @@ fn nvcc() -> Option<&'static Path> {
         }
         candidates.push(PathBuf::from("nvcc"));
         let found = candidates.into_iter().find(|n| Command::new(n).arg("--version").output().is_ok_and(|o| o.status.success()));
+        // NVRTC beside it (a CUDA installation's lib or lib64)
+        let nvrtc = |n: &Path| {
+            let cuda = n.canonicalize().ok().and_then(|n| Some(n.parent()?.parent()?.to_path_buf()));
+            cuda.is_some_and(|c| {
+                ["lib", "lib64"].iter().any(|l| {
+                    std::fs::read_dir(c.join(l))
+                        .is_ok_and(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("libnvrtc.so")))
+                })
+            })
+        };
+        let found = found.filter(|n| n.is_absolute() && nvrtc(n) || !n.is_absolute());
         assert!(
             found.is_some() || std::env::var("GPUCHECK_REQUIRE_NVCC").is_err(),
-            "GPUCHECK_REQUIRE_NVCC is set but no nvcc was found (GPUCHECK_NVCC, target/cuda-tools/cu13 from `bash .ci/setup`, PATH)"
+            "GPUCHECK_REQUIRE_NVCC is set but no nvcc with NVRTC beside it was found (GPUCHECK_NVCC, target/cuda-tools/cu13 from `bash .ci/setup`, PATH)"
         );
         found
     });
     if found.is_none() {
         let test = std::thread::current().name().unwrap_or("a build-script test").to_string();
-        let _ = writeln!(std::io::stderr(), "{test}: skipped: no nvcc found (run `bash .ci/setup`, or set GPUCHECK_NVCC)");
+        let _ = writeln!(std::io::stderr(), "{test}: skipped: no nvcc with NVRTC found (run `bash .ci/setup`, or set GPUCHECK_NVCC)");
     }
     found.as_deref()
 }
@@ -60,9 +73,9 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// A fresh copy of the fixture workspace in the scratch folder `name`.
 fn workspace(name: &str) -> PathBuf {
-    let dir = scratch("gpucheck-test-build-script").join(name);
+    let dir = scratch("gpucheck-test-cuda-c-crates").join(name);
     let _ = std::fs::remove_dir_all(&dir);
-    copy_dir(&repo().join("tests/fixtures/cuda-build-script"), &dir);
+    copy_dir(&repo().join("tests/fixtures/cuda-c-crates"), &dir);
     dir
 }
 
@@ -98,19 +111,25 @@ fn run(dir: &Path, args: &[&str], nvcc: Option<&Path>) -> Output {
 }
 
 #[test]
-fn build_script_findings_match_marks_exactly() {
+fn findings_match_marks_exactly_in_cu_and_rs_files() {
     let Some(nvcc) = nvcc() else { return };
     let dir = shared();
-    let out = run(dir, &["--message-format", "json", "-W", "gpucheck::pedantic"], Some(nvcc));
+    let out = run(dir, &["--message-format", "json"], Some(nvcc));
     let err = String::from_utf8_lossy(&out.stderr);
     // the race is an error
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("Collected 2 PTX files from the build script of `kernels`"), "{err}");
     assert!(err.contains("`-lineinfo` added"), "{err}");
+    assert!(err.contains("Collected 2 CUDA C sources for NVRTC from `engine`'s Rust code"), "{err}");
+    // the source built with format! is said to be skipped, with where and why
+    let skipped: Vec<&str> = err.lines().filter(|l| l.contains("is not checked")).collect();
+    assert_eq!(skipped.len(), 1, "{err}");
+    assert!(skipped[0].contains("src/lib.rs:35 in `engine`") && skipped[0].contains("built at run time with `format!`"), "{err}");
     // the kernels table names a kernel of the package (in scale.ptx, not reduce.ptx)
     assert!(!err.contains("names no kernel"), "{err}");
-    let expected = marks_in(dir, &dir.join("kernels/src"), "cu");
-    assert_eq!(expected.len(), 2, "the fixture's marks");
+    let mut expected = marks_in(dir, dir, "cu");
+    expected.extend(marks_in(dir, &dir.join("engine/src"), "rs"));
+    assert_eq!(expected.len(), 4, "the fixture's marks: {expected:?}");
     let mut got = Vec::new();
     for m in json_lines(&out.stdout).iter().filter(|m| m["reason"] == "compiler-message" && m["gpucheck"].is_object()) {
         let msg = &m["message"];
@@ -123,10 +142,15 @@ fn build_script_findings_match_marks_exactly() {
         });
     }
     assert_marks(expected, got);
+    // gather_cols takes its block from the LaunchConfig beside its load in the host code
+    let gather = json_lines(&out.stdout).into_iter().find(|m| m["gpucheck"]["kernel"] == "gather_cols").expect("gather_cols' finding");
+    let notes = gather["message"]["children"].to_string();
+    assert!(notes.contains("block shape 128×1×1 from the `LaunchConfig` of `gather_cols`'s launch at engine/src/lib.rs:41"), "{notes}");
+    assert!(notes.contains("4 of 4 warps per block"), "{notes}");
 }
 
 #[test]
-fn confirm_runs_the_build_scripts_ptx_with_the_tables_shape() {
+fn confirm_runs_both_forms_with_the_tables_shape() {
     let Some(nvcc) = nvcc() else { return };
     let dir = shared();
     // scale_rows: block 128×1×1 from `[package.metadata.gpucheck.kernels.scale_rows]`
@@ -144,6 +168,17 @@ fn confirm_runs_the_build_scripts_ptx_with_the_tables_shape() {
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("kernels/src/scale.cu:14:9") && text.contains("5 confirmed, 0 failed"), "{text}");
+    // a kernel NVRTC compiled from a Rust string literal: its rows at the Rust line
+    let out = run(
+        dir,
+        &["confirm", "--kernel", "gather_cols", "--grid", "2", "--arg", "x=f32[32768]", "--arg", "y=f32[512]", "--arg", "n=512"],
+        Some(nvcc),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    // (its block, 128×1×1, from the host code's LaunchConfig)
+    assert!(text.contains("grid 2×1×1, block 128×1×1"), "{text}");
+    assert!(text.contains("engine/src/lib.rs:20:9") && text.contains("gather_cols: ") && text.contains(" confirmed, 0 failed"), "{text}");
 }
 
 #[test]
@@ -177,9 +212,10 @@ fn build_script_false_leaves_the_package_out() {
     std::fs::write(&manifest, with("false")).unwrap();
     let out = run(&dir, &[], None);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("no kernel package found") && err.contains("bindgen_cuda"), "{err}");
-    assert!(!err.contains("Compiling") && !err.contains("Collected"), "nothing is built: {err}");
+    // kernels' build script is not run; engine's NVRTC sources are still taken (and NVRTC
+    // is not found without a CUDA installation, unless this machine has one of its own)
+    assert!(!err.contains("Compiling kernels") && !err.contains("from the build script"), "kernels is not built: {err}");
+    assert!(err.contains("Collected 2 CUDA C sources for NVRTC") || err.contains("libnvrtc was not found: looked in"), "{err}");
     // a value that is not a boolean is said, with the file
     std::fs::write(&manifest, with("\"yes\"")).unwrap();
     let out = run(&dir, &[], None);
