@@ -1,6 +1,7 @@
-//! CUDA C kept in Rust crates, both forms in one workspace
-//! (`tests/fixtures/cuda-c-crates`): `kernels` runs bindgen_cuda (from
-//! crates.io) on its `.cu` files in build.rs and `include_str!`s the PTX;
+//! CUDA C kept in Rust crates, the three shapes in one workspace
+//! (`tests/fixtures/cuda-c-crates`): `kernels` and `forge` run bindgen_cuda
+//! and cudaforge (from crates.io) on their `.cu` files in build.rs and
+//! `include_str!` the PTX;
 //! `engine` hands CUDA C to cudarc's NVRTC (`compile_ptx` on a `const`
 //! string literal, `compile_ptx_with_opts` on an `include_str!`, and one
 //! source built with `format!`). `cargo gpucheck` there, with no
@@ -89,9 +90,11 @@ fn shared() -> &'static Path {
 /// (its folder above `bin`) as CUDA_HOME when given, and none otherwise.
 fn run(dir: &Path, args: &[&str], nvcc: Option<&Path>) -> Output {
     let mut cmd = Command::new(binary());
-    // each copy its own target folder: cargo gives a path package's build
-    // script one folder whatever the path, and would find another copy's fresh
-    cmd.arg("gpucheck").args(args).current_dir(dir).env("CARGO_TARGET_DIR", dir.join("target"));
+    // each copy its own target folder (cargo gives a path package's build script
+    // one folder whatever the path, and would find another copy's fresh), kept
+    // beside it across test runs so that the builders are compiled once
+    let target = dir.with_file_name(format!("{}-target", dir.file_name().unwrap().to_string_lossy()));
+    cmd.arg("gpucheck").args(args).current_dir(dir).env("CARGO_TARGET_DIR", target);
     for v in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "NVCC_APPEND_FLAGS", "CUDA_COMPUTE_CAP"] {
         cmd.env_remove(v);
     }
@@ -119,6 +122,7 @@ fn findings_match_marks_exactly_in_cu_and_rs_files() {
     // the race is an error
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("Collected 2 PTX files from the build script of `kernels`"), "{err}");
+    assert!(err.contains("Collected 1 PTX file from the build script of `forge`"), "{err}");
     assert!(err.contains("`-lineinfo` added"), "{err}");
     assert!(err.contains("Collected 2 CUDA C sources for NVRTC from `engine`'s Rust code"), "{err}");
     // the source built with format! is said to be skipped, with where and why
@@ -129,7 +133,7 @@ fn findings_match_marks_exactly_in_cu_and_rs_files() {
     assert!(!err.contains("names no kernel"), "{err}");
     let mut expected = marks_in(dir, dir, "cu");
     expected.extend(marks_in(dir, &dir.join("engine/src"), "rs"));
-    assert_eq!(expected.len(), 4, "the fixture's marks: {expected:?}");
+    assert_eq!(expected.len(), 5, "the fixture's marks: {expected:?}");
     let mut got = Vec::new();
     for m in json_lines(&out.stdout).iter().filter(|m| m["reason"] == "compiler-message" && m["gpucheck"].is_object()) {
         let msg = &m["message"];
@@ -188,6 +192,11 @@ fn a_build_script_without_nvcc_gets_one_clear_error() {
         return;
     }
     let dir = workspace("no-nvcc");
+    // bindgen_cuda's crate alone (cudaforge is not compiled for this)
+    let manifest = dir.join("Cargo.toml");
+    let text =
+        std::fs::read_to_string(&manifest).unwrap().replace(r#"members = ["kernels", "engine", "forge"]"#, r#"members = ["kernels"]"#);
+    std::fs::write(&manifest, text).unwrap();
     let out = run(&dir, &[], None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
@@ -201,6 +210,11 @@ fn a_build_script_without_nvcc_gets_one_clear_error() {
 #[test]
 fn build_script_false_leaves_the_package_out() {
     let dir = workspace("opt-out");
+    // (without forge, whose build script would run)
+    let ws = dir.join("Cargo.toml");
+    let text =
+        std::fs::read_to_string(&ws).unwrap().replace(r#"members = ["kernels", "engine", "forge"]"#, r#"members = ["kernels", "engine"]"#);
+    std::fs::write(&ws, text).unwrap();
     let manifest = dir.join("kernels/Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
     let with = |value: &str| {
