@@ -136,14 +136,7 @@ fn cuda_c_findings_match_marks_exactly() {
         let out = run(&args);
         assert!(out.status.code().is_some_and(|c| c <= 1), "{}: {}", f.cu.display(), String::from_utf8_lossy(&out.stderr));
         for m in json_lines(&out.stdout).iter().filter(|m| m["reason"] == "compiler-message") {
-            let msg = &m["message"];
-            let span = msg["spans"].as_array().unwrap().iter().find(|s| s["is_primary"] == true).expect("a primary span");
-            got.push(Mark {
-                file: span["file_name"].as_str().unwrap().to_string(),
-                line: span["line_start"].as_u64().unwrap() as u32,
-                level: if msg["level"] == "error" { "ERROR" } else { "WARN" }.into(),
-                lint: m["gpucheck"]["lint"].as_str().unwrap().to_string(),
-            });
+            got.push(mark_of(m));
         }
     }
     assert_marks(expected, got);

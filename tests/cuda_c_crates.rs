@@ -57,21 +57,6 @@ fn nvcc() -> Option<&'static Path> {
     found.as_deref()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            if p.file_name().is_some_and(|n| n != "target") {
-                copy_dir(&p, &dest);
-            }
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
-
 /// A fresh copy of the fixture workspace in the scratch folder `name`.
 fn workspace(name: &str) -> PathBuf {
     let dir = scratch("gpucheck-test-cuda-c-crates").join(name);
@@ -136,14 +121,7 @@ fn findings_match_marks_exactly_in_cu_and_rs_files() {
     assert_eq!(expected.len(), 5, "the fixture's marks: {expected:?}");
     let mut got = Vec::new();
     for m in json_lines(&out.stdout).iter().filter(|m| m["reason"] == "compiler-message" && m["gpucheck"].is_object()) {
-        let msg = &m["message"];
-        let span = msg["spans"].as_array().unwrap().iter().find(|s| s["is_primary"] == true).expect("a primary span");
-        got.push(Mark {
-            file: span["file_name"].as_str().unwrap().to_string(),
-            line: span["line_start"].as_u64().unwrap() as u32,
-            level: if msg["level"] == "error" { "ERROR" } else { "WARN" }.into(),
-            lint: m["gpucheck"]["lint"].as_str().unwrap().to_string(),
-        });
+        got.push(mark_of(m));
     }
     assert_marks(expected, got);
     // gather_cols takes its block from the LaunchConfig beside its load in the host code

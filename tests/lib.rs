@@ -178,6 +178,41 @@ pub fn assert_marks(expected: Vec<Mark>, got: Vec<Mark>) {
     assert!(missing.is_empty() && extra.is_empty(), "missing findings: {missing:#?}\nextra findings: {extra:#?}");
 }
 
+/// The mark one of our diagnostics (a `compiler-message` record with a
+/// `gpucheck` part) stands for: its primary span's file and line, its
+/// level, its lint.
+pub fn mark_of(m: &serde_json::Value) -> Mark {
+    let msg = &m["message"];
+    let span = msg["spans"].as_array().unwrap().iter().find(|s| s["is_primary"] == true).expect("a primary span");
+    let level = match msg["level"].as_str().unwrap() {
+        "error" => "ERROR",
+        "warning" => "WARN",
+        other => panic!("unexpected level {other}"),
+    };
+    Mark {
+        file: span["file_name"].as_str().unwrap().to_string(),
+        line: span["line_start"].as_u64().unwrap() as u32,
+        level: level.into(),
+        lint: m["gpucheck"]["lint"].as_str().expect("a gpucheck lint").to_string(),
+    }
+}
+
+/// Copy a folder and everything under it, `target` folders left out.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "target") {
+                copy_dir(&p, &dest);
+            }
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
 /// JSON lines of stdout.
 pub fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(out)

@@ -42,22 +42,10 @@ fn findings_match_marks_exactly() {
     assert!(expected.len() >= 8, "the example kernels lost their marks");
     let mut got = Vec::new();
     for m in &r.messages {
-        let msg = &m["message"];
-        let span = msg["spans"].as_array().unwrap().iter().find(|s| s["is_primary"] == true).expect("a primary span");
-        let level = match msg["level"].as_str().unwrap() {
-            "error" => "ERROR",
-            "warning" => "WARN",
-            other => panic!("unexpected level {other}"),
-        };
-        let code = msg["code"]["code"].as_str().unwrap();
+        let code = m["message"]["code"]["code"].as_str().unwrap();
         let lint = code.strip_prefix("gpucheck::").expect("gpucheck:: code");
         assert_eq!(m["gpucheck"]["lint"], lint);
-        got.push(Mark {
-            file: span["file_name"].as_str().unwrap().to_string(),
-            line: span["line_start"].as_u64().unwrap() as u32,
-            level: level.into(),
-            lint: lint.into(),
-        });
+        got.push(mark_of(m));
     }
     assert_marks(expected, got);
     // error-level findings → exit 1, build-finished success false

@@ -150,20 +150,7 @@ pub fn build(hosts: &[&KernelCrate], ws: &Workspace, opts: BuildOpts) -> Result<
 
 /// Every `.ptx` file under `dir`, at any depth.
 fn ptx_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "ptx") {
-                out.push(p);
-            }
-        }
-    }
-    out
+    super::files_with_extension(dir, "ptx", |_| true)
 }
 
 /// Why the host build failed, and what to do.

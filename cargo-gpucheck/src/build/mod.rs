@@ -459,6 +459,27 @@ pub enum UnitKind {
     PtxWithManifest,
 }
 
+/// The files named `*.EXT` under `root`, sorted, descending into the
+/// folders `enter` accepts.
+pub fn files_with_extension(root: &Path, ext: &str, enter: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for p in entries.flatten().map(|e| e.path()) {
+            if p.is_dir() {
+                if enter(&p) {
+                    stack.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The nearest `rust-toolchain.toml` / `rust-toolchain` at or above `dir`.
 pub fn toolchain_file(dir: &Path) -> Option<PathBuf> {
     dir.ancestors().flat_map(|d| [d.join("rust-toolchain.toml"), d.join("rust-toolchain")]).find(|p| p.is_file())

@@ -82,26 +82,13 @@ pub fn scan(root: &Path) -> (Vec<Source>, Vec<Skipped>) {
     (found, skipped)
 }
 
-/// The `.rs` files of a package's folder, sorted.
+/// The `.rs` files of a package's folder, sorted (`target`, hidden
+/// folders and nested packages left out).
 pub fn rust_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().to_string();
-            if p.is_dir() {
-                if name != "target" && !name.starts_with('.') && !p.join("Cargo.toml").exists() {
-                    stack.push(p);
-                }
-            } else if name.ends_with(".rs") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    super::files_with_extension(root, "rs", |d| {
+        let name = d.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        name != "target" && !name.starts_with('.') && !d.join("Cargo.toml").exists()
+    })
 }
 
 /// The calls in one file (`text` its contents).
