@@ -164,6 +164,80 @@ fn confirm_runs_both_forms_with_the_tables_shape() {
 }
 
 #[test]
+fn cudaforge_kernels_confirm_and_the_report_shows_every_source() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = shared();
+    let out = run(
+        dir,
+        &[
+            "confirm",
+            "--kernel",
+            "row_sums_by_thread",
+            "--grid",
+            "1",
+            "--block",
+            "32",
+            "--arg",
+            "x=f32[1024]",
+            "--arg",
+            "out=f32[32]",
+            "--arg",
+            "n=32",
+        ],
+        Some(nvcc),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("forge/src/reduce_rows.cu:17") && text.contains("row_sums_by_thread: ") && text.contains(" confirmed, 0 failed"),
+        "{text}"
+    );
+    let out = run(dir, &["report"], Some(nvcc));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let index = err.lines().find_map(|l| l.split("): ").nth(1).filter(|p| p.ends_with("index.html"))).unwrap_or_else(|| panic!("{err}"));
+    let html = std::fs::read_to_string(index).unwrap();
+    for src in ["kernels/src/reduce.cu", "kernels/src/scale.cu", "engine/src/lib.rs", "engine/src/transpose.cu", "forge/src/reduce_rows.cu"]
+    {
+        assert!(html.contains(src), "{src} is not in the report");
+    }
+}
+
+#[test]
+fn nvcc_and_nvrtc_of_a_pypi_wheel_are_found_through_python() {
+    let Some(nvcc) = nvcc() else { return };
+    // PyPI's layout: …/site/nvidia/cu13/bin/nvcc, `site` on python3's path
+    let Some(site) = nvcc.canonicalize().ok().and_then(|n| Some(n.parent()?.parent()?.parent()?.parent()?.to_path_buf())) else { return };
+    if !site.join("nvidia/cu13/bin/nvcc").exists() || Command::new("python3").arg("--version").output().is_err() {
+        eprintln!(
+            "nvcc_and_nvrtc_of_a_pypi_wheel_are_found_through_python: skipped: nvcc is not from a PyPI wheel here, or there is no python3"
+        );
+        return;
+    }
+    let dir = workspace("pypi");
+    let ws = dir.join("Cargo.toml");
+    let text =
+        std::fs::read_to_string(&ws).unwrap().replace(r#"members = ["kernels", "engine", "forge"]"#, r#"members = ["kernels", "engine"]"#);
+    std::fs::write(&ws, text).unwrap();
+    // no CUDA_HOME, nvcc off PATH: only python3's path leads to the wheel
+    let mut cmd = Command::new(binary());
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path).filter(|d| !d.join("nvcc").exists()).collect();
+    cmd.arg("gpucheck")
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.with_file_name("pypi-target"))
+        .env("PATH", std::env::join_paths(kept).unwrap())
+        .env("PYTHONPATH", &site);
+    for v in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "NVCC_APPEND_FLAGS", "CUDA_COMPUTE_CAP"] {
+        cmd.env_remove(v);
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("Collected 2 PTX files from the build script of `kernels` (nvcc 13."), "{err}");
+    assert!(err.contains("Collected 2 CUDA C sources for NVRTC from `engine`'s Rust code (NVRTC 13."), "{err}");
+}
+
+#[test]
 fn a_build_script_without_nvcc_gets_one_clear_error() {
     if ["/usr/local/cuda/bin/nvcc", "/opt/cuda/bin/nvcc", "/usr/lib/cuda/bin/nvcc"].iter().any(|n| Path::new(n).exists()) {
         eprintln!("a_build_script_without_nvcc_gets_one_clear_error: skipped: this machine has nvcc in a usual CUDA folder");

@@ -22,7 +22,8 @@ use std::process::Command;
 pub const COMPUTE_CAP: &str = "80";
 
 /// Where nvcc is looked for after PATH: the CUDA installations `CUDA_HOME`,
-/// `CUDA_PATH` and `CUDA_ROOT` name (their `bin`), then the usual folders.
+/// `CUDA_PATH` and `CUDA_ROOT` name (their `bin`), the usual folders, then
+/// PyPI's wheels in Python's paths ([`pypi_cuda_dirs`]).
 pub fn nvcc_places() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for v in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
@@ -31,7 +32,26 @@ pub fn nvcc_places() -> Vec<PathBuf> {
         }
     }
     out.extend(["/usr/local/cuda/bin", "/opt/cuda/bin", "/usr/lib/cuda/bin"].map(PathBuf::from));
+    out.extend(pypi_cuda_dirs().iter().map(|d| d.join("bin")));
     out
+}
+
+/// The CUDA folders of PyPI's wheels (`nvidia-cuda-nvcc`, `nvidia-cuda-nvrtc`:
+/// `nvidia/cu13`, or CUDA 12's `nvidia/cuda_nvcc` and `nvidia/cuda_nvrtc`) in
+/// the folders `python3` imports from (site-packages, `PYTHONPATH`); asked
+/// once, and only when nothing else was found first.
+pub fn pypi_cuda_dirs() -> &'static [PathBuf] {
+    static DIRS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    DIRS.get_or_init(|| {
+        let Ok(out) = Command::new("python3").args(["-c", "import sys; print(chr(10).join(p for p in sys.path if p))"]).output() else {
+            return Vec::new();
+        };
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .flat_map(|sp| ["cu13", "cuda_nvcc", "cuda_nvrtc"].map(|d| Path::new(sp).join("nvidia").join(d)))
+            .filter(|d| d.is_dir())
+            .collect()
+    })
 }
 
 /// The nvcc the host build will run, if one is found: on PATH, else in
@@ -39,7 +59,10 @@ pub fn nvcc_places() -> Vec<PathBuf> {
 pub fn find_nvcc() -> Option<PathBuf> {
     let exe = format!("nvcc{}", std::env::consts::EXE_SUFFIX);
     let path: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
-    path.into_iter().chain(nvcc_places()).map(|d| d.join(&exe)).find(|p| p.is_file())
+    path.into_iter()
+        .map(|d| d.join(&exe))
+        .find(|p| p.is_file())
+        .or_else(|| nvcc_places().into_iter().map(|d| d.join(&exe)).find(|p| p.is_file()))
 }
 
 /// nvcc's `release X.Y` line, for the progress line.
@@ -163,7 +186,7 @@ fn failure(hosts: &[&KernelCrate], stderr: &str, nvcc: Option<&Path>) -> String 
     if no_nvcc {
         let places: Vec<String> = nvcc_places().iter().map(|p| format!("`{}`", p.display())).collect();
         return format!(
-            "the build script of {} runs `nvcc`, which was not found: looked on PATH, then in {} (CUDA_HOME, CUDA_PATH or CUDA_ROOT name a CUDA installation). Install the CUDA toolkit, or get one from PyPI without a GPU: `pip install nvidia-cuda-nvcc nvidia-cuda-cccl nvidia-cuda-runtime nvidia-cuda-crt` and set CUDA_HOME to its `site-packages/nvidia/cu13` folder (a host C++ compiler, e.g. g++, is needed too)",
+            "the build script of {} runs `nvcc`, which was not found: looked on PATH, then in {} (CUDA_HOME, CUDA_PATH or CUDA_ROOT name a CUDA installation; PyPI's wheels are looked for in the folders python3 imports from). Install the CUDA toolkit, or get one from PyPI without a GPU: `pip install nvidia-cuda-nvcc nvidia-cuda-cccl nvidia-cuda-runtime nvidia-cuda-crt` (found by itself in python3's site-packages; elsewhere set CUDA_HOME to its `nvidia/cu13` folder; a host C++ compiler, e.g. g++, is needed too)",
             names.join(", "),
             places.join(", ")
         );

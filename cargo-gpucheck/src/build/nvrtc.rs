@@ -306,6 +306,7 @@ impl Nvrtc {
             dirs.extend([cuda.join("lib64"), cuda.join("lib")]);
         }
         dirs.extend(["/usr/local/cuda/lib64", "/opt/cuda/lib64", "/usr/lib/x86_64-linux-gnu"].map(PathBuf::from));
+        dirs.extend(super::host::pypi_cuda_dirs().iter().map(|d| d.join("lib")));
         dirs
     }
 
@@ -335,7 +336,7 @@ impl Nvrtc {
         }
         let places: Vec<String> = Nvrtc::places().iter().map(|p| format!("`{}`", p.display())).collect();
         Err(format!(
-            "libnvrtc was not found: looked in {} and through the system loader (`libnvrtc.so`). Set CUDA_HOME to a CUDA installation, or get NVRTC from PyPI without a GPU: `pip install nvidia-cuda-nvrtc` and set CUDA_HOME to its `site-packages/nvidia/cu13` folder",
+            "libnvrtc was not found: looked in {} and through the system loader (`libnvrtc.so`). Set CUDA_HOME to a CUDA installation, or get NVRTC from PyPI without a GPU: `pip install nvidia-cuda-nvrtc` (found by itself in python3's site-packages; elsewhere set CUDA_HOME to its `nvidia/cu13` folder)",
             places.join(", ")
         ))
     }
