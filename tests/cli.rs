@@ -110,6 +110,59 @@ fn maxntid_is_the_block_when_nothing_else_is_given() {
 }
 
 #[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    // `cargo gpucheck ptx f.ptx --message-format json | head -1`: the reader is gone
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("k.ptx"),
+        ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(binary())
+        .args(["gpucheck", "ptx", "k.ptx", "--message-format", "json"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+}
+
+#[test]
+fn ptx_that_ptxas_refuses_is_an_error_at_its_line() {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let head = ".version 7.0\n.target sm_70\n.address_size 64\n";
+    for (name, text, said) in [
+        ("zero.ptx", ".entry k() .reqntid 0 {\n  ret;\n}\n", "zero.ptx:4:21: expected a positive thread count"),
+        ("nolabel.ptx", ".entry k() {\n  bra $NOPE;\n  ret;\n}\n", "nolabel.ptx:5:3: expected a label defined in `k` as the branch target"),
+        (
+            "twice.ptx",
+            ".entry k() {\n$L1:\n  bra $L1;\n$L1:\n  ret;\n}\n",
+            "twice.ptx:7:1: expected a label not defined before in this scope of `k`",
+        ),
+    ] {
+        std::fs::write(dir.join(name), format!("{head}{text}")).unwrap();
+        for args in [vec!["ptx", name], vec!["confirm", "--ptx", name, "--block", "32"]] {
+            let out = gpucheck(&args, &dir);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(said), "{args:?}: {err}");
+        }
+    }
+    // a label per scope (inline asm pasted twice) is fine
+    let scoped = ".entry k() {\n{\nw:\n  bra w;\n}\n{\nw:\n  bra w;\n}\n  ret;\n}\n";
+    std::fs::write(dir.join("scoped.ptx"), format!("{head}{scoped}")).unwrap();
+    let out = gpucheck(&["ptx", "scoped.ptx"], &dir);
+    assert_ne!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn allow_comments_in_a_ptx_files_sources_apply() {
     // `cargo gpucheck ptx` reads `// gpucheck: allow(…)` in the files the PTX's line information names
     let dir = std::env::temp_dir().join(format!("gpucheck-cli-allow-{}", std::process::id()));
@@ -346,8 +399,10 @@ fn first_hour_messages() {
     std::fs::write(dir.join("empty.ptx"), "").unwrap();
     let out = gpucheck(&["ptx", "-q", "empty.ptx", "--all-accesses"], &dir);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("warning: no kernels or functions found in `empty.ptx`: nothing was checked"), "{err}");
+    // nothing at all could be checked: exit 2, with what to do
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("warning: no kernels or functions found in `empty.ptx`: nothing was checked; is it PTX"), "{err}");
+    assert!(err.contains("error: nothing was checked: no kernel or device function in 1 PTX file"), "{err}");
     assert!(err.contains("warning: `--all-accesses` prints its records only with `--message-format json`; ignored"), "{err}");
     assert!(!err.contains("Checking"), "-q hides the status line: {err}");
     std::fs::write(dir.join("bin.ptx"), b".version 7.0\n.target sm_70\n\x01\x02\x7f junk").unwrap();

@@ -169,7 +169,28 @@ impl Engine {
     }
 }
 
-/// `X`, `X,Y` or `X,Y,Z`, each ≥ 1.
+/// CUDA's largest grid: 2³¹−1 blocks along x, 65,535 along y and z.
+pub const MAX_GRID: [u64; 3] = [(1 << 31) - 1, 65_535, 65_535];
+
+/// CUDA's largest block: 1,024 threads along x and y, 64 along z (and
+/// 1,024 in all).
+pub const MAX_BLOCK: [u64; 3] = [1024, 1024, 64];
+
+/// One dimension (`axis`) of a `--grid` or `--block` (`what`), at least 1
+/// and at most `max`.
+fn dimension(p: &str, what: &str, axis: usize, max: u64, example: &str) -> Result<u32, String> {
+    let name = ["x", "y", "z"][axis];
+    let too_large = || format!("`{p}` is too large for the {what}'s {name}: CUDA allows at most {max}");
+    match p.parse::<u64>() {
+        Ok(0) => Err(format!("{what} dimensions must be at least 1")),
+        Ok(v) if v > max => Err(too_large()),
+        Ok(v) => Ok(v as u32),
+        Err(_) if !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()) => Err(too_large()),
+        Err(_) => Err(format!("`{p}` is not a positive number (expected X,Y,Z such as `{example}`)")),
+    }
+}
+
+/// `X`, `X,Y` or `X,Y,Z`, each ≥ 1 and within CUDA's limits ([`MAX_GRID`]).
 fn parse_grid(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
@@ -177,7 +198,7 @@ fn parse_grid(s: &str) -> Result<[u32; 3], String> {
     }
     let mut g = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        g[i] = p.parse().ok().filter(|&v: &u32| v >= 1).ok_or_else(|| format!("`{p}` is not a positive number"))?;
+        g[i] = dimension(p, "grid", i, MAX_GRID[i], "4096,1,1")?;
     }
     Ok(g)
 }
@@ -274,7 +295,8 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
     }
 }
 
-/// `X`, `X,Y` or `X,Y,Z`, each ≥ 1, at most 1024 threads in all.
+/// `X`, `X,Y` or `X,Y,Z`, each ≥ 1 and within CUDA's limits ([`MAX_BLOCK`]),
+/// at most 1024 threads in all.
 pub fn parse_block(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
@@ -282,10 +304,7 @@ pub fn parse_block(s: &str) -> Result<[u32; 3], String> {
     }
     let mut b = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        b[i] = p.parse().map_err(|_| format!("`{p}` is not a positive number (expected X,Y,Z such as `32,8,1`)"))?;
-        if b[i] == 0 {
-            return Err("block dimensions must be at least 1".to_string());
-        }
+        b[i] = dimension(p, "block", i, MAX_BLOCK[i], "32,8,1")?;
     }
     let total: u64 = b.iter().map(|&x| x as u64).product();
     if total > 1024 {
@@ -306,5 +325,22 @@ mod tests {
         assert!(parse_block("64,64").unwrap_err().contains("1024"));
         assert!(parse_block("a").is_err());
         assert!(parse_block("1,2,3,4").is_err());
+        // too large is said as too large, with CUDA's limit
+        assert_eq!(parse_block("99999999999"), Err("`99999999999` is too large for the block's x: CUDA allows at most 1024".into()));
+        assert_eq!(parse_block("1,1,128"), Err("`128` is too large for the block's z: CUDA allows at most 64".into()));
+        assert!(parse_block("-3").unwrap_err().contains("is not a positive number"));
+    }
+
+    #[test]
+    fn grid_values() {
+        assert_eq!(parse_grid("64,64"), Ok([64, 64, 1]));
+        assert_eq!(parse_grid("2147483647"), Ok([2147483647, 1, 1]));
+        assert_eq!(parse_grid("0"), Err("grid dimensions must be at least 1".into()));
+        assert_eq!(
+            parse_grid("4294967295,4294967295,65535"),
+            Err("`4294967295` is too large for the grid's x: CUDA allows at most 2147483647".into())
+        );
+        assert_eq!(parse_grid("1,65536"), Err("`65536` is too large for the grid's y: CUDA allows at most 65535".into()));
+        assert!(parse_grid("x").unwrap_err().contains("is not a positive number"));
     }
 }

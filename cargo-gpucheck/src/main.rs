@@ -32,6 +32,13 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 fn main() {
+    // a reader that closes the pipe early (`| head`) ends the process quietly, as
+    // cargo and ripgrep do, instead of a panic in the next print
+    #[cfg(unix)]
+    // SAFETY: called first, before any thread starts; SIG_DFL is a valid action for SIGPIPE
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let code = match run() {
         Ok(c) => c,
         Err(e) => {
@@ -323,6 +330,8 @@ fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(c
     let mut checked: Vec<Result<Checked>> = gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths));
     let mut refs: Vec<Option<&mut Checked>> = checked.iter_mut().map(|c| c.as_mut().ok()).collect();
     unknown_kernels(&units, &mut refs, &paths);
+    // nothing at all to check (every unit empty): said as an error, exit 2
+    let nothing = !checked.is_empty() && checked.iter().all(|c| c.as_ref().is_ok_and(|c| c.analysis.functions == 0));
     for c in checked {
         let c = match c {
             Ok(c) => c,
@@ -338,6 +347,13 @@ fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(c
         }
         report::print_sites(&c.analysis.accesses, &c.analysis.coverage, &c.ptx_display, o.message_format, o.all_accesses, &paths);
         sink.emit(c.diags, &c.src, &c.origin);
+    }
+    if nothing {
+        eprintln!(
+            "error: nothing was checked: no kernel or device function in {} (see the warnings above)",
+            plural(units.len(), "PTX file")
+        );
+        failed = true;
     }
     Ok(sink.finish(&root, failed))
 }
@@ -545,7 +561,15 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     };
     let mut config_warnings = k.config_warnings.clone();
     if report.functions == 0 {
-        config_warnings.push(format!("no kernels or functions found in `{ptx_display}`: nothing was checked"));
+        let what = match u.kind {
+            build::UnitKind::PtxFile | build::UnitKind::PtxWithManifest => {
+                "is it PTX (`.entry` kernels, as `nvcc --ptx` or `clang --cuda-device-only -S` write)?"
+            }
+            build::UnitKind::Crate => {
+                "a Rust kernel is a `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn` in a `#![no_std]` crate (`cargo gpucheck new NAME` writes one)"
+            }
+        };
+        config_warnings.push(format!("no kernels or functions found in `{ptx_display}`: nothing was checked; {what}"));
     }
     Ok(Checked { diags, config_warnings, src, origin, status, analysis: report, ptx_display })
 }

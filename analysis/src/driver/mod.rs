@@ -137,8 +137,18 @@ pub fn grid_for(f: &ptx::Function<'_>, opts: &Options) -> Option<[u32; 3]> {
 /// Parse and check one PTX module. `is_local` says whether a source file
 /// belongs to the package being checked (findings point into it).
 pub fn check(src: &str, opts: &Options, is_local: &IsLocal<'_>) -> Result<Report, ParseError> {
-    let module = ptx::parse(src)?;
+    let module = parse(src)?;
     Ok(check_module(&module, opts, is_local))
+}
+
+/// Parse a PTX module and refuse what ptxas refuses that syntax alone does
+/// not show: a branch to a label its function does not define.
+pub fn parse(src: &str) -> Result<ptx::Module<'_>, ParseError> {
+    let module = ptx::parse(src)?;
+    match ir::undefined_branch_target(&module) {
+        Some(e) => Err(e),
+        None => Ok(module),
+    }
 }
 
 /// What checking a module's functions needs.

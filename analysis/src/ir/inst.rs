@@ -646,6 +646,12 @@ pub enum Flow<'a> {
 }
 
 /// Decode one instruction.
+/// The instruction's opcode alone (its modifiers not decoded): for a scan
+/// that looks for one kind of instruction before decoding it.
+pub fn opcode_of(ast: &Instruction<'_>) -> Opcode {
+    Opcode::parse(ast.opcode.split('.').next().unwrap_or(""))
+}
+
 pub fn decode<'a>(ast: &'a Instruction<'a>) -> Inst<'a> {
     let mut parts = ast.opcode.split('.');
     let opcode = Opcode::parse(parts.next().unwrap_or(""));

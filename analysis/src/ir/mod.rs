@@ -143,6 +143,30 @@ pub fn bodies<'a>(m: &'a Module<'a>) -> Vec<Body<'a>> {
     out
 }
 
+/// The first branch whose target is no label of its function (ptxas:
+/// "Unknown symbol"), as an error at the branch.
+pub fn undefined_branch_target(m: &Module<'_>) -> Option<crate::ptx::ParseError> {
+    for f in &m.functions {
+        let Some(body) = f.body.as_deref() else { continue };
+        let labels: FxHashSet<&str> = body.iter().filter_map(|s| if let Stmt::Label(l, _) = s { Some(*l) } else { None }).collect();
+        for s in body {
+            let Stmt::Inst(i) = s else { continue };
+            if inst::opcode_of(i) != inst::Opcode::Bra {
+                continue;
+            }
+            if let Some(l) = decode(i).branch_label().filter(|l| !labels.contains(l)) {
+                return Some(crate::ptx::ParseError {
+                    line: i.pos.line,
+                    col: i.pos.col,
+                    expected: format!("a label defined in `{}` as the branch target (ptxas: unknown symbol)", f.name),
+                    found: format!("`{l}`"),
+                });
+            }
+        }
+    }
+    None
+}
+
 /// What [`Body`] and [`FunctionIr`] share: a function's instruction listing.
 pub trait Listing<'a> {
     fn func(&self) -> &'a Function<'a>;

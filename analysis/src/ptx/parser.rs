@@ -30,6 +30,52 @@ impl std::error::Error for ParseError {}
 
 type PResult<T> = Result<T, ParseError>;
 
+/// Labels as ptxas takes them: each defined once in its function, and
+/// every `.branchtargets` entry one of them. (Branch instructions' targets
+/// are checked once instructions are decoded: `ir::undefined_branch_target`.)
+fn labels_once(body: &[Stmt<'_>], func: &str) -> PResult<()> {
+    // (a label belongs to its `{ … }` scope: inline asm blocks that are pasted
+    // twice define theirs twice, each in its own scope)
+    let mut scopes: Vec<rustc_hash::FxHashMap<&str, Pos>> = vec![rustc_hash::FxHashMap::default()];
+    let mut defined: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    for s in body {
+        match s {
+            Stmt::ScopeOpen(_) => scopes.push(rustc_hash::FxHashMap::default()),
+            Stmt::ScopeClose(_) if scopes.len() > 1 => {
+                scopes.pop();
+            }
+            Stmt::Label(l, pos) => {
+                defined.insert(l);
+                if let Some(first) = scopes.last_mut().and_then(|sc| sc.insert(l, *pos)) {
+                    return Err(ParseError {
+                        line: pos.line,
+                        col: pos.col,
+                        expected: format!(
+                            "a label not defined before in this scope of `{func}` (ptxas: duplicate definition; first at line {})",
+                            first.line
+                        ),
+                        found: format!("a second `{l}:`"),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    for s in body {
+        if let Stmt::BranchTargets(targets, pos) = s {
+            if let Some(t) = targets.iter().find(|t| !defined.contains(*t)) {
+                return Err(ParseError {
+                    line: pos.line,
+                    col: pos.col,
+                    expected: format!("labels defined in `{func}` (ptxas: unknown symbol)"),
+                    found: format!("`{t}` in `.branchtargets`"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parse a whole PTX module.
 pub fn parse(src: &str) -> Result<Module<'_>, ParseError> {
     let mut p = Parser::new(src);
@@ -483,16 +529,30 @@ impl<'a> Parser<'a> {
     fn dims3(&mut self) -> PResult<[u32; 3]> {
         let line = self.cur.pos.line;
         let mut d = [1u32; 3];
-        d[0] = self.uint32("a thread count")?;
+        d[0] = self.thread_count()?;
         for v in d.iter_mut().skip(1) {
             if self.cur.is_punct(b',') && self.peek().kind == Tok::Int && self.peek().pos.line == line {
                 self.bump();
-                *v = self.uint32("a thread count")?;
+                *v = self.thread_count()?;
             } else {
                 break;
             }
         }
         Ok(d)
+    }
+
+    /// One dimension of `.reqntid`/`.maxntid`: ptxas refuses 0.
+    fn thread_count(&mut self) -> PResult<u32> {
+        let t = self.cur;
+        match self.uint32("a thread count")? {
+            0 => Err(ParseError {
+                line: t.pos.line,
+                col: t.pos.col,
+                expected: "a positive thread count (ptxas: \"Positive non-zero value expected\")".into(),
+                found: "`0`".into(),
+            }),
+            n => Ok(n),
+        }
     }
 
     fn function(&mut self, linkage: Option<&'a str>) -> PResult<Function<'a>> {
@@ -558,7 +618,9 @@ impl<'a> Parser<'a> {
             None
         } else if self.cur.is_punct(b'{') {
             self.bump();
-            Some(self.body()?)
+            let body = self.body()?;
+            labels_once(&body, nt.text)?;
+            Some(body)
         } else {
             return self.err("`{` starting the function body or `;`");
         };

@@ -136,7 +136,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
     let modules: Vec<ptx::Module<'_>> = sources
         .iter()
         .zip(units)
-        .map(|(src, u)| ptx::parse(src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display())))
+        .map(|(src, u)| gpucheck_analysis::driver::parse(src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display())))
         .collect::<Result<_>>()?;
     let kernel_names = |m: &ptx::Module<'_>| -> Vec<(String, String)> {
         m.functions
