@@ -47,7 +47,7 @@ pub enum Command {
         #[arg(value_name = "FILE")]
         file: PathBuf,
         /// Retarget to this architecture, e.g. `sm_90` (raises `.version` as needed).
-        #[arg(long = "arch", value_name = "SM")]
+        #[arg(long = "arch", value_name = "SM", value_parser = parse_arch)]
         arch: Option<String>,
         /// Where to write it (default: stdout).
         #[arg(short, long, value_name = "OUT")]
@@ -166,6 +166,19 @@ impl Engine {
             Engine::Cuda => "cuda",
             Engine::CudaOnCpu => "cuda-on-cpu",
         }
+    }
+}
+
+/// The architectures ptxas knows (`sm_NN`, optionally with `a` or `f`).
+pub const ARCHS: [u32; 20] = [50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121];
+
+/// `sm_NN`, `sm_NNa` or `sm_NNf` for a known `NN` ([`ARCHS`]).
+fn parse_arch(s: &str) -> Result<String, String> {
+    let known = || ARCHS.iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", ");
+    let n = s.strip_prefix("sm_").map(|r| r.strip_suffix(['a', 'f']).unwrap_or(r));
+    match n.and_then(|n| n.parse::<u32>().ok()) {
+        Some(v) if ARCHS.contains(&v) => Ok(s.to_string()),
+        _ => Err(format!("`{s}` is not a GPU architecture ptxas knows: expected `sm_NN` such as `sm_80` or `sm_90a` (known: {})", known())),
     }
 }
 
@@ -329,6 +342,15 @@ mod tests {
         assert_eq!(parse_block("99999999999"), Err("`99999999999` is too large for the block's x: CUDA allows at most 1024".into()));
         assert_eq!(parse_block("1,1,128"), Err("`128` is too large for the block's z: CUDA allows at most 64".into()));
         assert!(parse_block("-3").unwrap_err().contains("is not a positive number"));
+    }
+
+    #[test]
+    fn arch_values() {
+        assert_eq!(parse_arch("sm_90a"), Ok("sm_90a".to_string()));
+        assert_eq!(parse_arch("sm_70"), Ok("sm_70".to_string()));
+        for bad in ["sm_xx", "sm_81", "compute_80", "90", "sm_"] {
+            assert!(parse_arch(bad).unwrap_err().contains("is not a GPU architecture ptxas knows"), "{bad}");
+        }
     }
 
     #[test]
