@@ -163,6 +163,26 @@ fn ptx_that_ptxas_refuses_is_an_error_at_its_line() {
 }
 
 #[test]
+fn confirm_refuses_shared_memory_no_block_could_have() {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-shared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 2^64-1 bytes (a capacity overflow), 4 GiB (an abort), 100 MB (5 GB of shadow), one byte over the limit
+    for n in ["18446744073709551615", "4294967296", "100000000", "232449"] {
+        let ptx = format!(
+            ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {{\n  .shared .align 4 .b8 s[{n}];\n  .reg .b32 %r<3>;\n  mov.u32 %r1, %tid.x;\n  mov.u32 %r2, s;\n  st.shared.u32 [%r2], %r1;\n  ret;\n}}\n"
+        );
+        std::fs::write(dir.join("big.ptx"), ptx).unwrap();
+        let out = gpucheck(&["confirm", "--ptx", "big.ptx", "--block", "32"], &dir);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{n}: {err}");
+        assert!(
+            err.contains(&format!("`k` declares {n} bytes of shared memory per block: a block has at most 232448 bytes")),
+            "{n}: {err}"
+        );
+    }
+}
+
+#[test]
 fn allow_comments_in_a_ptx_files_sources_apply() {
     // `cargo gpucheck ptx` reads `// gpucheck: allow(…)` in the files the PTX's line information names
     let dir = std::env::temp_dir().join(format!("gpucheck-cli-allow-{}", std::process::id()));

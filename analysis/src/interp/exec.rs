@@ -48,6 +48,13 @@ const WORKSPACE_BYTES: u64 = 16;
 /// between the phases).
 const MAX_COOPERATIVE_BLOCKS: u64 = 4096;
 
+/// The most shared memory one block may have: 227 KiB on sm_90 (163 KiB
+/// on sm_80); a larger launch would not start on a GPU.
+pub const MAX_SHARED_BYTES: u64 = 227 * 1024;
+
+/// The most module-level global and constant memory a run allocates.
+const MAX_MODULE_GLOBAL_BYTES: u64 = 1 << 30;
+
 /// A caller's frame while a device function runs.
 struct Saved {
     prog: usize,
@@ -186,7 +193,8 @@ impl Tally {
 }
 
 fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
-    let n: u64 = v.dims.iter().map(|d| d.unwrap_or(0)).product::<u64>();
+    // (saturating: a declared size past u64 is refused as too large, not wrapped)
+    let n: u64 = v.dims.iter().map(|d| d.unwrap_or(0)).fold(1u64, u64::saturating_mul);
     let n = if v.dims.is_empty() { 1 } else { n };
     let vec = match v.vector {
         Some(".v2") => 2,
@@ -194,7 +202,7 @@ fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
         Some(".v8") => 8,
         _ => 1,
     };
-    crate::ir::inst::decl_bytes(v.ty) * n * vec
+    crate::ir::inst::decl_bytes(v.ty).saturating_mul(n).saturating_mul(vec)
 }
 
 pub fn run(
@@ -226,13 +234,23 @@ pub fn run(
         shared_bytes = shared_bytes.div_ceil(align) * align;
         shared.insert(v.name.to_string(), shared_bytes);
         let size = var_bytes(v);
-        shared_bytes += if size == 0 { dynamic } else { size };
+        shared_bytes = shared_bytes.saturating_add(if size == 0 { dynamic } else { size });
     };
+    let mut global_bytes = 0u64;
     for v in &module.globals {
         match Space::of_decl(v.space) {
             Some(Space::Shared) => place_shared(v, launch.dynamic_shared as u64),
             Some(Space::Global | Space::Const) => {
-                global.insert(v.name.to_string(), mem.alloc(&vec![0u8; var_bytes(v).max(1) as usize]));
+                let size = var_bytes(v).max(1);
+                global_bytes = global_bytes.saturating_add(size);
+                if global_bytes > MAX_MODULE_GLOBAL_BYTES {
+                    return Err(InterpError::Launch(format!(
+                        "the module's global and constant variables take more than {} MiB (`{}`: {size} bytes): more than a run here allocates",
+                        MAX_MODULE_GLOBAL_BYTES >> 20,
+                        v.name
+                    )));
+                }
+                global.insert(v.name.to_string(), mem.alloc(&vec![0u8; size as usize]));
             }
             _ => {}
         }
@@ -243,6 +261,11 @@ pub fn run(
                 place_shared(v, launch.dynamic_shared as u64);
             }
         }
+    }
+    if shared_bytes > MAX_SHARED_BYTES {
+        return Err(InterpError::Launch(format!(
+            "`{name}` declares {shared_bytes} bytes of shared memory per block: a block has at most {MAX_SHARED_BYTES} bytes (227 KiB on sm_90, 163 KiB on sm_80), so no GPU would start this launch"
+        )));
     }
     // parameter buffer
     let mut params: FxHashMap<String, u64> = FxHashMap::default();
