@@ -183,6 +183,26 @@ fn confirm_refuses_shared_memory_no_block_could_have() {
 }
 
 #[test]
+fn confirm_takes_a_cpp_kernel_by_its_source_name() {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-cpp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("k.ptx"),
+        ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry _Z9warp_tailPf(.param .u64 _Z9warp_tailPf_param_0) {\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<4>;\n  ld.param.u64 %rd1, [_Z9warp_tailPf_param_0];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd2, %rd2, %rd3;\n  st.global.u32 [%rd2], %r1;\n  ret;\n}\n",
+    )
+    .unwrap();
+    let out =
+        gpucheck(&["confirm", "--ptx", "k.ptx", "--kernel", "warp_tail", "--block", "32", "--arg", "_Z9warp_tailPf_param_0=f32[32]"], &dir);
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(" confirmed, 0 failed"), "{text}");
+    // a near miss is answered with the source's name
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--kernel", "warp_tai", "--block", "32"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean `warp_tail`? kernels: warp_tail"), "{err}");
+}
+
+#[test]
 fn allow_comments_in_a_ptx_files_sources_apply() {
     // `cargo gpucheck ptx` reads `// gpucheck: allow(…)` in the files the PTX's line information names
     let dir = std::env::temp_dir().join(format!("gpucheck-cli-allow-{}", std::process::id()));

@@ -128,7 +128,7 @@ pub struct ConfirmArgs {
     /// Run the kernels of this PTX file (from any producer) instead of building the package; repeatable. Launch settings come from --grid/--block/--arg and `.reqntid`, and from the [package.metadata.gpucheck] table of --manifest-path when one is given (read without cargo). Without --kernel, every kernel of the file runs.
     #[arg(long = "ptx", value_name = "FILE")]
     pub ptx: Vec<PathBuf>,
-    /// Kernel(s) to run (default: those with a `grid` in [package.metadata.gpucheck] or [package.metadata.gpucheck.kernels.NAME]).
+    /// Kernel(s) to run, by the name in the PTX, demangled, or as the source names it (a C++ kernel's unqualified name) (default: those with a `grid` in [package.metadata.gpucheck] or [package.metadata.gpucheck.kernels.NAME]).
     #[arg(long = "kernel", value_name = "NAME")]
     pub kernels: Vec<String>,
     /// Set from the global `--grid` (the launch's grid shape, wins over Cargo.toml; default 1 block).

@@ -145,11 +145,16 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             .map(|f| (f.name.to_string(), gpucheck_analysis::demangle(f.name)))
             .collect()
     };
+    // a kernel is named as in the PTX, demangled, or as its source names it
+    // (a C++ kernel's unqualified name: `warp_tail` for `_Z9warp_tailPKfPf`)
+    let names_kernel =
+        |k: &str, mangled: &str| k == mangled || k == gpucheck_analysis::demangle(mangled) || k == gpucheck_analysis::names::bare(mangled);
     // kernels named on the command line must exist
     let all_kernels: Vec<(String, String)> = modules.iter().flat_map(kernel_names).collect();
     for k in &a.kernels {
-        if !all_kernels.iter().any(|(m, d)| m == k || d == k) {
-            let names: Vec<&str> = all_kernels.iter().map(|x| x.1.as_str()).collect();
+        if !all_kernels.iter().any(|(m, _)| names_kernel(k, m)) {
+            let names: Vec<String> = all_kernels.iter().map(|x| gpucheck_analysis::names::bare(&x.0)).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
             let hint = gpucheck_analysis::lints::registry::closest_among(k, names.iter().copied())
                 .map(|c| format!("did you mean `{c}`? "))
                 .unwrap_or_default();
@@ -181,7 +186,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                 // a PTX file without launch settings: every kernel, with the command line's
                 launch::configured(u.krate.meta.as_ref(), f.name) || (!a.ptx.is_empty() && u.krate.meta.is_none())
             } else {
-                a.kernels.iter().any(|k| *k == f.name || *k == name)
+                a.kernels.iter().any(|k| names_kernel(k, f.name))
             };
             if !wanted {
                 continue;
