@@ -203,6 +203,34 @@ fn confirm_takes_a_cpp_kernel_by_its_source_name() {
 }
 
 #[test]
+fn report_open_says_when_no_browser_opened_it() {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-open-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("nothing-on-path")).unwrap();
+    std::fs::write(
+        dir.join("k.ptx"),
+        ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n",
+    )
+    .unwrap();
+    let open = |browser: &str| {
+        std::process::Command::new(binary())
+            .args(["gpucheck", "report", "--ptx", "k.ptx", "-o", "rep", "--open", "-q"])
+            .current_dir(&dir)
+            .env("PATH", dir.join("nothing-on-path"))
+            .env("BROWSER", browser)
+            .output()
+            .unwrap()
+    };
+    // a browser that fails (and no xdg-open or gio): said, exit 2, the report still written
+    let out = open("/bin/false");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the report is written, but no browser opened it"), "{err}");
+    assert!(dir.join("rep/index.html").exists());
+    let out = open("/bin/true");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn allow_comments_in_a_ptx_files_sources_apply() {
     // `cargo gpucheck ptx` reads `// gpucheck: allow(…)` in the files the PTX's line information names
     let dir = std::env::temp_dir().join(format!("gpucheck-cli-allow-{}", std::process::id()));

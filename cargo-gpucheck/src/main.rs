@@ -461,8 +461,12 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
                 doc.files.len(),
                 index.display()
             );
-            if r.open {
-                view::open(&index);
+            if r.open && !view::open(&index) {
+                eprintln!(
+                    "error: the report is written, but no browser opened it ($BROWSER, else xdg-open or gio, failed or was not found): open {} yourself, or set $BROWSER",
+                    index.display()
+                );
+                return Ok(2);
             }
             Ok(0)
         }

@@ -569,8 +569,10 @@ fn row_is_race(row: &Row, a: gpucheck_analysis::interp::SiteKey, b: gpucheck_ana
 }
 
 /// Open a written page in the user's browser: `$BROWSER`, else the
-/// platform's opener; says so when none could be started.
-pub fn open(page: &std::path::Path) {
+/// platform's opener. An opener that exits with a failure within two
+/// seconds did not open it (one still running, or done, did); `false`
+/// when none did.
+pub fn open(page: &std::path::Path) -> bool {
     use std::process::Command;
     let mut tries: Vec<Command> = Vec::new();
     if let Some(b) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
@@ -592,9 +594,22 @@ pub fn open(page: &std::path::Path) {
         tries.push(c);
     }
     for mut c in tries {
-        if c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().is_ok() {
-            return;
+        let Ok(mut child) = c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn() else { continue };
+        let started = std::time::Instant::now();
+        let opened = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status.success(),
+                Ok(None) if started.elapsed() < std::time::Duration::from_secs(2) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                // still running: a browser that stays open
+                Ok(None) => break true,
+                Err(_) => break false,
+            }
+        };
+        if opened {
+            return true;
         }
     }
-    eprintln!("warning: no browser could be started (set $BROWSER); open {} yourself", page.display());
+    false
 }
