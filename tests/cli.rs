@@ -81,6 +81,10 @@ fn ptx_findings_without_debug_info_point_into_the_ptx() {
     assert!(m["message"]["children"].to_string().contains("threads 0..63 of each block skip this barrier"), "{}", m["message"]);
     // it holds for every value: it rests on nothing the kernel leaves open
     assert_eq!(m["gpucheck"]["assumes"], serde_json::json!([]), "{}", m["gpucheck"]);
+    // the status line says how to get source lines
+    let out = gpucheck(&["ptx", "k.ptx"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no line information in the PTX: findings point at PTX lines; compile with `nvcc -lineinfo`"), "{err}");
 }
 
 #[test]

@@ -523,7 +523,13 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
             u.note.as_deref().map(|n| format!("\n        {n}")).unwrap_or_default()
         ),
     };
-    let status = format!("{status}{}", replay_summary(&report.findings));
+    // PTX without `.file`/`.loc`: findings can only name PTX lines
+    let no_lines = if report.sources.is_empty() && report.functions > 0 {
+        "\n        no line information in the PTX: findings point at PTX lines; compile with `nvcc -lineinfo` (or `-G`), `clang -gline-tables-only`, or rustc `-C debuginfo=1` to see source lines"
+    } else {
+        ""
+    };
+    let status = format!("{status}{no_lines}{}", replay_summary(&report.findings));
     let hint = if u.kind == build::UnitKind::PtxFile { diagnostic::ShapeHint::Cli } else { diagnostic::ShapeHint::Cargo };
     let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, hint);
     // `// gpucheck: allow(…)` comments in the unit's sources: the package's files, and
