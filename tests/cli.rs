@@ -3,6 +3,18 @@
 use gpucheck_tests::*;
 use std::io::Write;
 
+/// A kernel whose threads below 64 skip a barrier (barrier divergence at
+/// every block of more than 64 threads), without line information.
+const BARRIER_PTX: &str = ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n";
+
+/// A fresh scratch folder for one test, holding `k.ptx` with `text`.
+fn ptx_dir(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("k.ptx"), text).unwrap();
+    dir
+}
+
 #[test]
 fn help_explains_every_flag() {
     let out = gpucheck(&["--help"], &repo());
@@ -63,14 +75,7 @@ fn no_kernel_package_is_a_clear_error() {
 #[test]
 fn ptx_findings_without_debug_info_point_into_the_ptx() {
     // a divergent barrier in hand-written PTX without .loc: reported at the PTX line
-    let dir = std::env::temp_dir().join(format!("gpucheck-cli2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("k.ptx");
-    std::fs::write(
-        &f,
-        ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n",
-    )
-    .unwrap();
+    let dir = ptx_dir("nodebug", BARRIER_PTX);
     let out = gpucheck(&["ptx", "k.ptx", "--message-format", "json"], &dir);
     assert_eq!(out.status.code(), Some(1));
     let msgs = json_lines(&out.stdout);
@@ -116,13 +121,7 @@ fn maxntid_is_the_block_when_nothing_else_is_given() {
 #[test]
 fn a_closed_pipe_ends_the_output_quietly() {
     // `cargo gpucheck ptx f.ptx --message-format json | head -1`: the reader is gone
-    let dir = std::env::temp_dir().join(format!("gpucheck-cli-pipe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("k.ptx"),
-        ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n",
-    )
-    .unwrap();
+    let dir = ptx_dir("pipe", BARRIER_PTX);
     let mut child = std::process::Command::new(binary())
         .args(["gpucheck", "ptx", "k.ptx", "--message-format", "json"])
         .current_dir(&dir)
@@ -208,13 +207,8 @@ fn confirm_takes_a_cpp_kernel_by_its_source_name() {
 
 #[test]
 fn report_open_says_when_no_browser_opened_it() {
-    let dir = std::env::temp_dir().join(format!("gpucheck-cli-open-{}", std::process::id()));
+    let dir = ptx_dir("open", BARRIER_PTX);
     std::fs::create_dir_all(dir.join("nothing-on-path")).unwrap();
-    std::fs::write(
-        dir.join("k.ptx"),
-        ".version 7.0\n.target sm_70\n.address_size 64\n.entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n",
-    )
-    .unwrap();
     let open = |browser: &str| {
         std::process::Command::new(binary())
             .args(["gpucheck", "report", "--ptx", "k.ptx", "-o", "rep", "--open", "-q"])

@@ -1,6 +1,7 @@
 //! The one input seam: every source of PTX — the workspace's kernel crates
-//! (rustc's nvptx target, Rust-CUDA), and PTX files given on the command
-//! line — becomes a `build::Unit`, and every command (the check, `ptx`,
+//! (rustc's nvptx target, Rust-CUDA), the PTX build scripts write into
+//! OUT_DIR, the CUDA C Rust code hands to NVRTC, and PTX files given on the
+//! command line — becomes a `build::Unit`, and every command (the check, `ptx`,
 //! `confirm`, `report`) takes its units from here and sends each down the
 //! same path: levels, suppression comments, rendering, confirm, report.
 //!

@@ -634,7 +634,7 @@ pub fn build_all(ws: &Workspace, meta: &Metadata, opts: BuildOpts) -> Result<Vec
     // CUDA C for NVRTC in the packages' Rust code (libnvrtc loaded once, when needed)
     let mut lib = None;
     for k in ws.kernels.iter().filter(|k| k.nvrtc) {
-        let (found, said) = nvrtc::build(k, &ws.target_dir, &mut lib, opts)?;
+        let (found, said) = nvrtc::build(k, &ws.target_dir, &mut lib)?;
         for line in said.iter().filter(|l| !opts.quiet || l.starts_with("warning:")) {
             eprintln!("{line}");
         }

@@ -15,7 +15,7 @@
 //! information points into the Rust source. Does not own: which packages
 //! are scanned (`super::workspace`), analysis.
 
-use super::{BuildOpts, KernelCrate, Unit, UnitKind};
+use super::{KernelCrate, Unit, UnitKind};
 use anyhow::{bail, Context, Result};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -420,9 +420,7 @@ pub fn build(
     k: &KernelCrate,
     target_dir: &Path,
     nvrtc: &mut Option<std::result::Result<Nvrtc, String>>,
-    opts: BuildOpts,
 ) -> Result<(Vec<Unit>, Vec<String>)> {
-    let _ = opts;
     let (sources, skipped) = scan(&k.root);
     let shown = |p: &Path| p.strip_prefix(&k.root).unwrap_or(p).display().to_string();
     let mut said: Vec<String> = skipped
