@@ -145,8 +145,10 @@ fn replay_kernel(
     if plans.is_empty() {
         return out;
     }
-    let mut f = ir::lower_one(module, k.index, mcx);
-    f.source_params = k.names.clone();
+    // (lowered once for every launch of the kernel)
+    let mut lowered = interp::Lowered::new(module, mcx, k.index);
+    lowered.kernel_mut().source_params = k.names.clone();
+    let f = lowered.kernel();
     // (a kernel whose run ran out of budget would with other values too)
     let mut cut_short: Option<String> = None;
     for (n, (plan, ws)) in plans.into_iter().enumerate() {
@@ -164,7 +166,7 @@ fn replay_kernel(
             continue;
         }
         let blocks = blocks_of(&plan, &ws);
-        let how = describe(&f, k, &plan, &blocks);
+        let how = describe(f, k, &plan, &blocks);
         // this run's share of what is left: every block may use it
         let share = budget.left.get().min((budget.total / 4).max(BUDGET_BASE)) / blocks.len().max(1) as u64;
         if share < MIN_SHARE {
@@ -172,7 +174,7 @@ fn replay_kernel(
             out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             continue;
         }
-        let result = run(module, &f, k, &plan, &blocks, share);
+        let result = run(module, &lowered, k, &plan, &blocks, share);
         let used = match &result {
             Ok(obs) => obs.warp_insts,
             Err(_) => share * blocks.len() as u64,
@@ -318,7 +320,15 @@ fn describe(f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks: &[u64]) -> Stri
 
 /// Run the launch: arguments made, buffers retried larger once when a
 /// global access falls outside them.
-fn run(module: &Module<'_>, f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks: &[u64], budget: u64) -> Result<Observed, InterpError> {
+fn run(
+    module: &Module<'_>,
+    lowered: &interp::Lowered<'_>,
+    k: &Kernel,
+    plan: &Plan,
+    blocks: &[u64],
+    budget: u64,
+) -> Result<Observed, InterpError> {
+    let f = lowered.kernel();
     let fields = param_fields(f);
     let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: DYNAMIC_SHARED };
     let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, ..interp::Run::default() };
@@ -326,7 +336,7 @@ fn run(module: &Module<'_>, f: &FunctionIr<'_>, k: &Kernel, plan: &Plan, blocks:
     for side in BUFFER_SIDES {
         let mut mem = Global::default();
         let args = arguments(f, k, plan, &fields, &mut mem, side);
-        match interp::run_with(module, f.func.name, &launch, &args, &mut mem, &how) {
+        match interp::run_lowered(module, lowered, &launch, &args, &mut mem, &how) {
             // a fault in the arguments' buffers: retried with larger ones (a fault in shared
             // or local memory would fault again, whatever their size)
             Err(e @ InterpError::Fault { space: "global", .. }) => last = Some(e),

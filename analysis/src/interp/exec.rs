@@ -212,6 +212,7 @@ pub fn run(
     args: &[Arg],
     mem: &mut Global,
     how: &super::Run,
+    lowered: Option<&super::Lowered<'_>>,
 ) -> Result<Observed, InterpError> {
     let groups = &how.groups;
     let Some(index) = module.functions.iter().position(|f| f.name == name && f.is_entry && f.body.is_some()) else {
@@ -222,9 +223,16 @@ pub fn run(
     if threads == 0 || threads > 1024 || launch.grid.contains(&0) {
         return Err(InterpError::Launch(format!("bad launch: block {:?} (1 to 1024 threads), grid {:?}", launch.block, launch.grid)));
     }
-    let mcx = crate::ir::ModuleCx::new(module);
-    let kfir = crate::ir::lower_one(module, index, &mcx);
-    let func = kfir.func;
+    // (lowered here when the caller did not)
+    let own;
+    let lowered = match lowered {
+        Some(l) if l.entry == index => l,
+        _ => {
+            own = super::Lowered::new(module, &crate::ir::ModuleCx::new(module), index);
+            &own
+        }
+    };
+    let func = lowered.kernel().func;
     // module variables: shared ones get offsets in the block's shared memory, others device memory
     let mut shared: FxHashMap<String, u64> = FxHashMap::default();
     let mut global: FxHashMap<String, u64> = FxHashMap::default();
@@ -300,8 +308,7 @@ pub fn run(
         if progs.contains_key(&fi) {
             continue;
         }
-        let fir = if fi == index { None } else { Some(crate::ir::lower_one(module, fi, &mcx)) };
-        let fir_ref = fir.as_ref().unwrap_or(&kfir);
+        let fir_ref = lowered.get(fi).ok_or_else(|| InterpError::Launch(format!("function {fi} is called but was not lowered")))?;
         let prog = decode::decode(fir_ref, &syms)?;
         for inst in &prog.insts {
             if let Op::Call { func, .. } = inst.op {

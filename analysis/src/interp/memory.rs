@@ -73,7 +73,15 @@ impl Global {
 
     /// Allocate a zero-filled buffer of `len` bytes; its device address.
     pub fn alloc_zeroed(&mut self, len: u64) -> u64 {
-        self.place(len, (0..len.div_ceil(4)).map(|_| AtomicU32::new(0)).collect())
+        // zeroed by the allocator (`calloc`: fresh pages stay untouched until a run
+        // touches them, so a large buffer a kernel barely uses costs little)
+        const _: () = assert!(std::mem::size_of::<u32>() == std::mem::size_of::<AtomicU32>());
+        const _: () = assert!(std::mem::align_of::<u32>() == std::mem::align_of::<AtomicU32>());
+        let mut zeros = std::mem::ManuallyDrop::new(vec![0u32; len.div_ceil(4) as usize]);
+        // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32` (asserted
+        // above), so the allocation is a valid one for as many zero atomics
+        let words = unsafe { Vec::from_raw_parts(zeros.as_mut_ptr().cast::<AtomicU32>(), zeros.len(), zeros.capacity()) };
+        self.place(len, words)
     }
 
     fn region(&self, addr: u64, len: u32) -> Option<&Region> {

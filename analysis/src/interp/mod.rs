@@ -27,7 +27,9 @@ pub mod memory;
 
 pub use memory::Global;
 
+use crate::ir::{FunctionIr, ModuleCx};
 use crate::ptx::Module;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -292,7 +294,62 @@ impl Observed {
 /// `launch`, with device memory `mem` (allocate the buffers the pointer
 /// arguments point to before). Returns what it observed; results are in `mem`.
 pub fn run(module: &Module<'_>, name: &str, launch: &Launch, args: &[Arg], mem: &mut Global) -> Result<Observed, InterpError> {
-    exec::run(module, name, launch, args, mem, &Run::default())
+    exec::run(module, name, launch, args, mem, &Run::default(), None)
+}
+
+/// A kernel and every function it can call, lowered once for the runs
+/// that launch it ([`run_lowered`]): a caller that runs one kernel several
+/// times (the replays) pays for the lowering once.
+pub struct Lowered<'a> {
+    entry: usize,
+    funcs: FxHashMap<usize, FunctionIr<'a>>,
+}
+
+impl<'a> Lowered<'a> {
+    /// Lower kernel `entry` (an index into the module's functions, with a
+    /// body) and the functions it calls, directly or not.
+    pub fn new(module: &'a Module<'a>, mcx: &ModuleCx<'a>, entry: usize) -> Lowered<'a> {
+        let with_body: FxHashMap<&str, usize> =
+            module.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name, i)).collect();
+        let mut funcs = FxHashMap::default();
+        let mut todo = vec![entry];
+        while let Some(i) = todo.pop() {
+            if funcs.contains_key(&i) {
+                continue;
+            }
+            let f = crate::ir::lower_one(module, i, mcx);
+            todo.extend(f.insts.iter().filter_map(|x| x.call_target()).filter_map(|t| with_body.get(t).copied()));
+            funcs.insert(i, f);
+        }
+        Lowered { entry, funcs }
+    }
+
+    /// The kernel's IR.
+    pub fn kernel(&self) -> &FunctionIr<'a> {
+        &self.funcs[&self.entry]
+    }
+
+    /// The kernel's IR, to name its parameters as the source does.
+    pub fn kernel_mut(&mut self) -> &mut FunctionIr<'a> {
+        self.funcs.get_mut(&self.entry).expect("the kernel is lowered")
+    }
+
+    /// Function `index`'s IR, when the kernel can call it.
+    pub(crate) fn get(&self, index: usize) -> Option<&FunctionIr<'a>> {
+        self.funcs.get(&index)
+    }
+}
+
+/// [`run_with`] on a kernel lowered before ([`Lowered`]).
+pub fn run_lowered(
+    module: &Module<'_>,
+    lowered: &Lowered<'_>,
+    launch: &Launch,
+    args: &[Arg],
+    mem: &mut Global,
+    how: &Run,
+) -> Result<Observed, InterpError> {
+    exec::run(module, lowered.kernel().func.name, launch, args, mem, how, Some(lowered))
 }
 
 /// [`run`], also watching access groups (each a list of global access
@@ -307,7 +364,7 @@ pub fn run_watching(
     mem: &mut Global,
     groups: &[Vec<SiteKey>],
 ) -> Result<Observed, InterpError> {
-    exec::run(module, name, launch, args, mem, &Run { groups: groups.to_vec(), ..Run::default() })
+    exec::run(module, name, launch, args, mem, &Run { groups: groups.to_vec(), ..Run::default() }, None)
 }
 
 /// Does kernel `name` synchronise its grid (`grid.sync()`: it reads the
@@ -370,5 +427,5 @@ pub fn run_with(
     mem: &mut Global,
     how: &Run,
 ) -> Result<Observed, InterpError> {
-    exec::run(module, name, launch, args, mem, how)
+    exec::run(module, name, launch, args, mem, how, None)
 }

@@ -911,6 +911,14 @@ impl Prepared {
     /// whose predicate picks a known source, a comparison combined by `and`
     /// with false or by `or` with true); `None` where they do not.
     pub fn apply_partial(&self, args: &[Option<u64>]) -> Option<u64> {
+        if args.len() <= 8 && args.iter().all(Option::is_some) {
+            // (on the stack: this runs once per instruction and lane)
+            let mut all = [0u64; 8];
+            for (a, x) in all.iter_mut().zip(args) {
+                *a = x.unwrap_or(0);
+            }
+            return self.apply(&all[..args.len()]);
+        }
         if let Some(all) = args.iter().copied().collect::<Option<Vec<u64>>>() {
             return self.apply(&all);
         }
