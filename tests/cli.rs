@@ -580,3 +580,36 @@ fn coverage_is_reported_per_function() {
     let found: Vec<&serde_json::Value> = json.iter().filter(|v| v["reason"] == "compiler-message").collect();
     assert!(found.iter().any(|m| m["gpucheck"]["lint"] == "uncoalesced_global_access"), "{json:?}");
 }
+
+#[test]
+fn block_for_one_kernel_by_its_source_name() {
+    // threads below 64 skip a barrier: a 64-thread block skips it whole, a 256-thread one splits
+    let body = "{\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 64;\n  @%p1 bra $L1;\n  bar.sync 0;\n$L1:\n  ret;\n}\n";
+    let dir = ptx_dir("kernel-block", &format!(".version 7.0\n.target sm_70\n.address_size 64\n.entry _Z4halfv() {body}.entry k() {body}"));
+    // `half` (the C++ source name of `_Z4halfv`) gets 64 threads; `k` keeps the assumed 256
+    let out = gpucheck(&["ptx", "k.ptx", "--block", "half=64", "--message-format", "json"], &dir);
+    let msgs: Vec<serde_json::Value> = json_lines(&out.stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["gpucheck"]["kernel"], "k", "{}", msgs[0]);
+    // the note names the kernel as the source does, and how to give it a shape alone
+    let out = gpucheck(&["ptx", "k.ptx", "--block", "half=64"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no block shape given for `k`: assumed 256×1×1 (blockDim.x a multiple of 32); pass `--block k=X,Y,Z`"), "{err}");
+    // a named shape wins over the unnamed one for its kernel only
+    let out = gpucheck(&["ptx", "k.ptx", "--block", "64", "--block", "k=128", "--message-format", "json"], &dir);
+    let msgs: Vec<serde_json::Value> = json_lines(&out.stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["gpucheck"]["kernel"], "k", "{}", msgs[0]);
+    // a name no kernel has is said, with the nearest one
+    let out = gpucheck(&["ptx", "k.ptx", "--block", "halff=64"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`--block halff=…` names no kernel that was checked; did you mean `half`?"), "{err}");
+    // confirm launches the shape given for the kernel, and refuses an unknown name
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--kernel", "half", "--block", "half=64"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("Confirming half on the cpu engine: grid 1×1×1, block 64×1×1"), "{err}");
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "halff=64"], &dir);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no kernel `halff` in the PTX; did you mean `half`?"));
+}

@@ -33,7 +33,7 @@ pub mod report;
 pub mod srcmap;
 pub mod synth;
 
-pub use driver::{check, check_module, grid_for, shape_for, Options};
+pub use driver::{check, check_module, given_shape, grid_for, shape_for, Options};
 pub use lints::{Finding, Level, Lint, Metric, Note, NoteKind, Place, Text, LINTS};
 pub use model::{Shape, ShapeSource};
 pub use names::demangle;

@@ -26,6 +26,18 @@ pub fn readable(name: &str) -> String {
     }
 }
 
+/// The names a user may call PTX function `name` by: the PTX name, the
+/// demangled Rust path, and a C++ kernel's source name ([`bare`]), each once.
+pub fn aliases(name: &str) -> Vec<String> {
+    let mut out = vec![name.to_string()];
+    for n in [demangle(name), bare(name)] {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
 /// A kernel's name as its source declares it: a C++ (Itanium) symbol's
 /// unqualified name without template arguments or parameters (`kern` for
 /// `_ZN2ns4kernILi256EEEvPf`), others as [`demangle`] gives them.

@@ -143,6 +143,9 @@ pub struct ConfirmArgs {
     /// Set from the global `--block` (the launch's block shape, wins over Cargo.toml).
     #[arg(skip)]
     pub block: Option<[u32; 3]>,
+    /// Set from the global `--block NAME=X,Y,Z` (one kernel's block shape, wins over `block`).
+    #[arg(skip)]
+    pub kernel_blocks: Vec<(String, [u32; 3])>,
     /// Set from the global `--message-format` (`json` prints `gpucheck-confirm` records).
     #[arg(skip)]
     pub message_format: MessageFormat,
@@ -203,6 +206,46 @@ fn dimension(p: &str, what: &str, axis: usize, max: u64, example: &str) -> Resul
     }
 }
 
+/// One `--block`: for every kernel, or for the kernel named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockArg {
+    pub kernel: Option<String>,
+    pub block: [u32; 3],
+}
+
+/// `X,Y,Z` ([`parse_block`]) or `NAME=X,Y,Z`.
+pub fn parse_block_arg(s: &str) -> Result<BlockArg, String> {
+    match s.split_once('=') {
+        Some((name, b)) => {
+            let name = name.trim();
+            if name.is_empty() {
+                return Err(format!("expected a kernel name before `=` (`transpose=32,8`), found `{s}`"));
+            }
+            Ok(BlockArg { kernel: Some(name.to_string()), block: parse_block(b).map_err(|e| format!("{e} (for kernel `{name}`)"))? })
+        }
+        None => Ok(BlockArg { kernel: None, block: parse_block(s)? }),
+    }
+}
+
+impl OutputArgs {
+    /// The block shape `--block X,Y,Z` gives every kernel (the last one given).
+    pub fn block(&self) -> Option<[u32; 3]> {
+        self.blocks.iter().rev().find(|b| b.kernel.is_none()).map(|b| b.block)
+    }
+
+    /// The shapes `--block NAME=X,Y,Z` gives single kernels (a later one for a name wins).
+    pub fn kernel_blocks(&self) -> Vec<(String, [u32; 3])> {
+        let mut out: Vec<(String, [u32; 3])> = Vec::new();
+        for b in &self.blocks {
+            if let Some(k) = &b.kernel {
+                out.retain(|(n, _)| n != k);
+                out.push((k.clone(), b.block));
+            }
+        }
+        out
+    }
+}
+
 /// `X`, `X,Y` or `X,Y,Z`, each ≥ 1 and within CUDA's limits ([`MAX_GRID`]).
 fn parse_grid(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
@@ -258,9 +301,9 @@ pub struct OutputArgs {
     /// When to colour the output (`auto`: on a terminal; CARGO_TERM_COLOR and NO_COLOR are honoured).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", global = true)]
     pub color: ColorChoice,
-    /// Block shape for every kernel, e.g. `256` or `32,8,1` (wins over Cargo.toml metadata and .reqntid).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_block, global = true)]
-    pub block: Option<[u32; 3]>,
+    /// Block shape for every kernel, e.g. `256` or `32,8,1`, or for one kernel, `NAME=X,Y,Z` (its Rust, PTX or C++ source name: `transpose=32,8`); repeatable, a named shape wins over an unnamed one, and both over Cargo.toml metadata and .reqntid.
+    #[arg(long = "block", value_name = "[NAME=]X,Y,Z", value_parser = parse_block_arg, global = true, action = clap::ArgAction::Append)]
+    pub blocks: Vec<BlockArg>,
     /// Grid shape for every kernel, e.g. `4096` or `64,64,1` (wins over Cargo.toml metadata): the launch `confirm` runs, and the grid `grid_memory_race` checks (without one: two blocks or more along each dimension a kernel reads blockIdx in).
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid, global = true)]
     pub grid: Option<[u32; 3]>,
@@ -329,6 +372,20 @@ pub fn parse_block(s: &str) -> Result<[u32; 3], String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_args() {
+        assert_eq!(parse_block_arg("32,8"), Ok(BlockArg { kernel: None, block: [32, 8, 1] }));
+        assert_eq!(parse_block_arg("transpose=32,8"), Ok(BlockArg { kernel: Some("transpose".into()), block: [32, 8, 1] }));
+        assert!(parse_block_arg("=32").unwrap_err().contains("kernel name"));
+        assert!(parse_block_arg("k=64,64").unwrap_err().contains("for kernel `k`"));
+        let o = OutputArgs {
+            blocks: ["k=64", "128", "k=32", "256"].iter().map(|s| parse_block_arg(s).unwrap()).collect(),
+            ..Default::default()
+        };
+        assert_eq!(o.block(), Some([256, 1, 1]));
+        assert_eq!(o.kernel_blocks(), vec![("k".to_string(), [32, 1, 1])]);
+    }
 
     #[test]
     fn block_values() {

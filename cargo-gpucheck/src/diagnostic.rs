@@ -203,34 +203,45 @@ pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
             };
             format!("{before}{at}{after}")
         }
-        Text::Shape { kernel, block: [x, y, z], source } => match source {
-            ShapeSource::Assumed => {
-                let how = match hint {
-                    ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
-                    ShapeHint::Cli => "pass `--block X,Y,Z`",
-                };
-                format!("no block shape given for `{kernel}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); {how}")
-            }
-            ShapeSource::Cli => format!("block shape {x}×{y}×{z} from --block"),
-            ShapeSource::Kernel(name) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{name}]"),
-            ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
-            ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
-            ShapeSource::Launch { file, line } => {
-                format!("block shape {x}×{y}×{z} from the `LaunchConfig` of `{kernel}`'s launch at {file}:{line}")
-            }
-            ShapeSource::Maxntid => {
-                let how = match hint {
-                    ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
-                    ShapeHint::Cli => "pass `--block X,Y,Z`",
-                };
-                format!(
-                    "block shape {x}×{y}×{z} from .maxntid in the PTX (`__launch_bounds__`: the largest block `{kernel}` allows); for a smaller launch, {how}"
-                )
-            }
-        },
+        Text::Shape { kernel, block: [x, y, z], source } => {
+            // a C++ kernel by its source name (`transpose` for `_Z9transposePfS_`)
+            let kernel = gpucheck_analysis::names::bare(kernel);
+            shape_note(&kernel, [*x, *y, *z], source, hint)
+        }
         Text::InlinedInto(p) => format!("inlined into {}", pos(p)),
         Text::InlinedFrom(p) => format!("the instruction comes from {}, inlined here", pos(p)),
         Text::NearestLine => "no inline information in the PTX: this is the nearest line of the package before the instruction".into(),
+    }
+}
+
+/// The note naming a kernel's block shape and where it came from.
+fn shape_note(kernel: &str, [x, y, z]: [u32; 3], source: &ShapeSource, hint: ShapeHint) -> String {
+    match source {
+        ShapeSource::Assumed => {
+            let cli = format!("pass `--block {kernel}=X,Y,Z` (or `--block X,Y,Z` for every kernel)");
+            let how = match hint {
+                ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
+                ShapeHint::Cli => cli.as_str(),
+            };
+            format!("no block shape given for `{kernel}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); {how}")
+        }
+        ShapeSource::Cli => format!("block shape {x}×{y}×{z} from --block"),
+        ShapeSource::Kernel(name) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{name}]"),
+        ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
+        ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
+        ShapeSource::Launch { file, line } => {
+            format!("block shape {x}×{y}×{z} from the `LaunchConfig` of `{kernel}`'s launch at {file}:{line}")
+        }
+        ShapeSource::Maxntid => {
+            let cli = format!("pass `--block {kernel}=X,Y,Z`");
+            let how = match hint {
+                ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
+                ShapeHint::Cli => cli.as_str(),
+            };
+            format!(
+                    "block shape {x}×{y}×{z} from .maxntid in the PTX (`__launch_bounds__`: the largest block `{kernel}` allows); for a smaller launch, {how}"
+                )
+        }
     }
 }
 

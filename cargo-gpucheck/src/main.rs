@@ -92,7 +92,8 @@ fn run() -> Result<i32> {
             }
         },
         Some(Command::Confirm(mut c)) => {
-            c.block = a.output.block;
+            c.block = a.output.block();
+            c.kernel_blocks = a.output.kernel_blocks();
             c.grid = a.output.grid;
             c.message_format = a.output.message_format;
             confirm::run(&c)
@@ -161,7 +162,8 @@ fn explain(name: &str) -> Result<i32> {
 /// Options given before or after the `ptx` subcommand.
 fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
     OutputArgs {
-        block: inner.block.or(outer.block),
+        // (the inner flags come later: they win)
+        blocks: outer.blocks.iter().chain(&inner.blocks).cloned().collect(),
         grid: inner.grid.or(outer.grid),
         message_format: if inner.message_format != MessageFormat::Human { inner.message_format } else { outer.message_format },
         color: if inner.color != ColorChoice::Auto { inner.color } else { outer.color },
@@ -329,7 +331,7 @@ fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(c
     let pairs: Vec<(&build::Unit, &Levels)> = units.iter().zip(levels.iter()).collect();
     let mut checked: Vec<Result<Checked>> = gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths));
     let mut refs: Vec<Option<&mut Checked>> = checked.iter_mut().map(|c| c.as_mut().ok()).collect();
-    unknown_kernels(&units, &mut refs, &paths);
+    unknown_kernels(&units, &mut refs, &paths, o);
     // nothing at all to check (every unit empty): said as an error, exit 2
     let nothing = !checked.is_empty() && checked.iter().all(|c| c.as_ref().is_ok_and(|c| c.analysis.functions == 0));
     for c in checked {
@@ -403,7 +405,7 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
     let mut checked: Vec<Checked> =
         gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths)).into_iter().collect::<Result<_>>()?;
     let mut refs: Vec<Option<&mut Checked>> = checked.iter_mut().map(Some).collect();
-    unknown_kernels(&units, &mut refs, &paths);
+    unknown_kernels(&units, &mut refs, &paths, o);
     for c in &checked {
         warned.extend(c.config_warnings.iter().cloned());
         if !r.build.quiet {
@@ -422,7 +424,8 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
             grid: o.grid,
             args: r.args.clone(),
             engine: cli::Engine::Cpu,
-            block: o.block,
+            block: o.block(),
+            kernel_blocks: o.kernel_blocks(),
             message_format: MessageFormat::Human,
         };
         let (runs, _) = confirm::collect(&ca, &units, root.clone(), false)?;
@@ -481,7 +484,8 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     let bytes = std::fs::read(&u.ptx).with_context(|| format!("cannot read PTX `{}`", u.ptx.display()))?;
     let src = String::from_utf8_lossy(&bytes).into_owned();
     let opts = Options {
-        block: o.block,
+        block: o.block(),
+        cli_kernel_blocks: o.kernel_blocks().into_iter().collect(),
         kernel_blocks: k.kernel_blocks.clone(),
         package_block: k.block,
         launch_blocks: launch_blocks(k, paths),
@@ -588,7 +592,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
 /// kernel of their package, said once per package (on its first unit), as
 /// configuration warnings. A unit that could not be checked names no
 /// kernel: its package is not judged.
-fn unknown_kernels(units: &[build::Unit], checked: &mut [Option<&mut Checked>], paths: &PathStyle) {
+fn unknown_kernels(units: &[build::Unit], checked: &mut [Option<&mut Checked>], paths: &PathStyle, o: &OutputArgs) {
     let broken: Vec<&Path> =
         units.iter().zip(checked.iter()).filter(|(_, c)| c.is_none()).map(|(u, _)| u.krate.manifest_path.as_path()).collect();
     let parts: Vec<config::UnitKernels> = units
@@ -599,13 +603,24 @@ fn unknown_kernels(units: &[build::Unit], checked: &mut [Option<&mut Checked>], 
             meta: u.krate.meta.as_ref().filter(|_| !broken.contains(&u.krate.manifest_path.as_path())),
             names: c
                 .as_ref()
-                .map(|c| c.analysis.kernel_names.iter().flat_map(|n| [n.clone(), gpucheck_analysis::demangle(n)]).collect())
+                .map(|c| c.analysis.kernel_names.iter().flat_map(|n| gpucheck_analysis::names::aliases(n)).collect())
                 .unwrap_or_default(),
         })
         .collect();
     for (i, w) in config::unknown_kernels_by_package(&parts) {
         if let Some(c) = checked[i].as_mut() {
             c.config_warnings.push(w);
+        }
+    }
+    // `--block NAME=…` for a kernel no unit has (said once, with the first unit checked)
+    let all: Vec<&str> = parts.iter().flat_map(|p| p.names.iter().map(String::as_str)).collect();
+    let unknown: Vec<String> = o.kernel_blocks().into_iter().filter(|(k, _)| !all.contains(&k.as_str())).map(|(k, _)| k).collect();
+    if let Some(c) = checked.iter_mut().find_map(|c| c.as_mut()) {
+        for k in unknown {
+            let hint = gpucheck_analysis::lints::registry::closest_among(&k, all.iter().copied())
+                .map(|c| format!("; did you mean `{c}`?"))
+                .unwrap_or_default();
+            c.config_warnings.push(format!("`--block {k}=…` names no kernel that was checked{hint}"));
         }
     }
 }

@@ -30,7 +30,10 @@ use rustc_hash::FxHashMap;
 /// Launch-shape hints, from the most to the least specific source.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// `--block X,Y,Z`: wins over everything.
+    /// `--block NAME=X,Y,Z` (by PTX, Rust or C++ source name,
+    /// [`crate::names::aliases`]): wins over everything for its kernel.
+    pub cli_kernel_blocks: std::collections::HashMap<String, [u32; 3]>,
+    /// `--block X,Y,Z`: wins over everything else.
     pub block: Option<[u32; 3]>,
     /// `[package.metadata.gpucheck.kernels.NAME] block = […]`.
     pub kernel_blocks: std::collections::HashMap<String, [u32; 3]>,
@@ -90,31 +93,12 @@ impl Options {
     }
 }
 
-/// The block shape used for function `f`: `--block`, then the kernel's
-/// metadata, `.reqntid`, the package's metadata, else an assumed shape
-/// (two or three dimensions when the function reads `%tid.y` or `%tid.z`).
+/// The block shape used for function `f`: the one given ([`given_shape`]),
+/// else an assumed shape (two or three dimensions when the function reads
+/// `%tid.y` or `%tid.z`).
 pub fn shape_for(f: &FunctionIr<'_>, opts: &Options) -> Shape {
-    if let Some(b) = opts.block {
-        return Shape::new(b, ShapeSource::Cli);
-    }
-    let demangled = demangle(f.func.name);
-    if let Some((name, b)) = [f.func.name, demangled.as_str()].iter().find_map(|n| opts.kernel_blocks.get_key_value(*n)) {
-        return Shape::new(*b, ShapeSource::Kernel(name.clone()));
-    }
-    // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
-    let launchable =
-        |b: &[u32; 3]| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= model::MAX_BLOCK_THREADS);
-    if let Some(b) = f.func.perf.reqntid.filter(launchable) {
-        return Shape::new(b, ShapeSource::Reqntid);
-    }
-    if let Some((b, file, line)) = [f.func.name, demangled.as_str()].iter().find_map(|n| opts.launch_blocks.get(*n)) {
-        return Shape::new(*b, ShapeSource::Launch { file: file.clone(), line: *line });
-    }
-    if let Some(b) = opts.package_block {
-        return Shape::new(b, ShapeSource::Package);
-    }
-    if let Some(b) = f.func.perf.maxntid.filter(launchable) {
-        return Shape::new(b, ShapeSource::Maxntid);
+    if let Some(s) = given_shape(f.func, opts) {
+        return s;
     }
     let reads = |dim: u8| (0..f.ssa.regs.len()).any(|r| f.ssa.special_reg(r as u32) == Some(Special::Tid(dim)));
     let block = if reads(2) {
@@ -127,11 +111,40 @@ pub fn shape_for(f: &FunctionIr<'_>, opts: &Options) -> Shape {
     Shape::new(block, ShapeSource::Assumed)
 }
 
+/// The block shape given for kernel `func`, when one is: `--block` for
+/// it, `--block`, its kernel table, `.reqntid`, its host launch, the
+/// package table, `.maxntid`, in that order (what `confirm` launches).
+pub fn given_shape(func: &ptx::Function<'_>, opts: &Options) -> Option<Shape> {
+    let names = crate::names::aliases(func.name);
+    if let Some(b) = names.iter().find_map(|n| opts.cli_kernel_blocks.get(n)) {
+        return Some(Shape::new(*b, ShapeSource::Cli));
+    }
+    if let Some(b) = opts.block {
+        return Some(Shape::new(b, ShapeSource::Cli));
+    }
+    if let Some((name, b)) = names.iter().find_map(|n| opts.kernel_blocks.get_key_value(n)) {
+        return Some(Shape::new(*b, ShapeSource::Kernel(name.clone())));
+    }
+    // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
+    let launchable =
+        |b: &[u32; 3]| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= model::MAX_BLOCK_THREADS);
+    if let Some(b) = func.perf.reqntid.filter(launchable) {
+        return Some(Shape::new(b, ShapeSource::Reqntid));
+    }
+    if let Some((b, file, line)) = names.iter().find_map(|n| opts.launch_blocks.get(n)) {
+        return Some(Shape::new(*b, ShapeSource::Launch { file: file.clone(), line: *line }));
+    }
+    if let Some(b) = opts.package_block {
+        return Some(Shape::new(b, ShapeSource::Package));
+    }
+    func.perf.maxntid.filter(launchable).map(|b| Shape::new(b, ShapeSource::Maxntid))
+}
+
 /// The grid shape used for kernel `f`, when known: `--grid`, then the
 /// kernel's metadata, then the package's.
 pub fn grid_for(f: &ptx::Function<'_>, opts: &Options) -> Option<[u32; 3]> {
-    let demangled = demangle(f.name);
-    opts.grid.or_else(|| [f.name, demangled.as_str()].iter().find_map(|n| opts.kernel_grids.get(*n).copied())).or(opts.package_grid)
+    let names = crate::names::aliases(f.name);
+    opts.grid.or_else(|| names.iter().find_map(|n| opts.kernel_grids.get(n).copied())).or(opts.package_grid)
 }
 
 /// Parse and check one PTX module. `is_local` says whether a source file

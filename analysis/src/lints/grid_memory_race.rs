@@ -107,7 +107,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             let dims: Vec<&str> = facts.grid_dims.iter().map(|&d| ["x", "y", "z"][d as usize % 3]).collect();
             fd.note(format!(
                 "no grid shape given for `{}`: assumed two blocks or more along {} (global addresses are computed from the block index there); pass `--grid X,Y,Z` or set `grid` in [package.metadata.gpucheck]",
-                crate::names::demangle(facts.f.func.name),
+                crate::names::bare(facts.f.func.name),
                 dims.join(" and ")
             ));
         }

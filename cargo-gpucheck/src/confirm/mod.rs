@@ -147,11 +147,10 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
     };
     // a kernel is named as in the PTX, demangled, or as its source names it
     // (a C++ kernel's unqualified name: `warp_tail` for `_Z9warp_tailPKfPf`)
-    let names_kernel =
-        |k: &str, mangled: &str| k == mangled || k == gpucheck_analysis::demangle(mangled) || k == gpucheck_analysis::names::bare(mangled);
-    // kernels named on the command line must exist
+    let names_kernel = |k: &str, mangled: &str| gpucheck_analysis::names::aliases(mangled).iter().any(|n| n == k);
+    // kernels named on the command line (`--kernel`, `--block NAME=…`) must exist
     let all_kernels: Vec<(String, String)> = modules.iter().flat_map(kernel_names).collect();
-    for k in &a.kernels {
+    for k in a.kernels.iter().chain(a.kernel_blocks.iter().map(|(k, _)| k)) {
         if !all_kernels.iter().any(|(m, _)| names_kernel(k, m)) {
             let names: Vec<String> = all_kernels.iter().map(|x| gpucheck_analysis::names::bare(&x.0)).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -170,7 +169,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         .map(|(u, module)| crate::config::UnitKernels {
             manifest: paths.display(&u.krate.manifest_path.to_string_lossy()),
             meta: u.krate.meta.as_ref(),
-            names: kernel_names(module).into_iter().flat_map(|(m, d)| [m, d]).collect(),
+            names: kernel_names(module).into_iter().flat_map(|(m, _)| gpucheck_analysis::names::aliases(&m)).collect(),
         })
         .collect();
     let unknown = crate::config::unknown_kernels_by_package(&parts);
@@ -181,7 +180,8 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         let mut runs = Vec::new();
         let c_names = launch::source_names(u, src, &paths);
         for f in module.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
-            let name = gpucheck_analysis::demangle(f.name);
+            // (a C++ kernel by its source name in what is printed)
+            let name = gpucheck_analysis::names::bare(f.name);
             let wanted = if a.kernels.is_empty() {
                 // a PTX file without launch settings: every kernel, with the command line's
                 launch::configured(u.krate.meta.as_ref(), f.name) || (!a.ptx.is_empty() && u.krate.meta.is_none())
@@ -194,23 +194,23 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             let spec = match launch::spec(u.krate.meta.as_ref(), f.name, &cli_spec) {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("warning: skipping kernel `{name}`: {e}");
+                    eprintln!("warning: skipping kernel `{}`: {e}", gpucheck_analysis::names::bare(f.name));
                     skipped += 1;
                     continue;
                 }
             };
-            // the order the analysis takes them in (`shape_for`)
-            let launched = [f.name, name.as_str()].iter().find_map(|n| u.krate.launch_blocks.get(*n)).map(|l| l.block);
-            let block = spec
-                .block
-                .or_else(|| u.krate.kernel_blocks.get(f.name).copied())
-                .or(f.perf.reqntid)
-                .or(launched)
-                .or(u.krate.block)
-                .or(f.perf.maxntid);
-            let Some(block) = block else {
+            // the shape the analysis takes (`given_shape`)
+            let given = Options {
+                cli_kernel_blocks: a.kernel_blocks.iter().cloned().collect(),
+                block: a.block,
+                kernel_blocks: u.krate.kernel_blocks.clone(),
+                launch_blocks: crate::launch_blocks(&u.krate, &paths),
+                package_block: u.krate.block,
+                ..Default::default()
+            };
+            let Some(block) = gpucheck_analysis::given_shape(f, &given).map(|s| s.block) else {
                 eprintln!(
-                    "warning: skipping kernel `{name}`: no block shape; pass --block X,Y,Z or set `block` in [package.metadata.gpucheck]"
+                    "warning: skipping kernel `{name}`: no block shape; pass --block {name}=X,Y,Z (or --block X,Y,Z for every kernel) or set `block` in [package.metadata.gpucheck]"
                 );
                 skipped += 1;
                 continue;
@@ -271,14 +271,15 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             let prepared = match launch::prepare(f, rust.as_ref(), &spec.args, &mut mem) {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("warning: skipping kernel `{kernel}`: {e}");
+                    eprintln!("warning: skipping kernel `{}`: {e}", gpucheck_analysis::names::bare(f.name));
                     skipped += 1;
                     continue;
                 }
             };
             if a.message_format == MessageFormat::Human && (print || !a.build.quiet) {
                 eprintln!(
-                    "  Confirming {kernel} on the {} engine: grid {}×{}×{}, block {}×{}×{}; {}",
+                    "  Confirming {} on the {} engine: grid {}×{}×{}, block {}×{}×{}; {}",
+                    gpucheck_analysis::names::bare(f.name),
                     a.engine.name(),
                     grid[0],
                     grid[1],

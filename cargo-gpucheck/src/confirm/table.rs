@@ -798,7 +798,8 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
             let count = |f: &dyn Fn(Verdict) -> bool| rows.iter().filter(|r| f(r.verdict)).count();
             let (ok, bad, unseen) = (count(&Verdict::is_success), count(&Verdict::is_failure), count(&|v| v == Verdict::NotObserved));
             println!(
-                "{kernel}: {ok} confirmed, {bad} failed (mismatch, race or barrier divergence), {unseen} predicted but not observed\n"
+                "{}: {ok} confirmed, {bad} failed (mismatch, race or barrier divergence), {unseen} predicted but not observed\n",
+                gpucheck_analysis::names::bare(kernel)
             );
         }
     }
