@@ -613,3 +613,46 @@ fn block_for_one_kernel_by_its_source_name() {
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no kernel `halff` in the PTX; did you mean `half`?"));
 }
+
+#[test]
+fn confirm_stops_endless_loops_and_launches_too_long_to_run() {
+    let head = ".version 7.0\n.target sm_70\n.address_size 64\n";
+    let spin = "{\n  .reg .b32 %r<3>;\n  mov.u32 %r1, 0;\n$L1:\n  add.u32 %r1, %r1, 1;\n  bra $L1;\n}\n";
+    let dir = ptx_dir("endless", &format!("{head}.entry spin() {spin}"));
+    // an endless loop stops at the per-thread step budget, naming the line it was at
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "32", "--max-steps", "100000"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("PTX line 9: a block did not finish within 100000 warp instructions (an endless loop around this line?)"),
+        "{err}"
+    );
+    assert!(err.contains("raise it with --max-steps N"), "{err}");
+    // a block that alone outlasts the time limit stops at it
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "32", "--time-limit", "1"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("with 0 of 1 blocks run, a block still running at PTX line"), "{err}");
+    // a grid whose first blocks say it would outlast the limit stops, with the estimate
+    let count = "{\n  .reg .pred %p<2>;\n  .reg .b32 %r<3>;\n  mov.u32 %r1, 0;\n$L1:\n  add.u32 %r1, %r1, 1;\n  setp.lt.u32 %p1, %r1, 200;\n  @%p1 bra $L1;\n  ret;\n}\n";
+    let dir = ptx_dir("too-long", &format!("{head}.entry count() {count}"));
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "1024", "--grid", "2000000", "--time-limit", "1"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("blocks run: the whole launch would take about"), "{err}");
+    assert!(err.contains("run a smaller --grid, or pass --time-limit 0"), "{err}");
+}
+
+#[test]
+fn a_reqntid_no_block_can_have_is_said() {
+    // ptxas accepts it; no launch can run it (a block has at most 1024 threads)
+    let dir = ptx_dir("reqntid-too-big", &BARRIER_PTX.replace(".entry k()", ".entry k() .reqntid 1024, 1024, 64"));
+    let out = gpucheck(&["ptx", "k.ptx"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`.reqntid 1024, 1024, 64` of kernel `k` asks for 67108864 threads per block, and a block has at most 1024"),
+        "{err}"
+    );
+    let out = gpucheck(&["ptx", "k.ptx"], &ptx_dir("reqntid-ok", &BARRIER_PTX.replace(".entry k()", ".entry k() .reqntid 128")));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("threads per block, and a block"));
+}

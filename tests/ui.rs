@@ -115,7 +115,9 @@ fn human_output_is_rustc_style() {
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
-        err.contains("error: could not check `example-kernels` (lib) due to 10 previous errors; 29 warnings emitted (47 duplicates)"),
+        err.contains(
+            "error: could not check `example-kernels` (lib) due to 10 previous errors; 29 warnings emitted (47 PTX copies folded)"
+        ),
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));

@@ -209,7 +209,7 @@ fn replay_kernel(
                 Witness::Race { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
             })),
             // (a cooperative launch runs its blocks in phases, and stops when one runs out)
-            Err(InterpError::Timeout { warp_insts }) => {
+            Err(InterpError::Timeout { warp_insts, .. }) => {
                 let why = format!("a run of {how} did not finish within its share of the module's replay budget ({warp_insts} warp instructions per block)");
                 out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             }

@@ -274,6 +274,9 @@ pub struct Report {
     /// analysed for every caller, one per distinct call context of a
     /// device function.
     pub analyses: usize,
+    /// Kernels whose `.reqntid` asks for more threads than a block can
+    /// have (no launch runs them; checked with another shape), with it.
+    pub unlaunchable: Vec<(String, [u32; 3])>,
 }
 
 impl Report {

@@ -140,6 +140,12 @@ pub struct ConfirmArgs {
     /// Where to run: `cpu` (the built-in PTX interpreter, everywhere), `cuda` (a real NVIDIA GPU through the CUDA driver, loaded at run time), or `cuda-on-cpu` (the CUDA engine's instrumented PTX on the interpreter).
     #[arg(long, value_enum, default_value_t = Engine::Cpu, value_name = "ENGINE")]
     pub engine: Engine,
+    /// Instructions each thread may execute before the CPU engine stops the run as an endless loop, naming the PTX line it was at.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STEPS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_steps: u64,
+    /// Seconds a CPU-engine launch may take; one still running then, or whose first blocks say the whole grid would take longer, stops and says how long it would take (0: no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT)]
+    pub time_limit: u64,
     /// Set from the global `--block` (the launch's block shape, wins over Cargo.toml).
     #[arg(skip)]
     pub block: Option<[u32; 3]>,
@@ -205,6 +211,13 @@ fn dimension(p: &str, what: &str, axis: usize, max: u64, example: &str) -> Resul
         Err(_) => Err(format!("`{p}` is not a positive number (expected X,Y,Z such as `{example}`)")),
     }
 }
+
+/// `confirm --max-steps`: instructions per thread (2²⁴: a second or two
+/// of an endless loop in one warp).
+pub const DEFAULT_MAX_STEPS: u64 = 1 << 24;
+
+/// `confirm --time-limit`, seconds.
+pub const DEFAULT_TIME_LIMIT: u64 = 60;
 
 /// One `--block`: for every kernel, or for the kernel named.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -424,6 +424,8 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
             grid: o.grid,
             args: r.args.clone(),
             engine: cli::Engine::Cpu,
+            max_steps: cli::DEFAULT_MAX_STEPS,
+            time_limit: cli::DEFAULT_TIME_LIMIT,
             block: o.block(),
             kernel_blocks: o.kernel_blocks(),
             message_format: MessageFormat::Human,
@@ -574,6 +576,13 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         },
     };
     let mut config_warnings = k.config_warnings.clone();
+    for (kernel, [x, y, z]) in &report.unlaunchable {
+        config_warnings.push(format!(
+            "`.reqntid {x}, {y}, {z}` of kernel `{}` asks for {} threads per block, and a block has at most 1024: no launch can run it; it was checked with another shape (see its notes)",
+            gpucheck_analysis::names::bare(kernel),
+            *x as u64 * *y as u64 * *z as u64
+        ));
+    }
     if report.functions == 0 {
         let what = match u.kind {
             build::UnitKind::PtxFile | build::UnitKind::PtxWithManifest => {

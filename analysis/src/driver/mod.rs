@@ -126,8 +126,6 @@ pub fn given_shape(func: &ptx::Function<'_>, opts: &Options) -> Option<Shape> {
         return Some(Shape::new(*b, ShapeSource::Kernel(name.clone())));
     }
     // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
-    let launchable =
-        |b: &[u32; 3]| b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= model::MAX_BLOCK_THREADS);
     if let Some(b) = func.perf.reqntid.filter(launchable) {
         return Some(Shape::new(b, ShapeSource::Reqntid));
     }
@@ -138,6 +136,11 @@ pub fn given_shape(func: &ptx::Function<'_>, opts: &Options) -> Option<Shape> {
         return Some(Shape::new(b, ShapeSource::Package));
     }
     func.perf.maxntid.filter(launchable).map(|b| Shape::new(b, ShapeSource::Maxntid))
+}
+
+/// Whether a block of this shape can be launched (at most 1024 threads).
+fn launchable(b: &[u32; 3]) -> bool {
+    b.iter().try_fold(1u64, |n, &x| n.checked_mul(x.max(1) as u64)).is_some_and(|n| n <= model::MAX_BLOCK_THREADS)
 }
 
 /// The grid shape used for kernel `f`, when known: `--grid`, then the
@@ -189,6 +192,12 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.instructions += b.insts.len();
     }
     report.kernel_names = module.functions.iter().filter(|f| f.is_entry).map(|f| f.name.to_string()).collect();
+    report.unlaunchable = module
+        .functions
+        .iter()
+        .filter(|f| f.is_entry)
+        .filter_map(|f| Some((f.name.to_string(), f.perf.reqntid.filter(|b| !launchable(b))?)))
+        .collect();
     for f in &module.files {
         if !report.sources.iter().any(|x| x == f.path) {
             report.sources.push(f.path.to_string());

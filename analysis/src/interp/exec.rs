@@ -135,6 +135,44 @@ struct Kernel<'p> {
     budget: u64,
     /// A block that runs out of them stops, and the run goes on.
     partial: bool,
+    /// Blocks finished, for progress and the time limit.
+    done: std::sync::atomic::AtomicU64,
+    /// Blocks the launch runs.
+    blocks: u64,
+    started: std::time::Instant,
+    progress: Option<super::Progress>,
+    time_limit: Option<std::time::Duration>,
+}
+
+impl Kernel<'_> {
+    /// A block finished: say so, and stop a launch past its time limit
+    /// (or one its rate so far says would be).
+    fn block_done(&self) -> Result<(), InterpError> {
+        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if let Some(p) = &self.progress {
+            (p.0)(done, self.blocks);
+        }
+        let Some(limit) = self.time_limit else { return Ok(()) };
+        let seconds = self.started.elapsed().as_secs_f64();
+        let estimate = seconds / done as f64 * self.blocks as f64;
+        let past = seconds > limit.as_secs_f64() || (seconds > super::ESTIMATE_AFTER.as_secs_f64() && estimate > limit.as_secs_f64());
+        if past && done < self.blocks {
+            return Err(InterpError::TooLong { done, blocks: self.blocks, seconds, estimate: Some(estimate), line: None });
+        }
+        Ok(())
+    }
+
+    /// Inside a block, now and then: stop one past the time limit (a block
+    /// that alone takes longer than the limit), at PTX line `line`.
+    fn still_in_time(&self, line: u32) -> Result<(), InterpError> {
+        let Some(limit) = self.time_limit else { return Ok(()) };
+        let seconds = self.started.elapsed().as_secs_f64();
+        if seconds <= limit.as_secs_f64() {
+            return Ok(());
+        }
+        let done = self.done.load(std::sync::atomic::Ordering::Relaxed);
+        Err(InterpError::TooLong { done, blocks: self.blocks, seconds, estimate: None, line: Some(line) })
+    }
 }
 
 /// What a run observed, keyed by dense site keys (function base +
@@ -340,6 +378,11 @@ pub fn run(
         workspace,
         budget: how.budget,
         partial: how.partial,
+        done: Default::default(),
+        blocks: how.blocks.as_ref().map_or(launch.grid.iter().map(|&x| x as u64).product(), |b| b.len() as u64),
+        started: std::time::Instant::now(),
+        progress: how.progress.clone(),
+        time_limit: how.time_limit,
     };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
@@ -469,6 +512,7 @@ fn run_one_block(k: &Kernel<'_>, nblocks: u64, b: u64) -> Result<Tally, InterpEr
 fn block_into(k: &Kernel<'_>, (mut obs, mut shadow): (Tally, Shadow), b: u64) -> Result<(Tally, Shadow), InterpError> {
     run_block(k, ctaid_of(k, b), &mut obs, &mut shadow)?;
     keep_footprint(&mut obs, &mut shadow, b);
+    k.block_done()?;
     Ok((obs, shadow))
 }
 
@@ -893,8 +937,12 @@ impl Cx<'_, '_> {
                 }
                 (at, lanes_here) = (e.origin, e.mask.count_ones());
             }
-            if *self.budget == 0 {
-                return Err(InterpError::Timeout { warp_insts: self.k.budget });
+            if *self.budget == 0 || *self.budget % (1 << 16) == 0 {
+                let line = self.k.lines.get(self.k.bases[&w.prog] + pc).copied().unwrap_or(0);
+                if *self.budget == 0 {
+                    return Err(InterpError::Timeout { warp_insts: self.k.budget, line });
+                }
+                self.k.still_in_time(line)?;
             }
             *self.budget -= 1;
             let next = pc + 1;

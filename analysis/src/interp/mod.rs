@@ -42,8 +42,15 @@ pub enum InterpError {
     Fault { site: SiteKey, line: u32, addr: u64, len: u32, space: &'static str, thread: [u32; 3], block: [u32; 3] },
     /// `trap` (a Rust panic in the kernel).
     Trap { site: SiteKey, line: u32, thread: [u32; 3], block: [u32; 3] },
-    /// The block ran past the instruction budget.
-    Timeout { warp_insts: u64 },
+    /// The block ran past the instruction budget; the PTX line one of its
+    /// warps was at then (inside the loop that did not end).
+    Timeout { warp_insts: u64, line: u32 },
+    /// The launch ran past [`Run::time_limit`], or would have at the rate
+    /// its first blocks ran: blocks done of all, seconds taken, and the
+    /// seconds the whole launch would take at that rate.
+    /// `line`: the PTX line a warp was at, when a block was stopped midway
+    /// (then the estimate is unknown).
+    TooLong { done: u64, blocks: u64, seconds: f64, estimate: Option<f64>, line: Option<u32> },
     /// Warps wait at a barrier that the others never reach.
     Deadlock { line: u32 },
     /// Some blocks ended while others wait at `grid.sync()`.
@@ -66,8 +73,19 @@ impl fmt::Display for InterpError {
                 "PTX line {line}: `trap` (a panic in the kernel) by thread ({}, {}, {}) of block ({}, {}, {})",
                 thread[0], thread[1], thread[2], block[0], block[1], block[2]
             ),
-            InterpError::Timeout { warp_insts } => {
-                write!(f, "a block did not finish within {warp_insts} warp instructions (an endless loop?)")
+            InterpError::Timeout { warp_insts, line } => {
+                write!(
+                    f,
+                    "PTX line {line}: a block did not finish within {warp_insts} warp instructions (an endless loop around this line?)"
+                )
+            }
+            InterpError::TooLong { done, blocks, seconds, estimate, line } => {
+                write!(f, "stopped after {seconds:.1} s with {done} of {blocks} blocks run")?;
+                match (estimate, line) {
+                    (Some(e), _) => write!(f, ": the whole launch would take about {} here", duration_words(*e)),
+                    (None, Some(l)) => write!(f, ", a block still running at PTX line {l} (an endless loop around this line?)"),
+                    (None, None) => Ok(()),
+                }
             }
             InterpError::Deadlock { line } => write!(f, "PTX line {line}: warps wait at a barrier the rest of the block never reaches"),
             InterpError::GridDeadlock { line } => {
@@ -394,6 +412,25 @@ pub fn synchronises_grid(module: &Module<'_>, name: &str) -> bool {
     false
 }
 
+/// Seconds as a person reads them ("40 s", "12 min", "3.5 h").
+pub fn duration_words(s: f64) -> String {
+    match s {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
+
+/// Told after each block of a launch: blocks done, blocks in all.
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>);
+
+impl fmt::Debug for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
 /// How much of a launch to run and what to watch.
 #[derive(Clone, Debug)]
 pub struct Run {
@@ -410,11 +447,21 @@ pub struct Run {
     /// on (`Observed::timed_out`), instead of the run stopping with
     /// [`InterpError::Timeout`].
     pub partial: bool,
+    /// Told after each block.
+    pub progress: Option<Progress>,
+    /// A launch still running after this long, or one whose blocks so far
+    /// (after [`ESTIMATE_AFTER`]) say it would take longer, stops with
+    /// [`InterpError::TooLong`].
+    pub time_limit: Option<std::time::Duration>,
 }
+
+/// How long a limited launch runs before its rate is taken as what the
+/// rest will take.
+pub const ESTIMATE_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Default for Run {
     fn default() -> Self {
-        Run { groups: Vec::new(), blocks: None, budget: exec::BLOCK_BUDGET, partial: false }
+        Run { groups: Vec::new(), blocks: None, budget: exec::BLOCK_BUDGET, partial: false, progress: None, time_limit: None }
     }
 }
 

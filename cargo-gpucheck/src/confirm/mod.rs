@@ -291,19 +291,34 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                 );
             }
             let seen = match a.engine {
-                Engine::Cpu => cpu(module, f.name, &launch, &prepared, &mut mem, &report.groups).map_err(|e| {
-                    // point at the Rust line of a faulting access
-                    let at = match &e {
-                        interp::InterpError::Fault { site, .. } | interp::InterpError::Trap { site, .. } => {
-                            report.access_at(*site).and_then(|x| x.site.span.clone())
+                Engine::Cpu => {
+                    cpu(module, f.name, &launch, &prepared, &mut mem, &report.groups, &limits(a, block, print)).map_err(|e| {
+                        // point at the Rust line of a faulting access
+                        let at = match &e {
+                            interp::InterpError::Fault { site, .. } | interp::InterpError::Trap { site, .. } => {
+                                report.access_at(*site).and_then(|x| x.site.span.clone())
+                            }
+                            _ => None,
+                        };
+                        // how to let it run longer
+                        let hint = match &e {
+                            interp::InterpError::Timeout { .. } => {
+                                format!("; each thread may execute {} instructions: raise it with --max-steps N", a.max_steps)
+                            }
+                            interp::InterpError::TooLong { estimate: Some(_), .. } => {
+                                "; run a smaller --grid, or pass --time-limit 0 (or more seconds) to run it whole".to_string()
+                            }
+                            interp::InterpError::TooLong { .. } => "; pass --time-limit 0 (or more seconds) to let it run".to_string(),
+                            _ => String::new(),
+                        };
+                        match at {
+                            Some(s) => {
+                                anyhow::anyhow!("{}:{}:{}: the CPU engine stopped: {e}{hint}", paths.display(&s.file), s.line, s.col)
+                            }
+                            None => anyhow::anyhow!("the CPU engine stopped: {e}{hint}"),
                         }
-                        _ => None,
-                    };
-                    match at {
-                        Some(s) => anyhow::anyhow!("{}:{}:{}: the CPU engine stopped: {e}", paths.display(&s.file), s.line, s.col),
-                        None => anyhow::anyhow!("the CPU engine stopped: {e}"),
-                    }
-                })?,
+                    })?
+                }
                 Engine::Cuda => cuda::run(src, module, f.name, &launch, &prepared)?,
                 Engine::CudaOnCpu => cuda::run_instrumented_on_cpu(src, f.name, &launch, &prepared, &mut mem)?,
             };
@@ -321,6 +336,39 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
     Ok((out, skipped))
 }
 
+/// How much a CPU-engine launch may run (`--max-steps` per thread, the
+/// block's warps together; `--time-limit`), with a progress line on a
+/// terminal when `print`.
+fn limits(a: &ConfirmArgs, block: [u32; 3], print: bool) -> interp::Run {
+    let warps = (block.iter().map(|&x| x as u64).product::<u64>()).div_ceil(32);
+    let progress =
+        (print && a.message_format == MessageFormat::Human && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(progress_line);
+    interp::Run {
+        budget: a.max_steps.saturating_mul(warps),
+        time_limit: (a.time_limit > 0).then(|| std::time::Duration::from_secs(a.time_limit)),
+        progress,
+        ..interp::Run::default()
+    }
+}
+
+/// A progress line on stderr, redrawn at most five times a second: blocks
+/// done of all, and the rate; erased when the last block ends.
+fn progress_line() -> interp::Progress {
+    let started = std::time::Instant::now();
+    let last = std::sync::Mutex::new(started);
+    interp::Progress(std::sync::Arc::new(move |done, all| {
+        let now = std::time::Instant::now();
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        if done == all {
+            eprint!("\r\x1b[2K");
+        } else if now.duration_since(*last).as_millis() >= 200 {
+            *last = now;
+            let rate = done as f64 / now.duration_since(started).as_secs_f64().max(1e-9);
+            eprint!("\r\x1b[2K    block {done} of {all} ({:.0} %), {rate:.0} blocks/s", 100.0 * done as f64 / all as f64);
+        }
+    }))
+}
+
 /// The CPU engine: the interpreter, its observations turned into `Seen`.
 fn cpu(
     module: &ptx::Module<'_>,
@@ -329,11 +377,12 @@ fn cpu(
     p: &launch::Prepared,
     mem: &mut Global,
     groups: &[gpucheck_analysis::GroupReport],
+    how: &interp::Run,
 ) -> Result<Seen, interp::InterpError> {
     let started = std::time::Instant::now();
     let watch: Vec<Vec<SiteKey>> =
         groups.iter().map(|g| g.members.iter().map(|&inst| SiteKey { func: g.function, inst }).collect()).collect();
-    let obs = interp::run_watching(module, kernel, l, &p.args, mem, &watch)?;
+    let obs = interp::run_with(module, kernel, l, &p.args, mem, &interp::Run { groups: watch, ..how.clone() })?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(Seen {
         sites: obs.sites.iter().map(|(k, s)| (*k, (s.space, SiteSeen::from(&s.hist)))).collect(),

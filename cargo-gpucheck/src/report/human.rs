@@ -119,7 +119,8 @@ pub fn summary(name: &str, kind: &str, diags: &[Diagnostic]) -> Option<String> {
     let warnings = diags.iter().filter(|d| d.level == Level::Warn).count();
     let dup: usize = diags.iter().map(|d| d.duplicates).sum();
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
-    let dups = if dup > 0 { format!(" ({})", plural(dup, "duplicate")) } else { String::new() };
+    // (the compiler's copies of one place, each folded into the finding at its source line)
+    let dups = if dup > 0 { format!(" ({} folded)", plural(dup, "PTX copy")).replace("copys", "copies") } else { String::new() };
     if errors > 0 {
         let w = if warnings > 0 { format!("; {} emitted", plural(warnings, "warning")) } else { String::new() };
         Some(format!("error: could not check `{name}` ({kind}) due to {}{w}{dups}", plural(errors, "previous error")))
