@@ -384,6 +384,44 @@ fn slice_elem(ty: &str) -> Option<&str> {
 pub struct Buffer {
     pub addr: u64,
     pub bytes: Vec<u8>,
+    /// The argument it was made for, as given (`x`, `p.src`), and its
+    /// element size in bytes.
+    pub name: String,
+    pub elem_bytes: usize,
+}
+
+/// Where an out-of-bounds address falls, in the terms of the buffer it
+/// is nearest (within 4 KiB of its ends, where the interpreter leaves a
+/// gap): "element 20 of `x` (10 elements given)".
+pub fn buffer_place(buffers: &[Buffer], addr: u64) -> Option<String> {
+    let (b, off) = buffers.iter().find_map(|b| {
+        let off = addr as i128 - b.addr as i128;
+        (off >= -4096 && off < b.bytes.len() as i128 + 4096).then_some((b, off))
+    })?;
+    let size = b.elem_bytes.max(1) as i128;
+    let n = b.bytes.len() / b.elem_bytes.max(1);
+    Some(format!("element {} of `{}` ({n} elements given)", off.div_euclid(size), b.name))
+}
+
+/// The pointee of a Rust pointer type (`f32` for `*const f32`).
+fn pointee(ty: &str) -> Option<&str> {
+    ty.trim().strip_prefix("*const ").or_else(|| ty.trim().strip_prefix("*mut ")).map(str::trim)
+}
+
+/// A buffer's element type against the pointer type the kernel declares:
+/// `x=f64[10]` for `x: *const f32` is refused, saying what it takes.
+fn check_elem(name: &str, text: &str, elem: Elem, ty: Option<&str>) -> Result<(), String> {
+    let Some(t) = ty.and_then(pointee) else { return Ok(()) };
+    match Elem::parse(t) {
+        Some(want) if want != elem => {
+            let len = text.split_once('[').map_or("N]", |x| x.1);
+            Err(format!(
+                "argument `{name}={text}`: `{name}` is `{}` in the kernel's signature: give `{name}={t}[{len}`",
+                ty.unwrap_or("").trim()
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The PTX parameters' values, with the buffers made for them.
@@ -567,10 +605,11 @@ pub fn prepare(
                                 if !(field.ty.starts_with('*') || field.ty.starts_with('&')) {
                                     return Err(format!("field `{name}` is a `{}`, not a pointer: give a value, not `{text}`", field.ty));
                                 }
+                                check_elem(&name, text, elem, Some(&field.ty))?;
                                 let data = fill(elem, len, how, i as u64 + 1 + field.offset as u64);
                                 let addr = mem.alloc(&data);
                                 pointer_fields.push((args.len(), field.offset, buffers.len()));
-                                buffers.push(Buffer { addr, bytes: data });
+                                buffers.push(Buffer { addr, bytes: data, name: name.clone(), elem_bytes: elem.size() });
                                 addr
                             }
                             Value::Scalar(v) => {
@@ -610,8 +649,7 @@ pub fn prepare(
             continue;
         }
         let Some((key, text)) = found else {
-            let pointee = rty.and_then(|t| t.strip_prefix("*const ").or_else(|| t.strip_prefix("*mut "))).map(str::trim);
-            let hint = match (pointee, Ty::of_decl(p.ty)) {
+            let hint = match (rty.and_then(pointee), Ty::of_decl(p.ty)) {
                 (Some(t), _) => format!("--arg {display}={}[N] (a buffer of N elements)", Elem::parse(t).map(|_| t).unwrap_or("u8")),
                 (None, Some(t)) if t.is_float() => format!("--arg {display}=1.5"),
                 (None, Some(t)) if t.bits() == 64 && rty.is_none() => {
@@ -635,10 +673,11 @@ pub fn prepare(
                 if !matches!(p.ty, ".u64" | ".b64" | ".s64") {
                     return Err(format!("argument `{display}` is a {} parameter, not a pointer: give a value, not `{text}`", p.ty));
                 }
+                check_elem(&display, &text, elem, rty)?;
                 let bytes = fill(elem, len, how, i as u64 + 1);
                 let addr = mem.alloc(&bytes);
                 lens.insert(display.clone(), len);
-                buffers.push(Buffer { addr, bytes });
+                buffers.push(Buffer { addr, bytes, name: display.clone(), elem_bytes: elem.size() });
                 args.push(Arg::Bits(addr));
             }
             Value::Scalar(s) => {
@@ -666,6 +705,22 @@ mod tests {
 
     fn kernel(params: &[(&str, &str)]) -> RustKernel {
         RustKernel { params: params.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(), structs: BTreeMap::new() }
+    }
+
+    #[test]
+    fn buffers_follow_the_signature_and_name_faults() {
+        let src = ".version 7.0\n.target sm_70\n.address_size 64\n.entry k(.param .u64 k_param_0, .param .u32 k_param_1) { ret; }\n";
+        let m = ptx::parse(src).unwrap();
+        let f = &m.functions[0];
+        let rk = kernel(&[("x", "*const f32"), ("n", "u32")]);
+        let given = |x: &str| BTreeMap::from([("x".to_string(), x.to_string()), ("n".to_string(), "10".to_string())]);
+        let err = prepare(f, Some(&rk), &given("f64[10]"), &mut Global::default()).unwrap_err();
+        assert_eq!(err, "argument `x=f64[10]`: `x` is `*const f32` in the kernel's signature: give `x=f32[10]`");
+        let p = prepare(f, Some(&rk), &given("f32[10]"), &mut Global::default()).unwrap();
+        let b = &p.buffers[0];
+        assert_eq!(buffer_place(&p.buffers, b.addr + 80).as_deref(), Some("element 20 of `x` (10 elements given)"));
+        assert_eq!(buffer_place(&p.buffers, b.addr - 4).as_deref(), Some("element -1 of `x` (10 elements given)"));
+        assert_eq!(buffer_place(&p.buffers, b.addr + (1 << 20)), None);
     }
 
     #[test]

@@ -309,6 +309,10 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                                 "; run a smaller --grid, or pass --time-limit 0 (or more seconds) to run it whole".to_string()
                             }
                             interp::InterpError::TooLong { .. } => "; pass --time-limit 0 (or more seconds) to let it run".to_string(),
+                            // an out-of-bounds address in the terms of the buffer it missed
+                            interp::InterpError::Fault { addr, space: "global", .. } => {
+                                launch::buffer_place(&prepared.buffers, *addr).map_or_else(String::new, |p| format!(": {p}"))
+                            }
                             _ => String::new(),
                         };
                         match at {
