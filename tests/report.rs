@@ -165,7 +165,13 @@ fn a_ptx_file_alone_is_reported() {
     for k in entries() {
         assert!(index.contains(&format!("data-kernel=\"{k}\"")), "{k} missing from the PTX report");
     }
-    assert!(dir.join("src/0.html").exists() && dir.join("style.css").exists() && dir.join("report.js").exists());
+    assert!(dir.join("style.css").exists() && dir.join("report.js").exists());
+    // source pages are named after their files (`…lib.rs.html`), not numbered
+    let names: Vec<String> =
+        std::fs::read_dir(dir.join("src")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!names.is_empty() && names.iter().all(|n| n.ends_with(".html") && n.parse::<u32>().is_err()), "{names:?}");
+    assert!(names.iter().any(|n| n.contains(".rs.html") || n.contains(".ptx.html")), "{names:?}");
+    assert!(names.iter().all(|n| index.contains(&format!("href=\"src/{n}\""))), "{names:?}");
     // nothing is fetched: every script, stylesheet and link is a file of the report
     let pages = std::fs::read_dir(dir.join("src")).unwrap().map(|e| e.unwrap().path()).chain([dir.join("index.html")]);
     for p in pages {
@@ -237,8 +243,8 @@ fn report_renders_in_a_browser() {
     assert!(dom.contains("sorted by bytes moved"), "{dom}");
     // each source page: every finding's line is marked and its gutter coloured; races link
     let mut race_links = 0;
-    for (i, f) in d["files"].as_array().unwrap().iter().enumerate() {
-        let dom = browse(&exe, &dir.join(format!("src/{i}.html")), None);
+    for f in d["files"].as_array().unwrap() {
+        let dom = browse(&exe, &dir.join("src").join(f["page"].as_str().unwrap()), None);
         for l in f["lines"].as_array().unwrap() {
             let n = l["line"].as_u64().unwrap();
             let tr = row(&dom, &format!("L{n}")).unwrap_or_else(|| panic!("{}: no line {n}", f["path"]));
@@ -253,8 +259,9 @@ fn report_renders_in_a_browser() {
     }
     assert!(race_links >= 4, "{race_links} race links");
     // screenshots, kept as artifacts
-    let races = d["files"].as_array().unwrap().iter().position(|f| f["path"] == "src/races.rs").expect("src/races.rs in the report");
-    for (page, png) in [("index.html".to_string(), "overview.png"), (format!("src/{races}.html"), "source.png")] {
+    let races = d["files"].as_array().unwrap().iter().find(|f| f["path"] == "src/races.rs").expect("src/races.rs in the report");
+    assert_eq!(races["page"], "src_races.rs.html");
+    for (page, png) in [("index.html".to_string(), "overview.png"), (format!("src/{}", races["page"].as_str().unwrap()), "source.png")] {
         let shot = dir.join(png);
         browse(&exe, &dir.join(page), Some(&shot));
         assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000), "{} missing or empty", shot.display());

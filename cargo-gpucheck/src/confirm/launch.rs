@@ -114,6 +114,9 @@ pub struct Spec {
     pub grid: Option<[u32; 3]>,
     pub block: Option<[u32; 3]>,
     pub args: BTreeMap<String, String>,
+    /// Arguments whose value is the package table's, shared by every
+    /// kernel (so not held to one kernel's pointer types).
+    pub shared: std::collections::BTreeSet<String>,
 }
 
 fn apply_table(spec: &mut Spec, t: &serde_json::Value, where_: &str) -> Result<(), String> {
@@ -151,10 +154,14 @@ pub fn spec(meta: Option<&serde_json::Value>, kernel: &str, cli: &Spec) -> Resul
     let mut s = Spec::default();
     if let Some(m) = meta {
         apply_table(&mut s, m, "[package.metadata.gpucheck]")?;
+        s.shared = s.args.keys().cloned().collect();
         if let Some(k) = m.get("kernels").and_then(|k| k.get(kernel)) {
+            let before = s.args.clone();
             apply_table(&mut s, k, &format!("[package.metadata.gpucheck.kernels.{kernel}]"))?;
+            s.shared.retain(|n| s.args.get(n) == before.get(n));
         }
     }
+    s.shared.retain(|n| !cli.args.contains_key(n));
     if cli.grid.is_some() {
         s.grid = cli.grid;
     }
@@ -551,10 +558,23 @@ fn scalar_bits(text: &str, ptx_ty: &str, rust_ty: Option<&str>) -> Result<u64, S
 
 /// Match the given argument texts to the kernel's PTX parameters (by Rust
 /// name, PTX name or index), make the buffers, and say what is missing.
+#[cfg(test)]
 pub fn prepare(
     f: &ptx::Function<'_>,
     rust_kernel: Option<&RustKernel>,
     given: &BTreeMap<String, String>,
+    mem: &mut Global,
+) -> Result<Prepared, String> {
+    prepare_with(f, rust_kernel, given, &Default::default(), mem)
+}
+
+/// [`prepare`], `shared` naming the arguments whose buffers are the
+/// package table's (not checked against this kernel's pointer types).
+pub fn prepare_with(
+    f: &ptx::Function<'_>,
+    rust_kernel: Option<&RustKernel>,
+    given: &BTreeMap<String, String>,
+    shared: &std::collections::BTreeSet<String>,
     mem: &mut Global,
 ) -> Result<Prepared, String> {
     // a slice parameter (`&[T]`, `&mut [T]`) is a (pointer, length) pair in PTX (Rust-CUDA)
@@ -605,7 +625,9 @@ pub fn prepare(
                                 if !(field.ty.starts_with('*') || field.ty.starts_with('&')) {
                                     return Err(format!("field `{name}` is a `{}`, not a pointer: give a value, not `{text}`", field.ty));
                                 }
-                                check_elem(&name, text, elem, Some(&field.ty))?;
+                                if !shared.contains(&name) {
+                                    check_elem(&name, text, elem, Some(&field.ty))?;
+                                }
                                 let data = fill(elem, len, how, i as u64 + 1 + field.offset as u64);
                                 let addr = mem.alloc(&data);
                                 pointer_fields.push((args.len(), field.offset, buffers.len()));
@@ -667,13 +689,14 @@ pub fn prepare(
             ));
             continue;
         };
-        let _ = key;
         match parse_value(&text)? {
             Value::Buffer { elem, len, fill: how } => {
                 if !matches!(p.ty, ".u64" | ".b64" | ".s64") {
                     return Err(format!("argument `{display}` is a {} parameter, not a pointer: give a value, not `{text}`", p.ty));
                 }
-                check_elem(&display, &text, elem, rty)?;
+                if !shared.contains(&key) {
+                    check_elem(&display, &text, elem, rty)?;
+                }
                 let bytes = fill(elem, len, how, i as u64 + 1);
                 let addr = mem.alloc(&bytes);
                 lens.insert(display.clone(), len);
@@ -793,7 +816,8 @@ mod tests {
             "grid": [4], "args": { "n": 1024, "x": "f32[1024]" },
             "kernels": { "k": { "block": [32, 8], "args": { "n": "64" } } }
         });
-        let cli = Spec { grid: Some([8, 1, 1]), block: None, args: [("x".to_string(), "f32[64]".to_string())].into() };
+        let cli =
+            Spec { grid: Some([8, 1, 1]), block: None, args: [("x".to_string(), "f32[64]".to_string())].into(), ..Default::default() };
         let s = spec(Some(&meta), "k", &cli).unwrap();
         assert_eq!(s.grid, Some([8, 1, 1]));
         assert_eq!(s.block, Some([32, 8, 1]));

@@ -128,6 +128,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         grid: a.grid,
         block: a.block,
         args: a.args.iter().map(|s| launch::parse_arg(s).map_err(anyhow::Error::msg)).collect::<Result<_>>()?,
+        shared: Default::default(),
     };
     let sources: Vec<String> = units
         .iter()
@@ -268,7 +269,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             let launch = Launch { grid, block, dynamic_shared: 0 };
             let kernel = gpucheck_analysis::demangle(f.name);
             let mut mem = Global::default();
-            let prepared = match launch::prepare(f, rust.as_ref(), &spec.args, &mut mem) {
+            let prepared = match launch::prepare_with(f, rust.as_ref(), &spec.args, &spec.shared, &mut mem) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("warning: skipping kernel `{}`: {e}", gpucheck_analysis::names::bare(f.name));

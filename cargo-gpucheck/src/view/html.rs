@@ -106,16 +106,17 @@ pub fn write(doc: &Doc, dir: &Path) -> anyhow::Result<std::path::PathBuf> {
     let w = |p: &Path, s: &str| std::fs::write(p, s).with_context(|| format!("writing `{}`", p.display()));
     w(&dir.join("style.css"), CSS)?;
     w(&dir.join("report.js"), JS)?;
-    for (i, f) in doc.files.iter().enumerate() {
-        w(&dir.join(format!("src/{i}.html")), &source_page(doc, f))?;
+    for f in &doc.files {
+        w(&dir.join("src").join(&f.page), &source_page(doc, f))?;
     }
     let index = dir.join("index.html");
     w(&index, &overview(doc))?;
     Ok(index)
 }
 
-fn link_to(l: &super::Link, prefix: &str) -> String {
-    format!("{prefix}src/{}.html#L{}", l.file, l.line)
+fn link_to(doc: &Doc, l: &super::Link, prefix: &str) -> String {
+    let page = doc.files.get(l.file).map_or("", |f| f.page.as_str());
+    format!("{prefix}src/{page}#L{}", l.line)
 }
 
 fn overview(doc: &Doc) -> String {
@@ -138,7 +139,7 @@ fn overview(doc: &Doc) -> String {
                     @for c in &doc.costliest {
                         tr {
                             td.num data-sort=(format!("{:.4}", c.share)) { (format!("{:.0} %", 100.0 * c.share)) }
-                            td.name { a href=(link_to(&c.at, "")) { (c.place) } }
+                            td.name { a href=(link_to(doc, &c.at, "")) { (c.place) } }
                             td.name { (c.kernel) }
                             td.name { (c.of) }
                             td.name { (c.lint) }
@@ -166,9 +167,9 @@ fn overview(doc: &Doc) -> String {
         }
         h2 { "Source files" }
         ul.files {
-            @for (i, f) in doc.files.iter().enumerate() {
+            @for f in &doc.files {
                 li {
-                    a href=(format!("src/{i}.html")) { (f.path) }
+                    a href=(format!("src/{}", f.page)) { (f.path) }
                     " — " (f.lines.len()) " lines with sites"
                     @let findings = f.lines.iter().map(|l| l.findings.len()).sum::<usize>();
                     @if findings > 0 { ", " (findings) " findings" }
@@ -188,7 +189,7 @@ fn kernel_row(doc: &Doc, k: &KernelRow, max_moved: u64) -> Markup {
     html! {
         tr.kernel data-kernel=(k.name) {
             td.name data-sort=(k.name) {
-                @match &k.worst { Some(l) => a href=(link_to(l, "")) { (k.name) }, None => (k.name) }
+                @match &k.worst { Some(l) => a href=(link_to(doc, l, "")) { (k.name) }, None => (k.name) }
                 @if !k.entry { " " span.tag { "device fn" } }
                 br; span.note title=(k.ptx) { (k.package) }
             }
@@ -229,7 +230,7 @@ fn kernel_row(doc: &Doc, k: &KernelRow, max_moved: u64) -> Markup {
 }
 
 /// The cell of one column on a line: the worst site of that column.
-fn cell(sites: &[&SiteView], col: Column) -> Markup {
+fn cell(doc: &Doc, sites: &[&SiteView], col: Column) -> Markup {
     let of: Vec<&&SiteView> = sites.iter().filter(|s| s.column == col).collect();
     if of.is_empty() {
         return html! { td.g {} };
@@ -252,7 +253,7 @@ fn cell(sites: &[&SiteView], col: Column) -> Markup {
     html! {
         td.g.(format!("c-{}", col_name(col))).(if failure { "mismatch" } else { "" }) style=(style) data-ratio=(worst.ratio.unwrap_or(0.0)) {
             @match (&worst.partner, col) {
-                (Some(p), Column::Race) => a.race-link href=(link_to(p, "../")) title="the other access of the race" { (text) },
+                (Some(p), Column::Race) => a.race-link href=(link_to(doc, p, "../")) title="the other access of the race" { (text) },
                 _ => (text),
             }
         }
@@ -304,7 +305,7 @@ fn summary(l: &LineView) -> String {
     out.join("\n")
 }
 
-fn detail(l: &LineView, ncols: usize) -> Markup {
+fn detail(doc: &Doc, l: &LineView, ncols: usize) -> Markup {
     html! {
         tr.detail hidden {
             td colspan=(ncols) {
@@ -322,7 +323,7 @@ fn detail(l: &LineView, ncols: usize) -> Markup {
                         @if s.ptx_lines.len() > 1 { " " span.tag { "×" (s.ptx_lines.len()) " PTX copies" } }
                         " " span.note { "PTX line" @if s.ptx_lines.len() > 1 { "s" } " " (s.ptx_lines.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")) }
                         @if let Some(v) = &s.via { " " span.note { "(in the call at " (v) ")" } }
-                        @if let Some(p) = &s.partner { " " a.race-link href=(link_to(p, "../")) { "→ the other access" } }
+                        @if let Some(p) = &s.partner { " " a.race-link href=(link_to(doc, p, "../")) { "→ the other access" } }
                         @if let (Some(o), Some(v)) = (&s.observed, &s.verdict) { br; "observed: " (o) " — " b { (v) } }
                     }
                 }
@@ -377,11 +378,11 @@ fn source_page(doc: &Doc, f: &FileView) -> String {
                         class=(match l { Some(l) if !l.findings.is_empty() => "has-finding has-site", Some(_) => "has-site", None => "" })
                         title=[l.map(|l| summary(l))] {
                         td.n { (n) }
-                        @for (c, _, _) in COLUMNS { (cell(&sites, c)) }
+                        @for (c, _, _) in COLUMNS { (cell(doc, &sites, c)) }
                         @if doc.confirmed { (run_cell(&sites)) }
                         td.code { (code) }
                     }
-                    @if let Some(l) = l { (detail(l, ncols)) }
+                    @if let Some(l) = l { (detail(doc, l, ncols)) }
                 }
             }
         }

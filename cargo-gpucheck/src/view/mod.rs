@@ -115,6 +115,8 @@ pub struct FileView {
     pub abs: std::path::PathBuf,
     /// The PTX file stands in for sources the PTX has no line for.
     pub is_ptx: bool,
+    /// Its page under `src/`, named after the file (`kernels_src_lib.rs.html`).
+    pub page: String,
     /// The lines with something to show, in order.
     pub lines: Vec<LineView>,
 }
@@ -182,6 +184,16 @@ pub fn heat(ratio: f64) -> f64 {
 }
 
 /// Where a site shows: its source line, else its PTX line.
+/// A source page's file name: the path as shown, every character but
+/// letters, digits, `.`, `-` and `_` made `_` (`kernels/src/lib.rs` →
+/// `kernels_src_lib.rs.html`), `-2`, `-3`, … after a name `taken` already.
+fn page_name(shown: &str, taken: impl Fn(&str) -> bool) -> String {
+    let base: String = shown.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' }).collect();
+    let base = base.trim_start_matches(['_', '.']);
+    let base = if base.is_empty() { "source" } else { base };
+    (1..).map(|n| if n == 1 { format!("{base}.html") } else { format!("{base}-{n}.html") }).find(|p| !taken(p)).expect("a free name")
+}
+
 struct Placer<'p> {
     paths: &'p PathStyle,
     files: Vec<FileView>,
@@ -194,7 +206,8 @@ impl Placer<'_> {
         if let Some(&i) = self.index.get(&shown) {
             return i;
         }
-        self.files.push(FileView { path: shown.clone(), abs, is_ptx, lines: vec![] });
+        let page = page_name(&shown, |p| self.files.iter().any(|f| f.page == p));
+        self.files.push(FileView { path: shown.clone(), abs, is_ptx, page, lines: vec![] });
         self.lines.push(BTreeMap::new());
         self.index.insert(shown, self.files.len() - 1);
         self.files.len() - 1
@@ -612,4 +625,17 @@ pub fn open(page: &std::path::Path) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::page_name;
+
+    #[test]
+    fn pages_are_named_after_their_files() {
+        assert_eq!(page_name("kernels/src/lib.rs", |_| false), "kernels_src_lib.rs.html");
+        assert_eq!(page_name("/usr/include/x y.h", |_| false), "usr_include_x_y.h.html");
+        assert_eq!(page_name("a/b.rs", |p| p == "a_b.rs.html"), "a_b.rs-2.html");
+        assert_eq!(page_name("..", |_| false), "source.html");
+    }
 }
