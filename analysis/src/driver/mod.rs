@@ -115,27 +115,40 @@ pub fn shape_for(f: &FunctionIr<'_>, opts: &Options) -> Shape {
 /// it, `--block`, its kernel table, `.reqntid`, its host launch, the
 /// package table, `.maxntid`, in that order (what `confirm` launches).
 pub fn given_shape(func: &ptx::Function<'_>, opts: &Options) -> Option<Shape> {
-    let names = crate::names::aliases(func.name);
-    if let Some(b) = names.iter().find_map(|n| opts.cli_kernel_blocks.get(n)) {
+    // (the names demangled only where a table could hold one: C++ demangling is not free)
+    let names = std::cell::OnceCell::new();
+    let names = || names.get_or_init(|| crate::names::aliases(func.name)).as_slice();
+    if let Some(b) = by_name(&opts.cli_kernel_blocks, names) {
         return Some(Shape::new(*b, ShapeSource::Cli));
     }
     if let Some(b) = opts.block {
         return Some(Shape::new(b, ShapeSource::Cli));
     }
-    if let Some((name, b)) = names.iter().find_map(|n| opts.kernel_blocks.get_key_value(n)) {
+    if let Some((name, b)) =
+        (!opts.kernel_blocks.is_empty()).then(|| names().iter().find_map(|n| opts.kernel_blocks.get_key_value(n))).flatten()
+    {
         return Some(Shape::new(*b, ShapeSource::Kernel(name.clone())));
     }
     // a block has at most 1024 threads: a larger `.reqntid` is not a launch shape
     if let Some(b) = func.perf.reqntid.filter(launchable) {
         return Some(Shape::new(b, ShapeSource::Reqntid));
     }
-    if let Some((b, file, line)) = names.iter().find_map(|n| opts.launch_blocks.get(n)) {
+    if let Some((b, file, line)) = by_name(&opts.launch_blocks, names) {
         return Some(Shape::new(*b, ShapeSource::Launch { file: file.clone(), line: *line }));
     }
     if let Some(b) = opts.package_block {
         return Some(Shape::new(b, ShapeSource::Package));
     }
     func.perf.maxntid.filter(launchable).map(|b| Shape::new(b, ShapeSource::Maxntid))
+}
+
+/// The entry of a table keyed by kernel name for one of `names` (not
+/// computed for an empty table).
+fn by_name<'t, V>(table: &'t std::collections::HashMap<String, V>, names: impl FnOnce() -> &'t [String]) -> Option<&'t V> {
+    if table.is_empty() {
+        return None;
+    }
+    names().iter().find_map(|n| table.get(n))
 }
 
 /// Whether a block of this shape can be launched (at most 1024 threads).
@@ -146,8 +159,10 @@ fn launchable(b: &[u32; 3]) -> bool {
 /// The grid shape used for kernel `f`, when known: `--grid`, then the
 /// kernel's metadata, then the package's.
 pub fn grid_for(f: &ptx::Function<'_>, opts: &Options) -> Option<[u32; 3]> {
-    let names = crate::names::aliases(f.name);
-    opts.grid.or_else(|| names.iter().find_map(|n| opts.kernel_grids.get(n).copied())).or(opts.package_grid)
+    let names = std::cell::OnceCell::new();
+    opts.grid
+        .or_else(|| by_name(&opts.kernel_grids, || names.get_or_init(|| crate::names::aliases(f.name)).as_slice()).copied())
+        .or(opts.package_grid)
 }
 
 /// Parse and check one PTX module. `is_local` says whether a source file
