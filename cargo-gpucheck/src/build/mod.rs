@@ -590,6 +590,11 @@ pub fn build_hints(stderr: &str) -> Vec<String> {
     if stderr.contains("llvm-bitcode-linker") {
         out.push("a `cdylib` kernel crate is linked by rustc's bitcode linker, which is not installed; cargo gpucheck reads the library's own PTX and needs no linking: leave `crate-type` at the default (`rlib`), or install the linker with `rustup component add llvm-bitcode-linker llvm-tools`".to_string());
     }
+    if stderr.contains("can't find crate for `std`") {
+        out.push("nvptx64-nvidia-cuda has no standard library: put `#![no_std]` at the top of the kernel crate's lib.rs, with a `#[panic_handler]` (`cargo gpucheck new NAME` writes a kernel crate with both)".to_string());
+    } else if stderr.contains("`#[panic_handler]` function required") {
+        out.push("a `#![no_std]` kernel crate needs a panic handler: `#[panic_handler] fn panic(_: &core::panic::PanicInfo) -> ! { loop {} }` in its lib.rs".to_string());
+    }
     if stderr.contains("rust-src") && (stderr.contains("component") || stderr.contains("does not exist")) {
         out.push("-Zbuild-std needs the standard library's sources: add `components = [\"rust-src\"]` to rust-toolchain.toml, or run `rustup component add rust-src` for the crate's toolchain".to_string());
     }
@@ -659,6 +664,10 @@ mod tests {
         let src = "error: \"/root/.rustup/toolchains/nightly/lib/rustlib/src/rust/library/Cargo.lock\" does not exist, unable to build with the standard library, try:\n        rustup component add rust-src --toolchain nightly";
         assert!(build_hints(src)[0].contains("rust-src"));
         assert!(build_hints("error[E0308]: mismatched types").is_empty());
+        let std =
+            "error[E0463]: can't find crate for `std`\n  = note: the `nvptx64-nvidia-cuda` target may not support the standard library";
+        assert!(build_hints(std)[0].contains("`#![no_std]`"), "{:?}", build_hints(std));
+        assert!(build_hints("error: `#[panic_handler]` function required, but not found")[0].contains("#[panic_handler]"));
     }
 
     #[test]
