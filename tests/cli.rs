@@ -666,3 +666,18 @@ fn an_out_of_bounds_access_names_the_buffer_and_element() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("by thread (10, 0, 0) of block (0, 0, 0): element 10 of `rd_param_0` (10 elements given)"), "{err}");
 }
+
+#[test]
+fn outside_a_project_or_with_a_broken_manifest_the_way_on_is_said() {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-no-project-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = gpucheck(&[], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not in a Cargo project: check PTX files directly with `cargo gpucheck ptx FILE.ptx`, or start a kernel crate with `cargo gpucheck new NAME`"), "{err}");
+    std::fs::write(dir.join("Cargo.toml"), "[package\nname = \"x\"\n").unwrap();
+    let out = gpucheck(&[], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unclosed table") && err.contains("`cargo gpucheck ptx FILE.ptx` checks PTX files without one"), "{err}");
+}

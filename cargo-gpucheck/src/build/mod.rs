@@ -135,7 +135,15 @@ pub fn metadata(manifest_path: Option<&Path>) -> Result<Metadata> {
         }
         cmd.manifest_path(p);
     }
-    cmd.exec().context("`cargo metadata` failed: is this a Cargo project?")
+    cmd.exec().map_err(|e| {
+        let why = e.to_string();
+        let help = if why.contains("could not find `Cargo.toml`") {
+            "help: not in a Cargo project: check PTX files directly with `cargo gpucheck ptx FILE.ptx`, or start a kernel crate with `cargo gpucheck new NAME`"
+        } else {
+            "help: cargo could not read the manifest (its error is above); `cargo gpucheck ptx FILE.ptx` checks PTX files without one"
+        };
+        anyhow::anyhow!("`cargo metadata` failed: {}\n{help}", why.trim_end())
+    })
 }
 
 /// A Rust-CUDA host crate: its build script depends on `cuda_builder`.
