@@ -681,3 +681,13 @@ fn outside_a_project_or_with_a_broken_manifest_the_way_on_is_said() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("unclosed table") && err.contains("`cargo gpucheck ptx FILE.ptx` checks PTX files without one"), "{err}");
 }
+
+#[test]
+fn a_hint_quotes_a_path_with_spaces() {
+    let dir = std::env::temp_dir().join(format!("gpucheck-cli-quote-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = gpucheck(&["new", "demo", "--path", "sub dir"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("`cd 'sub dir' && cargo gpucheck`"), "{err}");
+}

@@ -45,6 +45,18 @@ pub struct PathStyle {
     pub root: PathBuf,
 }
 
+/// A path as a shell command takes it: as is when it has only characters
+/// no shell reads specially, else in single quotes (`'my kernels'`).
+pub fn shell_quote(p: &Path) -> String {
+    let s = p.to_string_lossy();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./+=:@,%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 impl PathStyle {
     pub fn display(&self, p: &str) -> String {
         let path = Path::new(p);
@@ -511,5 +523,18 @@ mod tests {
         let p = PathStyle { root: PathBuf::from("/w/ek") };
         assert_eq!(p.display("/w/ek/src/lib.rs"), "src/lib.rs");
         assert_eq!(p.display("/r/.rustup/toolchains/n/lib/rustlib/src/rust/library/core/src/x.rs"), "$RUST/library/core/src/x.rs");
+    }
+}
+
+#[cfg(test)]
+mod quote_tests {
+    use super::shell_quote;
+    use std::path::Path;
+
+    #[test]
+    fn paths_in_commands_are_quoted_when_a_shell_would_split_them() {
+        assert_eq!(shell_quote(Path::new("kernels/src")), "kernels/src");
+        assert_eq!(shell_quote(Path::new("my kernels")), "'my kernels'");
+        assert_eq!(shell_quote(Path::new("it's")), "'it'\\''s'");
     }
 }

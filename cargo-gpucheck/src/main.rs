@@ -81,8 +81,9 @@ fn run() -> Result<i32> {
         Some(Command::New { name, path }) => match new::run(&name, path.as_deref()) {
             Ok(dir) => {
                 eprintln!(
-                    "     Created kernel crate `{name}` in {}: `cd {0} && cargo gpucheck`, then `cargo gpucheck confirm`",
-                    dir.display()
+                    "     Created kernel crate `{name}` in {}: `cd {} && cargo gpucheck`, then `cargo gpucheck confirm`",
+                    dir.display(),
+                    diagnostic::shell_quote(&dir)
                 );
                 Ok(0)
             }
@@ -469,7 +470,7 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
             if r.open && !view::open(&index) {
                 eprintln!(
                     "error: the report is written, but no browser opened it ($BROWSER, else xdg-open or gio, failed or was not found): open {} yourself, or set $BROWSER",
-                    index.display()
+                    diagnostic::shell_quote(&index)
                 );
                 return Ok(2);
             }
