@@ -226,14 +226,16 @@ pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
     }
 }
 
+/// How a Cargo project gives a block shape.
+const CARGO_SHAPE_HINT: &str = "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`";
+
 /// The note naming a kernel's block shape and where it came from.
 fn shape_note(kernel: &str, [x, y, z]: [u32; 3], source: &ShapeSource, hint: ShapeHint) -> String {
     match source {
         ShapeSource::Assumed => {
-            let cli = format!("pass `--block {kernel}=X,Y,Z` (or `--block X,Y,Z` for every kernel)");
             let how = match hint {
-                ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
-                ShapeHint::Cli => cli.as_str(),
+                ShapeHint::Cargo => CARGO_SHAPE_HINT.to_string(),
+                ShapeHint::Cli => format!("pass `--block {kernel}=X,Y,Z` (or `--block X,Y,Z` for every kernel)"),
             };
             format!("no block shape given for `{kernel}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); {how}")
         }
@@ -245,10 +247,9 @@ fn shape_note(kernel: &str, [x, y, z]: [u32; 3], source: &ShapeSource, hint: Sha
             format!("block shape {x}×{y}×{z} from the `LaunchConfig` of `{kernel}`'s launch at {file}:{line}")
         }
         ShapeSource::Maxntid => {
-            let cli = format!("pass `--block {kernel}=X,Y,Z`");
             let how = match hint {
-                ShapeHint::Cargo => "set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`",
-                ShapeHint::Cli => cli.as_str(),
+                ShapeHint::Cargo => CARGO_SHAPE_HINT.to_string(),
+                ShapeHint::Cli => format!("pass `--block {kernel}=X,Y,Z`"),
             };
             format!(
                     "block shape {x}×{y}×{z} from .maxntid in the PTX (`__launch_bounds__`: the largest block `{kernel}` allows); for a smaller launch, {how}"

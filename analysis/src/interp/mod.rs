@@ -14,7 +14,11 @@
 //! sectors per request (global) or conflict degree (shared) with the same
 //! counting as the static prediction, per branch the warp executions and
 //! how many split, barriers reached by part of a warp, and races between
-//! threads of a block within a barrier interval (shadow memory).
+//! threads of a block within a barrier interval (shadow memory). A run is
+//! bounded: a budget of warp instructions per block (an endless loop stops
+//! naming its PTX line) and, when asked, a time limit that also stops a
+//! grid whose first blocks' rate says it would outlast it; a progress
+//! callback hears of each block.
 //!
 //! Owns: running PTX. Does not own: choosing inputs, comparing with
 //! predictions or printing (that is `cargo gpucheck confirm`). Device

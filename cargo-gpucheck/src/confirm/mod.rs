@@ -3,8 +3,10 @@
 //! predicted: per access site sectors per request (global) or conflict
 //! degree (shared), per branch how often warps split, races seen.
 //!
-//! Owns: choosing the kernels and launches, driving an engine (`cpu`: the
-//! interpreter in `gpucheck_analysis::interp`; `cuda`: a real GPU through
+//! Owns: choosing the kernels and launches (the block shape as the
+//! analysis takes it, `given_shape`), driving an engine (`cpu`: the
+//! interpreter in `gpucheck_analysis::interp`, with `--max-steps`,
+//! `--time-limit` and a progress line; `cuda`: a real GPU through
 //! `cuda`), the verdicts and the exit status (0 all confirmed, 1 a mismatch
 //! or an observed race, 2 could not run). Does not own: the analysis, the
 //! interpreter, PTX instrumentation (`instrument`).
@@ -139,21 +141,17 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         .zip(units)
         .map(|(src, u)| gpucheck_analysis::driver::parse(src).map_err(|e| anyhow::anyhow!("{}:{e}", u.ptx.display())))
         .collect::<Result<_>>()?;
-    let kernel_names = |m: &ptx::Module<'_>| -> Vec<(String, String)> {
-        m.functions
-            .iter()
-            .filter(|f| f.is_entry && f.body.is_some())
-            .map(|f| (f.name.to_string(), gpucheck_analysis::demangle(f.name)))
-            .collect()
+    let kernel_names = |m: &ptx::Module<'_>| -> Vec<String> {
+        m.functions.iter().filter(|f| f.is_entry && f.body.is_some()).map(|f| f.name.to_string()).collect()
     };
     // a kernel is named as in the PTX, demangled, or as its source names it
     // (a C++ kernel's unqualified name: `warp_tail` for `_Z9warp_tailPKfPf`)
     let names_kernel = |k: &str, mangled: &str| gpucheck_analysis::names::aliases(mangled).iter().any(|n| n == k);
     // kernels named on the command line (`--kernel`, `--block NAME=…`) must exist
-    let all_kernels: Vec<(String, String)> = modules.iter().flat_map(kernel_names).collect();
+    let all_kernels: Vec<String> = modules.iter().flat_map(kernel_names).collect();
     for k in a.kernels.iter().chain(a.kernel_blocks.iter().map(|(k, _)| k)) {
-        if !all_kernels.iter().any(|(m, _)| names_kernel(k, m)) {
-            let names: Vec<String> = all_kernels.iter().map(|x| gpucheck_analysis::names::bare(&x.0)).collect();
+        if !all_kernels.iter().any(|m| names_kernel(k, m)) {
+            let names: Vec<String> = all_kernels.iter().map(|x| gpucheck_analysis::names::bare(x)).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             let hint = gpucheck_analysis::lints::registry::closest_among(k, names.iter().copied())
                 .map(|c| format!("did you mean `{c}`? "))
@@ -170,7 +168,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         .map(|(u, module)| crate::config::UnitKernels {
             manifest: paths.display(&u.krate.manifest_path.to_string_lossy()),
             meta: u.krate.meta.as_ref(),
-            names: kernel_names(module).into_iter().flat_map(|(m, _)| gpucheck_analysis::names::aliases(&m)).collect(),
+            names: kernel_names(module).iter().flat_map(|m| gpucheck_analysis::names::aliases(m)).collect(),
         })
         .collect();
     let unknown = crate::config::unknown_kernels_by_package(&parts);
