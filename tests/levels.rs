@@ -195,3 +195,101 @@ fn block_comment_allows() {
     assert!(level_and_note(&after, "divergent_branch").is_none(), "{after:?} {err}");
     assert!(after.iter().all(|m| m["gpucheck"]["lint"] != "unused_gpucheck_allow"), "{after:?}");
 }
+
+/// `#[allow(gpucheck::…)]` and its kin on statements and kernels, as
+/// clippy's: the innermost wins, `#[expect]` that meets nothing and an
+/// unknown name are said, a forbidden lint stays, and the first finding
+/// that can be allowed says how.
+#[test]
+fn lint_attributes_as_clippys() {
+    let dir = kernel_ws("levels_g", "", "");
+    let lib = dir.join("src/lib.rs");
+    let original = std::fs::read_to_string(&lib).unwrap();
+    let (_, before, _) = run(&dir, &[]);
+    let branch = before.iter().find(|m| m["gpucheck"]["lint"] == "divergent_branch").expect("the twin without attributes warns");
+    let helps: Vec<&str> = before
+        .iter()
+        .flat_map(|m| m["message"]["children"].as_array().unwrap().iter())
+        .filter_map(|c| c["message"].as_str().filter(|t| t.starts_with("to allow it here")))
+        .collect();
+    assert_eq!(helps.len(), 1, "said once: {helps:?}");
+    assert!(helps[0].contains("#![register_tool(gpucheck)]"), "{helps:?}");
+    let _ = branch;
+    let registered = original
+        .replace("#![feature(abi_ptx, stdarch_nvptx)]", "#![feature(abi_ptx, stdarch_nvptx, register_tool)]\n#![register_tool(gpucheck)]");
+    let with = |from: &str, to: &str, args: &[&str]| {
+        std::fs::write(&lib, registered.replace(from, to)).unwrap();
+        run(&dir, args)
+    };
+    // on the statement: that finding only
+    let (_, msgs, err) = with("    if t % 2 == 0 {", "    #[allow(gpucheck::divergent_branch)]\n    if t % 2 == 0 {", &[]);
+    assert!(level_and_note(&msgs, "divergent_branch").is_none(), "{msgs:?} {err}");
+    assert!(level_and_note(&msgs, "barrier_divergence").is_some(), "{msgs:?}");
+    assert!(msgs.iter().all(|m| m["gpucheck"]["lint"] != "unused_gpucheck_allow"), "{msgs:?}");
+    // on the kernel, raising the level; a group allowed on the crate, the lint denied inside
+    let (code, msgs, err) = with(
+        "#[no_mangle]",
+        "#[no_mangle]\n#[deny(gpucheck::divergent_branch)]\n#[expect(gpucheck::shared_bank_conflict, gpucheck::divergent_branchs)]",
+        &[],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    let (level, note) = level_and_note(&msgs, "divergent_branch").unwrap();
+    assert_eq!(level, "error");
+    assert_eq!(note, "`#[deny(gpucheck::divergent_branch)]` at src/lib.rs:8:1");
+    let unused: Vec<&str> = msgs
+        .iter()
+        .filter(|m| m["gpucheck"]["lint"] == "unused_gpucheck_allow")
+        .map(|m| m["message"]["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        unused,
+        vec![
+            "unfulfilled `#[expect(gpucheck::shared_bank_conflict)]`: no `shared_bank_conflict` finding here",
+            "unknown lint `gpucheck::divergent_branchs`"
+        ],
+        "{msgs:?}"
+    );
+    // forbidden on the command line: the attribute cannot lower it
+    let (_, msgs, _) =
+        with("    if t % 2 == 0 {", "    #[allow(gpucheck::divergent_branch)]\n    if t % 2 == 0 {", &["-F", "divergent_branch"]);
+    let (level, note) = level_and_note(&msgs, "divergent_branch").expect("still reported");
+    assert_eq!(level, "error");
+    assert!(note.contains("has no effect: the lint is forbidden"), "{note}");
+    // without the tool registered the build fails, and the help says what to add
+    let (code, _, err) = {
+        std::fs::write(&lib, original.replace("    if t % 2 == 0 {", "    #[allow(gpucheck::divergent_branch)]\n    if t % 2 == 0 {"))
+            .unwrap();
+        run(&dir, &[])
+    };
+    assert_ne!(code, Some(0));
+    assert!(err.contains("help: `#[allow(gpucheck::…)]` needs the tool registered"), "{err}");
+    std::fs::write(&lib, &original).unwrap();
+}
+
+/// `-q` hides the kernel build's compiler warnings, not its errors (as
+/// `cargo -q` would if it could).
+#[test]
+fn quiet_hides_the_kernel_builds_warnings_not_its_errors() {
+    let dir = kernel_ws("levels_h", "", "");
+    let lib = dir.join("src/lib.rs");
+    let original = std::fs::read_to_string(&lib).unwrap();
+    let text = |src: &str, args: &[&str]| {
+        std::fs::write(&lib, src).unwrap();
+        let out = std::process::Command::new(binary())
+            .arg("gpucheck")
+            .args(args)
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", scratch("gpucheck-test-levels").join("target"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let warned = original.replace("let t = _thread_idx_x() as usize;", "let t = _thread_idx_x() as usize;\n    let unused_here = 1;");
+    assert!(text(&warned, &[]).contains("unused variable: `unused_here`"), "the warning is shown without -q");
+    let quiet = text(&format!("{warned}\n"), &["-q"]);
+    assert!(!quiet.contains("unused variable"), "{quiet}");
+    assert!(quiet.contains("divergent_branch"), "the check's own findings stay: {quiet}");
+    let broken = text(&warned.replace("let unused_here = 1;", "let unused_here: u32 = 1.5;"), &["-q"]);
+    assert!(broken.contains("mismatched types"), "{broken}");
+    std::fs::write(&lib, &original).unwrap();
+}

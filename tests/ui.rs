@@ -111,6 +111,7 @@ fn human_output_is_rustc_style() {
    = note: block shape 256×1×1 from [package.metadata.gpucheck]
    = help: move the barrier out of the conditional so that every thread of the block reaches it
    = note: reproduced: a run of block 0 (grid 1×1×1, block 256×1×1) shows it
+   = help: to allow it here, put `#[allow(gpucheck::barrier_divergence)]` on the statement or the kernel's `fn` (the crate root needs `#![feature(register_tool)]` and `#![register_tool(gpucheck)]`), or a `// gpucheck: allow(barrier_divergence)` comment on the line
    = note: `#[deny(gpucheck::barrier_divergence)]` on by default
 ";
     assert!(err.contains(expected), "human output differs; got:\n{err}");

@@ -7,6 +7,7 @@
 //! own: analysis (the `gpucheck-analysis` crate) or rendering (`report`).
 
 use crate::levels::Levels;
+use crate::lint_attrs::Scopes;
 use gpucheck_analysis::lints::UNUSED_GPUCHECK_ALLOW;
 use gpucheck_analysis::{Finding, Level, Metric, Note, NoteKind, Place, ShapeSource, Text};
 use std::collections::HashMap;
@@ -79,14 +80,19 @@ impl PathStyle {
     }
 }
 
-/// End column (exclusive, 1-based) of the expression starting at `col` on
-/// `line`: up to a `{` opening a block, through a `;`, or to the end of the
-/// code before a `//` comment.
-/// End column (exclusive) of a `// gpucheck: allow(…)` comment starting at `col`.
+/// End column (exclusive) of a `// gpucheck: allow(…)` comment or a lint
+/// attribute starting at `col`, or of the lint name starting there.
 fn comment_end(line: &str, col: u32) -> u32 {
     let chars: Vec<char> = line.chars().collect();
     let start = (col.max(1) - 1) as usize;
+    // at a name in the list: the name
+    if chars.get(start).is_some_and(|c| c.is_alphanumeric() || *c == '_') {
+        let len = chars[start..].iter().take_while(|c| c.is_alphanumeric() || **c == '_' || **c == ':').count();
+        return (start + len + 1) as u32;
+    }
     match chars.iter().skip(start).position(|c| *c == ')') {
+        // an attribute's closing bracket too
+        Some(p) if chars.get(start + p + 1) == Some(&']') => (start + p + 3) as u32,
         Some(p) => (start + p + 2) as u32,
         None => chars.len() as u32 + 1,
     }
@@ -151,6 +157,9 @@ fn expression_at(line: &str, col: u32) -> bool {
     line.chars().nth(col.max(1) as usize - 1).is_some_and(|c| c == '*' || c == '(' || c == '_' || c.is_alphabetic())
 }
 
+/// End column (exclusive, 1-based) of the expression starting at `col` on
+/// `line`: up to a `{` opening a block, through a `;`, or to the end of the
+/// code before a `//` comment.
 pub fn span_end(line: &str, col: u32) -> u32 {
     let chars: Vec<char> = line.chars().collect();
     let start = (col.max(1) - 1) as usize;
@@ -259,7 +268,17 @@ fn shape_note(kernel: &str, [x, y, z]: [u32; 3], source: &ShapeSource, hint: Sha
 }
 
 /// Convert (dropping allowed lints), fold duplicates and sort.
-pub fn prepare(mut findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, levels: &Levels, hint: ShapeHint) -> Vec<Diagnostic> {
+///
+/// `attrs`: the `#[allow(gpucheck::…)]` and other lint attributes of the
+/// unit's Rust sources; the innermost covering a finding sets its level.
+pub fn prepare(
+    mut findings: Vec<Finding>,
+    ptx_file: &str,
+    paths: &PathStyle,
+    levels: &Levels,
+    attrs: &Scopes,
+    hint: ShapeHint,
+) -> Vec<Diagnostic> {
     // the worst of the compiler's copies of one place comes first, and headlines
     findings.sort_by_key(|f| std::cmp::Reverse(f.rank.map(|r| r.value)));
     let mut sources: HashMap<PathBuf, Option<Vec<String>>> = HashMap::new();
@@ -272,7 +291,17 @@ pub fn prepare(mut findings: Vec<Finding>, ptx_file: &str, paths: &PathStyle, le
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::new();
     for f in findings {
-        let (level, level_note) = levels.of_finding(&f);
+        let scoped = if attrs.is_empty() {
+            None
+        } else {
+            let (file, line) = f.span.as_ref().map(|s| (Some(paths.absolute(&s.file)), s.line)).unwrap_or((None, 0));
+            attrs.level_of(&f, file.as_deref(), line, levels.level(f.lint), &|p: &Path| paths.display(&p.to_string_lossy()))
+        };
+        let (level, level_note) = match scoped {
+            Some((None, _)) => continue,
+            Some((Some(level), note)) => levels.promoted(level, note),
+            None => levels.of_finding(&f),
+        };
         if level == Level::Allow {
             continue;
         }
@@ -483,6 +512,27 @@ fn assume_also(f: &mut Finding, more: &[gpucheck_analysis::facts::Assumption]) {
             f.assumes.push(a.clone());
         }
     }
+}
+
+/// The first diagnostic that can be suppressed in its source (not
+/// forbidden, in a file of the package) gets a help line saying how, as
+/// rustc says once where a lint's level comes from.
+pub fn say_how_to_allow(diags: &mut [Diagnostic]) {
+    let Some(d) = diags.iter_mut().find(|d| {
+        d.level != Level::Forbid && d.abs_file.is_some() && d.file.is_some() && d.finding.lint.name != UNUSED_GPUCHECK_ALLOW.name
+    }) else {
+        return;
+    };
+    let name = d.finding.lint.name;
+    let rust = d.abs_file.as_ref().is_some_and(|f| f.extension().is_some_and(|e| e == "rs"));
+    let how = if rust {
+        format!(
+            "to allow it here, put `#[allow(gpucheck::{name})]` on the statement or the kernel's `fn` (the crate root needs `#![feature(register_tool)]` and `#![register_tool(gpucheck)]`), or a `// gpucheck: allow({name})` comment on the line"
+        )
+    } else {
+        format!("to allow it here, put a `// gpucheck: allow({name})` comment on the line or the line above (on the kernel's line: the whole kernel)")
+    };
+    d.notes.push((NoteKind::Help, how));
 }
 
 /// Stable order: by file, line, column, lint.

@@ -173,15 +173,21 @@ impl Levels {
         (self.level(f.lint), self.note(f.lint))
     }
 
+    /// A level set in the source (`#[warn(gpucheck::…)]`), with `-D
+    /// warnings` (or `-A warnings`) applied as to every warning.
+    pub fn promoted(&self, level: Level, note: String) -> (Level, String) {
+        match &self.all_warnings {
+            Some((promoted, from)) if level == Level::Warn && *promoted != Level::Warn => {
+                (*promoted, format!("{note}, and this warning is {} by {}", promoted.as_str(), warnings_source(from)))
+            }
+            _ => (level, note),
+        }
+    }
+
     /// rustc-style note saying where the level came from.
     pub fn note(&self, lint: &'static Lint) -> String {
         let (level, src) = self.map.get(lint.name).map(|(l, s)| (*l, s)).unwrap_or((lint.default, &Source::Default));
-        match &self.all_warnings {
-            Some((promoted, from)) if level == Level::Warn && *promoted != Level::Warn => {
-                format!("{}, and this warning is {} by {}", describe(src, lint), promoted.as_str(), warnings_source(from))
-            }
-            _ => describe(src, lint),
-        }
+        self.promoted(level, describe(src, lint)).1
     }
 }
 

@@ -15,6 +15,7 @@ mod confirm;
 mod diagnostic;
 mod input;
 mod levels;
+mod lint_attrs;
 mod new;
 mod report;
 mod suppress;
@@ -538,21 +539,28 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     };
     let status = format!("{status}{no_lines}{}", replay_summary(&report.findings));
     let hint = if u.kind == build::UnitKind::PtxFile { diagnostic::ShapeHint::Cli } else { diagnostic::ShapeHint::Cargo };
-    let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, hint);
-    // `// gpucheck: allow(…)` comments in the unit's sources: the package's files, and
-    // those the PTX's line information names
+    // `// gpucheck: allow(…)` comments and `#[allow(gpucheck::…)]` attributes in the unit's
+    // sources: the package's files, and those the PTX's line information names
     let named: Vec<PathBuf> = report.sources.iter().filter(|f| k.is_local(f)).map(|f| paths.absolute(f)).collect();
-    let mut comments = match u.kind {
+    let mut files = match u.kind {
         build::UnitKind::PtxFile => Vec::new(),
-        build::UnitKind::Crate | build::UnitKind::PtxWithManifest => suppress::scan(&k.root),
+        build::UnitKind::Crate | build::UnitKind::PtxWithManifest => suppress::rust_files(&k.root),
     };
-    comments.extend(suppress::scan_files(&named));
-    comments.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-    comments.dedup();
-    let mut sup = suppress::Suppressions::new(comments);
-    let mut diags = sup.apply(diags, &|p: &Path| paths.display(&p.to_string_lossy()));
-    diags.extend(prepare(sup.unused(), &ptx_display, paths, levels, hint));
+    files.extend(named);
+    files.sort();
+    files.dedup();
+    let crate_root = (u.kind != build::UnitKind::PtxFile).then_some(k.src_path.as_path());
+    let rust: Vec<PathBuf> = files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")).cloned().collect();
+    let attrs = lint_attrs::Scopes::new(lint_attrs::scan(&rust, crate_root));
+    let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, &attrs, hint);
+    let mut sup = suppress::Suppressions::new(suppress::scan_files(&files));
+    let display = |p: &Path| paths.display(&p.to_string_lossy());
+    let mut diags = sup.apply(diags, &display);
+    let unused = attrs.unused();
+    diags.extend(prepare(sup.unused(), &ptx_display, paths, levels, &attrs, hint));
+    diags.extend(prepare(unused, &ptx_display, paths, levels, &lint_attrs::Scopes::default(), hint));
     diagnostic::sort(&mut diags);
+    diagnostic::say_how_to_allow(&mut diags);
     let origin = match u.kind {
         build::UnitKind::PtxFile => {
             let abs = std::path::absolute(&u.ptx).unwrap_or_else(|_| u.ptx.clone());

@@ -45,9 +45,8 @@ pub fn parse_line(line: &str) -> Option<(u32, Vec<String>)> {
     None
 }
 
-/// Every allow comment in the `.rs` files under `root` (skipping `target/`
-/// and hidden directories).
-pub fn scan(root: &Path) -> Vec<AllowComment> {
+/// The `.rs` files under `root`, skipping `target/` and hidden directories.
+pub fn rust_files(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -65,7 +64,7 @@ pub fn scan(root: &Path) -> Vec<AllowComment> {
             }
         }
     }
-    scan_files(&files)
+    files
 }
 
 /// Every allow comment in the given source files (Rust, CUDA C: any file
@@ -83,6 +82,23 @@ pub fn scan_files(files: &[PathBuf]) -> Vec<AllowComment> {
     out.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     out.dedup();
     out
+}
+
+/// 1-based column of `name` in the allow list of the comment at `col` of
+/// `line`.
+fn name_column(line: &str, col: u32, name: &str) -> Option<u32> {
+    let start = line.char_indices().nth(col as usize - 1)?.0;
+    let open = start + line[start..].find("allow(")? + "allow(".len();
+    let close = open + line[open..].find(')')?;
+    let mut at = open;
+    for part in line[open..close].split(',') {
+        let lead = part.len() - part.trim_start().len();
+        if part.trim() == name {
+            return Some(line[..at + lead].chars().count() as u32 + 1);
+        }
+        at += part.len() + 1;
+    }
+    None
 }
 
 pub struct Suppressions {
@@ -103,12 +119,16 @@ impl Suppressions {
         Suppressions { comments, used, at, texts: HashMap::new() }
     }
 
+    /// The lines of `file` (none when it cannot be read), read once.
+    fn lines(&mut self, file: &Path) -> &[String] {
+        self.texts
+            .entry(file.to_path_buf())
+            .or_insert_with(|| std::fs::read_to_string(file).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default())
+    }
+
     /// Line of `fn kernel` in `file`, if any.
     fn fn_line(&mut self, file: &Path, kernel: &str) -> Option<u32> {
-        let lines = self
-            .texts
-            .entry(file.to_path_buf())
-            .or_insert_with(|| std::fs::read_to_string(file).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default());
+        let lines = self.lines(file);
         let pat = format!("fn {kernel}");
         lines.iter().position(|l| l.find(&pat).is_some_and(|p| l[p + pat.len()..].starts_with(['(', '<', ' ']))).map(|i| i as u32 + 1)
     }
@@ -163,30 +183,22 @@ impl Suppressions {
     }
 
     /// Findings for the names no diagnostic used.
-    pub fn unused(&self) -> Vec<Finding> {
+    pub fn unused(&mut self) -> Vec<Finding> {
         let mut out = Vec::new();
+        let files: Vec<PathBuf> = self.comments.iter().map(|c| c.file.clone()).collect();
+        for f in files {
+            self.lines(&f);
+        }
         for (c, cm) in self.comments.iter().enumerate() {
             for (n, name) in cm.names.iter().enumerate() {
                 if self.used[c][n] {
                     continue;
                 }
-                let mut f = Finding {
-                    lint: &UNUSED_GPUCHECK_ALLOW,
-                    kernel: String::new(),
-                    ptx_line: 0,
-                    ptx_col: 0,
-                    span: Some(SrcPos { file: cm.file.to_string_lossy().to_string(), line: cm.line, col: cm.col }),
-                    label: String::new(),
-                    message: String::new(),
-                    secondary: vec![],
-                    notes: vec![],
-                    metrics: vec![],
-                    access: false,
-                    assumes: vec![],
-                    witness: None,
-                    replay: gpucheck_analysis::lints::Replay::NotRun,
-                    rank: None,
-                };
+                let mut f = Finding::new(&UNUSED_GPUCHECK_ALLOW);
+                // at the name (one finding each), else at the comment
+                let text = self.texts.get(&cm.file).and_then(|t| t.get(cm.line as usize - 1));
+                let col = text.and_then(|t| name_column(t, cm.col, name)).unwrap_or(cm.col);
+                f.span = Some(SrcPos { file: cm.file.to_string_lossy().to_string(), line: cm.line, col });
                 if expand(name).is_some() {
                     f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");
                     f.label = "suppresses nothing".to_string();
@@ -219,5 +231,9 @@ mod tests {
         assert_eq!(parse_line("/** gpucheck: allow(perf) */").map(|x| x.1), Some(vec!["perf".into()]));
         assert_eq!(parse_line("// gpucheck: deny(x)"), None);
         assert_eq!(parse_line("let x = 1; // allow(x)"), None);
+        let l = "    x += 1; // gpucheck: allow(perf,  divergent_branch)";
+        assert_eq!(name_column(l, 13, "perf"), Some(32));
+        assert_eq!(name_column(l, 13, "divergent_branch"), Some(39));
+        assert_eq!(name_column(l, 13, "other"), None);
     }
 }

@@ -252,6 +252,28 @@ impl Rank {
 }
 
 impl Finding {
+    /// A finding of `lint` with nothing filled in yet (the binary's own
+    /// findings: comments and attributes that suppress nothing).
+    pub fn new(lint: &'static Lint) -> Finding {
+        Finding {
+            lint,
+            kernel: String::new(),
+            ptx_line: 0,
+            ptx_col: 0,
+            span: None,
+            label: String::new(),
+            message: String::new(),
+            secondary: vec![],
+            notes: vec![],
+            metrics: vec![],
+            access: false,
+            assumes: vec![],
+            witness: None,
+            replay: Replay::NotRun,
+            rank: None,
+        }
+    }
+
     pub fn note(&mut self, t: impl Into<String>) {
         self.notes.push(Note { kind: NoteKind::Note, text: Text::Plain(t.into()) });
     }

@@ -541,10 +541,15 @@ fn run_cargo_with(cmd: &mut Command, opts: BuildOpts, what: &str, records: bool)
         cmd.env("CARGO_TERM_PROGRESS_WHEN", "always")
             .env("CARGO_TERM_PROGRESS_WIDTH", std::env::var("COLUMNS").unwrap_or_else(|_| "100".into()));
     }
-    if opts.json && !records {
+    // quiet: the compiler's errors only, so its messages come as JSON and the errors' text is shown
+    let quiet_text = opts.quiet && !opts.json && !records;
+    if quiet_text {
+        let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        cmd.arg(if ansi { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" });
+    } else if opts.json && !records {
         cmd.arg("--message-format=json");
     }
-    let piped = opts.json || records;
+    let piped = opts.json || records || quiet_text;
     cmd.stdin(Stdio::null()).stdout(if piped { Stdio::piped() } else { Stdio::null() }).stderr(Stdio::piped());
     let mut child = cmd.spawn().with_context(|| format!("could not run `{}` to build {what}", cmd.get_program().to_string_lossy()))?;
     let err = child.stderr.take();
@@ -565,17 +570,22 @@ fn run_cargo_with(cmd: &mut Command, opts: BuildOpts, what: &str, records: bool)
         kept
     });
     let mut kept = Vec::new();
+    // the errors' text, for the hints (in JSON it is not on stderr)
+    let mut errors = String::new();
     if let Some(out) = child.stdout.take() {
         let stdout = std::io::stdout();
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
             if v["reason"] == "compiler-message" {
+                let error = v["message"]["level"].as_str().is_some_and(|l| l.starts_with("error"));
+                let text = v["message"]["rendered"].as_str().unwrap_or_default();
+                if error {
+                    errors.push_str(text);
+                }
                 if opts.json {
                     let _ = writeln!(stdout.lock(), "{line}");
-                } else if !opts.quiet {
-                    if let Some(text) = v["message"]["rendered"].as_str() {
-                        let _ = write!(std::io::stderr(), "{text}");
-                    }
+                } else if !opts.quiet || error {
+                    let _ = write!(std::io::stderr(), "{text}");
                 }
             } else if records && v["reason"] == "build-script-executed" {
                 kept.push(v);
@@ -583,7 +593,7 @@ fn run_cargo_with(cmd: &mut Command, opts: BuildOpts, what: &str, records: bool)
         }
     }
     let status = child.wait().with_context(|| format!("waiting for cargo to build {what}"))?;
-    let stderr = String::from_utf8_lossy(&copier.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&copier.join().unwrap_or_default()).into_owned() + &errors;
     Ok(CargoRun { status, stderr, records: kept })
 }
 
@@ -602,6 +612,9 @@ pub fn build_hints(stderr: &str) -> Vec<String> {
         out.push("nvptx64-nvidia-cuda has no standard library: put `#![no_std]` at the top of the kernel crate's lib.rs, with a `#[panic_handler]` (`cargo gpucheck new NAME` writes a kernel crate with both)".to_string());
     } else if stderr.contains("`#[panic_handler]` function required") {
         out.push("a `#![no_std]` kernel crate needs a panic handler: `#[panic_handler] fn panic(_: &core::panic::PanicInfo) -> ! { loop {} }` in its lib.rs".to_string());
+    }
+    if stderr.contains("unknown tool name `gpucheck`") {
+        out.push("`#[allow(gpucheck::…)]` needs the tool registered: put `#![feature(register_tool)]` and `#![register_tool(gpucheck)]` at the top of the kernel crate's lib.rs (or use a `// gpucheck: allow(…)` comment)".to_string());
     }
     if stderr.contains("rust-src") && (stderr.contains("component") || stderr.contains("does not exist")) {
         out.push("-Zbuild-std needs the standard library's sources: add `components = [\"rust-src\"]` to rust-toolchain.toml, or run `rustup component add rust-src` for the crate's toolchain".to_string());
@@ -676,6 +689,8 @@ mod tests {
             "error[E0463]: can't find crate for `std`\n  = note: the `nvptx64-nvidia-cuda` target may not support the standard library";
         assert!(build_hints(std)[0].contains("`#![no_std]`"), "{:?}", build_hints(std));
         assert!(build_hints("error: `#[panic_handler]` function required, but not found")[0].contains("#[panic_handler]"));
+        let tool = "error[E0710]: unknown tool name `gpucheck` found in scoped lint: `gpucheck::divergent_branch`";
+        assert!(build_hints(tool)[0].contains("#![register_tool(gpucheck)]"), "{:?}", build_hints(tool));
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! checks them; `cargo gpucheck confirm` runs them with the launch in
 //! Cargo.toml and compares what they do with what it predicted.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
+#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, register_tool)]
+// `#[allow(gpucheck::LINT)]` (and `expect`, `warn`, `deny`) on a statement or
+// a kernel sets a cargo-gpucheck lint's level there, as clippy's do.
+#![register_tool(gpucheck)]
 
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _syncthreads, _thread_idx_x};
 
