@@ -63,6 +63,34 @@ pub unsafe extern "ptx-kernel" fn k_{n}(out: *mut u32, n: usize) {{
         let file = m["message"]["spans"][0]["file_name"].as_str().unwrap();
         assert!(file.ends_with(&format!("{}/src/lib.rs", m["target"]["name"].as_str().unwrap())), "{file}");
     }
+    // inside one member's folder: that member only, said; `--workspace` (or the root) checks all
+    let in_member = |args: &[&str], cwd: &std::path::Path| {
+        let out = std::process::Command::new(binary())
+            .arg("gpucheck")
+            .args(["--message-format", "json"])
+            .args(args)
+            .current_dir(cwd)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .unwrap();
+        let names: Vec<String> = json_lines(&out.stdout)
+            .into_iter()
+            .filter(|m| m["reason"] == "compiler-message")
+            .map(|m| m["target"]["name"].as_str().unwrap().to_string())
+            .collect();
+        (names, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (only, err) = in_member(&[], &dir.join("kc_two/src"));
+    assert_eq!(only, ["kc_two"], "{err}");
+    assert!(
+        err.contains(
+            "note: checking `kc_two` only, the package in the current folder (as cargo does); `--workspace` checks all 3 kernel crates"
+        ),
+        "{err}"
+    );
+    assert_eq!(in_member(&["--workspace"], &dir.join("kc_two")).0, names);
+    let manifest = dir.join("kc_three/Cargo.toml");
+    assert_eq!(in_member(&["--manifest-path", manifest.to_str().unwrap()], &dir).0, ["kc_three"]);
     // -j must be a positive number
     let bad = gpucheck(&["-j", "0"], &dir);
     assert_eq!(bad.status.code(), Some(2));

@@ -280,7 +280,10 @@ pub struct BuildArgs {
     /// Kernel package(s) to check (default: every workspace package with [package.metadata.gpucheck], every Rust-CUDA host crate, every package whose build script compiles CUDA C, and every package that depends on cudarc, for the CUDA C its Rust code hands to NVRTC).
     #[arg(short = 'p', long = "package", value_name = "SPEC")]
     pub packages: Vec<String>,
-    /// Hide cargo's build output (progress and compiler warnings).
+    /// Check every kernel crate of the workspace, also from inside one member package's folder (there, by default, that package only when it is a kernel crate, as cargo and clippy do).
+    #[arg(long)]
+    pub workspace: bool,
+    /// Hide cargo's build output (progress and compiler warnings; the compiler's errors are shown).
     #[arg(short, long)]
     pub quiet: bool,
     /// How to build kernels (default: detected per package; a package with a `cuda_builder` build-dependency is a Rust-CUDA host crate built with `nvvm`; one whose build script compiles CUDA C (a `bindgen_cuda` or `cudaforge` build-dependency, or `nvcc` in build.rs) is `build-script`: its build script runs and the PTX it writes into OUT_DIR is checked; one that depends on cudarc without a [package.metadata.gpucheck] table is `nvrtc`: the CUDA C its Rust code hands to compile_ptx is compiled with NVRTC and checked; others use rustc's `nvptx` target).

@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 /// Where the PTX to check comes from.
 #[derive(Clone, Copy)]
 pub enum Source<'a> {
-    /// The kernel crates of a workspace, built (`--manifest-path`, `-p`, `--backend`).
-    Workspace { manifest_path: Option<&'a Path>, packages: &'a [String], backend: Option<build::Backend> },
+    /// The kernel crates of a workspace, built (`--manifest-path`, `-p`,
+    /// `--backend`; `all`: `--workspace`, else those of the member package
+    /// the command runs in, as cargo's).
+    Workspace { manifest_path: Option<&'a Path>, packages: &'a [String], backend: Option<build::Backend>, all: bool },
     /// PTX files from any producer, with the launch settings of a manifest's
     /// `[package.metadata.gpucheck]` table when one is given.
     Files { files: &'a [PathBuf], manifest: Option<&'a Path> },
@@ -28,7 +30,7 @@ impl<'a> Source<'a> {
     /// The source the build flags and `--ptx` files of a command name.
     pub fn of(b: &'a crate::cli::BuildArgs, ptx: &'a [PathBuf]) -> Source<'a> {
         if ptx.is_empty() {
-            Source::Workspace { manifest_path: b.manifest_path.as_deref(), packages: &b.packages, backend: b.backend }
+            Source::Workspace { manifest_path: b.manifest_path.as_deref(), packages: &b.packages, backend: b.backend, all: b.workspace }
         } else {
             Source::Files { files: ptx, manifest: b.manifest_path.as_deref() }
         }
@@ -51,6 +53,9 @@ pub struct Plan {
     /// said as an error: the command fails after checking the others.
     pub errors: Vec<String>,
     pending: Pending,
+    /// Which packages were left out because the command runs inside one
+    /// member (a note for the user), if any.
+    pub scope: Option<String>,
 }
 
 enum Pending {
@@ -62,10 +67,16 @@ enum Pending {
 /// metadata`), or the files' units.
 pub fn plan(src: Source<'_>) -> Result<Plan> {
     match src {
-        Source::Workspace { manifest_path, packages, backend } => {
+        Source::Workspace { manifest_path, packages, backend, all } => {
             let meta = build::metadata(manifest_path)?;
-            let ws = build::workspace(&meta, packages, backend)?;
+            let mut ws = build::workspace(&meta, packages, backend)?;
+            let here = match manifest_path {
+                Some(m) => std::path::absolute(m)?.parent().map(Path::to_path_buf).unwrap_or_default(),
+                None => std::env::current_dir().unwrap_or_default(),
+            };
+            let scope = if all || !packages.is_empty() { None } else { build::scope_to_current(&mut ws, &meta, &here) };
             Ok(Plan {
+                scope,
                 root: ws.root.clone(),
                 target_dir: ws.target_dir.clone(),
                 lints: ws.lints.clone(),
@@ -90,6 +101,7 @@ pub fn plan(src: Source<'_>) -> Result<Plan> {
             };
             let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(|t| cwd.join(t)).unwrap_or_else(|| cwd.join("target"));
             Ok(Plan {
+                scope: None,
                 root,
                 target_dir,
                 lints: None,

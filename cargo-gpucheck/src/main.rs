@@ -290,6 +290,9 @@ struct Checked {
 /// (the workspace's kernel crates, built; or PTX files) and print.
 fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(char, String)], quiet: bool) -> Result<i32> {
     let plan = input::plan(src)?;
+    if let Some(n) = &plan.scope {
+        eprintln!("note: {n}");
+    }
     let paths = PathStyle { root: plan.root.clone() };
     let root_manifest = paths.display(&plan.root.join("Cargo.toml").to_string_lossy());
     let (root, lints) = (plan.root.clone(), plan.lints.clone());
@@ -389,6 +392,9 @@ fn levels_for(
 fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -> Result<i32> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let plan = input::plan(input::Source::of(&r.build, &r.ptx))?;
+    if let Some(n) = &plan.scope {
+        eprintln!("note: {n}");
+    }
     if let Some(e) = plan.errors.first() {
         anyhow::bail!("{e}");
     }

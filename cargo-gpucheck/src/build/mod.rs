@@ -126,6 +126,34 @@ pub struct Workspace {
     pub lints: Option<serde_json::Value>,
 }
 
+/// Inside a member package's folder (or with `--manifest-path` naming its
+/// Cargo.toml), cargo acts on that package only: keep only it when it is
+/// one of the kernel crates, and say so (the note). At the workspace root,
+/// or in a package that is not a kernel crate, every kernel crate stays.
+pub fn scope_to_current(ws: &mut Workspace, meta: &Metadata, from: &Path) -> Option<String> {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let from = canon(from);
+    let root_manifest = canon(&meta.workspace_root.join("Cargo.toml").into_std_path_buf());
+    let here = meta
+        .workspace_packages()
+        .into_iter()
+        .map(|p| canon(p.manifest_path.as_std_path()))
+        .filter(|m| m.parent().is_some_and(|d| from.starts_with(d)))
+        .max_by_key(|m| m.components().count())?;
+    if here == root_manifest || ws.kernels.len() < 2 {
+        return None;
+    }
+    let k = ws.kernels.iter().position(|k| canon(&k.manifest_path) == here)?;
+    let all = ws.kernels.len();
+    let k = ws.kernels.swap_remove(k);
+    let note = format!(
+        "checking `{}` only, the package in the current folder (as cargo does); `--workspace` checks all {all} kernel crates of the workspace",
+        k.name
+    );
+    ws.kernels = vec![k];
+    Some(note)
+}
+
 pub fn metadata(manifest_path: Option<&Path>) -> Result<Metadata> {
     let mut cmd = MetadataCommand::new();
     cmd.no_deps();

@@ -109,6 +109,9 @@ pub fn run(a: &ConfirmArgs) -> Result<i32> {
 /// The PTX units to run (built, or the `--ptx` files) and the folder paths are shown relative to.
 pub fn units(a: &ConfirmArgs) -> Result<(Vec<build::Unit>, std::path::PathBuf)> {
     let plan = crate::input::plan(crate::input::Source::of(&a.build, &a.ptx))?;
+    if let Some(n) = &plan.scope {
+        eprintln!("note: {n}");
+    }
     if let Some(e) = plan.errors.first() {
         bail!("{e}");
     }
