@@ -18,6 +18,12 @@ use std::time::SystemTime;
 
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
+/// Whether a build into `target_dir` compiled `core` for the target already.
+fn core_built(target_dir: &Path) -> bool {
+    let deps = target_dir.join(TARGET).join("release").join("deps");
+    std::fs::read_dir(deps).is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libcore-"))))
+}
+
 /// The command line, exposed for tests.
 pub fn command(ks: &[&KernelCrate], target_dir: &Path, quiet: bool, jobs: Option<u32>) -> Command {
     let mut cmd = super::cargo(&ks[0].root);
@@ -45,6 +51,13 @@ pub fn build<'k>(ks: &[&'k KernelCrate], target_dir: &Path, opts: super::BuildOp
     std::fs::create_dir_all(target_dir).with_context(|| format!("creating `{}`", target_dir.display()))?;
     let record = target_dir.join("gpucheck-records.jsonl");
     let _ = std::fs::remove_file(&record);
+    if !opts.quiet && !core_built(target_dir) {
+        eprintln!(
+            "{:>12} `core` for {TARGET} first, once (the target has no prebuilt standard library: -Zbuild-std); it stays in `{}` for the next checks",
+            "Building",
+            target_dir.display()
+        );
+    }
     let mut cmd = command(ks, target_dir, opts.quiet, opts.jobs);
     super::wrap(&mut cmd, &record)?;
     let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
@@ -86,4 +99,22 @@ fn newest_asm(deps: &Path, target_name: &str) -> Option<PathBuf> {
         }
     }
     best.map(|(_, p)| p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_build_of_core_is_known_beforehand() {
+        let dir = std::env::temp_dir().join(format!("gpucheck-core-built-{}", std::process::id()));
+        let deps = dir.join(TARGET).join("release").join("deps");
+        std::fs::create_dir_all(&deps).unwrap();
+        assert!(!core_built(&dir), "nothing built yet");
+        std::fs::write(deps.join("libcompiler_builtins-1.rlib"), "").unwrap();
+        assert!(!core_built(&dir));
+        std::fs::write(deps.join("libcore-0a1b.rlib"), "").unwrap();
+        assert!(core_built(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
