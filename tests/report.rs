@@ -77,6 +77,11 @@ fn every_kernel_has_a_row_with_its_numbers() {
     assert_eq!(row("neighbour_read")["findings"]["shared_memory_race"], 1);
     assert!(row("neighbour_read")["races"].as_u64().unwrap() >= 1);
     assert_eq!(row("barrier_in_branch")["divergent_barriers"], 1);
+    // divergent branches: those reported, of those known to split a warp
+    let branches = |n: &str| (row(n)["divergent_branches"].as_u64().unwrap(), row(n)["split_branches"].as_u64().unwrap());
+    assert_eq!(branches("odd_even_branch"), (1, 1));
+    assert_eq!(branches("boundary_check"), (0, 1), "a bounds check splits one warp, too cheap to report");
+    assert_eq!(branches("warp_uniform_branch"), (0, 0));
     for k in &rows {
         assert!(k["memory_analysed"].as_u64() <= k["memory_instructions"].as_u64(), "{k}");
         assert!(k["instructions"].as_u64().unwrap() > 0, "{k}");

@@ -156,7 +156,7 @@ fn overview(doc: &Doc) -> String {
                 th title="memory instructions analysed / in the function" { "memory analysed" }
                 th.name { "findings" }
                 th title="bytes moved per warp request, summed over the global access sites (green: the ideal)" { "bytes moved / ideal" }
-                th { "divergent branches" }
+                th title="branches with a divergent_branch finding; of the thread-dependent branches that split some warp" { "divergent branches" }
                 th { "barriers" }
                 th { "races" }
                 @if doc.confirmed { th { "confirm" } }
@@ -211,7 +211,10 @@ fn kernel_row(doc: &Doc, k: &KernelRow, max_moved: u64) -> Markup {
                 }
                 " " (k.bytes_moved) " / " (k.bytes_ideal) " B"
             }
-            td data-sort=(k.divergent_branches) { (k.divergent_branches) }
+            td data-sort=(k.divergent_branches) title=(format!("{} with a divergent_branch finding; {} thread-dependent branches split some warp", k.divergent_branches, k.split_branches)) {
+                (k.divergent_branches)
+                @if k.split_branches > k.divergent_branches { " " span.note { "of " (k.split_branches) " splitting" } }
+            }
             td data-sort=(k.barriers) { (k.barriers) @if k.divergent_barriers > 0 { " " span.tag.bad { (k.divergent_barriers) " divergent" } } }
             td data-sort=(k.races) { @if k.races > 0 { span.tag.bad { (k.races) } } @else { "0" } }
             @if doc.confirmed {

@@ -13,6 +13,7 @@ pub mod html;
 
 use crate::confirm::table::{Row, Verdict};
 use crate::diagnostic::{Diagnostic, PathStyle};
+use gpucheck_analysis::lints::DIVERGENT_BRANCH;
 use gpucheck_analysis::{BranchPrediction, Report, Site};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -78,7 +79,12 @@ pub struct KernelRow {
     pub bytes_moved: u64,
     pub bytes_ideal: u64,
     pub access_sites: usize,
+    /// Branches with a `divergent_branch` finding (as reported).
     pub divergent_branches: usize,
+    /// Thread-dependent branches known to split some warp (or to run
+    /// different trip counts in one), reported or not: most are too cheap
+    /// to report (a bounds check splits one warp).
+    pub split_branches: usize,
     pub barriers: usize,
     pub divergent_barriers: usize,
     pub races: usize,
@@ -504,6 +510,7 @@ impl Doc {
                     kind: gpucheck_analysis::NoteKind::Note,
                     text: gpucheck_analysis::Text::Shape { kernel: cov.kernel.clone(), block: cov.block, source: cov.shape_source.clone() },
                 };
+                let reported_branches = findings.get(DIVERGENT_BRANCH.name).copied().unwrap_or(0);
                 kernels.push(KernelRow {
                     package: u.package.to_string(),
                     ptx: u.ptx.to_string(),
@@ -520,10 +527,21 @@ impl Doc {
                     bytes_moved: global.iter().map(|(_, s)| s.0 as u64 * 32).sum(),
                     bytes_ideal: global.iter().map(|(_, s)| s.2 as u64 * 32).sum(),
                     access_sites: a.accesses.iter().filter(|x| in_fn(&x.site)).count(),
-                    divergent_branches: a
+                    divergent_branches: reported_branches,
+                    split_branches: a
                         .branches
                         .iter()
-                        .filter(|b| in_fn(&b.site) && !matches!(b.prediction, BranchPrediction::Uniform | BranchPrediction::Splits(0)))
+                        .filter(|b| {
+                            in_fn(&b.site)
+                                && match b.prediction {
+                                    BranchPrediction::Splits(n)
+                                    | BranchPrediction::AtMost(n)
+                                    | BranchPrediction::Sampled { warps: n, .. } => n > 0,
+                                    BranchPrediction::TripCount => true,
+                                    // data-dependent: not known to split
+                                    BranchPrediction::Uniform | BranchPrediction::Unknown => false,
+                                }
+                        })
                         .count(),
                     barriers: a.barriers.iter().filter(|b| in_fn(&b.site)).count(),
                     divergent_barriers: a.barriers.iter().filter(|b| in_fn(&b.site) && b.divergent).count(),
