@@ -491,6 +491,24 @@ fn help_names_every_analysis() {
     for what in ["uncoalesced global access", "bank conflict", "divergent branch", "barrier", "data race", "cargo gpucheck new"] {
         assert!(text.contains(what), "--help does not mention {what}:\n{text}");
     }
+    // subcommands that take none of the check's options list only their own
+    for (args, own) in [
+        (&["new", "--help"][..], "--path"),
+        (&["instrument", "-h"][..], "--arch"),
+        (&["help", "lints"][..], "--markdown"),
+        (&["explain", "--help"][..], "<NAME>"),
+    ] {
+        let out = gpucheck(args, &repo());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(text.contains(own) && text.contains(&format!("cargo gpucheck {}", args[0].replace("help", "lints"))), "{args:?}: {text}");
+        for global in ["--block", "--message-format", "-W <LINT>", "--grid"] {
+            assert!(!text.contains(global), "{args:?} lists {global}: {text}");
+        }
+    }
+    // the check's own help still lists them
+    let text = String::from_utf8_lossy(&gpucheck(&["ptx", "--help"], &repo()).stdout).to_string();
+    assert!(text.contains("--block") && text.contains("-W <LINT>"), "{text}");
 }
 
 /// Nothing skipped in silence: a device function a kernel calls is analysed
@@ -600,6 +618,11 @@ fn block_for_one_kernel_by_its_source_name() {
     let msgs: Vec<serde_json::Value> = json_lines(&out.stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
     assert_eq!(msgs.len(), 1, "{msgs:?}");
     assert_eq!(msgs[0]["gpucheck"]["kernel"], "k", "{}", msgs[0]);
+    // JSON names a C++ kernel as its source does, with the PTX symbol beside it
+    let out = gpucheck(&["ptx", "k.ptx", "--block", "k=64", "--message-format", "json"], &dir);
+    let msgs: Vec<serde_json::Value> = json_lines(&out.stdout).into_iter().filter(|m| m["reason"] == "compiler-message").collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!((&msgs[0]["gpucheck"]["kernel"], &msgs[0]["gpucheck"]["ptx_kernel"]), (&"half".into(), &"_Z4halfv".into()), "{}", msgs[0]);
     // a name no kernel has is said, with the nearest one
     let out = gpucheck(&["ptx", "k.ptx", "--block", "halff=64"], &dir);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -19,7 +19,7 @@ const LONG_ABOUT: &str = "cargo gpucheck builds the GPU kernel crates of a works
 
 Kernel crates are the workspace packages with a [package.metadata.gpucheck] table, or those named with -p; Rust-CUDA host crates (a `cuda_builder` build-dependency) are built with rustc_codegen_nvvm through cargo-gpucheck as RUSTC_WRAPPER. `cargo gpucheck ptx FILE...` checks PTX from any producer (nvcc, clang, NVVM, Numba, Triton) instead. `cargo gpucheck confirm` runs kernels (on the built-in PTX interpreter or a real GPU) and compares what they do with the predictions.
 
-Lint levels come from the defaults, then [workspace.metadata.gpucheck.lints], then [package.metadata.gpucheck.lints], then -A/-W/-D/-F on the command line (last wins). `// gpucheck: allow(NAME)` on a finding's line or the line above it (or on a kernel's `fn` line) suppresses it. `cargo gpucheck lints` lists the lints; `cargo gpucheck explain NAME` explains one; `cargo gpucheck new NAME` writes a kernel crate to start from.
+Lint levels come from the defaults, then [workspace.metadata.gpucheck.lints], then [package.metadata.gpucheck.lints], then -A/-W/-D/-F on the command line (last wins). `#[allow(gpucheck::NAME)]` (or `expect`, `warn`, `deny`, `forbid`) on a statement or a kernel's `fn` sets the level there, as clippy's do (the crate root needs `#![feature(register_tool)]` and `#![register_tool(gpucheck)]`); `// gpucheck: allow(NAME)` on a finding's line or the line above it (or on a kernel's `fn` line) suppresses it. `cargo gpucheck lints` lists the lints; `cargo gpucheck explain NAME` explains one; `cargo gpucheck new NAME` writes a kernel crate to start from.
 
 Exit status: 0 no error-level finding; 1 error-level findings; 2 the check could not be done (bad input, build failure).";
 
@@ -176,6 +176,34 @@ impl Engine {
             Engine::CudaOnCpu => "cuda-on-cpu",
         }
     }
+}
+
+/// The subcommands that take none of the check's options: their help
+/// lists only their own (clap would list the global ones too).
+const OWN_OPTIONS_ONLY: [&str; 4] = ["new", "lints", "explain", "instrument"];
+
+/// The help text of `cargo gpucheck SUB -h/--help` (or `help SUB`) for a
+/// subcommand of [`OWN_OPTIONS_ONLY`], from its definition before clap
+/// propagates the global options into it; `None` for anything else.
+/// `args`: the arguments after `gpucheck`.
+pub fn own_help(args: &[String], color: bool) -> Option<String> {
+    use clap::CommandFactory;
+    let (sub, long) = match args {
+        [h, sub, ..] if h == "help" => (sub.as_str(), true),
+        [sub, rest @ ..] => {
+            let rest = rest.split(|a| a == "--").next().unwrap_or_default();
+            let long = rest.iter().any(|a| a == "--help");
+            (long || rest.iter().any(|a| a == "-h")).then_some((sub.as_str(), long))?
+        }
+        _ => return None,
+    };
+    if !OWN_OPTIONS_ONLY.contains(&sub) {
+        return None;
+    }
+    let top = Cargo::command();
+    let mut cmd = top.find_subcommand("gpucheck")?.find_subcommand(sub)?.clone().bin_name(format!("cargo gpucheck {sub}"));
+    let text = if long { cmd.render_long_help() } else { cmd.render_help() };
+    Some(if color { text.ansi().to_string() } else { text.to_string() })
 }
 
 /// The architectures ptxas knows (`sm_NN`, optionally with `a` or `f`).

@@ -61,6 +61,10 @@ fn run() -> Result<i32> {
         args.insert(1, "gpucheck".into());
     }
     let raw: Vec<String> = args.iter().skip(2).map(|a| a.to_string_lossy().to_string()).collect();
+    if let Some(help) = cli::own_help(&raw, std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()) {
+        print!("{help}");
+        return Ok(0);
+    }
     let Cargo::Gpucheck(a) = match Cargo::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

@@ -61,7 +61,9 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     children.push(json!({"message": d.level_note, "code": null, "level": "note", "spans": [], "children": [], "rendered": null}));
     let mut g = serde_json::Map::new();
     g.insert("lint".into(), json!(f.lint.name));
-    g.insert("kernel".into(), json!(f.kernel));
+    // the kernel as its source names it; the PTX symbol beside it (a C++ kernel's is mangled)
+    g.insert("kernel".into(), json!(gpucheck_analysis::names::bare(&f.kernel)));
+    g.insert("ptx_kernel".into(), json!(f.kernel));
     g.insert("ptx_file".into(), json!(d.ptx_file));
     g.insert("ptx_line".into(), json!(f.ptx_line));
     g.insert("duplicates".into(), json!(d.duplicates));
@@ -143,7 +145,8 @@ pub fn print_accesses(accesses: &[gpucheck_analysis::AccessReport], ptx_file: &s
     for a in accesses {
         let mut v = json!({
             "reason": "gpucheck-access",
-            "kernel": a.site.kernel,
+            "kernel": gpucheck_analysis::names::bare(&a.site.kernel),
+            "ptx_kernel": a.site.kernel,
             "file": a.site.span.as_ref().map(|s| paths.display(&s.file)),
             "line": a.site.span.as_ref().map(|s| s.line),
             "column": a.site.span.as_ref().map(|s| s.col),
