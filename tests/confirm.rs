@@ -191,7 +191,7 @@ fn launch_errors_are_clear() {
     let out = gpucheck(&["confirm", "-q", "--kernel", "saxpy", "--arg", "bogus=3"], &dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
-    assert!(err.contains("argument `bogus` names no parameter of the kernels to run: saxpy(a, x, y, n, "), "{err}");
+    assert!(err.contains("argument `bogus` names no parameter of the kernels to run (parameters: saxpy(a, x, y, n); "), "{err}");
     // confirm prints tables or JSON, not SARIF
     let out = gpucheck(&["confirm", "-q", "--message-format", "sarif"], &dir);
     assert_eq!(out.status.code(), Some(2));

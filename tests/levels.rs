@@ -293,3 +293,34 @@ fn quiet_hides_the_kernel_builds_warnings_not_its_errors() {
     assert!(broken.contains("mismatched types"), "{broken}");
     std::fs::write(&lib, &original).unwrap();
 }
+
+/// A Rust kernel without `#[no_mangle]` answers to its `fn` name, and its
+/// parameters to their Rust names; an unknown argument lists them.
+#[test]
+fn a_kernel_without_no_mangle_answers_to_its_fn_name() {
+    let dir = kernel_ws("levels_i", "", "");
+    let lib = dir.join("src/lib.rs");
+    let src = std::fs::read_to_string(&lib).unwrap();
+    let extra = "\npub unsafe extern \"ptx-kernel\" fn unmangled(x: *mut f32, n: u32) {\n    let t = _thread_idx_x();\n    if t < n { *x.add(t as usize) = 1.0; }\n}\n";
+    std::fs::write(&lib, format!("{src}{extra}")).unwrap();
+    let target = scratch("gpucheck-test-levels").join("target");
+    let confirm = |args: &[&str]| {
+        let out = std::process::Command::new(binary())
+            .args(["gpucheck", "confirm", "-q", "--kernel", "unmangled"])
+            .args(args)
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout))
+    };
+    let (code, err) = confirm(&["--arg", "nn=1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("argument `nn` names no parameter of the kernels to run; did you mean `n`? (parameters: levels_i::unmangled(x, n);"),
+        "{err}"
+    );
+    let (code, err) = confirm(&["--arg", "n=100", "--arg", "x=f32[128]"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("levels_i::unmangled: ") && err.contains(" confirmed"), "{err}");
+}

@@ -27,10 +27,13 @@ pub fn readable(name: &str) -> String {
 }
 
 /// The names a user may call PTX function `name` by: the PTX name, the
-/// demangled Rust path, and a C++ kernel's source name ([`bare`]), each once.
+/// demangled Rust path and its last segment (`mangled_one` for
+/// `t1::mangled_one`), and a C++ kernel's source name ([`bare`]), each once.
 pub fn aliases(name: &str) -> Vec<String> {
     let mut out = vec![name.to_string()];
-    for n in [demangle(name), bare(name)] {
+    let rust = demangle(name);
+    let last = rust.rsplit("::").next().unwrap_or(&rust).to_string();
+    for n in [rust.clone(), last, bare(name)] {
         if !out.contains(&n) {
             out.push(n);
         }

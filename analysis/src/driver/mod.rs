@@ -87,9 +87,10 @@ impl Options {
     /// The source's names of kernel `f`'s parameters, one per PTX
     /// parameter, when they are known and as many as the PTX has.
     pub fn source_params(&self, f: &ptx::Function<'_>) -> Option<&Vec<String>> {
-        let demangled = demangle(f.name);
-        let bare = crate::names::bare(f.name);
-        [f.name, demangled.as_str(), bare.as_str()].iter().find_map(|n| self.source_names.get(*n)).filter(|ps| ps.len() == f.params.len())
+        if self.source_names.is_empty() {
+            return None;
+        }
+        crate::names::aliases(f.name).iter().find_map(|n| self.source_names.get(n)).filter(|ps| ps.len() == f.params.len())
     }
 }
 

@@ -141,7 +141,12 @@ pub fn closest(name: &str) -> Option<&'static str> {
 /// shortest one that contains it (`divergent` → `divergent_branch`).
 pub fn closest_among<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let candidates: Vec<&str> = candidates.into_iter().collect();
-    let near = candidates.iter().map(|c| (edit_distance(name, c), *c)).min().filter(|(d, _)| *d <= (name.len() / 3).max(2));
+    // (a name that shares nothing with the candidate is no suggestion: `zz` is not near `n`)
+    let near = candidates
+        .iter()
+        .map(|c| (edit_distance(name, c), *c))
+        .min()
+        .filter(|(d, c)| *d <= (name.len() / 3).max(2) && *d < name.chars().count().max(c.chars().count()));
     near.map(|x| x.1).or_else(|| candidates.iter().filter(|c| name.len() >= 3 && c.contains(name)).min_by_key(|c| c.len()).copied())
 }
 
@@ -185,6 +190,9 @@ mod tests {
         assert_eq!(closest("completely_unrelated_name"), None);
         assert_eq!(closest("divergent"), Some("divergent_branch"));
         assert_eq!(closest("coalesc"), Some("uncoalesced_global_access"));
+        // short names: near when they share something
+        assert_eq!(closest_among("nn", ["n", "x"]), Some("n"));
+        assert_eq!(closest_among("zz", ["n", "x"]), None);
     }
 
     #[test]

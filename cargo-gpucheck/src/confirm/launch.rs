@@ -364,7 +364,9 @@ fn layout(srcs: &[String], name: &str, depth: u32) -> Result<(Vec<Field>, usize,
 /// with the layout of the structs its parameters take by value.
 pub fn rust_params(root: &Path, kernel: &str) -> Option<RustKernel> {
     let srcs = sources(root);
-    let needle = format!("fn {kernel}(");
+    // a kernel without `#[no_mangle]` by its `fn` name (`_RNv…3k` is `crate::k`)
+    let path = gpucheck_analysis::demangle(kernel);
+    let needle = format!("fn {}(", path.rsplit("::").next().unwrap_or(&path));
     let (text, at) = srcs.iter().find_map(|t| t.find(&needle).map(|i| (t, i)))?;
     let params = typed_items(enclosed(&text[at + needle.len()..], '(', ')')?);
     let mut structs = BTreeMap::new();

@@ -229,21 +229,31 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         plans.push((ui, u, module, src, runs, c_names));
     }
     // arguments named on the command line must name a parameter of a kernel to run
-    let params: Vec<(String, Vec<String>)> = plans
+    // (kernel as the source names it, every name a parameter answers to, the names to show: the source's
+    // where known, else the PTX's)
+    let params: Vec<(String, Vec<String>, Vec<String>)> = plans
         .iter()
         .flat_map(|(_, _, _, _, runs, _)| {
-            runs.iter().map(|(f, _, _, rust)| (gpucheck_analysis::demangle(f.name), launch::param_names(f, rust.as_ref())))
+            runs.iter().map(|(f, _, _, rust)| {
+                let shown = match rust {
+                    Some(r) => r.params.iter().map(|(n, _)| n.clone()).collect(),
+                    None => f.params.iter().map(|p| p.name.to_string()).collect(),
+                };
+                (gpucheck_analysis::names::bare(f.name), launch::param_names(f, rust.as_ref()), shown)
+            })
         })
         .collect();
     for name in cli_spec.args.keys() {
-        if !params.is_empty() && !params.iter().any(|(_, ps)| ps.contains(name)) {
-            let list: Vec<String> = params
-                .iter()
-                .map(|(k, ps)| {
-                    format!("{k}({})", ps.iter().filter(|p| p.parse::<usize>().is_err()).cloned().collect::<Vec<_>>().join(", "))
-                })
-                .collect();
-            bail!("argument `{name}` names no parameter of the kernels to run: {}", list.join("; "));
+        if !params.is_empty() && !params.iter().any(|(_, ps, _)| ps.contains(name)) {
+            let list: Vec<String> = params.iter().map(|(k, _, shown)| format!("{k}({})", shown.join(", "))).collect();
+            let hint =
+                gpucheck_analysis::lints::registry::closest_among(name, params.iter().flat_map(|(_, _, s)| s.iter().map(String::as_str)))
+                    .map(|c| format!("; did you mean `{c}`?"))
+                    .unwrap_or_default();
+            bail!(
+                "argument `{name}` names no parameter of the kernels to run{hint} (parameters: {}; a parameter's PTX name or its index works too)",
+                list.join("; ")
+            );
         }
     }
     let mut out = Vec::new();
