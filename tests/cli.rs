@@ -346,13 +346,13 @@ fn build_failure_shows_cargo_errors_and_exits_2() {
         "#![no_std]\n#![feature(abi_ptx)]\n#[panic_handler]\nfn p(_: &core::panic::PanicInfo) -> ! { loop {} }\n#[no_mangle]\npub unsafe extern \"ptx-kernel\" fn k(out: *mut u32) { let x: u32 = \"no\"; *out = x; }\n",
     )
     .unwrap();
-    let out = gpucheck(&[], &dir);
+    let out = gpucheck_shared(&[], &dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mismatched types"), "cargo's error is not shown:\n{err}");
     assert!(err.contains("could not build kernel crate `broken`"), "{err}");
     // in JSON mode (an editor's check command) rustc's error is a cargo `compiler-message` on stdout
-    let out = gpucheck(&["--message-format", "json"], &dir);
+    let out = gpucheck_shared(&["--message-format", "json"], &dir);
     assert_eq!(out.status.code(), Some(2));
     let lines = json_lines(&out.stdout);
     let e = lines.iter().find(|m| m["reason"] == "compiler-message").expect("rustc's error forwarded");
@@ -423,7 +423,7 @@ fn new_writes_a_kernel_crate_that_checks_and_confirms() {
     }
     assert!(std::fs::read_to_string(dir.join("Cargo.toml")).unwrap().contains("name = \"first-kernels\""));
     // share the level tests' target folder: core is built there already
-    let target = scratch("gpucheck-test-levels").join("target");
+    let target = kernel_target();
     let run = |args: &[&str]| {
         std::process::Command::new(binary()).arg("gpucheck").args(args).current_dir(&dir).env("CARGO_TARGET_DIR", &target).output().unwrap()
     };

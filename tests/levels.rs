@@ -44,7 +44,7 @@ pub unsafe extern "ptx-kernel" fn k(a: *const f32, out: *mut f32, n: usize) {
 }
 
 fn run(dir: &Path, args: &[&str]) -> (Option<i32>, Vec<serde_json::Value>, String) {
-    let target = scratch("gpucheck-test-levels").join("target");
+    let target = kernel_target();
     let out = std::process::Command::new(binary())
         .arg("gpucheck")
         .args(["--message-format", "json", "-q"])
@@ -279,7 +279,7 @@ fn quiet_hides_the_kernel_builds_warnings_not_its_errors() {
             .arg("gpucheck")
             .args(args)
             .current_dir(&dir)
-            .env("CARGO_TARGET_DIR", scratch("gpucheck-test-levels").join("target"))
+            .env("CARGO_TARGET_DIR", kernel_target())
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stderr).to_string()
@@ -303,7 +303,7 @@ fn a_kernel_without_no_mangle_answers_to_its_fn_name() {
     let src = std::fs::read_to_string(&lib).unwrap();
     let extra = "\npub unsafe extern \"ptx-kernel\" fn unmangled(x: *mut f32, n: u32) {\n    let t = _thread_idx_x();\n    if t < n { *x.add(t as usize) = 1.0; }\n}\n";
     std::fs::write(&lib, format!("{src}{extra}")).unwrap();
-    let target = scratch("gpucheck-test-levels").join("target");
+    let target = kernel_target();
     let confirm = |args: &[&str]| {
         let out = std::process::Command::new(binary())
             .args(["gpucheck", "confirm", "-q", "--kernel", "unmangled"])

@@ -97,6 +97,23 @@ pub fn binary() -> &'static Path {
     })
 }
 
+/// The target folder the tests' small kernel crates share (`core` is
+/// built for the GPU target once for all of them).
+pub fn kernel_target() -> PathBuf {
+    scratch("gpucheck-test-levels").join("target")
+}
+
+/// `cargo-gpucheck gpucheck ARGS…` building into [`kernel_target`].
+pub fn gpucheck_shared(args: &[&str], cwd: &Path) -> std::process::Output {
+    Command::new(binary())
+        .arg("gpucheck")
+        .args(args)
+        .current_dir(cwd)
+        .env("CARGO_TARGET_DIR", kernel_target())
+        .output()
+        .expect("running cargo-gpucheck")
+}
+
 /// `cargo-gpucheck gpucheck ARGS…`
 pub fn gpucheck(args: &[&str], cwd: &Path) -> std::process::Output {
     Command::new(binary()).arg("gpucheck").args(args).current_dir(cwd).output().expect("running cargo-gpucheck")

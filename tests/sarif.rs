@@ -79,7 +79,7 @@ fn fingerprints_survive_moved_lines() {
         std::fs::copy(ek.join(f), dir.join(f)).unwrap();
     }
     copy_tree(&ek.join("src"), &dir.join("src"));
-    let target = scratch("gpucheck-test-levels").join("target");
+    let target = kernel_target();
     let run = || -> Vec<(String, u64)> {
         let out = std::process::Command::new(binary())
             .args(["gpucheck", "-q", "--message-format", "sarif"])

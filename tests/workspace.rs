@@ -46,7 +46,7 @@ pub unsafe extern "ptx-kernel" fn k_{n}(out: *mut u32, n: usize) {{
         )
         .unwrap();
     }
-    let target = scratch("gpucheck-test-levels").join("target");
+    let target = kernel_target();
     let out = std::process::Command::new(binary())
         .args(["gpucheck", "-j", "2", "--message-format", "json"])
         .current_dir(&dir)
