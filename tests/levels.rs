@@ -324,3 +324,21 @@ fn a_kernel_without_no_mangle_answers_to_its_fn_name() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("levels_i::unmangled: ") && err.contains(" confirmed"), "{err}");
 }
+
+/// A kernel crate without a kernel: its device functions are checked
+/// on their own, and a warning says so and what a kernel is.
+#[test]
+fn a_crate_without_a_kernel_is_said() {
+    let dir = kernel_ws("levels_j", "", "");
+    let lib = dir.join("src/lib.rs");
+    let src = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, src.replace("#[no_mangle]\npub unsafe extern \"ptx-kernel\" fn k(", "#[inline(never)]\npub unsafe fn k("))
+        .unwrap();
+    let (_, msgs, err) = run(&dir, &[]);
+    assert!(err.contains("warning: no kernel in `levels_j`: "), "{err}");
+    assert!(err.contains("a Rust kernel is a `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn`"), "{err}");
+    assert!(msgs.iter().any(|m| m["gpucheck"]["lint"] == "divergent_branch"), "the device function is checked: {msgs:?}");
+    std::fs::write(&lib, &src).unwrap();
+    let (_, _, err) = run(&dir, &[]);
+    assert!(!err.contains("no kernel in"), "{err}");
+}

@@ -361,8 +361,12 @@ fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(c
     }
     if nothing {
         eprintln!(
-            "error: nothing was checked: no kernel or device function in {} (see the warnings above)",
-            plural(units.len(), "PTX file")
+            "error: nothing was checked: {} (see the warnings above)",
+            if units.iter().all(|u| u.kind == build::UnitKind::PtxFile) {
+                format!("no kernel or device function in {}", plural(units.len(), "PTX file"))
+            } else {
+                format!("no kernel in {}", plural(units.len(), "package"))
+            }
         );
         failed = true;
     }
@@ -612,6 +616,12 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
             }
         };
         config_warnings.push(format!("no kernels or functions found in `{ptx_display}`: nothing was checked; {what}"));
+    } else if report.kernels == 0 && u.kind == build::UnitKind::Crate {
+        config_warnings.push(format!(
+            "no kernel in `{}`: {} checked on its own, as if a kernel of the block shape given (no launch runs it); a Rust kernel is a `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn`",
+            k.name,
+            if report.functions == 1 { "its one device function was".to_string() } else { format!("each of its {} device functions was", report.functions) }
+        ));
     }
     Ok(Checked { diags, config_warnings, src, origin, status, analysis: report, ptx_display })
 }
