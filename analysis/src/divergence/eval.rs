@@ -428,6 +428,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 Ok(Vals::new(x.iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
             }
             Operand::Imm(k) => Ok(self.splat(*k)),
+            Operand::Sym(s) => crate::ir::inst::predefined_constant(s).map(|k| self.splat(k)).ok_or(EvalErr::Opaque),
             _ => Err(EvalErr::Opaque),
         }
     }

@@ -61,7 +61,8 @@ pub fn operand<V: Values>(d: &V, f: &FunctionIr<'_>, i: InstId, o: &Operand<'_>)
             None => Special::parse(r).map_or(AbsVal::uniform(None), special),
         },
         Operand::Imm(k) => AbsVal::konst(*k),
-        Operand::Float(_) | Operand::Sym(_) | Operand::SymOff(..) | Operand::Sink => AbsVal::uniform(None),
+        Operand::Sym(s) => crate::ir::inst::predefined_constant(s).map_or(AbsVal::uniform(None), AbsVal::konst),
+        Operand::Float(_) | Operand::SymOff(..) | Operand::Sink => AbsVal::uniform(None),
         Operand::Addr(a) => {
             let base = a.base.as_ref().map(|b| operand(d, f, i, b)).unwrap_or(AbsVal::konst(0));
             let mut v = base + AbsVal::konst(a.offset);

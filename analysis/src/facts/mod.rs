@@ -19,6 +19,7 @@
 //! a warning (`lints`).
 
 pub mod assume;
+pub mod bounds;
 mod calls;
 mod coverage;
 pub mod election;
@@ -270,6 +271,10 @@ pub struct KernelFacts<'f, 'a> {
     /// Pairs of accesses of two blocks that a last-block election orders
     /// with no fence between the earlier one and its block's ticket.
     pub unfenced: Vec<election::Unfenced>,
+    /// Shared accesses that leave their array for some thread of the
+    /// block (`first` indexes `accesses`; kernels, and device functions in
+    /// a call context).
+    pub out_of_bounds: Vec<bounds::OutOfBounds>,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -379,6 +384,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         } else {
             Vec::new()
         };
+        let out_of_bounds = if f.func.is_entry || d.call.active.is_some() { bounds::shared(&evals, &own, &mut lanes) } else { Vec::new() };
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);
@@ -440,8 +446,15 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             sampled,
             cas_seeds,
             unfenced,
+            out_of_bounds,
             branch_at,
         }
+    }
+
+    /// What an out-of-bounds fact rests on: the samples its offsets were
+    /// evaluated with.
+    pub fn bounds_assumes(&self, o: &bounds::OutOfBounds) -> Vec<Assumption> {
+        assume::of_leaves(self.f, self.d, &o.rests_on, &self.sampled, &[], &[self.accesses[o.access].access.inst])
     }
 
     /// What an access's prediction rests on: the samples its address was

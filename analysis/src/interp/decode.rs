@@ -284,8 +284,8 @@ impl<'a> Dec<'_, 'a, '_> {
     }
 
     fn sym(&self, name: &str) -> Option<u64> {
-        if name == "WARP_SZ" {
-            return Some(32);
+        if let Some(k) = crate::ir::inst::predefined_constant(name) {
+            return Some(k as u64);
         }
         if let Some((off, _)) = self.call_params.get(name) {
             return Some(CALL_PARAM + off);

@@ -230,19 +230,6 @@ impl Tally {
     }
 }
 
-fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
-    // (saturating: a declared size past u64 is refused as too large, not wrapped)
-    let n: u64 = v.dims.iter().map(|d| d.unwrap_or(0)).fold(1u64, u64::saturating_mul);
-    let n = if v.dims.is_empty() { 1 } else { n };
-    let vec = match v.vector {
-        Some(".v2") => 2,
-        Some(".v4") => 4,
-        Some(".v8") => 8,
-        _ => 1,
-    };
-    crate::ir::inst::decl_bytes(v.ty).saturating_mul(n).saturating_mul(vec)
-}
-
 pub fn run(
     module: &Module<'_>,
     name: &str,
@@ -279,7 +266,7 @@ pub fn run(
         let align = v.align.unwrap_or(crate::ir::inst::decl_bytes(v.ty) as u32).max(1) as u64;
         shared_bytes = shared_bytes.div_ceil(align) * align;
         shared.insert(v.name.to_string(), shared_bytes);
-        let size = var_bytes(v);
+        let size = crate::ir::var_bytes(v);
         shared_bytes = shared_bytes.saturating_add(if size == 0 { dynamic } else { size });
     };
     let mut global_bytes = 0u64;
@@ -287,7 +274,7 @@ pub fn run(
         match Space::of_decl(v.space) {
             Some(Space::Shared) => place_shared(v, launch.dynamic_shared as u64),
             Some(Space::Global | Space::Const) => {
-                let size = var_bytes(v).max(1);
+                let size = crate::ir::var_bytes(v).max(1);
                 global_bytes = global_bytes.saturating_add(size);
                 if global_bytes > MAX_MODULE_GLOBAL_BYTES {
                     return Err(InterpError::Launch(format!(

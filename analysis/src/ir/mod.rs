@@ -41,6 +41,10 @@ pub struct FunctionIr<'a> {
     pub labels: FxHashMap<&'a str, InstId>,
     /// Names of `.shared` variables declared in the function body.
     pub local_shared: FxHashSet<&'a str>,
+    /// The `.shared` arrays the function can name (the module's and its
+    /// own), with their size in bytes; `None`: sized at launch (`extern`,
+    /// `[]`).
+    pub shared_arrays: FxHashMap<&'a str, Option<u64>>,
     pub cfg: Cfg,
     pub ssa: Ssa<'a>,
     /// Loop counters and exit tests (`loops`).
@@ -107,7 +111,34 @@ pub fn lower_for_call<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>, pa
 fn lower_function_with<'a>(m: &'a Module<'a>, index: usize, noreturn: &FxHashSet<&'a str>, params: &space::ParamSpaces) -> FunctionIr<'a> {
     let mut ir = lower_function(&m.functions[index], index, noreturn);
     ir.spaces = space::Spaces::infer(m, &ir, params);
+    ir.shared_arrays = shared_arrays(m, ir.func);
     ir
+}
+
+/// The bytes a variable declaration holds: element × vector length ×
+/// dimensions, saturating (a declared size past `u64` is `u64::MAX`, for
+/// the interpreter to refuse); 0 for an array sized at launch (`[]`).
+pub fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
+    let n: u64 = v.dims.iter().map(|d| d.unwrap_or(0)).fold(1u64, u64::saturating_mul);
+    let vec = match v.vector {
+        Some(".v2") => 2,
+        Some(".v4") => 4,
+        Some(".v8") => 8,
+        _ => 1,
+    };
+    inst::decl_bytes(v.ty).saturating_mul(n).saturating_mul(vec)
+}
+
+/// The `.shared` arrays function `f` can name: the module's, then its own
+/// (which hide them), with their sizes ([`var_bytes`]).
+fn shared_arrays<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> FxHashMap<&'a str, Option<u64>> {
+    let shared = |v: &&crate::ptx::VarDecl<'a>| inst::Space::of_decl(v.space) == Some(inst::Space::Shared);
+    let own = f.body.as_deref().unwrap_or(&[]).iter().filter_map(|s| match s {
+        Stmt::Var(v) => Some(v),
+        _ => None,
+    });
+    let sized = |v: &crate::ptx::VarDecl<'_>| (!v.dims.iter().any(Option::is_none)).then(|| var_bytes(v));
+    m.globals.iter().chain(own).filter(shared).map(|v| (v.name, sized(v))).collect()
 }
 
 /// A function body's instructions and labels, in order: what module-wide
@@ -273,6 +304,7 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &FxHashSet<&s
         locs,
         labels,
         local_shared,
+        shared_arrays: FxHashMap::default(),
         cfg,
         ssa,
         loops: loops::Loops::default(),
@@ -454,6 +486,19 @@ $L_b2:
 $L_exit:
     ret;
 }"#;
+
+    #[test]
+    fn shared_arrays_and_their_sizes() {
+        let m = parse(
+            ".version 7.0\n.target sm_80\n.address_size 64\n.shared .align 4 .b8 tile[1024];\n.extern .shared .align 4 .b8 dyn[];\n.entry k() {\n    .shared .align 8 .v2 .f32 pairs[16][2];\n    .shared .align 4 .b8 tile[64];\n    ret;\n}\n",
+        )
+        .unwrap();
+        let f = &lower(&m)[0];
+        let mut got: Vec<(&str, Option<u64>)> = f.shared_arrays.iter().map(|(k, v)| (*k, *v)).collect();
+        got.sort();
+        // the function's own `tile` hides the module's; a `[]` array is sized at launch
+        assert_eq!(got, [("dyn", None), ("pairs", Some(256)), ("tile", Some(64))]);
+    }
 
     #[test]
     fn cfg_dominators_loops_ssa() {

@@ -58,6 +58,7 @@ lints! {
     grid_memory_race::GRID_MEMORY_RACE => check,
     missing_threadfence::MISSING_THREADFENCE => check,
     lost_update::LOST_UPDATE => check,
+    shared_out_of_bounds::SHARED_OUT_OF_BOUNDS => check,
     unused_gpucheck_allow::UNUSED_GPUCHECK_ALLOW,
     divergent_branch::DIVERGENT_BRANCH => check,
     uncoalesced_global_access::UNCOALESCED_GLOBAL_ACCESS => check,

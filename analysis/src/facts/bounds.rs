@@ -1,0 +1,79 @@
+//! Accesses outside the statically sized `.shared` array they are based
+//! on (`shared_out_of_bounds`).
+//!
+//! An access is judged when its address is one declared `.shared` array
+//! (`crate::memory::base_symbol`) plus offsets the analysis evaluates for
+//! every thread of the block: the offset of each thread that executes it
+//! (its guards decide, `Lanes::active`) in the first iteration of the
+//! loops around it, against the array's declared bytes. The first thread
+//! whose bytes fall outside is the witness, and the count of threads that
+//! do is kept. Offsets that rest on sampled values (a parameter) make the
+//! fact conditional on them (`rests_on`). Only a block shape the kernel is
+//! launched with decides: with none given (assumed) or only `.maxntid`'s
+//! largest, nothing is judged (a 16×16 tiled kernel is not flagged for
+//! the threads of an assumed 32×8 block). Arrays sized at launch (`extern
+//! __shared__`) are not judged here.
+//!
+//! Owns: the judgement. Does not own: address values (`crate::memory`),
+//! which threads run an access (`super::lanes`) or the message (lints).
+
+use super::lanes::Lanes;
+use crate::divergence::eval::Leaves;
+use crate::ir::inst::Space;
+use crate::memory::{Access, Evals, Query};
+use crate::model::ShapeSource;
+
+/// One access that leaves its array for some thread of the block.
+#[derive(Clone, Debug)]
+pub struct OutOfBounds {
+    /// Index into the function's accesses.
+    pub access: usize,
+    /// The array's PTX name and its declared bytes.
+    pub array: String,
+    pub size: u64,
+    /// The witness: a thread (linear id) and its byte offset from the
+    /// array's start (in the first iteration of the loops around it).
+    pub thread: usize,
+    pub offset: i64,
+    /// How many threads of the block are outside.
+    pub threads: usize,
+    /// The sampled values the offsets rest on (none: every launch).
+    pub rests_on: Leaves,
+}
+
+/// The shared accesses of `own` that leave their array for some thread.
+pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_, '_, '_>) -> Vec<OutOfBounds> {
+    let f = evals.f;
+    // a shape the kernel may not be launched with decides nothing
+    if matches!(evals.shape.source, ShapeSource::Assumed | ShapeSource::Maxntid) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (k, a) in own.iter().enumerate() {
+        if a.space != Space::Shared {
+            continue;
+        }
+        let Some(sym) = crate::memory::base_symbol(f, a) else { continue };
+        let Some(&Some(size)) = f.shared_arrays.get(sym) else { continue };
+        let Some(v) = a.addr_value else { continue };
+        let root = crate::ir::values::array_root(f, v);
+        let (Some((addrs, on)), Some((base, base_on))) =
+            (evals.eval_resting(v, Query::block(0)), evals.eval_resting(root, Query::block(0)))
+        else {
+            continue;
+        };
+        let active = lanes.active(f.cfg.block_of(a.inst), 0);
+        // the root's own leaf (the array's address) is no condition: offsets are taken from it
+        let rests_on = Leaves::of(on.iter().filter(|l| !base_on.iter().any(|b| b == *l)).collect());
+        let outside = |t: usize| {
+            let off = addrs[t] + a.offset - base[t];
+            (off < 0 || off + a.width as i64 > size as i64).then_some(off)
+        };
+        let threads: Vec<(usize, i64)> =
+            (0..addrs.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();
+        if let Some(&(thread, offset)) = threads.first() {
+            out.push(OutOfBounds { access: k, array: sym.to_string(), size, thread, offset, threads: threads.len(), rests_on });
+        }
+    }
+    out
+}

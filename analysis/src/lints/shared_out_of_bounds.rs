@@ -1,0 +1,94 @@
+//! `shared_out_of_bounds`: a shared-memory access outside the statically
+//! sized `.shared` array it is based on, for some thread of the block. The
+//! detection is `crate::facts::bounds`, read from the facts; owns the
+//! message.
+
+use super::{Finding, LintCx};
+use crate::facts::assume::Assumed;
+use crate::ir::inst::AccessKind;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds loads and stores through a `.shared` array of a size fixed in
+    /// the kernel (`__shared__ float s[256]`, `.shared .b8 tile[1024]`) whose
+    /// address, for some thread of the block that executes them, falls outside
+    /// the array: the halo read `s[t + 1]` by the last thread, the write
+    /// `s[t - 1]` by thread 0. The offsets are evaluated for every thread of the
+    /// block shape given (its guards decide which threads run the access), in
+    /// the first iteration of the loops around it; the message names the
+    /// first thread outside, the element it touches and the array's length,
+    /// and the note how many threads are outside. When the offsets depend on
+    /// a parameter, the finding names the value it was found with and is a
+    /// warning until that value is declared; offsets that rest on any other
+    /// value not known statically (a loop counter past its first values, a
+    /// loaded value) are not judged.
+    ///
+    /// ### Known problems
+    /// Only a block shape the kernel is launched with is judged (`--block`,
+    /// Cargo.toml, `.reqntid`, a launch in the host code): with none given,
+    /// or only `.maxntid`'s largest block, nothing is. Later iterations of a
+    /// loop are not judged (an index that leaves the array in a loop's last
+    /// iteration is not found). Arrays sized at launch (`extern __shared__`)
+    /// are not judged. `confirm` does not yet observe shared accesses outside
+    /// their array.
+    ///
+    /// ### Why is this bad
+    /// Shared memory is not bounds-checked: the access reads or overwrites
+    /// whatever lies beyond the array (another array of the block, or
+    /// nothing: an illegal-address error that aborts the kernel).
+    ///
+    /// ### Example
+    /// ```rust
+    /// __shared__ float s[256];          // one element per thread of a 256-thread block
+    /// s[t] = x[i];
+    /// __syncthreads();
+    /// out[i] = s[t] + s[t + 1];         // thread 255 reads s[256]
+    /// ```
+    /// Use instead: guard the halo, or size the array for it:
+    /// ```rust
+    /// out[i] = s[t] + (t + 1 < 256 ? s[t + 1] : 0.0f);
+    /// ```
+    pub static SHARED_OUT_OF_BOUNDS = {
+        name: "shared_out_of_bounds",
+        group: Correctness,
+        default: Deny,
+        summary: "a load or store through a statically sized `.shared` array falls outside it for some thread of the block (the witness thread, element and length)",
+    }
+}
+
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+    for o in &cx.facts.out_of_bounds {
+        // offsets a guessed value decides (a loop counter, a loaded value) are no finding: only a
+        // parameter's sample is a condition the user can declare
+        let assumes = cx.facts.bounds_assumes(o);
+        if assumes.iter().any(|x| x.kind != Assumed::Parameter) {
+            continue;
+        }
+        let a = &cx.facts.accesses[o.access].access;
+        let width = a.width.max(1) as i64;
+        let (does, what) = if a.kind == AccessKind::Load { ("reads", "read") } else { ("writes", "write") };
+        let array = super::base_name(cx.facts.f, a);
+        let element = o.offset.div_euclid(width);
+        let length = o.size as i64 / width;
+        let side = if o.offset < 0 { "before the start of" } else { "past the end of" };
+        let message = format!(
+            "out-of-bounds shared memory {what}: thread {} {does} element {element} of {array}, which has {length}",
+            o.thread
+        );
+        let mut fd = cx.finding(&SHARED_OUT_OF_BOUNDS, a.inst, message, format!("thread {} {does} {side} {array}", o.thread));
+        fd.access = true;
+        fd.assumes = assumes;
+        let outside = match o.threads {
+            1 => format!("one thread of the block that runs this {what} is outside it"),
+            n => format!("{n} of the block's threads that run this {what} are outside it"),
+        };
+        fd.note(format!("{array} holds {} bytes: {length} elements of {width} bytes; {outside}", o.size));
+        cx.shape_note(&mut fd);
+        fd.help(if o.offset < 0 {
+            "keep the index at 0 or above for every thread that runs the access (guard it, or shift it)".to_string()
+        } else {
+            format!("keep the index below {length} for every thread that runs the access (guard it), or declare the array with room for it")
+        });
+        out.push(fd);
+    }
+}
