@@ -21,7 +21,7 @@ fn readme_lint_table_is_the_registry() {
 #[test]
 fn findings_name_registered_lints() {
     // one kernel per pass family: a divergent branch (a cheap one), an uncoalesced access,
-    // a bank conflict, a race and a divergent barrier
+    // a bank conflict, a race, an access outside its shared array and a divergent barrier
     let src = r#"
 .version 7.0
 .target sm_70
@@ -54,8 +54,16 @@ $L_end:
     names.dedup();
     assert_eq!(
         names,
-        // (the branch decides one barrier: a split that costs few lane-slots, pedantic)
-        ["barrier_divergence", "cheap_divergent_branch", "shared_bank_conflict", "shared_memory_race", "uncoalesced_global_access"],
+        // (the branch decides one barrier: a split that costs few lane-slots, pedantic; rows of 128
+        // bytes for 256 threads leave the 4096-byte array)
+        [
+            "barrier_divergence",
+            "cheap_divergent_branch",
+            "shared_bank_conflict",
+            "shared_memory_race",
+            "shared_out_of_bounds",
+            "uncoalesced_global_access"
+        ],
         "{:#?}",
         r.findings
     );
