@@ -7,6 +7,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod barriers;
+pub mod bounds;
 pub mod branches;
 pub mod memory;
 pub mod races;
