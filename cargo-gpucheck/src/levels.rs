@@ -278,16 +278,9 @@ mod tests {
         use gpucheck_analysis::facts::{Assumed, Assumption};
         use gpucheck_analysis::lints::SHARED_MEMORY_RACE;
         let finding = |alignment: bool| Finding {
-            lint: &SHARED_MEMORY_RACE,
             kernel: "k".into(),
             ptx_line: 1,
             ptx_col: 1,
-            span: None,
-            label: String::new(),
-            message: String::new(),
-            secondary: vec![],
-            notes: vec![],
-            metrics: vec![],
             access: true,
             assumes: vec![Assumption {
                 name: "n".into(),
@@ -298,9 +291,7 @@ mod tests {
                 known: vec![],
                 param: None,
             }],
-            witness: None,
-            replay: gpucheck_analysis::lints::Replay::NotRun,
-            rank: None,
+            ..Finding::new(&SHARED_MEMORY_RACE)
         };
         let mut l = Levels::default();
         // a sample the witness needs: a warning; one that decides the alignment only: still an error

@@ -253,8 +253,9 @@ impl Rank {
 }
 
 impl Finding {
-    /// A finding of `lint` with nothing filled in yet (the binary's own
-    /// findings: comments and attributes that suppress nothing).
+    /// A finding of `lint` with nothing filled in yet (the passes fill in
+    /// what they know; the binary's own findings: comments and attributes
+    /// that suppress nothing).
     pub fn new(lint: &'static Lint) -> Finding {
         Finding {
             lint,
@@ -510,21 +511,14 @@ impl LintCx<'_, '_, '_> {
         let call = self.facts.race_site(k).inst;
         let Some(x) = self.imported(k) else { return self.finding(lint, call, message, label) };
         let mut fd = Finding {
-            lint,
             kernel: crate::names::demangle(self.facts.f.func.name),
             ptx_line: x.ptx_line,
             ptx_col: x.ptx_col,
             span: x.span.clone(),
             label,
             message,
-            secondary: vec![],
-            notes: vec![],
-            metrics: vec![],
             access: true,
-            assumes: vec![],
-            witness: None,
-            replay: Replay::NotRun,
-            rank: None,
+            ..Finding::new(lint)
         };
         fd.note_text(Text::At {
             before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::names::demangle(self.facts.f.func.name)),
