@@ -714,3 +714,35 @@ fn a_hint_quotes_a_path_with_spaces() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("`cd 'sub dir' && cargo gpucheck`"), "{err}");
 }
+
+/// Dynamic shared memory: unchecked and said so without `--shared`; with
+/// it, checked against that size, and `confirm` gives the launch those
+/// bytes (without them it says how to).
+#[test]
+fn dynamic_shared_memory_is_checked_against_the_size_given() {
+    let text = ".version 7.0\n.target sm_70\n.address_size 64\n.extern .shared .align 4 .b8 s[];\n.visible .entry k() {\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<4>;\n  mov.u32 %r1, %tid.x;\n  mul.wide.u32 %rd1, %r1, 4;\n  mov.u64 %rd2, s;\n  add.s64 %rd3, %rd2, %rd1;\n  st.shared.u32 [%rd3+4], %r1;\n  ret;\n}\n";
+    let dir = ptx_dir("dynamic-shared", text);
+    let run = |args: &[&str]| {
+        let out = gpucheck(args, &dir);
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (code, err) = run(&["ptx", "k.ptx", "--block", "64"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("dynamic shared memory (`s`) is not bounds-checked: pass `--shared BYTES`"), "{err}");
+    let (code, err) = run(&["ptx", "k.ptx", "--block", "64", "--shared", "256"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("out-of-bounds shared memory write: thread 63 writes element 64 of `s`, which has 64"), "{err}");
+    assert!(!err.contains("not bounds-checked"), "{err}");
+    let (code, err) = run(&["ptx", "k.ptx", "--block", "64", "--shared", "260"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("out-of-bounds"), "{err}");
+    // a run needs the bytes
+    let (code, err) = run(&["confirm", "--ptx", "k.ptx", "--block", "64"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("the kernel's dynamic shared memory (`s`) has no bytes in this launch: pass `--shared BYTES`"), "{err}");
+    let (code, err) = run(&["confirm", "--ptx", "k.ptx", "--block", "64", "--shared", "260"]);
+    assert_eq!(code, Some(0), "{err}");
+    // more than a block can have is refused
+    let (code, err) = run(&["ptx", "k.ptx", "--shared", "1000000"]);
+    assert_eq!(code, Some(2), "{err}");
+}

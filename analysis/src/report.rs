@@ -277,6 +277,10 @@ pub struct Report {
     /// Kernels whose `.reqntid` asks for more threads than a block can
     /// have (no launch runs them; checked with another shape), with it.
     pub unlaunchable: Vec<(String, [u32; 3])>,
+    /// `.shared` arrays sized at launch (`extern __shared__`) that no
+    /// dynamic shared size was given for (`Options::dynamic_shared`): not
+    /// bounds-checked.
+    pub unsized_shared: Vec<String>,
 }
 
 impl Report {

@@ -101,6 +101,7 @@ fn run() -> Result<i32> {
             c.block = a.output.block();
             c.kernel_blocks = a.output.kernel_blocks();
             c.grid = a.output.grid;
+            c.shared = a.output.shared;
             c.message_format = a.output.message_format;
             confirm::run(&c)
         }
@@ -171,6 +172,7 @@ fn merge(outer: &OutputArgs, inner: &OutputArgs) -> OutputArgs {
         // (the inner flags come later: they win)
         blocks: outer.blocks.iter().chain(&inner.blocks).cloned().collect(),
         grid: inner.grid.or(outer.grid),
+        shared: inner.shared.or(outer.shared),
         message_format: if inner.message_format != MessageFormat::Human { inner.message_format } else { outer.message_format },
         color: if inner.color != ColorChoice::Auto { inner.color } else { outer.color },
         coalescing_threshold: if inner.coalescing_threshold != 2.0 { inner.coalescing_threshold } else { outer.coalescing_threshold },
@@ -444,6 +446,7 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
             time_limit: cli::DEFAULT_TIME_LIMIT,
             block: o.block(),
             kernel_blocks: o.kernel_blocks(),
+            shared: o.shared,
             message_format: MessageFormat::Human,
         };
         let (runs, _) = confirm::collect(&ca, &units, root.clone(), false)?;
@@ -508,6 +511,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         package_block: k.block,
         launch_blocks: launch_blocks(k, paths),
         grid: o.grid,
+        dynamic_shared: o.shared.map(u64::from),
         kernel_grids: k.kernel_grids.clone(),
         package_grid: k.grid,
         coalescing_threshold: Some(o.coalescing_threshold),
@@ -551,7 +555,15 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     } else {
         ""
     };
-    let status = format!("{status}{no_lines}{}", replay_summary(&report.findings));
+    // dynamic shared memory no size was given for: not bounds-checked, said
+    let unsized_shared = match report.unsized_shared.as_slice() {
+        [] => String::new(),
+        names => format!(
+            "\n        dynamic shared memory ({}) is not bounds-checked: pass `--shared BYTES`, the size the launch gives",
+            names.iter().map(|n| format!("`{}`", gpucheck_analysis::names::bare(n))).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let status = format!("{status}{no_lines}{unsized_shared}{}", replay_summary(&report.findings));
     let hint = if u.kind == build::UnitKind::PtxFile { diagnostic::ShapeHint::Cli } else { diagnostic::ShapeHint::Cargo };
     // `// gpucheck: allow(…)` comments and `#[allow(gpucheck::…)]` attributes in the unit's
     // sources: the package's files, and those the PTX's line information names

@@ -49,6 +49,10 @@ pub struct Options {
     pub grid: Option<[u32; 3]>,
     pub kernel_grids: std::collections::HashMap<String, [u32; 3]>,
     pub package_grid: Option<[u32; 3]>,
+    /// Bytes of dynamic shared memory the launch gives (`--shared`): the
+    /// size of every `extern .shared` array; unknown, they are not
+    /// bounds-checked.
+    pub dynamic_shared: Option<u64>,
     /// `predicted / ideal` sectors from which a global access is reported
     /// (`--coalescing-threshold`; 2.0 when unset).
     pub coalescing_threshold: Option<f64>,
@@ -214,6 +218,16 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         .filter(|f| f.is_entry)
         .filter_map(|f| Some((f.name.to_string(), f.perf.reqntid.filter(|b| !launchable(b))?)))
         .collect();
+    if opts.dynamic_shared.is_none() {
+        let own = module.functions.iter().flat_map(|f| f.body.iter().flatten()).filter_map(|s| match s {
+            ptx::Stmt::Var(v) => Some(v),
+            _ => None,
+        });
+        let unsized_shared = |v: &&ptx::VarDecl<'_>| {
+            ir::inst::Space::of_decl(v.space) == Some(ir::inst::Space::Shared) && v.dims.iter().any(Option::is_none)
+        };
+        report.unsized_shared = module.globals.iter().chain(own).filter(unsized_shared).map(|v| v.name.to_string()).collect();
+    }
     for f in &module.files {
         if !report.sources.iter().any(|x| x == f.path) {
             report.sources.push(f.path.to_string());

@@ -12,7 +12,8 @@
 //! launched with decides: with none given (assumed) or only `.maxntid`'s
 //! largest, nothing is judged (a 16×16 tiled kernel is not flagged for
 //! the threads of an assumed 32×8 block). Arrays sized at launch (`extern
-//! __shared__`) are not judged here.
+//! __shared__`) have the launch's dynamic shared bytes when given
+//! (`FunctionIr::size_dynamic_shared`), and are not judged otherwise.
 //!
 //! Owns: the judgement. Does not own: address values (`crate::memory`),
 //! which threads run an access (`super::lanes`) or the message (lints).

@@ -29,6 +29,7 @@ pub mod decode;
 mod exec;
 pub mod memory;
 
+pub use exec::MAX_SHARED_BYTES;
 pub use memory::Global;
 
 use crate::ir::{FunctionIr, ModuleCx};

@@ -115,6 +115,16 @@ fn lower_function_with<'a>(m: &'a Module<'a>, index: usize, noreturn: &FxHashSet
     ir
 }
 
+impl FunctionIr<'_> {
+    /// Give the arrays sized at launch (`extern .shared`, `[]`) the launch's
+    /// dynamic shared bytes, when known.
+    pub fn size_dynamic_shared(&mut self, bytes: Option<u64>) {
+        if let Some(b) = bytes {
+            self.shared_arrays.values_mut().filter(|s| s.is_none()).for_each(|s| *s = Some(b));
+        }
+    }
+}
+
 /// The bytes a variable declaration holds: element × vector length ×
 /// dimensions, saturating (a declared size past `u64` is `u64::MAX`, for
 /// the interpreter to refuse); 0 for an array sized at launch (`[]`).

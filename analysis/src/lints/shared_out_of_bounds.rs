@@ -29,8 +29,9 @@ declare_lint! {
     /// or only `.maxntid`'s largest block, nothing is. Later iterations of a
     /// loop are not judged (an index that leaves the array in a loop's last
     /// iteration is not found). Arrays sized at launch (`extern __shared__`)
-    /// are not judged. `confirm` does not yet observe shared accesses outside
-    /// their array.
+    /// are judged against the dynamic shared bytes given with `--shared`, and
+    /// not at all without it. `confirm` does not yet observe shared accesses
+    /// outside their array.
     ///
     /// ### Why is this bad
     /// Shared memory is not bounds-checked: the access reads or overwrites

@@ -267,6 +267,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             package_block: u.krate.block,
             kernel_blocks: u.krate.kernel_blocks.clone(),
             source_names: names,
+            dynamic_shared: a.shared.map(u64::from),
             ..Default::default()
         };
         for (f, spec, block, _) in &runs {
@@ -277,7 +278,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         let report = gpucheck_analysis::check_module(module, &opts, &is_local);
         for (f, spec, block, rust) in runs {
             let grid = spec.grid.unwrap_or([1, 1, 1]);
-            let launch = Launch { grid, block, dynamic_shared: 0 };
+            let launch = Launch { grid, block, dynamic_shared: a.shared.unwrap_or(0) };
             let kernel = gpucheck_analysis::demangle(f.name);
             let mut mem = Global::default();
             let prepared = match launch::prepare_with(f, rust.as_ref(), &spec.args, &spec.shared, &mut mem) {
@@ -325,6 +326,11 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                             interp::InterpError::Fault { addr, space: "global", .. } => {
                                 launch::buffer_place(&prepared.buffers, *addr).map_or_else(String::new, |p| format!(": {p}"))
                             }
+                            // dynamic shared memory the launch gave no bytes
+                            interp::InterpError::Fault { space: "shared", .. } if !report.unsized_shared.is_empty() => format!(
+                                "; the kernel's dynamic shared memory ({}) has no bytes in this launch: pass `--shared BYTES`, the size the launch gives",
+                                report.unsized_shared.iter().map(|n| format!("`{}`", gpucheck_analysis::names::bare(n))).collect::<Vec<_>>().join(", ")
+                            ),
                             _ => String::new(),
                         };
                         match at {
