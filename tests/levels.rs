@@ -342,3 +342,66 @@ fn a_crate_without_a_kernel_is_said() {
     let (_, _, err) = run(&dir, &[]);
     assert!(!err.contains("no kernel in"), "{err}");
 }
+
+/// `shared_bytes` in a kernel's table is its launch's dynamic shared
+/// memory: its `extern` shared arrays are checked against it, and
+/// `confirm` gives the run those bytes.
+#[test]
+fn shared_bytes_in_cargo_toml_sizes_dynamic_shared_memory() {
+    let dir = kernel_ws("levels_k", "", "");
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        r#"#![no_std]
+#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
+use core::arch::nvptx::*;
+#[panic_handler]
+fn p(_: &core::panic::PanicInfo) -> ! { loop {} }
+core::arch::global_asm!(".extern .shared .align 4 .b8 DYN[];");
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn dyn_halo(x: *const f32, out: *mut f32) {
+    let s: *mut f32;
+    core::arch::asm!("cvta.shared.u64 {p}, DYN;", p = out(reg64) s);
+    let t = _thread_idx_x() as usize;
+    *s.add(t) = *x.add(t);
+    _syncthreads();
+    *out.add(t) = *s.add(t) + *s.add(t + 1);
+}
+"#,
+    )
+    .unwrap();
+    let manifest = dir.join("Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let with = |table: &str| std::fs::write(&manifest, format!("{original}\n{table}\n")).unwrap();
+    // no size: said to be unchecked (on the status line, which -q hides)
+    with("");
+    let (_, msgs, _) = run(&dir, &[]);
+    assert!(msgs.iter().all(|m| m["gpucheck"]["lint"] != "shared_out_of_bounds"), "{msgs:?}");
+    let out =
+        std::process::Command::new(binary()).arg("gpucheck").current_dir(&dir).env("CARGO_TARGET_DIR", kernel_target()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dynamic shared memory (`DYN`) is not bounds-checked"), "{err}");
+    // 128 floats for 128 threads: the last one's halo is past the end
+    with("[package.metadata.gpucheck.kernels.dyn_halo]\nshared_bytes = 512\ngrid = [1, 1, 1]\nargs = { x = \"f32[128]\", out = \"f32[128]\" }");
+    let (code, msgs, err) = run(&dir, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let oob = msgs.iter().find(|m| m["gpucheck"]["lint"] == "shared_out_of_bounds").expect("the halo read");
+    assert_eq!(oob["message"]["message"], "out-of-bounds shared memory read: thread 127 reads element 128 of `DYN`, which has 128");
+    // one more float: clean, and the run has the bytes
+    with("[package.metadata.gpucheck.kernels.dyn_halo]\nshared_bytes = 516\ngrid = [1, 1, 1]\nargs = { x = \"f32[128]\", out = \"f32[128]\" }");
+    let (code, msgs, err) = run(&dir, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(msgs.iter().all(|m| m["gpucheck"]["lint"] != "shared_out_of_bounds"), "{msgs:?}");
+    let out = std::process::Command::new(binary())
+        .args(["gpucheck", "confirm", "-q"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", kernel_target())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // a size no block has is an error naming the table
+    with("[package.metadata.gpucheck.kernels.dyn_halo]\nshared_bytes = 0");
+    let (code, _, err) = run(&dir, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`shared_bytes = 0`: a block has from 1 to 232448 bytes of shared memory"), "{err}");
+    std::fs::write(&manifest, &original).unwrap();
+}

@@ -1,6 +1,6 @@
 //! The `[package.metadata.gpucheck]` table of a kernel package: its keys
-//! (`block`, `grid`, `args`, `assume`, `kernels.NAME.{block, grid, args,
-//! assume}`, `lints`),
+//! (`block`, `grid`, `args`, `assume`, `shared_bytes`, `kernels.NAME.{block,
+//! grid, args, assume, shared_bytes}`, `lints`),
 //! the types of their values, and the checks cargo's own `[lints]` makes:
 //! a value of the wrong type is an error naming the file and the key, an
 //! unknown key is a warning naming the closest known one, a kernel table
@@ -12,8 +12,8 @@
 use gpucheck_analysis::lints::registry::closest_among;
 use serde_json::Value;
 
-const PACKAGE_KEYS: &[&str] = &["block", "grid", "args", "assume", "kernels", "lints", "build-script"];
-const KERNEL_KEYS: &[&str] = &["block", "grid", "args", "assume"];
+const PACKAGE_KEYS: &[&str] = &["block", "grid", "args", "assume", "shared_bytes", "kernels", "lints", "build-script"];
+const KERNEL_KEYS: &[&str] = &["block", "grid", "args", "assume", "shared_bytes"];
 
 /// `assume = { n = 1000, … }`: the values a kernel is launched with for its
 /// scalar parameters (by Rust or PTX name, or index), integers.
@@ -58,6 +58,17 @@ pub fn block(v: &Value) -> Result<[u32; 3], String> {
     Ok(b)
 }
 
+/// `shared_bytes = N`: the dynamic shared memory a launch gives (1 to
+/// what a block can have).
+pub fn shared_bytes(v: &Value) -> Result<u32, String> {
+    let max = gpucheck_analysis::interp::MAX_SHARED_BYTES;
+    match v.as_u64() {
+        Some(n) if (1..=max).contains(&n) => Ok(n as u32),
+        Some(n) => Err(format!("`shared_bytes = {n}`: a block has from 1 to {max} bytes of shared memory")),
+        None => Err(format!("expected `shared_bytes = N` (the bytes of dynamic shared memory a launch gives), found `{v}`")),
+    }
+}
+
 /// Check the table's keys and the types of their values: the warnings
 /// (unknown keys), or the first error.
 pub fn validate(gm: &Value, manifest: &str) -> Result<Vec<String>, String> {
@@ -84,6 +95,9 @@ pub fn validate(gm: &Value, manifest: &str) -> Result<Vec<String>, String> {
         }
         if let Some(a) = t.get("assume") {
             assume(a).map_err(|e| format!("{e} in {}", at(table)))?;
+        }
+        if let Some(b) = t.get("shared_bytes") {
+            shared_bytes(b).map_err(|e| format!("{e} in {}", at(table)))?;
         }
         Ok(())
     };

@@ -512,6 +512,8 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         launch_blocks: launch_blocks(k, paths),
         grid: o.grid,
         dynamic_shared: o.shared.map(u64::from),
+        kernel_shared: k.kernel_shared_bytes.iter().map(|(n, b)| (n.clone(), *b as u64)).collect(),
+        package_shared: k.shared_bytes.map(u64::from),
         kernel_grids: k.kernel_grids.clone(),
         package_grid: k.grid,
         coalescing_threshold: Some(o.coalescing_threshold),
@@ -559,7 +561,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     let unsized_shared = match report.unsized_shared.as_slice() {
         [] => String::new(),
         names => format!(
-            "\n        dynamic shared memory ({}) is not bounds-checked: pass `--shared BYTES`, the size the launch gives",
+            "\n        dynamic shared memory ({}) is not bounds-checked: pass `--shared BYTES` (or set `shared_bytes` in [package.metadata.gpucheck]), the size the launch gives",
             names.iter().map(|n| format!("`{}`", gpucheck_analysis::names::bare(n))).collect::<Vec<_>>().join(", ")
         ),
     };

@@ -126,7 +126,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
     pub fn analyse_root(&self, i: usize) -> (FunctionReport, Vec<Use>) {
         let m = &self.input;
         let mut f = crate::ir::lower_one(m.module, i, m.mcx);
-        f.size_dynamic_shared(m.opts.dynamic_shared);
+        f.size_dynamic_shared(m.opts.shared_for(f.func));
         if let Some(ps) = m.opts.source_params(f.func) {
             f.source_params = ps.clone();
         }
@@ -215,7 +215,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
         let m = &self.input;
         let spaces = crate::ir::space::ParamSpaces::of_call(ci, c.args.params.iter().map(|a| a.as_ref().map(|a| a.space)));
         let mut f = crate::ir::lower_for_call(m.module, ci, m.mcx, &spaces);
-        f.size_dynamic_shared(m.opts.dynamic_shared);
+        f.size_dynamic_shared(m.opts.shared_for(f.func));
         check_function(&f, m, Some(c), &mut |_, _| Imports::default())
     }
 

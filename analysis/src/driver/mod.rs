@@ -49,10 +49,13 @@ pub struct Options {
     pub grid: Option<[u32; 3]>,
     pub kernel_grids: std::collections::HashMap<String, [u32; 3]>,
     pub package_grid: Option<[u32; 3]>,
-    /// Bytes of dynamic shared memory the launch gives (`--shared`): the
-    /// size of every `extern .shared` array; unknown, they are not
-    /// bounds-checked.
+    /// Bytes of dynamic shared memory the launch gives, the size of every
+    /// `extern .shared` array (unknown: they are not bounds-checked):
+    /// `--shared` for every kernel, then `[package.metadata.gpucheck.kernels.NAME]
+    /// shared_bytes` (by [`crate::names::aliases`]), then the package's.
     pub dynamic_shared: Option<u64>,
+    pub kernel_shared: std::collections::HashMap<String, u64>,
+    pub package_shared: Option<u64>,
     /// `predicted / ideal` sectors from which a global access is reported
     /// (`--coalescing-threshold`; 2.0 when unset).
     pub coalescing_threshold: Option<f64>,
@@ -75,6 +78,13 @@ pub struct Options {
 }
 
 impl Options {
+    /// The dynamic shared bytes function `f`'s launch gives (a device
+    /// function: those every kernel's launch gives), if known.
+    pub fn shared_for(&self, f: &ptx::Function<'_>) -> Option<u64> {
+        let own = || crate::names::aliases(f.name).iter().find_map(|n| self.kernel_shared.get(n)).copied();
+        self.dynamic_shared.or_else(|| if f.is_entry && !self.kernel_shared.is_empty() { own() } else { None }).or(self.package_shared)
+    }
+
     /// The value declared for parameter `k` (named `name` in the PTX) of
     /// kernel `f`, if any: by its PTX name, its index, or its source name.
     pub fn declared(&self, f: &ptx::Function<'_>, k: usize, name: &str) -> Option<i64> {
@@ -218,7 +228,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         .filter(|f| f.is_entry)
         .filter_map(|f| Some((f.name.to_string(), f.perf.reqntid.filter(|b| !launchable(b))?)))
         .collect();
-    if opts.dynamic_shared.is_none() {
+    if module.functions.iter().any(|f| f.is_entry && opts.shared_for(f).is_none()) {
         let own = module.functions.iter().flat_map(|f| f.body.iter().flatten()).filter_map(|s| match s {
             ptx::Stmt::Var(v) => Some(v),
             _ => None,

@@ -53,6 +53,10 @@ pub struct KernelCrate {
     /// (launches for `confirm`, and the grid races between blocks are checked in).
     pub grid: Option<[u32; 3]>,
     pub kernel_grids: HashMap<String, [u32; 3]>,
+    /// `shared_bytes` of `[package.metadata.gpucheck]` and of its kernel
+    /// tables: the dynamic shared memory a launch gives.
+    pub shared_bytes: Option<u32>,
+    pub kernel_shared_bytes: HashMap<String, u32>,
     /// `assume` of `[package.metadata.gpucheck]` and of its kernels' tables:
     /// the values declared for scalar parameters (by Rust or PTX name, or
     /// index).
@@ -303,6 +307,7 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             gm.map(|g| crate::config::validate(g, &manifest)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
         let (block, kernel_blocks) = launch_blocks(gm, &manifest, "block")?;
         let (grid, kernel_grids) = launch_blocks(gm, &manifest, "grid")?;
+        let (shared_bytes, kernel_shared_bytes) = launch_shared(gm, &manifest)?;
         let (values, kernel_values) = launch_values(gm, &manifest)?;
         let manifest_path: PathBuf = p.manifest_path.clone().into();
         let root = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -322,6 +327,8 @@ pub fn workspace(meta: &Metadata, packages: &[String], forced: Option<Backend>) 
             kernel_blocks,
             grid,
             kernel_grids,
+            shared_bytes,
+            kernel_shared_bytes,
             values,
             kernel_values,
             lints: gm.and_then(|g| g.get("lints")).cloned(),
@@ -362,6 +369,22 @@ pub fn launch_blocks(gm: Option<&serde_json::Value>, manifest: &str, key: &str) 
         }
     }
     Ok((block, kernel_blocks))
+}
+
+/// The package's `shared_bytes` and the kernels' own, from its
+/// `[package.metadata.gpucheck]` table.
+pub fn launch_shared(gm: Option<&serde_json::Value>, manifest: &str) -> Result<(Option<u32>, HashMap<String, u32>)> {
+    let read = |v: &serde_json::Value, table: &str| {
+        crate::config::shared_bytes(v).map_err(|e| anyhow::anyhow!("{e} in `[{table}]` of {manifest}"))
+    };
+    let package = gm.and_then(|g| g.get("shared_bytes")).map(|v| read(v, "package.metadata.gpucheck")).transpose()?;
+    let mut kernels = HashMap::new();
+    for (name, k) in gm.and_then(|g| g.get("kernels")).and_then(|k| k.as_object()).into_iter().flatten() {
+        if let Some(v) = k.get("shared_bytes") {
+            kernels.insert(name.clone(), read(v, &format!("package.metadata.gpucheck.kernels.{name}"))?);
+        }
+    }
+    Ok((package, kernels))
 }
 
 /// The package's `assume` values and the kernels' own, from its
@@ -415,6 +438,7 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         meta.as_ref().map(|g| crate::config::validate(g, &shown)).transpose().map_err(anyhow::Error::msg)?.unwrap_or_default();
     let (block, kernel_blocks) = launch_blocks(meta.as_ref(), &shown, "block")?;
     let (grid, kernel_grids) = launch_blocks(meta.as_ref(), &shown, "grid")?;
+    let (shared_bytes, kernel_shared_bytes) = launch_shared(meta.as_ref(), &shown)?;
     let (values, kernel_values) = launch_values(meta.as_ref(), &shown)?;
     let root = std::path::absolute(&manifest_path)?.parent().map(Path::to_path_buf).unwrap_or_default();
     let krate = KernelCrate {
@@ -430,6 +454,8 @@ pub fn ptx_unit(ptx: &Path, manifest: Option<&Path>) -> Result<Unit> {
         kernel_blocks,
         grid,
         kernel_grids,
+        shared_bytes,
+        kernel_shared_bytes,
         values,
         kernel_values,
         lints: meta.as_ref().and_then(|g| g.get("lints")).cloned(),

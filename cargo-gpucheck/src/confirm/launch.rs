@@ -117,6 +117,9 @@ pub struct Spec {
     /// Arguments whose value is the package table's, shared by every
     /// kernel (so not held to one kernel's pointer types).
     pub shared: std::collections::BTreeSet<String>,
+    /// Bytes of dynamic shared memory the launch gives (`shared_bytes`,
+    /// `--shared`).
+    pub shared_bytes: Option<u32>,
 }
 
 fn apply_table(spec: &mut Spec, t: &serde_json::Value, where_: &str) -> Result<(), String> {
@@ -125,6 +128,9 @@ fn apply_table(spec: &mut Spec, t: &serde_json::Value, where_: &str) -> Result<(
     }
     if let Some(b) = t.get("block") {
         spec.block = Some(crate::config::block(b).map_err(|e| format!("{e} in {where_}"))?);
+    }
+    if let Some(b) = t.get("shared_bytes") {
+        spec.shared_bytes = Some(crate::config::shared_bytes(b).map_err(|e| format!("{e} in {where_}"))?);
     }
     if let Some(a) = t.get("args") {
         let obj = a.as_object().ok_or_else(|| format!("expected `args = {{ name = \"f32[1024]\", … }}` in {where_}"))?;
@@ -167,6 +173,9 @@ pub fn spec(meta: Option<&serde_json::Value>, kernel: &str, cli: &Spec) -> Resul
     }
     if cli.block.is_some() {
         s.block = cli.block;
+    }
+    if cli.shared_bytes.is_some() {
+        s.shared_bytes = cli.shared_bytes;
     }
     s.args.extend(cli.args.iter().map(|(k, v)| (k.clone(), v.clone())));
     Ok(s)

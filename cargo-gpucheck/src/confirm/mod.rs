@@ -134,6 +134,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
         block: a.block,
         args: a.args.iter().map(|s| launch::parse_arg(s).map_err(anyhow::Error::msg)).collect::<Result<_>>()?,
         shared: Default::default(),
+        shared_bytes: a.shared,
     };
     let sources: Vec<String> = units
         .iter()
@@ -267,18 +268,20 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             package_block: u.krate.block,
             kernel_blocks: u.krate.kernel_blocks.clone(),
             source_names: names,
-            dynamic_shared: a.shared.map(u64::from),
             ..Default::default()
         };
         for (f, spec, block, _) in &runs {
             opts.kernel_blocks.insert(f.name.to_string(), *block);
+            if let Some(b) = spec.shared_bytes {
+                opts.kernel_shared.insert(f.name.to_string(), b as u64);
+            }
             opts.kernel_grids.insert(f.name.to_string(), spec.grid.unwrap_or([1, 1, 1]));
         }
         let is_local = |p: &str| u.krate.is_local(p);
         let report = gpucheck_analysis::check_module(module, &opts, &is_local);
         for (f, spec, block, rust) in runs {
             let grid = spec.grid.unwrap_or([1, 1, 1]);
-            let launch = Launch { grid, block, dynamic_shared: a.shared.unwrap_or(0) };
+            let launch = Launch { grid, block, dynamic_shared: spec.shared_bytes.unwrap_or(0) };
             let kernel = gpucheck_analysis::demangle(f.name);
             let mut mem = Global::default();
             let prepared = match launch::prepare_with(f, rust.as_ref(), &spec.args, &spec.shared, &mut mem) {
@@ -328,7 +331,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                             }
                             // dynamic shared memory the launch gave no bytes
                             interp::InterpError::Fault { space: "shared", .. } if !report.unsized_shared.is_empty() => format!(
-                                "; the kernel's dynamic shared memory ({}) has no bytes in this launch: pass `--shared BYTES`, the size the launch gives",
+                                "; the kernel's dynamic shared memory ({}) has no bytes in this launch: pass `--shared BYTES` (or set `shared_bytes` in Cargo.toml), the size the launch gives",
                                 report.unsized_shared.iter().map(|n| format!("`{}`", gpucheck_analysis::names::bare(n))).collect::<Vec<_>>().join(", ")
                             ),
                             _ => String::new(),
