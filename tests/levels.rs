@@ -386,6 +386,8 @@ pub unsafe extern "ptx-kernel" fn dyn_halo(x: *const f32, out: *mut f32) {
     assert_eq!(code, Some(1), "{err}");
     let oob = msgs.iter().find(|m| m["gpucheck"]["lint"] == "shared_out_of_bounds").expect("the halo read");
     assert_eq!(oob["message"]["message"], "out-of-bounds shared memory read: thread 127 reads element 128 of `DYN`, which has 128");
+    // the interpreter checks shared accesses against their array: the replay shows it
+    assert!(oob["message"]["children"].to_string().contains("reproduced: a run of block 0"), "{oob}");
     // one more float: clean, and the run has the bytes
     with("[package.metadata.gpucheck.kernels.dyn_halo]\nshared_bytes = 516\ngrid = [1, 1, 1]\nargs = { x = \"f32[128]\", out = \"f32[128]\" }");
     let (code, msgs, err) = run(&dir, &[]);

@@ -53,7 +53,8 @@ pub const WHOLE_GRID: u64 = 64;
 const BUFFER_SIDES: [u64; 2] = [1 << 18, 1 << 24];
 
 /// Bytes of dynamic shared memory (`extern __shared__` arrays) a replay
-/// gives: the most a block gets without opting in.
+/// gives when the launch's are not declared: the most a block gets
+/// without opting in.
 const DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// A run is not started with less than this per block.
@@ -77,6 +78,8 @@ pub struct Kernel {
     pub declared: Vec<Option<i64>>,
     /// Per PTX parameter: the source's name (empty, or none: not known).
     pub names: Vec<String>,
+    /// The dynamic shared bytes its launch gives, if declared.
+    pub dynamic_shared: Option<u32>,
 }
 
 /// One launch: the grid, and the values given to parameters (index,
@@ -206,8 +209,17 @@ fn replay_kernel(
                 Witness::Barrier { .. } => {
                     (*i, Replay::Reproduced { launch: format!("{how}, which hangs at the barrier on PTX line {line},"), partner: false })
                 }
-                Witness::Race { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
+                Witness::Race { .. } | Witness::Bounds { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
             })),
+            // a shared access past every array of the block stops the run where the witness is
+            Err(InterpError::Fault { site, space: "shared", .. }) if ws.iter().any(|(_, w)| matches!(w, Witness::Bounds { .. })) => {
+                out.extend(ws.iter().map(|(i, w)| match w {
+                    Witness::Bounds { site: s } if SiteKey { func: s.0, inst: s.1 } == site => {
+                        (*i, Replay::Reproduced { launch: format!("{how}, which stops at the access,"), partner: false })
+                    }
+                    _ => (*i, Replay::Unable(format!("a run of {how} stops at a shared access outside the block's shared memory"))),
+                }))
+            }
             // (a cooperative launch runs its blocks in phases, and stops when one runs out)
             Err(InterpError::Timeout { warp_insts, .. }) => {
                 let why = format!("a run of {how} did not finish within its share of the module's replay budget ({warp_insts} warp instructions per block)");
@@ -272,6 +284,7 @@ fn witness_blocks(w: &Witness) -> Vec<[u32; 3]> {
     match w {
         Witness::Race { other, .. } => [[0; 3]].into_iter().chain(*other).collect(),
         Witness::Barrier { block, .. } => vec![*block],
+        Witness::Bounds { .. } => vec![[0; 3]],
     }
 }
 
@@ -330,7 +343,7 @@ fn run(
 ) -> Result<Observed, InterpError> {
     let f = lowered.kernel();
     let fields = param_fields(f);
-    let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: DYNAMIC_SHARED };
+    let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: k.dynamic_shared.unwrap_or(DYNAMIC_SHARED) };
     let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, ..interp::Run::default() };
     let mut last = None;
     for side in BUFFER_SIDES {
@@ -461,6 +474,16 @@ fn observed(obs: &Observed, w: &Witness, kernel: usize) -> Shown {
             } else if races().any(|r| [r.first, r.second].iter().any(|x| *x == a || *x == b)) {
                 Shown::Partner
             } else if ran(&a) && ran(&b) {
+                Shown::No
+            } else {
+                Shown::NotReached
+            }
+        }
+        Witness::Bounds { site } => {
+            let key = SiteKey { func: site.0, inst: site.1 };
+            if obs.out_of_bounds.contains_key(&key) {
+                Shown::It
+            } else if obs.sites.get(&key).is_some_and(|s| s.requests() > 0) {
                 Shown::No
             } else {
                 Shown::NotReached

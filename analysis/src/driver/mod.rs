@@ -293,6 +293,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
                     grid: grid_for(f, opts),
                     declared: f.params.iter().enumerate().map(|(k, p)| opts.declared(f, k, p.name)).collect(),
                     names,
+                    dynamic_shared: opts.shared_for(f).map(|b| b as u32),
                 }
             })
             .collect();

@@ -124,6 +124,9 @@ struct Kernel<'p> {
     keys: Vec<SiteKey>,
     /// Access groups watched (`interp::run_watching`): the group of a site key.
     group_of: FxHashMap<usize, usize>,
+    /// The extent in the block's shared memory of the array each shared
+    /// access (by site key) is based on.
+    bounds: FxHashMap<usize, (u64, u64)>,
     launch: Launch,
     params: Vec<u8>,
     shared_bytes: usize,
@@ -186,6 +189,9 @@ struct Tally {
     /// Per watched group: the union of its members' sectors per warp instance.
     groups: BTreeMap<usize, Histogram>,
     races: Vec<Conflict>,
+    /// Shared accesses outside the array their instruction is based on:
+    /// the first (thread, byte offset from the array's start) seen.
+    out_of_bounds: BTreeMap<usize, ([u32; 3], i64)>,
     /// Each block's global bytes (races between blocks), and whether one
     /// touched more than were recorded.
     footprints: Vec<super::memory::Footprint>,
@@ -215,6 +221,9 @@ impl Tally {
         }
         for (k, v) in o.groups {
             self.groups.entry(k).or_default().merge(&v);
+        }
+        for (k, v) in o.out_of_bounds {
+            self.out_of_bounds.entry(k).or_insert(v);
         }
         for r in o.races {
             if !self.races.iter().any(|x| (x.kind, x.shared, x.first, x.second) == (r.kind, r.shared, r.first, r.second)) {
@@ -262,12 +271,16 @@ pub fn run(
     let mut shared: FxHashMap<String, u64> = FxHashMap::default();
     let mut global: FxHashMap<String, u64> = FxHashMap::default();
     let mut shared_bytes = 0u64;
+    // (each array's extent in the block's shared memory: the accesses based on it are checked against it)
+    let mut extents: FxHashMap<String, (u64, u64)> = FxHashMap::default();
     let mut place_shared = |v: &crate::ptx::VarDecl<'_>, dynamic: u64| {
         let align = v.align.unwrap_or(crate::ir::inst::decl_bytes(v.ty) as u32).max(1) as u64;
         shared_bytes = shared_bytes.div_ceil(align) * align;
         shared.insert(v.name.to_string(), shared_bytes);
         let size = crate::ir::var_bytes(v);
-        shared_bytes = shared_bytes.saturating_add(if size == 0 { dynamic } else { size });
+        let size = if size == 0 { dynamic } else { size };
+        extents.insert(v.name.to_string(), (shared_bytes, shared_bytes.saturating_add(size)));
+        shared_bytes = shared_bytes.saturating_add(size);
     };
     let mut global_bytes = 0u64;
     for v in &module.globals {
@@ -328,6 +341,7 @@ pub fn run(
     let mut bases: FxHashMap<usize, usize> = FxHashMap::default();
     let mut lines: Vec<u32> = Vec::new();
     let mut keys: Vec<SiteKey> = Vec::new();
+    let mut bounds: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
     let mut todo = vec![index];
     while let Some(fi) = todo.pop() {
         if progs.contains_key(&fi) {
@@ -338,6 +352,13 @@ pub fn run(
         for inst in &prog.insts {
             if let Op::Call { func, .. } = inst.op {
                 todo.push(func);
+            }
+        }
+        // the shared accesses based on one array: its extent, by instruction
+        for (i, inst) in fir_ref.insts.iter_enumerated() {
+            let extent = inst.access().and_then(|_| crate::memory::base_symbol_at(fir_ref, i)).and_then(|s| extents.get(s));
+            if let Some(&e) = extent {
+                bounds.insert(lines.len() + i.index(), e);
             }
         }
         bases.insert(fi, lines.len());
@@ -362,6 +383,7 @@ pub fn run(
         shared_bytes: shared_bytes as usize,
         mem,
         group_of,
+        bounds,
         workspace,
         budget: how.budget,
         partial: how.partial,
@@ -437,6 +459,7 @@ pub fn run(
         divergent_barriers: tally.divergent_barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
         barriers: tally.barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
         groups: tally.groups,
+        out_of_bounds: tally.out_of_bounds.into_iter().map(|(x, v)| (key(x), v)).collect(),
         races,
         grid_full,
         timed_out: tally.timed_out,
@@ -851,6 +874,17 @@ impl Cx<'_, '_> {
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "shared";
                 site.hist.add(c);
+                // a lane outside the array the instruction is based on
+                if let Some(&(lo, hi)) = self.k.bounds.get(&pc) {
+                    let outside = at.iter().find_map(|&(l, a)| match a {
+                        Where::Shared(x) if x < lo || x + len as u64 > hi => Some((l, x)),
+                        _ => None,
+                    });
+                    if let Some((l, x)) = outside {
+                        let thread = self.thread(w, l);
+                        self.obs.out_of_bounds.entry(pc).or_insert((thread, x as i64 - lo as i64));
+                    }
+                }
             }
             _ => {}
         }

@@ -292,6 +292,10 @@ pub struct Observed {
     /// per warp and loop iteration.
     pub groups: BTreeMap<usize, Histogram>,
     pub races: Vec<RaceSeen>,
+    /// Shared accesses outside the array their instruction is based on:
+    /// the first thread seen there and its byte offset from the array's
+    /// start.
+    pub out_of_bounds: BTreeMap<SiteKey, ([u32; 3], i64)>,
     /// A block touched more global bytes than the races between blocks
     /// record ([`memory::GRID_BYTES_PER_BLOCK`]): those are not checked.
     pub grid_full: bool,

@@ -178,6 +178,9 @@ pub enum Witness {
     /// (`call`: a call to a function that executes one, which is where the
     /// run sees it).
     Barrier { site: Site, block: [u32; 3], call: bool },
+    /// A thread of block 0 accesses shared memory outside the array this
+    /// access is based on.
+    Bounds { site: Site },
 }
 
 /// What replaying a finding's witness gave (`crate::replay`).

@@ -30,8 +30,14 @@ declare_lint! {
     /// loop are not judged (an index that leaves the array in a loop's last
     /// iteration is not found). Arrays sized at launch (`extern __shared__`)
     /// are judged against the dynamic shared bytes given with `--shared`, and
-    /// not at all without it. `confirm` does not yet observe shared accesses
-    /// outside their array.
+    /// not at all without it.
+    ///
+    /// Before it is reported, the finding's witness runs on the built-in
+    /// interpreter (block 0, the values it names, zero-filled buffers), which
+    /// checks every shared access against the array it is based on: a note
+    /// says "reproduced", or why it was not replayed; one the run does not
+    /// show is pedantic (`--no-replay` turns this off). `confirm`'s table does
+    /// not yet have a row for it.
     ///
     /// ### Why is this bad
     /// Shared memory is not bounds-checked: the access reads or overwrites
@@ -79,6 +85,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let mut fd = cx.finding(&SHARED_OUT_OF_BOUNDS, a.inst, message, format!("thread {} {does} {side} {array}", o.thread));
         fd.access = true;
         fd.assumes = assumes;
+        fd.witness = Some(super::Witness::Bounds { site: (cx.facts.f.index, a.inst.index()) });
         let outside = match o.threads {
             1 => format!("one thread of the block that runs this {what} is outside it"),
             n => format!("{n} of the block's threads that run this {what} are outside it"),

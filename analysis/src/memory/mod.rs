@@ -549,18 +549,29 @@ fn evaluate_with(
 /// The declared variable (`.shared` array, `.global`) an access is based
 /// on, when its address is that symbol plus offsets.
 pub fn base_symbol<'a>(f: &FunctionIr<'a>, a: &Access) -> Option<&'a str> {
+    base_symbol_of(f, a.inst, a.addr_value)
+}
+
+/// [`base_symbol`] of the memory instruction `i` (the interpreter's
+/// bounds check asks it of every access).
+pub fn base_symbol_at<'a>(f: &FunctionIr<'a>, i: InstId) -> Option<&'a str> {
+    let k = f.insts[i].operands().iter().position(|o| matches!(o, crate::ptx::Operand::Addr(_)))?;
+    base_symbol_of(f, i, f.operand_value(i, k))
+}
+
+fn base_symbol_of<'a>(f: &FunctionIr<'a>, i: InstId, addr_value: Option<ValueId>) -> Option<&'a str> {
     let sym_of = |o: &crate::ptx::Operand<'a>| match o {
         crate::ptx::Operand::Sym(s) | crate::ptx::Operand::SymOff(s, _) => Some(*s),
         _ => None,
     };
-    for o in f.insts[a.inst].operands() {
+    for o in f.insts[i].operands() {
         if let crate::ptx::Operand::Addr(ad) = o {
             if let Some(s) = ad.base.as_ref().and_then(sym_of) {
                 return Some(s);
             }
         }
     }
-    let ValueDef::Inst { inst, .. } = f.ssa.values[crate::ir::values::root(f, a.addr_value?)] else { return None };
+    let ValueDef::Inst { inst, .. } = f.ssa.values[crate::ir::values::root(f, addr_value?)] else { return None };
     f.insts[inst].operands().iter().skip(1).find_map(sym_of)
 }
 
