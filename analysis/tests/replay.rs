@@ -112,7 +112,8 @@ fn replayed(mut fd: Finding, kernel: &str) -> Finding {
     let mcx = ir::ModuleCx::new(&m);
     let index = m.functions.iter().position(|f| f.name == kernel).expect("the kernel");
     let f = &m.functions[index];
-    let k = replay::Kernel { index, block: [256, 1, 1], grid: None, declared: vec![None; f.params.len()], names: vec![] };
+    let k =
+        replay::Kernel { index, block: [256, 1, 1], grid: None, declared: vec![None; f.params.len()], names: vec![], dynamic_shared: None };
     fd.replay = Replay::NotRun;
     fd.notes.clear();
     let mut one = vec![fd];
