@@ -463,7 +463,11 @@ pub fn build(
         })?;
         let stem = shown(&s.rs).replace(['/', '\\', '.'], "_");
         let out = dir.join(format!("{stem}-{}.ptx", s.line));
-        std::fs::write(&out, ptx).with_context(|| format!("writing `{}`", out.display()))?;
+        // (written beside it and renamed into place: another check reading it at the same time
+        // sees the old file or the new one, never half of one)
+        let tmp = dir.join(format!(".{stem}-{}.{}.tmp", s.line, std::process::id()));
+        std::fs::write(&tmp, ptx).with_context(|| format!("writing `{}`", tmp.display()))?;
+        std::fs::rename(&tmp, &out).with_context(|| format!("writing `{}`", out.display()))?;
         let mut note = format!("CUDA C at {place} ({}), compiled with NVRTC {} ({})", s.what, lib.version, options[..2].join(" "));
         if !s.options.is_empty() {
             note.push_str(&format!(" and the call's options {}", s.options.join(" ")));
