@@ -106,6 +106,25 @@ fn races_are_seen_where_predicted_and_nowhere_else() {
     assert_eq!(races, expected);
 }
 
+/// Shared accesses outside their array: the run sees each one predicted,
+/// and none other.
+#[test]
+fn out_of_bounds_shared_accesses_are_seen_where_predicted() {
+    let rows: BTreeSet<(String, String)> = records()
+        .iter()
+        .filter(|r| r["space"] == "bounds")
+        .map(|r| {
+            assert_eq!(r["verdict"], "confirmed", "{r}");
+            (r["kernel"].as_str().unwrap().to_string(), r["verdict"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let expected: BTreeSet<(String, String)> = [("last_row_halo", "confirmed"), ("stage_rows_past_end", "confirmed")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(rows, expected);
+}
+
 /// Impact and idle lane-slots: every share the analysis predicts is
 /// measured on the run and judged (none contradicted: the first test checks
 /// that no row is a mismatch), and the headline twins come out as predicted.

@@ -36,8 +36,9 @@ declare_lint! {
     /// interpreter (block 0, the values it names, zero-filled buffers), which
     /// checks every shared access against the array it is based on: a note
     /// says "reproduced", or why it was not replayed; one the run does not
-    /// show is pedantic (`--no-replay` turns this off). `confirm`'s table does
-    /// not yet have a row for it.
+    /// show is pedantic (`--no-replay` turns this off). `confirm` shows a
+    /// `bounds` row for each such access, predicted or seen (one seen and not
+    /// predicted is `OUT OF BOUNDS`, a failure).
     ///
     /// ### Why is this bad
     /// Shared memory is not bounds-checked: the access reads or overwrites

@@ -65,6 +65,10 @@ pub struct Seen {
     /// Access groups (index in the report's `groups`): sectors of the union
     /// per warp and loop iteration (the CPU engine only).
     pub groups: BTreeMap<usize, SiteSeen>,
+    /// Shared accesses outside the array they are based on: the first
+    /// thread seen there and its byte offset from the array's start (the
+    /// CPU engine only).
+    pub out_of_bounds: BTreeMap<SiteKey, ([u32; 3], i64)>,
     /// Whether the engine observes branches and races at all.
     pub control: bool,
     /// PTX line of each instruction the engine saw, by function.
@@ -429,6 +433,7 @@ fn cpu(
         races: obs.races.clone(),
         barriers: obs.barriers.clone(),
         groups: obs.groups.iter().map(|(g, h)| (*g, SiteSeen::from(h))).collect(),
+        out_of_bounds: obs.out_of_bounds.clone(),
         control: true,
         lines: obs.lines,
         lane_insts: obs.lane_insts,

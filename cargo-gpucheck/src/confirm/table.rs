@@ -72,6 +72,8 @@ pub enum Verdict {
     OtherPartner,
     /// Part of the block skipped a barrier, as predicted.
     BarrierDivergence,
+    /// A shared access outside its array was seen with none predicted.
+    OutOfBounds,
 }
 
 impl Verdict {
@@ -93,11 +95,12 @@ impl Verdict {
             Verdict::ConditionNotMet => "condition not met",
             Verdict::OtherPartner => "race seen with another partner",
             Verdict::BarrierDivergence => "BARRIER DIVERGENCE",
+            Verdict::OutOfBounds => "OUT OF BOUNDS",
         }
     }
     /// A verdict that makes `confirm` exit 1.
     pub fn is_failure(self) -> bool {
-        matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence)
+        matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence | Verdict::OutOfBounds)
     }
     pub fn is_success(self) -> bool {
         matches!(
@@ -423,6 +426,50 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             json_observed: obs.map_or(Value::Null, |s| json!({"typical": s.mode, "max": s.max, "mean": s.mean, "requests": s.requests})),
             via,
         });
+    }
+    // shared accesses outside their array: seen (predicted or not), and predicted but not seen
+    if seen.control {
+        let predicted: std::collections::BTreeMap<SiteKey, &gpucheck_analysis::Finding> = report
+            .findings
+            .iter()
+            .filter_map(|f| match &f.witness {
+                Some(gpucheck_analysis::lints::Witness::Bounds { site }) if functions.contains(&site.0) => Some((key(site.0, site.1), f)),
+                _ => None,
+            })
+            .collect();
+        let sites: BTreeSet<SiteKey> =
+            predicted.keys().copied().chain(seen.out_of_bounds.keys().copied().filter(|k| functions.contains(&k.func))).collect();
+        for k in sites {
+            let (p, o) = (predicted.get(&k), seen.out_of_bounds.get(&k));
+            let ran = seen.sites.get(&k).is_some_and(|(_, s)| s.requests > 0);
+            let verdict = match (p, o) {
+                (Some(_), Some(_)) => Verdict::Confirmed,
+                (None, Some(_)) => Verdict::OutOfBounds,
+                (Some(_), None) if ran => Verdict::NotObserved,
+                _ => Verdict::NotRun,
+            };
+            let ((place, file, line, col), via) = place_via(paths, at(k));
+            out.push(Row {
+                place,
+                line,
+                col,
+                file,
+                ptx_line: at(k).map_or(seen.line(k), |a| a.ptx_line),
+                key: k,
+                what: "bounds",
+                predicted: p.map_or("in bounds".to_string(), |f| format!("out of bounds: {}", f.label)),
+                observed: match o {
+                    Some(([x, y, z], off)) => format!("out of bounds: thread ({x}, {y}, {z}) at byte {off} of its array"),
+                    None if ran => "in bounds".to_string(),
+                    None => "not executed".to_string(),
+                },
+                verdict,
+                json_predicted: json!({"out_of_bounds": p.is_some()}),
+                json_observed: o
+                    .map_or(json!({"out_of_bounds": false}), |(t, off)| json!({"out_of_bounds": true, "thread": t, "offset": off})),
+                via,
+            });
+        }
     }
     // races: seen (predicted or not), and predicted but not seen
     let mut seen_pairs = BTreeSet::new();
