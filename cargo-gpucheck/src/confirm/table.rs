@@ -442,9 +442,19 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         for k in sites {
             let (p, o) = (predicted.get(&k), seen.out_of_bounds.get(&k));
             let ran = seen.sites.get(&k).is_some_and(|(_, s)| s.requests > 0);
+            // a finding found with a parameter's sample the run gives another value: not shown, as predicted
+            let other_value = p.and_then(|f| {
+                f.assumes.iter().filter(|x| !x.alignment).find_map(|x| match (x.param, args.get(x.param?.0 as usize)?) {
+                    (Some((_, 0)), Arg::Bits(b)) if *b as i64 != x.sample && *b as u32 as i64 != x.sample => {
+                        Some(format!("`{}` = {}; found with {}", x.name, *b as i64, x.sample))
+                    }
+                    _ => None,
+                })
+            });
             let verdict = match (p, o) {
                 (Some(_), Some(_)) => Verdict::Confirmed,
                 (None, Some(_)) => Verdict::OutOfBounds,
+                (Some(_), None) if ran && other_value.is_some() => Verdict::ConditionNotMet,
                 (Some(_), None) if ran => Verdict::NotObserved,
                 _ => Verdict::NotRun,
             };
@@ -460,7 +470,10 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
                 predicted: p.map_or("in bounds".to_string(), |f| format!("out of bounds: {}", f.label)),
                 observed: match o {
                     Some(([x, y, z], off)) => format!("out of bounds: thread ({x}, {y}, {z}) at byte {off} of its array"),
-                    None if ran => "in bounds".to_string(),
+                    None if ran => match &other_value {
+                        Some(why) => format!("in bounds ({why})"),
+                        None => "in bounds".to_string(),
+                    },
                     None => "not executed".to_string(),
                 },
                 verdict,
