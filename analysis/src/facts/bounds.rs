@@ -67,8 +67,9 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_
         // the root's own leaf (the array's address) is no condition: offsets are taken from it
         let rests_on = Leaves::of(on.iter().filter(|l| !base_on.iter().any(|b| b == *l)).collect());
         let outside = |t: usize| {
-            let off = addrs[t] + a.offset - base[t];
-            (off < 0 || off + a.width as i64 > size as i64).then_some(off)
+            // (wrapping: sampled values may be anything; a wrapped offset is far outside, as it should be)
+            let off = addrs[t].wrapping_add(a.offset).wrapping_sub(base[t]);
+            (off < 0 || off.saturating_add(a.width as i64) > size as i64).then_some(off)
         };
         let threads: Vec<(usize, i64)> =
             (0..addrs.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();

@@ -877,12 +877,12 @@ impl Cx<'_, '_> {
                 // a lane outside the array the instruction is based on
                 if let Some(&(lo, hi)) = self.k.bounds.get(&pc) {
                     let outside = at.iter().find_map(|&(l, a)| match a {
-                        Where::Shared(x) if x < lo || x + len as u64 > hi => Some((l, x)),
+                        Where::Shared(x) if x < lo || x.saturating_add(len as u64) > hi => Some((l, x)),
                         _ => None,
                     });
                     if let Some((l, x)) = outside {
                         let thread = self.thread(w, l);
-                        self.obs.out_of_bounds.entry(pc).or_insert((thread, x as i64 - lo as i64));
+                        self.obs.out_of_bounds.entry(pc).or_insert((thread, (x as i64).wrapping_sub(lo as i64)));
                     }
                 }
             }
