@@ -19,6 +19,12 @@ pub fn demangle(name: &str) -> String {
 /// A function's name as its author wrote it, for notes: Rust names are
 /// demangled already; C++ (Itanium) names are demangled here.
 pub fn readable(name: &str) -> String {
+    // an older nvcc's function-local static: `_Z15sumReduce_blocki$__cuda_local_var_19906_38_non_const_shared`
+    if let Some((func, var)) = name.split_once("$__cuda_local_var_") {
+        let var = var.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
+        let var = var.strip_prefix("non_const_").or_else(|| var.strip_prefix("const_")).unwrap_or(var);
+        return format!("{}::{var}", bare(func));
+    }
     let cpp = || cpp_demangle::Symbol::new(name).ok()?.demangle(&cpp_demangle::DemangleOptions::default()).ok();
     match name.starts_with("_Z").then(cpp).flatten() {
         Some(d) => d,
@@ -49,7 +55,9 @@ pub fn bare(name: &str) -> String {
     if full == name {
         return demangle(name);
     }
-    // cut the parameter list and template arguments at depth 0
+    // cut the parameter list and template arguments at depth 0 (an anonymous
+    // namespace's parentheses are not a parameter list)
+    let full = full.replace("(anonymous namespace)", "{anonymous}");
     let mut depth = 0i32;
     let mut head = String::new();
     for c in full.chars() {
@@ -236,6 +244,9 @@ mod tests {
         assert_eq!(super::readable("_Z5outerPKfj"), "outer(float const*, unsigned int)");
         assert_eq!(super::readable("two_levels"), "two_levels");
         assert_eq!(super::readable("_Zbogus"), "_Zbogus");
+        assert_eq!(super::readable("_Z15sumReduce_blocki$__cuda_local_var_19906_38_non_const_shared"), "sumReduce_block::shared");
+        // a kernel in an anonymous namespace
+        assert_eq!(super::bare("_ZN12_GLOBAL__N_16kernelEPj"), "kernel");
     }
 
     #[test]
