@@ -9,7 +9,8 @@
 //! command line) forbids. On a kernel's `fn` it covers the whole kernel,
 //! code inlined into it from helpers included, as a comment on that line
 //! does. An inner attribute (`#![allow(…)]`) covers its file, and the whole
-//! crate in the crate root. An `#[expect]` that suppresses nothing, and an
+//! crate in the crate root; one on an out-of-line `mod NAME;` covers the
+//! module's file. An `#[expect]` that suppresses nothing, and an
 //! unknown `gpucheck::` name, are `unused_gpucheck_allow` findings.
 //!
 //! Owns: reading the attributes (syn, with proc-macro2's line numbers) and
@@ -77,6 +78,8 @@ pub enum Scope {
     Kernel { name: String, from: u32, to: u32 },
     /// `#![…]` in the crate root: every file of the crate.
     Crate,
+    /// On an out-of-line `mod NAME;`: every line of the module's file.
+    Module { file: PathBuf },
 }
 
 /// A 1-based line and column.
@@ -226,7 +229,15 @@ impl<'ast> Visit<'ast> for Collect<'_> {
             syn::Item::Fn(f) => Some(f.sig.ident.to_string()),
             _ => None,
         };
+        let before = self.out.len();
         self.add(item_attrs(i), i.span(), kernel);
+        // `#[allow(…)] mod foo;`: the whole of foo's file
+        if let syn::Item::Mod(m @ syn::ItemMod { content: None, .. }) = i {
+            let file = module_file(self.file, &m.ident.to_string());
+            for a in &mut self.out[before..] {
+                a.scope = Scope::Module { file: file.clone() };
+            }
+        }
         syn::visit::visit_item(self, i);
     }
 
@@ -258,6 +269,22 @@ impl<'ast> Visit<'ast> for Collect<'_> {
     fn visit_arm(&mut self, a: &'ast syn::Arm) {
         self.add(&a.attrs, a.span(), None);
         syn::visit::visit_arm(self, a);
+    }
+}
+
+/// The file of out-of-line module `name` declared in `file`: beside a
+/// crate root or `mod.rs`, else in the folder named after the file;
+/// `NAME.rs`, else `NAME/mod.rs` (no `#[path]`).
+fn module_file(file: &Path, name: &str) -> PathBuf {
+    let dir = file.parent().unwrap_or(Path::new(""));
+    let stem = file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let dir = if ["lib", "main", "mod"].contains(&stem.as_str()) { dir.to_path_buf() } else { dir.join(stem) };
+    let flat = dir.join(format!("{name}.rs"));
+    let nested = dir.join(name).join("mod.rs");
+    if !flat.exists() && nested.exists() {
+        nested
+    } else {
+        flat
     }
 }
 
@@ -299,6 +326,7 @@ fn reach(s: &Scope, same_file: bool) -> (u8, u32) {
         Scope::Lines { from, to } | Scope::Kernel { from, to, .. } if same_file => (0, to - from),
         Scope::Kernel { from, to, .. } => (1, to - from),
         Scope::Lines { .. } => (1, u32::MAX),
+        Scope::Module { .. } => (1, u32::MAX - 1),
         Scope::Crate => (2, 0),
     }
 }
@@ -320,6 +348,7 @@ impl Scopes {
             let inside = match &a.scope {
                 Scope::Lines { from, to } => same_file && (*from..=*to).contains(&line),
                 Scope::Kernel { name, from, to } => (same_file && (*from..=*to).contains(&line)) || name == fn_name,
+                Scope::Module { file: m } => file == Some(m.as_path()),
                 Scope::Crate => true,
             };
             if !inside {
@@ -327,7 +356,7 @@ impl Scopes {
             }
             let in_lines = match &a.scope {
                 Scope::Lines { from, to } | Scope::Kernel { from, to, .. } => same_file && (*from..=*to).contains(&line),
-                Scope::Crate => false,
+                Scope::Module { .. } | Scope::Crate => false,
             };
             // the last name of the attribute that covers the lint (a lint after its group)
             if let Some(n) = a.names.iter().rposition(|n| expand(n).is_some_and(|ls| ls.iter().any(|l| l.name == lint))) {
@@ -463,6 +492,23 @@ pub unsafe extern "ptx-kernel" fn k(x: *mut f32) {
         // not a crate root: the inner attributes cover the file
         assert_eq!(parse(Path::new("m.rs"), SRC, false)[0].scope, Scope::Lines { from: 1, to: u32::MAX });
         assert!(parse(Path::new("x.rs"), "fn f() { #[allow(unused)] let x = 1; }", true).is_empty());
+    }
+
+    #[test]
+    fn an_attribute_on_an_out_of_line_module_covers_its_file() {
+        use gpucheck_analysis::lints::DIVERGENT_BRANCH;
+        let src = "#[allow(gpucheck::divergent_branch)]\nmod helpers;\nmod other;\n";
+        let attrs = parse(Path::new("src/lib.rs"), src, true);
+        assert_eq!(attrs.len(), 1);
+        assert_eq!(attrs[0].scope, Scope::Module { file: PathBuf::from("src/helpers.rs") });
+        // declared in a file that is not a root: the module lies in the folder named after it
+        assert_eq!(module_file(Path::new("src/a.rs"), "b"), PathBuf::from("src/a/b.rs"));
+        let s = Scopes::new(attrs);
+        let mut f = Finding::new(&DIVERGENT_BRANCH);
+        f.kernel = "k".into();
+        let show = |p: &Path| p.display().to_string();
+        assert_eq!(s.level_of(&f, Some(Path::new("src/helpers.rs")), 40, Level::Warn, &show).unwrap().0, None);
+        assert!(s.level_of(&f, Some(Path::new("src/other.rs")), 40, Level::Warn, &show).is_none());
     }
 
     #[test]
