@@ -37,13 +37,14 @@ pub enum Kind {
 
 impl Kind {
     fn parse(name: &str) -> Option<Kind> {
-        Some(match name {
-            "allow" => Kind::Allow,
-            "expect" => Kind::Expect,
-            "warn" => Kind::Warn,
-            "deny" => Kind::Deny,
-            "forbid" => Kind::Forbid,
-            _ => return None,
+        if name == "expect" {
+            return Some(Kind::Expect);
+        }
+        Some(match Level::parse(name)? {
+            Level::Allow => Kind::Allow,
+            Level::Warn => Kind::Warn,
+            Level::Deny => Kind::Deny,
+            Level::Forbid => Kind::Forbid,
         })
     }
 

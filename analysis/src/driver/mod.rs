@@ -228,15 +228,13 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         .filter(|f| f.is_entry)
         .filter_map(|f| Some((f.name.to_string(), f.perf.reqntid.filter(|b| !launchable(b))?)))
         .collect();
-    if module.functions.iter().any(|f| f.is_entry && opts.shared_for(f).is_none()) {
-        let own = module.functions.iter().flat_map(|f| f.body.iter().flatten()).filter_map(|s| match s {
-            ptx::Stmt::Var(v) => Some(v),
-            _ => None,
-        });
-        let unsized_shared = |v: &&ptx::VarDecl<'_>| {
-            ir::inst::Space::of_decl(v.space) == Some(ir::inst::Space::Shared) && v.dims.iter().any(Option::is_none)
-        };
-        report.unsized_shared = module.globals.iter().chain(own).filter(unsized_shared).map(|v| v.name.to_string()).collect();
+    // the arrays sized at launch of the kernels no dynamic shared size was given for
+    for f in module.functions.iter().filter(|f| f.is_entry && opts.shared_for(f).is_none()) {
+        for v in ir::shared_decls(module, f).filter(|v| ir::static_bytes(v).is_none()) {
+            if !report.unsized_shared.iter().any(|n| n == v.name) {
+                report.unsized_shared.push(v.name.to_string());
+            }
+        }
     }
     for f in &module.files {
         if !report.sources.iter().any(|x| x == f.path) {

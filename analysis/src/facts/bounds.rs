@@ -29,8 +29,7 @@ use crate::model::ShapeSource;
 pub struct OutOfBounds {
     /// Index into the function's accesses.
     pub access: usize,
-    /// The array's PTX name and its declared bytes.
-    pub array: String,
+    /// The declared bytes of the array it is based on.
     pub size: u64,
     /// The witness: a thread (linear id) and its byte offset from the
     /// array's start (in the first iteration of the loops around it).
@@ -74,7 +73,7 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_
         let threads: Vec<(usize, i64)> =
             (0..addrs.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();
         if let Some(&(thread, offset)) = threads.first() {
-            out.push(OutOfBounds { access: k, array: sym.to_string(), size, thread, offset, threads: threads.len(), rests_on });
+            out.push(OutOfBounds { access: k, size, thread, offset, threads: threads.len(), rests_on });
         }
     }
     out

@@ -12,7 +12,7 @@ use super::{Arg, BranchObs, InterpError, Launch, Observed, RaceSeen, SiteKey, Si
 use super::{BarrierObs, Histogram};
 use crate::ir::inst::{AtomOp, ShflMode, Space, VoteMode};
 use crate::ir::scalar::{self, mask, sext, ThreadPos};
-use crate::ptx::{Module, Stmt};
+use crate::ptx::Module;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -283,30 +283,20 @@ pub fn run(
         shared_bytes = shared_bytes.saturating_add(size);
     };
     let mut global_bytes = 0u64;
-    for v in &module.globals {
-        match Space::of_decl(v.space) {
-            Some(Space::Shared) => place_shared(v, launch.dynamic_shared as u64),
-            Some(Space::Global | Space::Const) => {
-                let size = crate::ir::var_bytes(v).max(1);
-                global_bytes = global_bytes.saturating_add(size);
-                if global_bytes > MAX_MODULE_GLOBAL_BYTES {
-                    return Err(InterpError::Launch(format!(
-                        "the module's global and constant variables take more than {} MiB (`{}`: {size} bytes): more than a run here allocates",
-                        MAX_MODULE_GLOBAL_BYTES >> 20,
-                        v.name
-                    )));
-                }
-                global.insert(v.name.to_string(), mem.alloc(&vec![0u8; size as usize]));
-            }
-            _ => {}
-        }
+    for v in crate::ir::shared_decls(module, func) {
+        place_shared(v, launch.dynamic_shared as u64);
     }
-    for s in func.body.iter().flatten() {
-        if let Stmt::Var(v) = s {
-            if Space::of_decl(v.space) == Some(Space::Shared) {
-                place_shared(v, launch.dynamic_shared as u64);
-            }
+    for v in module.globals.iter().filter(|v| matches!(Space::of_decl(v.space), Some(Space::Global | Space::Const))) {
+        let size = crate::ir::var_bytes(v).max(1);
+        global_bytes = global_bytes.saturating_add(size);
+        if global_bytes > MAX_MODULE_GLOBAL_BYTES {
+            return Err(InterpError::Launch(format!(
+                "the module's global and constant variables take more than {} MiB (`{}`: {size} bytes): more than a run here allocates",
+                MAX_MODULE_GLOBAL_BYTES >> 20,
+                v.name
+            )));
         }
+        global.insert(v.name.to_string(), mem.alloc(&vec![0u8; size as usize]));
     }
     if shared_bytes > MAX_SHARED_BYTES {
         return Err(InterpError::Launch(format!(

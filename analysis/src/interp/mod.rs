@@ -13,8 +13,10 @@
 //! thread, the kernel's parameter buffer. Records per access site the
 //! sectors per request (global) or conflict degree (shared) with the same
 //! counting as the static prediction, per branch the warp executions and
-//! how many split, barriers reached by part of a warp, and races between
-//! threads of a block within a barrier interval (shadow memory). A run is
+//! how many split, barriers reached by part of a warp, races between
+//! threads of a block within a barrier interval (shadow memory), and shared
+//! accesses outside the array their instruction is based on
+//! (`Observed::out_of_bounds`). A run is
 //! bounded: a budget of warp instructions per block (an endless loop stops
 //! naming its PTX line) and, when asked, a time limit that also stops a
 //! grid whose first blocks' rate says it would outlast it; a progress

@@ -139,16 +139,25 @@ pub fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
     inst::decl_bytes(v.ty).saturating_mul(n).saturating_mul(vec)
 }
 
-/// The `.shared` arrays function `f` can name: the module's, then its own
-/// (which hide them), with their sizes ([`var_bytes`]).
-fn shared_arrays<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> FxHashMap<&'a str, Option<u64>> {
-    let shared = |v: &&crate::ptx::VarDecl<'a>| inst::Space::of_decl(v.space) == Some(inst::Space::Shared);
+/// The `.shared` declarations function `f` sees: the module's, then its
+/// own (which hide them).
+pub fn shared_decls<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> impl Iterator<Item = &'a crate::ptx::VarDecl<'a>> {
     let own = f.body.as_deref().unwrap_or(&[]).iter().filter_map(|s| match s {
         Stmt::Var(v) => Some(v),
         _ => None,
     });
-    let sized = |v: &crate::ptx::VarDecl<'_>| (!v.dims.iter().any(Option::is_none)).then(|| var_bytes(v));
-    m.globals.iter().chain(own).filter(shared).map(|v| (v.name, sized(v))).collect()
+    m.globals.iter().chain(own).filter(|v| inst::Space::of_decl(v.space) == Some(inst::Space::Shared))
+}
+
+/// The bytes a `.shared` array holds, `None` when the launch sizes it
+/// (`extern`, `[]`).
+pub fn static_bytes(v: &crate::ptx::VarDecl<'_>) -> Option<u64> {
+    (!v.dims.iter().any(Option::is_none)).then(|| var_bytes(v))
+}
+
+/// The `.shared` arrays function `f` can name, with their sizes.
+fn shared_arrays<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> FxHashMap<&'a str, Option<u64>> {
+    shared_decls(m, f).map(|v| (v.name, static_bytes(v))).collect()
 }
 
 /// A function body's instructions and labels, in order: what module-wide
