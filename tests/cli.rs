@@ -728,11 +728,14 @@ fn dynamic_shared_memory_is_checked_against_the_size_given() {
     };
     let (code, err) = run(&["ptx", "k.ptx", "--block", "64"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("dynamic shared memory (`s`) is not bounds-checked: pass `--shared BYTES`"), "{err}");
+    assert!(
+        err.contains("dynamic shared memory (`s`) is not checked for out-of-bounds or uninitialised reads: pass `--shared BYTES`"),
+        "{err}"
+    );
     let (code, err) = run(&["ptx", "k.ptx", "--block", "64", "--shared", "256"]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("out-of-bounds shared memory write: thread 63 writes element 64 of `s`, which has 64"), "{err}");
-    assert!(!err.contains("not bounds-checked"), "{err}");
+    assert!(!err.contains("is not checked for"), "{err}");
     let (code, err) = run(&["ptx", "k.ptx", "--block", "64", "--shared", "260"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("out-of-bounds"), "{err}");

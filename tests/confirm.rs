@@ -125,6 +125,28 @@ fn out_of_bounds_shared_accesses_are_seen_where_predicted() {
     assert_eq!(rows, expected);
 }
 
+/// Shared reads of elements no thread writes: the run sees each one
+/// predicted and none other (in block 0, which the analysis judges) but
+/// the racing read of `neighbour_read` (thread 31 reads s[32] before warp 1
+/// writes it), which is the race's.
+#[test]
+fn uninitialised_shared_reads_are_seen_where_predicted() {
+    let rows: BTreeSet<(String, String)> = records()
+        .iter()
+        .filter(|r| r["space"] == "uninit")
+        .map(|r| (r["kernel"].as_str().unwrap().to_string(), r["verdict"].as_str().unwrap().to_string()))
+        .collect();
+    let expected: BTreeSet<(String, String)> = [
+        ("reverse_half_staged", "confirmed"),
+        ("stencil_right_halo_missing", "confirmed"),
+        ("neighbour_read", "read before the racing write (see the race)"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(rows, expected);
+}
+
 /// Impact and idle lane-slots: every share the analysis predicts is
 /// measured on the run and judged (none contradicted: the first test checks
 /// that no row is a mismatch), and the headline twins come out as predicted.

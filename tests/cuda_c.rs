@@ -145,7 +145,7 @@ fn cuda_c_findings_match_marks_exactly() {
 /// Verdicts that agree with the prediction (a sampled branch is `observed`:
 /// its split was counted with other values than the run's). Anything else
 /// (a mismatch, a race, barrier divergence) fails.
-const AGREE: [&str; 10] = [
+const AGREE: [&str; 11] = [
     "confirmed",
     "confirmed (stride 1)",
     "confirmed (misaligned rows)",
@@ -157,6 +157,8 @@ const AGREE: [&str; 10] = [
     "CAS retry (the load only seeds the compare-and-swap)",
     // a finding found with a parameter's sample the run gives another value: not shown, as predicted
     "condition not met",
+    // an uninitialised read past block 0 (`early_exit`'s last block), which the analysis does not judge
+    "seen in a later block (the analysis judges block 0)",
 ];
 
 #[test]
@@ -619,4 +621,57 @@ fn cuda_c_hoisted_loads_say_so() {
             && text.contains("it runs once before the loop; the line shown is where its value is used"),
         "{text}"
     );
+}
+
+/// Shared reads of elements no thread writes (issue 31, item 2): each bad
+/// twin's read is reported once, reproduced, and confirmed by a run that
+/// marks every stored byte; an early exit's last block, which the analysis
+/// does not judge, is told apart.
+#[test]
+fn cuda_c_uninitialised_reads_are_reproduced_and_confirmed() {
+    let Some(tc) = toolchain() else { return };
+    let found: Vec<(String, String)> = fixture_records(tc, "uninit_shared", "")
+        .into_iter()
+        .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["lint"] == "uninitialized_shared_read")
+        .map(|m| {
+            assert_eq!(m["gpucheck"]["replay"]["status"], "reproduced", "{m:#}");
+            (m["gpucheck"]["kernel"].as_str().unwrap().to_string(), m["message"]["message"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let no_writer = "which no thread of the block writes";
+    let expect = [
+        ("reverse_half_tile", format!("thread 0 reads element 255 of `reverse_half_tile::s`, {no_writer}")),
+        ("halo_left_only", format!("thread 255 reads element 257 of `halo_left_only::s`, {no_writer}")),
+        ("dyn_reverse_first_half", format!("thread 0 reads element 255 of `d`, {no_writer}")),
+    ];
+    assert_eq!(found.len(), expect.len(), "{found:#?}");
+    for (k, m) in &expect {
+        assert!(found.iter().any(|(fk, fm)| fk == k && fm.ends_with(m.as_str())), "{k}: {found:#?}");
+    }
+    // without the dynamic size the dynamic tile is not judged, and the status line says so
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "uninit_shared").expect("the fixture");
+    let out = run(&words(&format!("ptx {} --block 256", f.ptx.display())));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dynamic shared memory (`d`) is not checked for out-of-bounds or uninitialised reads"), "{err}");
+    assert!(!err.contains("of `d`, which no thread"), "{err}");
+    // a run of each bad twin sees the read where it was predicted
+    for (k, args) in [("reverse_half_tile", "f32[256]"), ("halo_left_only", "f32[258]"), ("dyn_reverse_first_half", "f32[256]")] {
+        let out = run(&words(&format!(
+            "confirm --ptx {} --kernel {k} --grid 1 --block 256 --shared 1024 --message-format json --arg 0={args} --arg 1=f32[256]",
+            f.ptx.display()
+        )));
+        let rows: Vec<_> = json_lines(&out.stdout).into_iter().filter(|r| r["space"] == "uninit").collect();
+        assert_eq!(rows.len(), 1, "{k}: {rows:#?}");
+        assert_eq!((rows[0]["verdict"].as_str(), rows[0]["observed"]["uninitialized"].as_bool()), (Some("confirmed"), Some(true)), "{k}");
+        assert_eq!(out.status.code(), Some(0), "{k}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // `early_exit` with N = 1000: threads 0..23 of block 3 read what its exited threads did not write
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "early_exits").expect("the fixture");
+    let out = run(&words(&format!(
+        "confirm --ptx {} --kernel early_exit --grid 4 --block 256 --message-format json --arg 0=f32[1024] --arg 1=f32[1024] --arg 2=1000",
+        f.ptx.display()
+    )));
+    let row = json_lines(&out.stdout).into_iter().find(|r| r["space"] == "uninit").expect("an uninit row");
+    assert_eq!(row["verdict"], "seen in a later block (the analysis judges block 0)", "{row:#}");
+    assert_eq!((row["observed"]["block"][0].as_u64(), row["observed"]["thread"][0].as_u64()), (Some(3), Some(0)), "{row:#}");
 }

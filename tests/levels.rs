@@ -379,7 +379,7 @@ pub unsafe extern "ptx-kernel" fn dyn_halo(x: *const f32, out: *mut f32) {
     let out =
         std::process::Command::new(binary()).arg("gpucheck").current_dir(&dir).env("CARGO_TARGET_DIR", kernel_target()).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("dynamic shared memory (`DYN`) is not bounds-checked"), "{err}");
+    assert!(err.contains("dynamic shared memory (`DYN`) is not checked for out-of-bounds"), "{err}");
     // 128 floats for 128 threads: the last one's halo is past the end
     with("[package.metadata.gpucheck.kernels.dyn_halo]\nshared_bytes = 512\ngrid = [1, 1, 1]\nargs = { x = \"f32[128]\", out = \"f32[128]\" }");
     let (code, msgs, err) = run(&dir, &[]);

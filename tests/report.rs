@@ -55,8 +55,9 @@ fn costliest_findings_are_ranked() {
     assert!(c.len() >= 5, "{c:?}");
     let shares: Vec<f64> = c.iter().map(|x| x["share"].as_f64().unwrap()).collect();
     assert!(shares.windows(2).all(|w| w[0] >= w[1]) && shares.iter().all(|&x| x > 0.0 && x <= 1.0), "{shares:?}");
-    assert_eq!(c[0]["lint"], "shared_bank_conflict", "{:?}", c[0]);
-    assert_eq!(c[0]["kernel"], "shared_column_unpadded", "{:?}", c[0]);
+    // the helper's strided read (88 % of its sectors), then the unpadded tile's column (86 %)
+    let top: Vec<(&str, &str)> = c[..2].iter().map(|x| (x["kernel"].as_str().unwrap(), x["lint"].as_str().unwrap())).collect();
+    assert_eq!(top, [("helper_strided", "uncoalesced_global_access"), ("shared_column_unpadded", "shared_bank_conflict")], "{c:?}");
 }
 
 #[test]

@@ -209,7 +209,7 @@ fn replay_kernel(
                 Witness::Barrier { .. } => {
                     (*i, Replay::Reproduced { launch: format!("{how}, which hangs at the barrier on PTX line {line},"), partner: false })
                 }
-                Witness::Race { .. } | Witness::Bounds { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
+                Witness::Race { .. } | Witness::Bounds { .. } | Witness::Uninit { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
             })),
             // a shared access past every array of the block stops the run where the witness is
             Err(InterpError::Fault { site, space: "shared", .. }) if ws.iter().any(|(_, w)| matches!(w, Witness::Bounds { .. })) => {
@@ -284,7 +284,7 @@ fn witness_blocks(w: &Witness) -> Vec<[u32; 3]> {
     match w {
         Witness::Race { other, .. } => [[0; 3]].into_iter().chain(*other).collect(),
         Witness::Barrier { block, .. } => vec![*block],
-        Witness::Bounds { .. } => vec![[0; 3]],
+        Witness::Bounds { .. } | Witness::Uninit { .. } => vec![[0; 3]],
     }
 }
 
@@ -479,9 +479,13 @@ fn observed(obs: &Observed, w: &Witness, kernel: usize) -> Shown {
                 Shown::NotReached
             }
         }
-        Witness::Bounds { site } => {
+        Witness::Bounds { site } | Witness::Uninit { site } => {
             let key = SiteKey { func: site.0, inst: site.1 };
-            if obs.out_of_bounds.contains_key(&key) {
+            let seen = match w {
+                Witness::Bounds { .. } => &obs.out_of_bounds,
+                _ => &obs.uninitialized,
+            };
+            if seen.contains_key(&key) {
                 Shown::It
             } else if obs.sites.get(&key).is_some_and(|s| s.requests() > 0) {
                 Shown::No

@@ -354,7 +354,7 @@ pub struct OutputArgs {
     /// Grid shape for every kernel, e.g. `4096` or `64,64,1` (wins over Cargo.toml metadata): the launch `confirm` runs, and the grid `grid_memory_race` checks (without one: two blocks or more along each dimension a kernel reads blockIdx in).
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_grid, global = true)]
     pub grid: Option<[u32; 3]>,
-    /// Bytes of dynamic shared memory (`extern __shared__` arrays) the launch gives every kernel: `shared_out_of_bounds` checks those arrays against it, and `confirm` allocates it (without it, dynamic arrays are not bounds-checked and have no memory in a run).
+    /// Bytes of dynamic shared memory (`extern __shared__` arrays) the launch gives every kernel: `shared_out_of_bounds` checks those arrays against it, `uninitialized_shared_read` judges them, and `confirm` allocates it (without it, dynamic arrays are not checked and have no memory in a run).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=(gpucheck_analysis::interp::MAX_SHARED_BYTES as i64)), global = true)]
     pub shared: Option<u32>,
     /// A value the kernels are launched with for a scalar parameter, by Rust or PTX parameter name or index (`n=1000`; repeatable; for every kernel that has such a parameter, and wins over `assume` in Cargo.toml): the analysis takes it as the launch's instead of sampling it, so findings that needed a sample hold (or vanish) for it.

@@ -561,7 +561,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     let unsized_shared = match report.unsized_shared.as_slice() {
         [] => String::new(),
         names => format!(
-            "\n        dynamic shared memory ({}) is not bounds-checked: pass `--shared BYTES` (or set `shared_bytes` in [package.metadata.gpucheck]), the size the launch gives",
+            "\n        dynamic shared memory ({}) is not checked for out-of-bounds or uninitialised reads: pass `--shared BYTES` (or set `shared_bytes` in [package.metadata.gpucheck]), the size the launch gives",
             names.iter().map(|n| format!("`{}`", gpucheck_analysis::names::bare(n))).collect::<Vec<_>>().join(", ")
         ),
     };

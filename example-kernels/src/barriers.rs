@@ -37,7 +37,7 @@ pub unsafe extern "ptx-kernel" fn early_return_barrier(out: *mut u32, n: usize) 
     }
     *s.add(t) = t as u32;
     _syncthreads(); //~ WARN barrier_divergence
-    *out.add(t) = *s.add((t + 1) % n);
+    *out.add(t) = *s.add((t + 1) % n.min(256));
 }
 
 /// Good twin: the kernel's own check rules out every size that would split

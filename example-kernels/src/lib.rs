@@ -12,6 +12,7 @@ pub mod branches;
 pub mod memory;
 pub mod races;
 pub mod seeds;
+pub mod uninit;
 mod gpu;
 
 #[panic_handler]

@@ -205,11 +205,14 @@ pub unsafe extern "ptx-kernel" fn scale_rows_padded(a: *const f32, out: *mut f32
 }
 
 /// Bad: a column of an unpadded 32×32 shared tile: all lanes in one bank.
+/// The 32×8 block stages the whole tile, four rows per thread.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn shared_column_unpadded(input: *const f32, out: *mut f32) {
     let tile = smem_a() as *mut f32;
     let (tx, ty) = (tid(), tid_y());
-    *tile.add(ty * 32 + tx) = *input.add(ty * 32 + tx);
+    for j in 0..4 {
+        *tile.add((ty + 8 * j) * 32 + tx) = *input.add((ty + 8 * j) * 32 + tx);
+    }
     _syncthreads();
     *out.add(ty * 32 + tx) = *tile.add(tx * 32 + ty); //~ WARN shared_bank_conflict
 }
@@ -219,7 +222,9 @@ pub unsafe extern "ptx-kernel" fn shared_column_unpadded(input: *const f32, out:
 pub unsafe extern "ptx-kernel" fn shared_column_padded(input: *const f32, out: *mut f32) {
     let tile = tile_33();
     let (tx, ty) = (tid(), tid_y());
-    *tile.add(ty * 33 + tx) = *input.add(ty * 32 + tx);
+    for j in 0..4 {
+        *tile.add((ty + 8 * j) * 33 + tx) = *input.add((ty + 8 * j) * 32 + tx);
+    }
     _syncthreads();
     *out.add(ty * 32 + tx) = *tile.add(tx * 33 + ty);
 }

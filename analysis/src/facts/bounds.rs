@@ -45,7 +45,7 @@ pub struct OutOfBounds {
 pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_, '_, '_>) -> Vec<OutOfBounds> {
     let f = evals.f;
     // a shape the kernel may not be launched with decides nothing
-    if matches!(evals.shape.source, ShapeSource::Assumed | ShapeSource::Maxntid) {
+    if !launched(evals) {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -54,27 +54,51 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_
             continue;
         }
         let Some(sym) = crate::memory::base_symbol(f, a) else { continue };
-        let Some(&Some(size)) = f.shared_arrays.get(sym) else { continue };
-        let Some(v) = a.addr_value else { continue };
-        let root = crate::ir::values::array_root(f, v);
-        let (Some((addrs, on)), Some((base, base_on))) =
-            (evals.eval_resting(v, Query::block(0)), evals.eval_resting(root, Query::block(0)))
-        else {
-            continue;
-        };
+        let Some(size) = f.shared_arrays.get(sym).and_then(|s| s.bytes) else { continue };
+        let Some(Offsets { bytes, rests_on }) = offsets(evals, a, 0) else { continue };
         let active = lanes.active(f.cfg.block_of(a.inst), 0);
-        // the root's own leaf (the array's address) is no condition: offsets are taken from it
-        let rests_on = Leaves::of(on.iter().filter(|l| !base_on.iter().any(|b| b == *l)).collect());
         let outside = |t: usize| {
-            // (wrapping: sampled values may be anything; a wrapped offset is far outside, as it should be)
-            let off = addrs[t].wrapping_add(a.offset).wrapping_sub(base[t]);
+            let off = bytes[t];
             (off < 0 || off.saturating_add(a.width as i64) > size as i64).then_some(off)
         };
         let threads: Vec<(usize, i64)> =
-            (0..addrs.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();
+            (0..bytes.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();
         if let Some(&(thread, offset)) = threads.first() {
             out.push(OutOfBounds { access: k, size, thread, offset, threads: threads.len(), rests_on });
         }
     }
     out
+}
+
+/// Whether the block shape is one the kernel is launched with (given, or
+/// `.reqntid`'s): an assumed shape, or only `.maxntid`'s largest, decides
+/// nothing about which elements its threads touch.
+pub(super) fn launched(evals: &Evals<'_, '_>) -> bool {
+    !matches!(evals.shape.source, ShapeSource::Assumed | ShapeSource::Maxntid)
+}
+
+/// An access's byte offsets from the start of the array its address is
+/// based on, per thread of the block.
+pub(super) struct Offsets {
+    pub bytes: Vec<i64>,
+    /// The sampled values they rest on (the array's own address is none:
+    /// offsets are taken from it).
+    pub rests_on: Leaves,
+}
+
+/// [`Offsets`] of access `a` in `iteration` of the loops around it (`None`
+/// when its address or its base cannot be evaluated per thread).
+pub(super) fn offsets(evals: &Evals<'_, '_>, a: &Access, iteration: usize) -> Option<Offsets> {
+    let Some(v) = a.addr_value else {
+        // `[s]`, `[s+8]`: the array's own address, in every thread
+        crate::memory::base_symbol(evals.f, a)?;
+        return Some(Offsets { bytes: vec![a.offset; evals.shape.threads()], rests_on: Leaves::none() });
+    };
+    let root = crate::ir::values::array_root(evals.f, v);
+    let (addrs, on) = evals.eval_resting(v, Query::block(iteration))?;
+    let (base, base_on) = evals.eval_resting(root, Query::block(iteration))?;
+    let rests_on = Leaves::of(on.iter().filter(|l| !base_on.iter().any(|b| b == *l)).collect());
+    // (wrapping: sampled values may be anything; a wrapped offset is far outside, as it should be)
+    let bytes = addrs.iter().zip(base.iter()).map(|(x, b)| x.wrapping_add(a.offset).wrapping_sub(*b)).collect();
+    Some(Offsets { bytes, rests_on })
 }

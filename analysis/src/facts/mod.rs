@@ -26,6 +26,7 @@ pub mod election;
 mod grid;
 mod lanes;
 pub mod slots;
+pub mod uninit;
 pub mod witness;
 
 pub use assume::{Assumed, Assumption};
@@ -275,6 +276,9 @@ pub struct KernelFacts<'f, 'a> {
     /// block (`first` indexes `accesses`; kernels, and device functions in
     /// a call context).
     pub out_of_bounds: Vec<bounds::OutOfBounds>,
+    /// Shared loads that read bytes no thread of the block writes, for
+    /// some thread (kernels).
+    pub uninitialized: Vec<uninit::Uninit>,
     /// The index in `branches` of the branch ending each block.
     branch_at: IdVec<BlockId, Option<u32>>,
 }
@@ -385,6 +389,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             Vec::new()
         };
         let out_of_bounds = if f.func.is_entry || d.call.active.is_some() { bounds::shared(&evals, &own, &mut lanes) } else { Vec::new() };
+        let uninitialized = uninit::shared(&evals, &own, &branches, &mut lanes);
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
         for (k, x) in branches.iter().enumerate() {
             branch_at[x.br.block] = Some(k as u32);
@@ -447,6 +452,7 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
             cas_seeds,
             unfenced,
             out_of_bounds,
+            uninitialized,
             branch_at,
         }
     }
@@ -454,7 +460,17 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// What an out-of-bounds fact rests on: the samples its offsets were
     /// evaluated with.
     pub fn bounds_assumes(&self, o: &bounds::OutOfBounds) -> Vec<Assumption> {
-        assume::of_leaves(self.f, self.d, &o.rests_on, &self.sampled, &[], &[self.accesses[o.access].access.inst])
+        self.access_rests_on(o.access, &o.rests_on)
+    }
+
+    /// What an uninitialised read rests on: the samples its offsets and
+    /// guards, and those of the stores to its array, were evaluated with.
+    pub fn uninit_assumes(&self, u: &uninit::Uninit) -> Vec<Assumption> {
+        self.access_rests_on(u.access, &u.rests_on)
+    }
+
+    fn access_rests_on(&self, access: usize, on: &crate::divergence::eval::Leaves) -> Vec<Assumption> {
+        assume::of_leaves(self.f, self.d, on, &self.sampled, &[], &[self.accesses[access].access.inst])
     }
 
     /// What an access's prediction rests on: the samples its address was

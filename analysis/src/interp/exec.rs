@@ -191,7 +191,10 @@ struct Tally {
     races: Vec<Conflict>,
     /// Shared accesses outside the array their instruction is based on:
     /// the first (thread, byte offset from the array's start) seen.
-    out_of_bounds: BTreeMap<usize, ([u32; 3], i64)>,
+    out_of_bounds: BTreeMap<usize, super::SafetyFault>,
+    /// Shared reads of bytes no thread of the block had written: the first
+    /// (thread, byte offset from the array's start) seen.
+    uninitialized: BTreeMap<usize, super::SafetyFault>,
     /// Each block's global bytes (races between blocks), and whether one
     /// touched more than were recorded.
     footprints: Vec<super::memory::Footprint>,
@@ -222,8 +225,10 @@ impl Tally {
         for (k, v) in o.groups {
             self.groups.entry(k).or_default().merge(&v);
         }
-        for (k, v) in o.out_of_bounds {
-            self.out_of_bounds.entry(k).or_insert(v);
+        for (mine, theirs) in [(&mut self.out_of_bounds, o.out_of_bounds), (&mut self.uninitialized, o.uninitialized)] {
+            for (k, v) in theirs {
+                mine.entry(k).and_modify(|x| *x = x.first(v)).or_insert(v);
+            }
         }
         for r in o.races {
             if !self.races.iter().any(|x| (x.kind, x.shared, x.first, x.second) == (r.kind, r.shared, r.first, r.second)) {
@@ -273,19 +278,29 @@ pub fn run(
     let mut shared_bytes = 0u64;
     // (each array's extent in the block's shared memory: the accesses based on it are checked against it)
     let mut extents: FxHashMap<String, (u64, u64)> = FxHashMap::default();
-    let mut place_shared = |v: &crate::ptx::VarDecl<'_>, dynamic: u64| {
-        let align = v.align.unwrap_or(crate::ir::inst::decl_bytes(v.ty) as u32).max(1) as u64;
+    let align_of = |v: &crate::ptx::VarDecl<'_>| v.align.unwrap_or(crate::ir::inst::decl_bytes(v.ty) as u32).max(1) as u64;
+    // the static arrays one after the other, then the launch's dynamic shared memory, where every
+    // array sized at launch starts (they alias, as on the device)
+    let (dynamic, fixed): (Vec<_>, Vec<_>) = crate::ir::shared_decls(module, func).partition(|v| crate::ir::static_bytes(v).is_none());
+    for v in fixed {
+        let align = align_of(v);
         shared_bytes = shared_bytes.div_ceil(align) * align;
         shared.insert(v.name.to_string(), shared_bytes);
         let size = crate::ir::var_bytes(v);
-        let size = if size == 0 { dynamic } else { size };
         extents.insert(v.name.to_string(), (shared_bytes, shared_bytes.saturating_add(size)));
         shared_bytes = shared_bytes.saturating_add(size);
-    };
-    let mut global_bytes = 0u64;
-    for v in crate::ir::shared_decls(module, func) {
-        place_shared(v, launch.dynamic_shared as u64);
     }
+    if !dynamic.is_empty() {
+        let align = dynamic.iter().map(|v| align_of(v)).max().unwrap_or(1);
+        shared_bytes = shared_bytes.div_ceil(align) * align;
+        let size = launch.dynamic_shared as u64;
+        for v in dynamic {
+            shared.insert(v.name.to_string(), shared_bytes);
+            extents.insert(v.name.to_string(), (shared_bytes, shared_bytes.saturating_add(size)));
+        }
+        shared_bytes = shared_bytes.saturating_add(size);
+    }
+    let mut global_bytes = 0u64;
     for v in module.globals.iter().filter(|v| matches!(Space::of_decl(v.space), Some(Space::Global | Space::Const))) {
         let size = crate::ir::var_bytes(v).max(1);
         global_bytes = global_bytes.saturating_add(size);
@@ -450,6 +465,7 @@ pub fn run(
         barriers: tally.barriers.into_iter().map(|(x, v)| (key(x), v)).collect(),
         groups: tally.groups,
         out_of_bounds: tally.out_of_bounds.into_iter().map(|(x, v)| (key(x), v)).collect(),
+        uninitialized: tally.uninitialized.into_iter().map(|(x, v)| (key(x), v)).collect(),
         races,
         grid_full,
         timed_out: tally.timed_out,
@@ -872,8 +888,25 @@ impl Cx<'_, '_> {
                     });
                     if let Some((l, x)) = outside {
                         let thread = self.thread(w, l);
-                        self.obs.out_of_bounds.entry(pc).or_insert((thread, (x as i64).wrapping_sub(lo as i64)));
+                        let f = super::SafetyFault { block: self.ctaid, thread, offset: (x as i64).wrapping_sub(lo as i64) };
+                        self.obs.out_of_bounds.entry(pc).or_insert(f);
                     }
+                }
+                // bytes of its array no thread of the block has written (initcheck; one outside
+                // it is out of bounds), and those written now
+                let (lo, hi) = self.k.bounds.get(&pc).copied().unwrap_or((0, u64::MAX));
+                let shared_at = at.iter().filter_map(|&(l, a)| if let Where::Shared(x) = a { Some((l, x)) } else { None });
+                match touch {
+                    Touch::Read => {
+                        let unwritten =
+                            |&(_, x): &(usize, u64)| x >= lo && x.saturating_add(len as u64) <= hi && self.shadow.unwritten(x, len);
+                        if let Some((l, x)) = shared_at.clone().find(unwritten) {
+                            let thread = self.thread(w, l);
+                            let f = super::SafetyFault { block: self.ctaid, thread, offset: (x as i64).wrapping_sub(lo as i64) };
+                            self.obs.uninitialized.entry(pc).or_insert(f);
+                        }
+                    }
+                    Touch::Write | Touch::Atomic => shared_at.for_each(|(_, x)| self.shadow.mark_written(x, len)),
                 }
             }
             _ => {}

@@ -431,6 +431,9 @@ pub struct Shadow {
     pub order: BlockOrder,
     /// Per thread: its global accesses, atomics and fences so far.
     steps: Vec<u32>,
+    /// The shared bytes some thread of the block has stored to or updated
+    /// so far, one bit each (reads of the others are uninitialised).
+    written: Vec<u64>,
 }
 
 /// Kind of an access for the shadow.
@@ -451,6 +454,23 @@ impl Shadow {
         self.grid.clear();
         self.order = BlockOrder::default();
         self.steps.clear();
+        self.written.clear();
+        self.written.resize(shared_bytes.div_ceil(64), 0);
+    }
+
+    /// Some thread stored to (or updated) `len` shared bytes at `addr`.
+    pub fn mark_written(&mut self, addr: u64, len: u32) {
+        for b in addr..addr.saturating_add(len as u64) {
+            if let Some(w) = self.written.get_mut((b / 64) as usize) {
+                *w |= 1 << (b % 64);
+            }
+        }
+    }
+
+    /// Whether one of the `len` shared bytes at `addr` has been written by
+    /// no thread of the block yet.
+    pub fn unwritten(&self, addr: u64, len: u32) -> bool {
+        (addr..addr.saturating_add(len as u64)).any(|b| self.written.get((b / 64) as usize).is_some_and(|w| w & (1 << (b % 64)) == 0))
     }
 
     /// Thread `tid`'s next moment (see [`Moment`]).

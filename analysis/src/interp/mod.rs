@@ -16,7 +16,10 @@
 //! how many split, barriers reached by part of a warp, races between
 //! threads of a block within a barrier interval (shadow memory), and shared
 //! accesses outside the array their instruction is based on
-//! (`Observed::out_of_bounds`). A run is
+//! (`Observed::out_of_bounds`) or reading bytes no thread of the block
+//! wrote (`Observed::uninitialized`; static arrays come before the
+//! launch's dynamic shared memory, where every `extern` array starts). A
+//! run is
 //! bounded: a budget of warp instructions per block (an endless loop stops
 //! naming its PTX line) and, when asked, a time limit that also stops a
 //! grid whose first blocks' rate says it would outlast it; a progress
@@ -297,7 +300,12 @@ pub struct Observed {
     /// Shared accesses outside the array their instruction is based on:
     /// the first thread seen there and its byte offset from the array's
     /// start.
-    pub out_of_bounds: BTreeMap<SiteKey, ([u32; 3], i64)>,
+    pub out_of_bounds: BTreeMap<SiteKey, SafetyFault>,
+    /// Shared loads of bytes no thread of the block had stored to (or
+    /// updated) before: the first thread seen and its byte offset from the
+    /// array's start (from the block's shared memory's start when the
+    /// instruction is based on no array).
+    pub uninitialized: BTreeMap<SiteKey, SafetyFault>,
     /// A block touched more global bytes than the races between blocks
     /// record ([`memory::GRID_BYTES_PER_BLOCK`]): those are not checked.
     pub grid_full: bool,
@@ -310,6 +318,29 @@ pub struct Observed {
     pub lines: BTreeMap<usize, Vec<u32>>,
     /// Device address of each module `.global`/`.const` variable (to read results such as counters).
     pub globals: BTreeMap<String, u64>,
+}
+
+/// A shared access a run saw leave its array or read bytes no thread had
+/// written: the first block that did (in the grid's order), the first
+/// thread of that block seen, and its byte offset from the array's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SafetyFault {
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+    pub offset: i64,
+}
+
+impl SafetyFault {
+    /// The one of the two in the earlier block (blocks run in parallel:
+    /// what a run reports does not depend on which finished first).
+    pub fn first(self, o: SafetyFault) -> SafetyFault {
+        let order = |f: &SafetyFault| [f.block[2], f.block[1], f.block[0]];
+        if order(&o) < order(&self) {
+            o
+        } else {
+            self
+        }
+    }
 }
 
 impl Observed {

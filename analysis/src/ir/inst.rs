@@ -988,6 +988,15 @@ impl<'a> Inst<'a> {
         }
     }
 
+    /// May write memory (shared memory among it) other than through
+    /// [`Self::access`]: a call, `cp.async` and its bulk forms, `stmatrix`,
+    /// `mbarrier` (its object is in shared memory), `tcgen05`, `sust`/`sured`,
+    /// `multimem`, and any instruction not modelled.
+    pub fn writes_memory_otherwise(&self) -> bool {
+        use Opcode::*;
+        matches!(self.opcode, Call | Cp | Stmatrix | Mbarrier | Tcgen05 | Sust | Sured | Multimem | Other)
+    }
+
     /// Bytes one lane accesses: type size × vector length (at least 1).
     pub fn access_width(&self) -> u32 {
         (self.ty.map_or(0, Ty::bytes) * self.vec as u32).max(1)

@@ -42,9 +42,8 @@ pub struct FunctionIr<'a> {
     /// Names of `.shared` variables declared in the function body.
     pub local_shared: FxHashSet<&'a str>,
     /// The `.shared` arrays the function can name (the module's and its
-    /// own), with their size in bytes; `None`: sized at launch (`extern`,
-    /// `[]`).
-    pub shared_arrays: FxHashMap<&'a str, Option<u64>>,
+    /// own), with their size in bytes and whether the launch sizes them.
+    pub shared_arrays: FxHashMap<&'a str, SharedArray>,
     pub cfg: Cfg,
     pub ssa: Ssa<'a>,
     /// Loop counters and exit tests (`loops`).
@@ -120,7 +119,7 @@ impl FunctionIr<'_> {
     /// dynamic shared bytes, when known.
     pub fn size_dynamic_shared(&mut self, bytes: Option<u64>) {
         if let Some(b) = bytes {
-            self.shared_arrays.values_mut().filter(|s| s.is_none()).for_each(|s| *s = Some(b));
+            self.shared_arrays.values_mut().filter(|s| s.dynamic).for_each(|s| s.bytes = Some(b));
         }
     }
 }
@@ -155,9 +154,24 @@ pub fn static_bytes(v: &crate::ptx::VarDecl<'_>) -> Option<u64> {
     (!v.dims.iter().any(Option::is_none)).then(|| var_bytes(v))
 }
 
+/// A `.shared` array a function can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedArray {
+    /// Its bytes (`None`: sized at launch, and that size is not known).
+    pub bytes: Option<u64>,
+    /// Sized at launch (`extern`, `[]`): every such array of a kernel
+    /// starts at the same place, the launch's dynamic shared memory.
+    pub dynamic: bool,
+}
+
 /// The `.shared` arrays function `f` can name, with their sizes.
-fn shared_arrays<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> FxHashMap<&'a str, Option<u64>> {
-    shared_decls(m, f).map(|v| (v.name, static_bytes(v))).collect()
+fn shared_arrays<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> FxHashMap<&'a str, SharedArray> {
+    shared_decls(m, f)
+        .map(|v| {
+            let bytes = static_bytes(v);
+            (v.name, SharedArray { bytes, dynamic: bytes.is_none() })
+        })
+        .collect()
 }
 
 /// A function body's instructions and labels, in order: what module-wide
@@ -513,7 +527,7 @@ $L_exit:
         )
         .unwrap();
         let f = &lower(&m)[0];
-        let mut got: Vec<(&str, Option<u64>)> = f.shared_arrays.iter().map(|(k, v)| (*k, *v)).collect();
+        let mut got: Vec<(&str, Option<u64>)> = f.shared_arrays.iter().map(|(k, v)| (*k, v.bytes)).collect();
         got.sort();
         // the function's own `tile` hides the module's; a `[]` array is sized at launch
         assert_eq!(got, [("dyn", None), ("pairs", Some(256)), ("tile", Some(64))]);

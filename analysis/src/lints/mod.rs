@@ -59,6 +59,7 @@ lints! {
     missing_threadfence::MISSING_THREADFENCE => check,
     lost_update::LOST_UPDATE => check,
     shared_out_of_bounds::SHARED_OUT_OF_BOUNDS => check,
+    uninitialized_shared_read::UNINITIALIZED_SHARED_READ => check,
     unused_gpucheck_allow::UNUSED_GPUCHECK_ALLOW,
     divergent_branch::DIVERGENT_BRANCH => check,
     uncoalesced_global_access::UNCOALESCED_GLOBAL_ACCESS => check,
@@ -181,6 +182,9 @@ pub enum Witness {
     /// A thread of block 0 accesses shared memory outside the array this
     /// access is based on.
     Bounds { site: Site },
+    /// A thread of block 0 reads shared bytes no thread of the block has
+    /// written at this load.
+    Uninit { site: Site },
 }
 
 /// What replaying a finding's witness gave (`crate::replay`).

@@ -68,7 +68,11 @@ pub struct Seen {
     /// Shared accesses outside the array they are based on: the first
     /// thread seen there and its byte offset from the array's start (the
     /// CPU engine only).
-    pub out_of_bounds: BTreeMap<SiteKey, ([u32; 3], i64)>,
+    pub out_of_bounds: BTreeMap<SiteKey, interp::SafetyFault>,
+    /// Shared loads of bytes no thread of the block had written: the first
+    /// thread seen and its byte offset from the array's start (the CPU
+    /// engine only).
+    pub uninitialized: BTreeMap<SiteKey, interp::SafetyFault>,
     /// Whether the engine observes branches and races at all.
     pub control: bool,
     /// PTX line of each instruction the engine saw, by function.
@@ -434,6 +438,7 @@ fn cpu(
         barriers: obs.barriers.clone(),
         groups: obs.groups.iter().map(|(g, h)| (*g, SiteSeen::from(h))).collect(),
         out_of_bounds: obs.out_of_bounds.clone(),
+        uninitialized: obs.uninitialized.clone(),
         control: true,
         lines: obs.lines,
         lane_insts: obs.lane_insts,

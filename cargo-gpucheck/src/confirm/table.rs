@@ -26,7 +26,7 @@ use gpucheck_analysis::ir::inst::Space;
 use gpucheck_analysis::races::Benign;
 use gpucheck_analysis::{BranchPrediction, Report, Site, SrcPos};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -74,6 +74,16 @@ pub enum Verdict {
     BarrierDivergence,
     /// A shared access outside its array was seen with none predicted.
     OutOfBounds,
+    /// A shared load of bytes no thread had written was seen with none
+    /// predicted.
+    Uninitialized,
+    /// A shared access outside its array, or a read of bytes no thread
+    /// had written, seen with none predicted, in a block other than block
+    /// 0 only (which the analysis judges): told, not a failure.
+    OtherBlock,
+    /// A read of bytes no thread had written yet, at an access the run saw
+    /// race: the write it races with came later (the race's row).
+    RacyRead,
 }
 
 impl Verdict {
@@ -96,11 +106,14 @@ impl Verdict {
             Verdict::OtherPartner => "race seen with another partner",
             Verdict::BarrierDivergence => "BARRIER DIVERGENCE",
             Verdict::OutOfBounds => "OUT OF BOUNDS",
+            Verdict::Uninitialized => "UNINITIALISED READ",
+            Verdict::OtherBlock => "seen in a later block (the analysis judges block 0)",
+            Verdict::RacyRead => "read before the racing write (see the race)",
         }
     }
     /// A verdict that makes `confirm` exit 1.
     pub fn is_failure(self) -> bool {
-        matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence | Verdict::OutOfBounds)
+        matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence | Verdict::OutOfBounds | Verdict::Uninitialized)
     }
     pub fn is_success(self) -> bool {
         matches!(
@@ -427,61 +440,11 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
             via,
         });
     }
-    // shared accesses outside their array: seen (predicted or not), and predicted but not seen
+    // shared accesses outside their array, and reads of bytes no thread wrote: seen (predicted or
+    // not), and predicted but not seen
     if seen.control {
-        let predicted: std::collections::BTreeMap<SiteKey, &gpucheck_analysis::Finding> = report
-            .findings
-            .iter()
-            .filter_map(|f| match &f.witness {
-                Some(gpucheck_analysis::lints::Witness::Bounds { site }) if functions.contains(&site.0) => Some((key(site.0, site.1), f)),
-                _ => None,
-            })
-            .collect();
-        let sites: BTreeSet<SiteKey> =
-            predicted.keys().copied().chain(seen.out_of_bounds.keys().copied().filter(|k| functions.contains(&k.func))).collect();
-        for k in sites {
-            let (p, o) = (predicted.get(&k), seen.out_of_bounds.get(&k));
-            let ran = seen.sites.get(&k).is_some_and(|(_, s)| s.requests > 0);
-            // a finding found with a parameter's sample the run gives another value: not shown, as predicted
-            let other_value = p.and_then(|f| {
-                f.assumes.iter().filter(|x| !x.alignment).find_map(|x| match (x.param, args.get(x.param?.0 as usize)?) {
-                    (Some((_, 0)), Arg::Bits(b)) if *b as i64 != x.sample && *b as u32 as i64 != x.sample => {
-                        Some(format!("`{}` = {}; found with {}", x.name, *b as i64, x.sample))
-                    }
-                    _ => None,
-                })
-            });
-            let verdict = match (p, o) {
-                (Some(_), Some(_)) => Verdict::Confirmed,
-                (None, Some(_)) => Verdict::OutOfBounds,
-                (Some(_), None) if ran && other_value.is_some() => Verdict::ConditionNotMet,
-                (Some(_), None) if ran => Verdict::NotObserved,
-                _ => Verdict::NotRun,
-            };
-            let ((place, file, line, col), via) = place_via(paths, at(k));
-            out.push(Row {
-                place,
-                line,
-                col,
-                file,
-                ptx_line: at(k).map_or(seen.line(k), |a| a.ptx_line),
-                key: k,
-                what: "bounds",
-                predicted: p.map_or("in bounds".to_string(), |f| format!("out of bounds: {}", f.label)),
-                observed: match o {
-                    Some(([x, y, z], off)) => format!("out of bounds: thread ({x}, {y}, {z}) at byte {off} of its array"),
-                    None if ran => match &other_value {
-                        Some(why) => format!("in bounds ({why})"),
-                        None => "in bounds".to_string(),
-                    },
-                    None => "not executed".to_string(),
-                },
-                verdict,
-                json_predicted: json!({"out_of_bounds": p.is_some()}),
-                json_observed: o
-                    .map_or(json!({"out_of_bounds": false}), |(t, off)| json!({"out_of_bounds": true, "thread": t, "offset": off})),
-                via,
-            });
+        for safety in [Safety::Bounds, Safety::Uninit] {
+            safety_rows(safety, report, functions, seen, paths, args, &mut out);
         }
     }
     // races: seen (predicted or not), and predicted but not seen
@@ -858,7 +821,7 @@ pub fn print(rows: &[Row], seen: &Seen, a: &ConfirmArgs, kernel: &str, package: 
             let count = |f: &dyn Fn(Verdict) -> bool| rows.iter().filter(|r| f(r.verdict)).count();
             let (ok, bad, unseen) = (count(&Verdict::is_success), count(&Verdict::is_failure), count(&|v| v == Verdict::NotObserved));
             println!(
-                "{}: {ok} confirmed, {bad} failed (mismatch, race or barrier divergence), {unseen} predicted but not observed\n",
+                "{}: {ok} confirmed, {bad} failed (mismatch, race, barrier divergence, out of bounds or uninitialised read), {unseen} predicted but not observed\n",
                 gpucheck_analysis::names::bare(kernel)
             );
         }
@@ -1045,5 +1008,115 @@ mod tests {
                 (6, Verdict::Mismatch),
             ]
         );
+    }
+}
+
+/// A memory-safety row's kind: the lint's witness it matches, what the run
+/// saw, and its words.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Safety {
+    /// `shared_out_of_bounds`.
+    Bounds,
+    /// `uninitialized_shared_read`.
+    Uninit,
+}
+
+impl Safety {
+    fn site(self, w: &gpucheck_analysis::lints::Witness) -> Option<gpucheck_analysis::lints::Site> {
+        use gpucheck_analysis::lints::Witness;
+        match (self, w) {
+            (Safety::Bounds, Witness::Bounds { site }) | (Safety::Uninit, Witness::Uninit { site }) => Some(*site),
+            _ => None,
+        }
+    }
+    fn seen(self, seen: &Seen) -> &BTreeMap<SiteKey, gpucheck_analysis::interp::SafetyFault> {
+        match self {
+            Safety::Bounds => &seen.out_of_bounds,
+            Safety::Uninit => &seen.uninitialized,
+        }
+    }
+    /// The row's `what`, its words for the fault and for none, and the
+    /// JSON key.
+    fn words(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            Safety::Bounds => ("bounds", "out of bounds", "in bounds", "out_of_bounds"),
+            Safety::Uninit => ("uninit", "uninitialised read", "written", "uninitialized"),
+        }
+    }
+}
+
+/// The rows of one memory-safety kind: each access predicted to make the
+/// fault ([`Safety`]) or seen making it.
+fn safety_rows(
+    safety: Safety,
+    report: &Report,
+    functions: &BTreeSet<usize>,
+    seen: &Seen,
+    paths: &PathStyle,
+    args: &[Arg],
+    out: &mut Vec<Row>,
+) {
+    let key = |function: usize, inst: usize| SiteKey { func: function, inst };
+    let at = |k: SiteKey| report.access_at(k).map(|a| &a.site);
+    let observed = safety.seen(seen);
+    let (what, fault, none, json_key) = safety.words();
+    let predicted: BTreeMap<SiteKey, &gpucheck_analysis::Finding> = report
+        .findings
+        .iter()
+        .filter_map(|f| safety.site(f.witness.as_ref()?).filter(|s| functions.contains(&s.0)).map(|s| (key(s.0, s.1), f)))
+        .collect();
+    let sites: BTreeSet<SiteKey> =
+        predicted.keys().copied().chain(observed.keys().copied().filter(|k| functions.contains(&k.func))).collect();
+    for k in sites {
+        let (p, o) = (predicted.get(&k), observed.get(&k));
+        let ran = seen.sites.get(&k).is_some_and(|(_, s)| s.requests > 0);
+        // a finding found with a parameter's sample the run gives another value: not shown, as predicted
+        let other_value = p.and_then(|f| {
+            f.assumes.iter().filter(|x| !x.alignment).find_map(|x| match (x.param, args.get(x.param?.0 as usize)?) {
+                (Some((_, 0)), &Arg::Bits(b)) if b as i64 != x.sample && b as u32 as i64 != x.sample => {
+                    Some(format!("`{}` = {}; found with {}", x.name, b as i64, x.sample))
+                }
+                _ => None,
+            })
+        });
+        let verdict = match (p, o) {
+            (Some(_), Some(_)) => Verdict::Confirmed,
+            // the analysis judges block 0: one seen only in a later block is told, not a failure
+            (None, Some(f)) if f.block != [0; 3] => Verdict::OtherBlock,
+            // a read that runs before the write it races with: the race's row says so
+            (None, Some(_)) if safety == Safety::Uninit && seen.races.iter().any(|r| r.first == k || r.second == k) => Verdict::RacyRead,
+            (None, Some(_)) if safety == Safety::Bounds => Verdict::OutOfBounds,
+            (None, Some(_)) => Verdict::Uninitialized,
+            (Some(_), None) if ran && other_value.is_some() => Verdict::ConditionNotMet,
+            (Some(_), None) if ran => Verdict::NotObserved,
+            _ => Verdict::NotRun,
+        };
+        let ((place, file, line, col), via) = place_via(paths, at(k));
+        out.push(Row {
+            place,
+            line,
+            col,
+            file,
+            ptx_line: at(k).map_or(seen.line(k), |a| a.ptx_line),
+            key: k,
+            what,
+            predicted: p.map_or(none.to_string(), |f| format!("{fault}: {}", f.label)),
+            observed: match o {
+                Some(f) => {
+                    let ([x, y, z], [bx, by, bz]) = (f.thread, f.block);
+                    format!("{fault}: thread ({x}, {y}, {z}) of block ({bx}, {by}, {bz}) at byte {} of its array", f.offset)
+                }
+                None if ran => match &other_value {
+                    Some(why) => format!("{none} ({why})"),
+                    None => none.to_string(),
+                },
+                None => "not executed".to_string(),
+            },
+            verdict,
+            json_predicted: json!({json_key: p.is_some()}),
+            json_observed: o
+                .map_or(json!({json_key: false}), |f| json!({json_key: true, "block": f.block, "thread": f.thread, "offset": f.offset})),
+            via,
+        });
     }
 }
