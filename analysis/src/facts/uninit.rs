@@ -73,8 +73,7 @@ struct Written {
 pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFact], lanes: &mut Lanes<'_, '_, '_>) -> Vec<Uninit> {
     let f = evals.f;
     // a device function's caller may have written them; a shape not launched with decides nothing
-    let reads = own.iter().any(|a| a.kind == AccessKind::Load && a.space == Space::Shared);
-    if !reads || !f.func.is_entry || !launched(evals) || f.insts.iter().any(|i| i.writes_memory_otherwise()) {
+    if !f.func.is_entry || !launched(evals) || f.insts.iter().any(|i| i.writes_memory_otherwise()) {
         return Vec::new();
     }
     // the array an access is based on (every dynamic one is one: ""), with its bytes
@@ -83,6 +82,8 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
         let arr = f.shared_arrays.get(sym)?;
         Some((if arr.dynamic { "" } else { sym }, arr.bytes?, arr.dynamic))
     };
+    let loads = || own.iter().enumerate().filter(|(_, a)| a.kind == AccessKind::Load && a.space == Space::Shared);
+    let read: Vec<&str> = loads().filter_map(|(_, a)| Some(array(a)?.0)).collect();
     let mut written: FxHashMap<&str, Written> = FxHashMap::default();
     for (k, a) in own.iter().enumerate().filter(|(_, a)| a.kind.writes()) {
         let Some((key, size, _)) = array(a) else {
@@ -92,6 +93,10 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
             }
             continue;
         };
+        // (an array no load reads, or one already not judged, needs no more)
+        if !read.contains(&key) || written.get(key).is_some_and(|w| !w.known) {
+            continue;
+        }
         let w = written.entry(key).or_insert_with(|| Written {
             bytes: vec![false; size as usize],
             known: true,
@@ -118,7 +123,7 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
         w.stores.push((k, bytes));
     }
     let mut out = Vec::new();
-    for (k, a) in own.iter().enumerate().filter(|(_, a)| a.kind == AccessKind::Load && a.space == Space::Shared) {
+    for (k, a) in loads() {
         let Some((key, size, dynamic)) = array(a) else { continue };
         let none = Written { bytes: vec![false; size as usize], known: true, stores: Vec::new(), rests_on: Leaves::none() };
         let w = written.get(key).unwrap_or(&none);
