@@ -751,22 +751,41 @@ fn dynamic_shared_memory_is_checked_against_the_size_given() {
 }
 
 /// A shared access that leaves its array where the analysis does not look
-/// (a loop's second iteration) is a failing `OUT OF BOUNDS` row in
-/// `confirm`: nothing a run sees goes unsaid.
+/// (the last iteration of a loop whose count is a parameter) is a failing
+/// `OUT OF BOUNDS` row in `confirm`: nothing a run sees goes unsaid. With a
+/// constant count, the last iteration is judged: predicted, and confirmed.
 #[test]
 fn confirm_says_out_of_bounds_shared_accesses_it_did_not_predict() {
-    // for k in 0..2: s[t + 128 k] on an array of 256 words, 256 threads: k = 1 leaves it for t >= 128
-    let text = ".version 7.0\n.target sm_70\n.address_size 64\n.shared .align 4 .b8 s[1024];\n.shared .align 4 .b8 pad[1024];\n.visible .entry k() {\n  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<5>;\n  mov.u32 %r1, %tid.x;\n  mov.u32 %r2, 0;\n$L:\n  add.u32 %r3, %r1, %r2;\n  mul.wide.u32 %rd1, %r3, 4;\n  mov.u64 %rd2, s;\n  add.s64 %rd3, %rd2, %rd1;\n  st.shared.u32 [%rd3], %r1;\n  add.u32 %r2, %r2, 128;\n  setp.lt.u32 %p1, %r2, 256;\n  @%p1 bra $L;\n  ret;\n}\n";
-    let dir = ptx_dir("confirm-bounds", text);
+    // for k in (0..n).step_by(128): s[t + k] on an array of 256 words, 256 threads: k = 128 leaves it for t >= 128
+    let kernel = |bound: &str| {
+        format!(".version 7.0\n.target sm_70\n.address_size 64\n.shared .align 4 .b8 s[1024];\n.shared .align 4 .b8 pad[1024];\n.visible .entry k(.param .u32 n) {{\n  .reg .pred %p<2>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<5>;\n  ld.param.u32 %r5, [n];\n  mov.u32 %r1, %tid.x;\n  mov.u32 %r2, 0;\n$L:\n  add.u32 %r3, %r1, %r2;\n  mul.wide.u32 %rd1, %r3, 4;\n  mov.u64 %rd2, s;\n  add.s64 %rd3, %rd2, %rd1;\n  st.shared.u32 [%rd3], %r1;\n  add.u32 %r2, %r2, 128;\n  setp.lt.u32 %p1, %r2, {bound};\n  @%p1 bra $L;\n  ret;\n}}\n")
+    };
+    let dir = ptx_dir("confirm-bounds", &kernel("%r5"));
     let out = gpucheck(&["ptx", "k.ptx", "--block", "256", "--message-format", "json"], &dir);
     assert!(
         json_lines(&out.stdout).iter().all(|m| m["gpucheck"]["lint"] != "shared_out_of_bounds"),
-        "not predicted (first iteration only)"
+        "not predicted (a loop whose count is a parameter: its first iteration only)"
     );
-    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "256", "--message-format", "json"], &dir);
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "256", "--arg", "n=256", "--message-format", "json"], &dir);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let recs = json_lines(&out.stdout);
     let row = recs.iter().find(|r| r["space"] == "bounds").unwrap_or_else(|| panic!("{recs:?}"));
     assert_eq!(row["verdict"], "OUT OF BOUNDS", "{row}");
     assert_eq!(row["observed"]["thread"], serde_json::json!([128, 0, 0]), "{row}");
+    // a constant count: its last iteration is judged
+    let dir = ptx_dir("confirm-bounds-constant", &kernel("256"));
+    let out = gpucheck(&["ptx", "k.ptx", "--block", "256", "--message-format", "json"], &dir);
+    let msgs: Vec<String> = json_lines(&out.stdout)
+        .iter()
+        .filter(|m| m["gpucheck"]["lint"] == "shared_out_of_bounds")
+        .map(|m| m["message"]["message"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        msgs,
+        ["out-of-bounds shared memory write: thread 128 writes element 256 of `s`, which has 256, in iteration 2 of 2 of the loop"]
+    );
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "256", "--arg", "n=0", "--message-format", "json"], &dir);
+    let recs = json_lines(&out.stdout);
+    let row = recs.iter().find(|r| r["space"] == "bounds").unwrap_or_else(|| panic!("{recs:?}"));
+    assert_eq!(row["verdict"], "confirmed", "{row}");
 }

@@ -180,6 +180,8 @@ fn replay_kernel(
         let result = run(module, &lowered, k, &plan, &blocks, share);
         let used = match &result {
             Ok(obs) => obs.warp_insts,
+            // a fault stops the run where it is: what ran until then
+            Err(InterpError::Fault { warp_insts, .. }) => (*warp_insts).min(share * blocks.len() as u64),
             Err(_) => share * blocks.len() as u64,
         };
         budget.left.set(budget.left.get().saturating_sub(used));

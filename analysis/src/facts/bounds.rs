@@ -5,7 +5,12 @@
 //! (`crate::memory::base_symbol`) plus offsets the analysis evaluates for
 //! every thread of the block: the offset of each thread that executes it
 //! (its guards decide, `Lanes::active`) in the first iteration of the
-//! loops around it, against the array's declared bytes. The first thread
+//! loops around it, and in the last iteration of its loop when that loop
+//! is the only one around it, runs a constant number of times
+//! (`Evals::trips`) and the access is on every way through its body (it
+//! dominates every latch), against the array's declared bytes: an
+//! off-by-one bound (`k <= 16` over a row of 16) leaves in the last
+//! iteration. The first thread
 //! whose bytes fall outside is the witness, and the count of threads that
 //! do is kept. Offsets that rest on sampled values (a parameter) make the
 //! fact conditional on them (`rests_on`). Only a block shape the kernel is
@@ -37,6 +42,10 @@ pub struct OutOfBounds {
     pub offset: i64,
     /// How many threads of the block are outside.
     pub threads: usize,
+    /// The iteration of the loop around it the witness is in, and the
+    /// loop's trip count (`None`: the first iteration of the loops around,
+    /// or no loop).
+    pub iteration: Option<(usize, usize)>,
     /// The sampled values the offsets rest on (none: every launch).
     pub rests_on: Leaves,
 }
@@ -55,19 +64,44 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_
         }
         let Some(sym) = crate::memory::base_symbol(f, a) else { continue };
         let Some(size) = f.shared_arrays.get(sym).and_then(|s| s.bytes) else { continue };
-        let Some(Offsets { bytes, rests_on }) = offsets(evals, a, 0) else { continue };
-        let active = lanes.active(f.cfg.block_of(a.inst), 0);
-        let outside = |t: usize| {
-            let off = bytes[t];
-            (off < 0 || off.saturating_add(a.width as i64) > size as i64).then_some(off)
-        };
-        let threads: Vec<(usize, i64)> =
-            (0..bytes.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();
-        if let Some(&(thread, offset)) = threads.first() {
-            out.push(OutOfBounds { access: k, size, thread, offset, threads: threads.len(), rests_on });
+        let b = f.cfg.block_of(a.inst);
+        let last = last_iteration(evals, b);
+        for (iteration, trips) in [(0, None)].into_iter().chain(last.map(|(it, n)| (it, Some(n)))) {
+            let Some(Offsets { bytes, rests_on }) = offsets(evals, a, iteration) else { continue };
+            let active = lanes.active(b, iteration);
+            let outside = |t: usize| {
+                let off = bytes[t];
+                (off < 0 || off.saturating_add(a.width as i64) > size as i64).then_some(off)
+            };
+            let threads: Vec<(usize, i64)> =
+                (0..bytes.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();
+            if let Some(&(thread, offset)) = threads.first() {
+                let iteration = trips.map(|n| (iteration, n));
+                out.push(OutOfBounds { access: k, size, thread, offset, threads: threads.len(), iteration, rests_on });
+                break;
+            }
         }
     }
     out
+}
+
+/// The last iteration block `b` runs in of the loop around it, and how
+/// many times it runs, when that loop is the only one around `b`, runs a
+/// constant number of times and every iteration passes `b` (it dominates
+/// the loop's latches): every thread that runs the loop runs `b` then. A
+/// header that ends in the exit test runs once more than the loop's trip
+/// count: its instructions before the test run in the iteration that
+/// leaves.
+fn last_iteration(evals: &Evals<'_, '_>, b: crate::ir::BlockId) -> Option<(usize, usize)> {
+    let (cfg, loops) = (&evals.f.cfg, &evals.f.loops);
+    let l = cfg.loop_of(b)?;
+    if cfg.loops[l].parent.is_some() || !cfg.loops[l].latches.iter().all(|&x| cfg.dominates(b, x)) {
+        return None;
+    }
+    let crate::ir::loops::Trips::Known(n) = evals.trips(l)? else { return None };
+    let e = loops.exit(l)?;
+    let runs = if e.at_top && e.block == b { n + 1 } else { n };
+    (runs >= 2).then_some((runs - 1, runs))
 }
 
 /// Whether the block shape is one the kernel is launched with (given, or

@@ -35,8 +35,6 @@ use std::rc::Rc;
 /// Loops with a constant trip count up to this many are counted iteration
 /// by iteration.
 pub const ITERATED: usize = 64;
-/// The most iterations a trip count is looked for in.
-const MAX_TRIPS: usize = 1024;
 
 /// A number of lane-slots: a sum of terms, each a constant times the trip
 /// counts of loops whose trip count is not known.
@@ -202,7 +200,7 @@ pub(super) fn lane_slots<'f, 'a, 'b>(
     for l in cfg.loops.keys() {
         let r = match tracked(f, branches, lanes, l) {
             Some(t) => Runs::Tracked(t),
-            None => match f.loops.trip_count(f, l, MAX_TRIPS, |c, n| Some(evals.uniform_at(c, n)? != 0)) {
+            None => match evals.trips(l) {
                 Some(crate::ir::loops::Trips::Known(n)) if n <= ITERATED => Runs::Known { iterations: n, factor: 1.0 },
                 Some(crate::ir::loops::Trips::Known(n)) => Runs::Known { iterations: 1, factor: n as f64 },
                 _ => Runs::Unknown,

@@ -786,6 +786,7 @@ impl Cx<'_, '_> {
             space: f.what,
             thread: self.thread(w, l),
             block: self.ctaid,
+            warp_insts: self.obs.warp_insts,
         }
     }
 

@@ -49,7 +49,9 @@ pub enum InterpError {
     /// An instruction the interpreter does not execute.
     Unsupported { line: u32, opcode: String, why: String },
     /// A load or store outside every allocation.
-    Fault { site: SiteKey, line: u32, addr: u64, len: u32, space: &'static str, thread: [u32; 3], block: [u32; 3] },
+    /// `warp_insts`: the warp instructions run until then (by this block
+    /// and those run before it on its worker).
+    Fault { site: SiteKey, line: u32, addr: u64, len: u32, space: &'static str, thread: [u32; 3], block: [u32; 3], warp_insts: u64 },
     /// `trap` (a Rust panic in the kernel).
     Trap { site: SiteKey, line: u32, thread: [u32; 3], block: [u32; 3] },
     /// The block ran past the instruction budget; the PTX line one of its

@@ -15,7 +15,10 @@ declare_lint! {
     /// the array: the halo read `s[t + 1]` by the last thread, the write
     /// `s[t - 1]` by thread 0. The offsets are evaluated for every thread of the
     /// block shape given (its guards decide which threads run the access), in
-    /// the first iteration of the loops around it; the message names the
+    /// the first iteration of the loops around it, and in the last iteration
+    /// of a loop that runs a constant number of times when the access is on
+    /// every way through its body (`for (k = 0; k <= 16; k++) s[row + k]`
+    /// leaves a row of 16 in iteration 17); the message names the
     /// first thread outside, the element it touches and the array's length,
     /// and the note how many threads are outside. When the offsets depend on
     /// a parameter, the finding names the value it was found with and is a
@@ -26,9 +29,10 @@ declare_lint! {
     /// ### Known problems
     /// Only a block shape the kernel is launched with is judged (`--block`,
     /// Cargo.toml, `.reqntid`, a launch in the host code): with none given,
-    /// or only `.maxntid`'s largest block, nothing is. Later iterations of a
-    /// loop are not judged (an index that leaves the array in a loop's last
-    /// iteration is not found). Arrays sized at launch (`extern __shared__`)
+    /// or only `.maxntid`'s largest block, nothing is. Other iterations of a
+    /// loop are not judged, nor the last of a nested loop, of a loop whose
+    /// count depends on a parameter or a thread, or of an access under a
+    /// branch inside the loop. Arrays sized at launch (`extern __shared__`)
     /// are judged against the dynamic shared bytes given with `--shared`, and
     /// not at all without it.
     ///
@@ -79,8 +83,12 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let element = o.offset.div_euclid(width);
         let length = o.size as i64 / width;
         let side = if o.offset < 0 { "before the start of" } else { "past the end of" };
+        let when = match o.iteration {
+            Some((it, trips)) => format!(", in iteration {} of {trips} of the loop", it + 1),
+            None => String::new(),
+        };
         let message = format!(
-            "out-of-bounds shared memory {what}: thread {} {does} element {element} of {array}, which has {length}",
+            "out-of-bounds shared memory {what}: thread {} {does} element {element} of {array}, which has {length}{when}",
             o.thread
         );
         let mut fd = cx.finding(&SHARED_OUT_OF_BOUNDS, a.inst, message, format!("thread {} {does} {side} {array}", o.thread));

@@ -333,7 +333,12 @@ pub struct Evals<'f, 'a> {
     grid: Option<[u32; 3]>,
     /// The predictions' per-thread offsets, each list once.
     offset_lists: RefCell<OffsetLists>,
+    /// Each loop's trip count, as far as [`Evals::trips`] was asked.
+    trips: RefCell<rustc_hash::FxHashMap<crate::ir::LoopId, Option<crate::ir::loops::Trips>>>,
 }
+
+/// The most iterations [`Evals::trips`] follows a loop's exit test for.
+pub const MAX_TRIPS: usize = 1024;
 
 /// Uniform values given a sample, with the value given (the first, when
 /// several queries gave several).
@@ -351,7 +356,20 @@ impl<'f, 'a> Evals<'f, 'a> {
             recording: RefCell::new(None),
             grid: None,
             offset_lists: RefCell::new(OffsetLists::default()),
+            trips: RefCell::new(Default::default()),
         }
+    }
+
+    /// How many iterations loop `l` runs (`crate::ir::loops::Loops::trip_count`
+    /// with its exit test evaluated in the first thread, parameters not
+    /// given a value), up to [`MAX_TRIPS`]; asked once per loop.
+    pub fn trips(&self, l: crate::ir::LoopId) -> Option<crate::ir::loops::Trips> {
+        if let Some(t) = self.trips.borrow().get(&l) {
+            return *t;
+        }
+        let t = self.f.loops.trip_count(self.f, l, MAX_TRIPS, |c, n| Some(self.uniform_at(c, n)? != 0));
+        self.trips.borrow_mut().insert(l, t);
+        t
     }
 
     /// The evaluators of a kernel whose grid is known: `%nctaid` is its
