@@ -675,3 +675,30 @@ fn cuda_c_uninitialised_reads_are_reproduced_and_confirmed() {
     assert_eq!(row["verdict"], "seen in a later block (the analysis judges block 0)", "{row:#}");
     assert_eq!((row["observed"]["block"][0].as_u64(), row["observed"]["thread"][0].as_u64()), (Some(3), Some(0)), "{row:#}");
 }
+
+/// A thread's local array read past its end (issue 31, item 1): reported
+/// against the `.local` depot, reproduced, and `confirm` compares the access
+/// its run stops at.
+#[test]
+fn cuda_c_local_arrays_are_bounds_checked() {
+    let Some(tc) = toolchain() else { return };
+    let found: Vec<_> = fixture_records(tc, "local_bounds", "")
+        .into_iter()
+        .filter(|m| m["reason"] == "compiler-message" && m["gpucheck"]["lint"] == "shared_out_of_bounds")
+        .collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        found[0]["message"]["message"],
+        "out-of-bounds local memory read: thread 8 reads element 8 of its local memory, which has 8"
+    );
+    assert_eq!(found[0]["gpucheck"]["replay"]["status"], "reproduced", "{:#}", found[0]);
+    let f = fixtures(tc).iter().find(|f| f.cu.file_stem().unwrap() == "local_bounds").expect("the fixture");
+    let out = run(&words(&format!(
+        "confirm --ptx {} --kernel local_pick_past_end --grid 1 --block 256 --message-format json --arg 0=f32[2048] --arg 1=f32[256]",
+        f.ptx.display()
+    )));
+    let rows: Vec<_> = json_lines(&out.stdout).into_iter().filter(|r| r["space"] == "bounds").collect();
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!((rows[0]["verdict"].as_str(), rows[0]["observed"]["offset"].as_i64()), (Some("confirmed"), Some(32)), "{:#}", rows[0]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped at PTX line"), "{}", String::from_utf8_lossy(&out.stderr));
+}

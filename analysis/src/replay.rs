@@ -213,13 +213,17 @@ fn replay_kernel(
                 }
                 Witness::Race { .. } | Witness::Bounds { .. } | Witness::Uninit { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
             })),
-            // a shared access past every array of the block stops the run where the witness is
-            Err(InterpError::Fault { site, space: "shared", .. }) if ws.iter().any(|(_, w)| matches!(w, Witness::Bounds { .. })) => {
+            // a shared access past every array of the block (a local one past the thread's local
+            // memory) stops the run where the witness is
+            Err(InterpError::Fault { site, space: space @ ("shared" | "local"), .. })
+                if ws.iter().any(|(_, w)| matches!(w, Witness::Bounds { .. })) =>
+            {
+                let whose = if space == "shared" { "the block's" } else { "the thread's" };
                 out.extend(ws.iter().map(|(i, w)| match w {
                     Witness::Bounds { site: s } if SiteKey { func: s.0, inst: s.1 } == site => {
                         (*i, Replay::Reproduced { launch: format!("{how}, which stops at the access,"), partner: false })
                     }
-                    _ => (*i, Replay::Unable(format!("a run of {how} stops at a shared access outside the block's shared memory"))),
+                    _ => (*i, Replay::Unable(format!("a run of {how} stops at a {space} access outside {whose} {space} memory"))),
                 }))
             }
             // (a cooperative launch runs its blocks in phases, and stops when one runs out)

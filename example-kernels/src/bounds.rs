@@ -53,3 +53,27 @@ pub unsafe extern "ptx-kernel" fn last_row_halo_guarded(x: *const f32, out: *mut
     let right = if t + 1 < 256 { *s.add(769 + t) } else { *s.add(768 + t) };
     *out.add(gid()) = *s.add(768 + t) - right;
 }
+
+/// Bad: a thread's own window of 8 values, kept in local memory because it
+/// is indexed by a value known only at run time, read one past its end by
+/// every ninth thread (`t % 9` reaches 8).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn local_window_past_end(x: *const f32, out: *mut f32) {
+    let t = tid();
+    let mut w = [0.0f32; 8];
+    for (i, v) in w.iter_mut().enumerate() {
+        *v = *x.add(i * 1024 + gid());
+    }
+    *out.add(gid()) = *w.as_ptr().add(t % 9); //~ ERROR shared_out_of_bounds
+}
+
+/// Good: the index stays below 8.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn local_window(x: *const f32, out: *mut f32) {
+    let t = tid();
+    let mut w = [0.0f32; 8];
+    for (i, v) in w.iter_mut().enumerate() {
+        *v = *x.add(i * 1024 + gid());
+    }
+    *out.add(gid()) = *w.as_ptr().add(t % 8);
+}

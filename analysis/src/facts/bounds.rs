@@ -32,8 +32,9 @@ use crate::model::ShapeSource;
 /// One access that leaves its array for some thread of the block.
 #[derive(Clone, Debug)]
 pub struct OutOfBounds {
-    /// Index into the function's accesses.
-    pub access: usize,
+    /// The access: a shared one of the function's accesses, or a `.local`
+    /// one.
+    pub access: Access,
     /// The declared bytes of the array it is based on.
     pub size: u64,
     /// The witness: a thread (linear id) and its byte offset from the
@@ -50,20 +51,26 @@ pub struct OutOfBounds {
     pub rests_on: Leaves,
 }
 
-/// The shared accesses of `own` that leave their array for some thread.
-pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_, '_, '_>) -> Vec<OutOfBounds> {
+/// The shared accesses of `own`, and the `.local` accesses `local`, that
+/// leave their array for some thread.
+pub(super) fn outside(evals: &Evals<'_, '_>, own: &[Access], local: &[Access], lanes: &mut Lanes<'_, '_, '_>) -> Vec<OutOfBounds> {
     let f = evals.f;
     // a shape the kernel may not be launched with decides nothing
     if !launched(evals) {
         return Vec::new();
     }
-    let mut out = Vec::new();
-    for (k, a) in own.iter().enumerate() {
-        if a.space != Space::Shared {
-            continue;
+    let locals: rustc_hash::FxHashMap<&str, u64> = crate::ir::local_decls(f.func).map(|(v, size)| (v.name, size)).collect();
+    let size_of = |a: &Access| {
+        let sym = crate::memory::base_symbol(f, a)?;
+        match a.space {
+            Space::Shared => f.shared_arrays.get(sym)?.bytes,
+            Space::Local => locals.get(sym).copied(),
+            _ => None,
         }
-        let Some(sym) = crate::memory::base_symbol(f, a) else { continue };
-        let Some(size) = f.shared_arrays.get(sym).and_then(|s| s.bytes) else { continue };
+    };
+    let mut out = Vec::new();
+    for a in own.iter().filter(|a| a.space == Space::Shared).chain(local) {
+        let Some(size) = size_of(a) else { continue };
         let b = f.cfg.block_of(a.inst);
         let last = last_iteration(evals, b);
         for (iteration, trips) in [(0, None)].into_iter().chain(last.map(|(it, n)| (it, Some(n)))) {
@@ -77,7 +84,7 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], lanes: &mut Lanes<'_
                 (0..bytes.len().min(active.len())).filter(|&t| active[t]).filter_map(|t| Some((t, outside(t)?))).collect();
             if let Some(&(thread, offset)) = threads.first() {
                 let iteration = trips.map(|n| (iteration, n));
-                out.push(OutOfBounds { access: k, size, thread, offset, threads: threads.len(), iteration, rests_on });
+                out.push(OutOfBounds { access: a.clone(), size, thread, offset, threads: threads.len(), iteration, rests_on });
                 break;
             }
         }

@@ -272,9 +272,8 @@ pub struct KernelFacts<'f, 'a> {
     /// Pairs of accesses of two blocks that a last-block election orders
     /// with no fence between the earlier one and its block's ticket.
     pub unfenced: Vec<election::Unfenced>,
-    /// Shared accesses that leave their array for some thread of the
-    /// block (`first` indexes `accesses`; kernels, and device functions in
-    /// a call context).
+    /// Shared and `.local` accesses that leave their array for some thread
+    /// of the block (kernels, and device functions in a call context).
     pub out_of_bounds: Vec<bounds::OutOfBounds>,
     /// Shared loads that read bytes no thread of the block writes, for
     /// some thread (kernels).
@@ -388,7 +387,11 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         } else {
             Vec::new()
         };
-        let out_of_bounds = if f.func.is_entry || d.call.active.is_some() { bounds::shared(&evals, &own, &mut lanes) } else { Vec::new() };
+        let out_of_bounds = if f.func.is_entry || d.call.active.is_some() {
+            bounds::outside(&evals, &own, &crate::memory::local_accesses(f, d), &mut lanes)
+        } else {
+            Vec::new()
+        };
         let uninitialized = uninit::shared(&evals, &own, &branches, &mut lanes);
         let mut branch_at = IdVec::from_vec(vec![None; f.cfg.len()]);
         for (k, x) in branches.iter().enumerate() {
@@ -460,17 +463,17 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
     /// What an out-of-bounds fact rests on: the samples its offsets were
     /// evaluated with.
     pub fn bounds_assumes(&self, o: &bounds::OutOfBounds) -> Vec<Assumption> {
-        self.access_rests_on(o.access, &o.rests_on)
+        self.rests_on(o.access.inst, &o.rests_on)
     }
 
     /// What an uninitialised read rests on: the samples its offsets and
     /// guards, and those of the stores to its array, were evaluated with.
     pub fn uninit_assumes(&self, u: &uninit::Uninit) -> Vec<Assumption> {
-        self.access_rests_on(u.access, &u.rests_on)
+        self.rests_on(self.accesses[u.access].access.inst, &u.rests_on)
     }
 
-    fn access_rests_on(&self, access: usize, on: &crate::divergence::eval::Leaves) -> Vec<Assumption> {
-        assume::of_leaves(self.f, self.d, on, &self.sampled, &[], &[self.accesses[access].access.inst])
+    fn rests_on(&self, at: InstId, on: &crate::divergence::eval::Leaves) -> Vec<Assumption> {
+        assume::of_leaves(self.f, self.d, on, &self.sampled, &[], &[at])
     }
 
     /// What an access's prediction rests on: the samples its address was

@@ -251,6 +251,9 @@ pub struct Program {
     pub specials: Vec<(u32, Special)>,
     /// Bytes of `.local` depot per thread.
     pub local_bytes: u64,
+    /// The local accesses based on one `.local` array, by instruction
+    /// index: the array's offset in the frame and its bytes.
+    pub local_extents: FxHashMap<usize, (u64, u64)>,
     /// Bytes of call scratch per thread (formal parameters, `.param` variables).
     pub scratch_bytes: u64,
     /// A device function's formal parameters and results: (scratch offset, bytes).
@@ -405,18 +408,24 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
         }
     }
     let mut local_bytes = 0u64;
-    for s in f.func.body.iter().flatten() {
-        if let crate::ptx::Stmt::Var(v) = s {
-            if Space::of_decl(v.space) == Some(Space::Local) {
-                let n: u64 = v.dims.iter().map(|x| x.unwrap_or(1)).product::<u64>().max(1);
-                let size = Ty::of_decl(v.ty).map_or(1, |t| t.bytes() as u64) * n;
-                let align = v.align.unwrap_or(8) as u64;
-                local_bytes = local_bytes.div_ceil(align) * align;
-                d.locals.insert(v.name, local_bytes);
-                local_bytes += size;
-            }
-        }
+    let mut local_sizes: FxHashMap<&str, u64> = FxHashMap::default();
+    for (v, size) in crate::ir::local_decls(f.func) {
+        let align = v.align.unwrap_or(8) as u64;
+        local_bytes = local_bytes.div_ceil(align) * align;
+        d.locals.insert(v.name, local_bytes);
+        local_sizes.insert(v.name, size);
+        local_bytes += size;
     }
+    // the local accesses based on one array: its extent in the frame, by instruction
+    let local_extents = f
+        .insts
+        .iter_enumerated()
+        .filter(|(_, inst)| inst.access().is_some())
+        .filter_map(|(i, _)| {
+            let s = crate::memory::base_symbol_at(f, i)?;
+            Some((i.index(), (*d.locals.get(s)?, *local_sizes.get(s)?)))
+        })
+        .collect();
     let mut insts = Vec::with_capacity(f.insts.len());
     for i in f.insts.keys() {
         let guard = match &f.insts[i].ast.guard {
@@ -433,7 +442,7 @@ pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, Int
         };
         insts.push(Step { guard, op });
     }
-    Ok(Program { insts, nregs: d.regs.len(), specials: d.specials, local_bytes, scratch_bytes: scratch, formals, returns })
+    Ok(Program { insts, nregs: d.regs.len(), specials: d.specials, local_bytes, local_extents, scratch_bytes: scratch, formals, returns })
 }
 
 fn decode_one<'a>(d: &mut Dec<'_, 'a, '_>, i: InstId) -> Result<Op, InterpError> {

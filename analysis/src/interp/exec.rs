@@ -778,7 +778,14 @@ impl Cx<'_, '_> {
     }
 
     fn fault(&self, w: &Warp, l: usize, pc: usize, f: Fault) -> InterpError {
+        // where it is from the start of the array the access is based on
+        let start = match f.what {
+            "shared" => self.k.bounds.get(&pc).map(|b| b.0),
+            "local" => self.k.progs[&w.prog].local_extents.get(&(pc - self.k.bases[&w.prog])).map(|e| w.local_base + e.0),
+            _ => None,
+        };
         InterpError::Fault {
+            array_offset: start.map(|s| (f.addr as i64).wrapping_sub(s as i64)),
             site: self.k.keys[pc],
             line: self.k.lines.get(pc).copied().unwrap_or(0),
             addr: f.addr,
@@ -908,6 +915,22 @@ impl Cx<'_, '_> {
                         }
                     }
                     Touch::Write | Touch::Atomic => shared_at.for_each(|(_, x)| self.shadow.mark_written(x, len)),
+                }
+            }
+            Where::Local(_) => {
+                // a lane outside the `.local` array the instruction is based on (in its frame)
+                let prog = &self.k.progs[&w.prog];
+                if let Some(&(off, size)) = prog.local_extents.get(&(pc - self.k.bases[&w.prog])) {
+                    let lo = w.local_base + off;
+                    let outside = at.iter().find_map(|&(l, a)| match a {
+                        Where::Local(x) if x < lo || x.saturating_add(len as u64) > lo + size => Some((l, x)),
+                        _ => None,
+                    });
+                    if let Some((l, x)) = outside {
+                        let f =
+                            super::SafetyFault { block: self.ctaid, thread: self.thread(w, l), offset: (x as i64).wrapping_sub(lo as i64) };
+                        self.obs.out_of_bounds.entry(pc).or_insert(f);
+                    }
                 }
             }
             _ => {}

@@ -50,8 +50,20 @@ pub enum InterpError {
     Unsupported { line: u32, opcode: String, why: String },
     /// A load or store outside every allocation.
     /// `warp_insts`: the warp instructions run until then (by this block
-    /// and those run before it on its worker).
-    Fault { site: SiteKey, line: u32, addr: u64, len: u32, space: &'static str, thread: [u32; 3], block: [u32; 3], warp_insts: u64 },
+    /// and those run before it on its worker); `array_offset`: for a
+    /// shared or local access based on a declared array, the bytes from its
+    /// start.
+    Fault {
+        site: SiteKey,
+        line: u32,
+        addr: u64,
+        len: u32,
+        space: &'static str,
+        thread: [u32; 3],
+        block: [u32; 3],
+        warp_insts: u64,
+        array_offset: Option<i64>,
+    },
     /// `trap` (a Rust panic in the kernel).
     Trap { site: SiteKey, line: u32, thread: [u32; 3], block: [u32; 3] },
     /// The block ran past the instruction budget; the PTX line one of its

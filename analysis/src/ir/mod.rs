@@ -148,6 +148,15 @@ pub fn shared_decls<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> impl Iterator
     m.globals.iter().chain(own).filter(|v| inst::Space::of_decl(v.space) == Some(inst::Space::Shared))
 }
 
+/// The `.local` arrays function `f` declares in its body (the depot the
+/// compiler keeps a thread's arrays in), with their bytes.
+pub fn local_decls<'a>(f: &'a Function<'a>) -> impl Iterator<Item = (&'a crate::ptx::VarDecl<'a>, u64)> {
+    f.body.as_deref().unwrap_or(&[]).iter().filter_map(|s| match s {
+        Stmt::Var(v) if inst::Space::of_decl(v.space) == Some(inst::Space::Local) => Some((v, var_bytes(v))),
+        _ => None,
+    })
+}
+
 /// The bytes a `.shared` array holds, `None` when the launch sizes it
 /// (`extern`, `[]`).
 pub fn static_bytes(v: &crate::ptx::VarDecl<'_>) -> Option<u64> {

@@ -212,7 +212,7 @@ fn root_within(f: &FunctionIr<'_>, mut v: ValueId, phis_too: bool, budget: &mut 
                 }
                 let next = (1..f.insts[i].operands().len())
                     .filter_map(|k| f.operand_value(i, k))
-                    .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Generic));
+                    .find(|&x| matches!(f.spaces.of(x), Space::Global | Space::Shared | Space::Local | Space::Generic));
                 match next {
                     Some(x) => v = x,
                     None => return v,

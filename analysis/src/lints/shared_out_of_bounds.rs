@@ -5,7 +5,7 @@
 
 use super::{Finding, LintCx};
 use crate::facts::assume::Assumed;
-use crate::ir::inst::AccessKind;
+use crate::ir::inst::{AccessKind, Space};
 
 declare_lint! {
     /// ### What it does
@@ -25,6 +25,12 @@ declare_lint! {
     /// warning until that value is declared; offsets that rest on any other
     /// value not known statically (a loop counter past its first values, a
     /// loaded value) are not judged.
+    ///
+    /// A thread's own arrays that the compiler keeps in local memory (one
+    /// indexed by a value it does not know: `float w[8]; … w[t % 9]`) are
+    /// judged the same way, against the function's `.local` depot, which
+    /// holds all of them: an index past one array but inside another of the
+    /// same thread is not found.
     ///
     /// ### Known problems
     /// Only a block shape the kernel is launched with is judged (`--block`,
@@ -76,10 +82,15 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         if assumes.iter().any(|x| x.kind != Assumed::Parameter) {
             continue;
         }
-        let a = &cx.facts.accesses[o.access].access;
+        let a = &o.access;
         let width = a.width.max(1) as i64;
         let (does, what) = if a.kind == AccessKind::Load { ("reads", "read") } else { ("writes", "write") };
-        let array = super::base_name(cx.facts.f, a);
+        // a thread's `.local` arrays are one depot the compiler names: its local memory
+        let local = a.space == Space::Local;
+        let (memory, array) = match local {
+            true => ("local", "its local memory".to_string()),
+            false => ("shared", super::base_name(cx.facts.f, a)),
+        };
         let element = o.offset.div_euclid(width);
         let length = o.size as i64 / width;
         let side = if o.offset < 0 { "before the start of" } else { "past the end of" };
@@ -88,7 +99,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             None => String::new(),
         };
         let message = format!(
-            "out-of-bounds shared memory {what}: thread {} {does} element {element} of {array}, which has {length}{when}",
+            "out-of-bounds {memory} memory {what}: thread {} {does} element {element} of {array}, which has {length}{when}",
             o.thread
         );
         let mut fd = cx.finding(&SHARED_OUT_OF_BOUNDS, a.inst, message, format!("thread {} {does} {side} {array}", o.thread));
@@ -99,7 +110,14 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             1 => format!("one thread of the block that runs this {what} is outside it"),
             n => format!("{n} of the block's threads that run this {what} are outside it"),
         };
-        fd.note(format!("{array} holds {} bytes: {length} elements of {width} bytes; {outside}", o.size));
+        fd.note(match local {
+            true => format!(
+                "each thread's local arrays are kept in {} ({} bytes: {length} elements of {width} bytes), which the compiler uses for an array it cannot keep in registers (one indexed by a value it does not know); {outside}",
+                super::base_name(cx.facts.f, a),
+                o.size
+            ),
+            false => format!("{array} holds {} bytes: {length} elements of {width} bytes; {outside}", o.size),
+        });
         cx.shape_note(&mut fd);
         fd.help(if o.offset < 0 {
             "keep the index at 0 or above for every thread that runs the access (guard it, or shift it)".to_string()

@@ -172,9 +172,24 @@ pub struct AccessFact {
 /// address a device function computes from its arguments: see
 /// [`from_arguments`]).
 pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
+    accesses_in(f, d, accesses_of(f))
+}
+
+/// The `.local` accesses of a function (each thread's own memory: its
+/// arrays the compiler could not keep in registers), as [`accesses`] gives
+/// the others.
+pub fn local_accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
+    let local = f.insts.iter_enumerated().filter_map(|(i, inst)| {
+        inst.access()?;
+        let k = inst.address_operand()?;
+        (f.spaces.analysed(f, i).0 == Space::Local).then_some((i, k))
+    });
+    accesses_in(f, d, local)
+}
+
+fn accesses_in(f: &FunctionIr<'_>, d: &Divergence, of: impl Iterator<Item = (InstId, usize)>) -> Vec<Access> {
     let args = from_arguments(f, d);
-    accesses_of(f)
-        .filter(|&(i, k)| !f.operand_value(i, k).zip(args.as_ref()).is_some_and(|(v, a)| a.contains(v.index())))
+    of.filter(|&(i, k)| !f.operand_value(i, k).zip(args.as_ref()).is_some_and(|(v, a)| a.contains(v.index())))
         .filter_map(|(i, k)| {
             let inst = &f.insts[i];
             let Some(Operand::Addr(a)) = inst.operand(k) else { return None };

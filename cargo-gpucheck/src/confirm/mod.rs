@@ -316,7 +316,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             }
             let seen = match a.engine {
                 Engine::Cpu => {
-                    cpu(module, f.name, &launch, &prepared, &mut mem, &report.groups, &limits(a, block, print)).map_err(|e| {
+                    let stopped = |e: interp::InterpError| {
                         // point at the Rust line of a faulting access
                         let at = match &e {
                             interp::InterpError::Fault { site, .. } | interp::InterpError::Trap { site, .. } => {
@@ -350,7 +350,34 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                             }
                             None => anyhow::anyhow!("the CPU engine stopped: {e}{hint}"),
                         }
-                    })?
+                    };
+                    match cpu(module, f.name, &launch, &prepared, &mut mem, &report.groups, &limits(a, block, print)) {
+                        Ok(seen) => seen,
+                        // an access outside its array and past the block's shared memory (the thread's
+                        // local memory) stops the run there: that access's row says so, and the
+                        // other kernels run
+                        Err(interp::InterpError::Fault {
+                            site,
+                            space: space @ ("shared" | "local"),
+                            thread,
+                            block,
+                            array_offset: Some(offset),
+                            line,
+                            ..
+                        }) // (not one of dynamic shared memory the launch gave no bytes: that is said below)
+                            if space == "local" || launch.dynamic_shared > 0 || report.unsized_shared.is_empty() =>
+                        {
+                            let whose = if space == "shared" { "the block's" } else { "its thread's" };
+                            eprintln!(
+                                "note: the run of `{}` stopped at PTX line {line}, a {space} access outside its array and past {whose} {space} memory: only that access is compared",
+                                gpucheck_analysis::names::bare(f.name)
+                            );
+                            let mut seen = Seen { control: true, ..Seen::default() };
+                            seen.out_of_bounds.insert(site, interp::SafetyFault { block, thread, offset });
+                            seen
+                        }
+                        Err(e) => return Err(stopped(e)),
+                    }
                 }
                 Engine::Cuda => cuda::run(src, module, f.name, &launch, &prepared)?,
                 Engine::CudaOnCpu => cuda::run_instrumented_on_cpu(src, f.name, &launch, &prepared, &mut mem)?,

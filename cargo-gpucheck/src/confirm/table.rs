@@ -1091,13 +1091,23 @@ fn safety_rows(
             (Some(_), None) if ran => Verdict::NotObserved,
             _ => Verdict::NotRun,
         };
-        let ((place, file, line, col), via) = place_via(paths, at(k));
+        // (a `.local` access has no access record: the finding's own place)
+        let own = p.filter(|_| at(k).is_none()).map(|f| Site {
+            kernel: f.kernel.clone(),
+            function: k.func,
+            inst: k.inst,
+            ptx_line: f.ptx_line,
+            span: f.span.clone(),
+            via: None,
+        });
+        let site = at(k).or(own.as_ref());
+        let ((place, file, line, col), via) = place_via(paths, site);
         out.push(Row {
             place,
             line,
             col,
             file,
-            ptx_line: at(k).map_or(seen.line(k), |a| a.ptx_line),
+            ptx_line: site.map_or(seen.line(k), |a| a.ptx_line),
             key: k,
             what,
             predicted: p.map_or(none.to_string(), |f| format!("{fault}: {}", f.label)),
