@@ -684,10 +684,19 @@ fn a_reqntid_no_block_can_have_is_said() {
 fn an_out_of_bounds_access_names_the_buffer_and_element() {
     let ptx = ".version 7.0\n.target sm_70\n.address_size 64\n.entry rd(.param .u64 rd_param_0)\n{\n  .reg .b32 %r<3>;\n  .reg .b64 %rd<5>;\n  .reg .f32 %f<2>;\n  ld.param.u64 %rd1, [rd_param_0];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n  ret;\n}\n";
     let dir = ptx_dir("oob-buffer", ptx);
-    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "32", "--arg", "rd_param_0=f32[10]"], &dir);
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "32", "--arg", "rd_param_0=f32[10]", "--message-format", "json"], &dir);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("by thread (10, 0, 0) of block (0, 0, 0): element 10 of `rd_param_0` (10 elements given)"), "{err}");
+    // a failing row, not an error: the run stops at the access, which is compared alone
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("thread (10, 0, 0) of block (0, 0, 0) accesses element 10 of `rd_param_0` (10 elements given)"), "{err}");
+    let recs = json_lines(&out.stdout);
+    let row = recs.iter().find(|r| r["space"] == "bounds").unwrap_or_else(|| panic!("{recs:?}"));
+    assert_eq!((row["verdict"].as_str(), row["observed"]["offset"].as_i64()), (Some("OUT OF BOUNDS"), Some(40)), "{row}");
+    // an address far from every buffer is still an error that names it
+    let far = ptx.replace("mul.wide.u32 %rd3, %r1, 4;", "mul.wide.u32 %rd3, %r1, 1048576;");
+    std::fs::write(dir.join("k.ptx"), far).unwrap();
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "32", "--arg", "rd_param_0=f32[10]"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

@@ -218,13 +218,14 @@ fn launch_errors_are_clear() {
     let out = gpucheck(&["confirm", "-q", "--kernel", "fan2_fixed", "--arg", "a=f32[0x]"], &dir);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`0x` is not a length in `f32[0x]`"));
-    // an out-of-bounds access is reported with the thread, not a crash
+    // an out-of-bounds access is reported with the thread, not a crash: a failing row
     let out = gpucheck(&["confirm", "-q", "--kernel", "contiguous_read", "--arg", "a=f32[64]"], &dir);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
     // `a` holds 64 floats: thread 64 reads past it, at the Rust line of the read
-    assert!(err.contains("src/memory.rs:19:19: the CPU engine stopped: PTX line"), "{err}");
-    assert!(err.contains("out-of-bounds global access of 4 bytes") && err.contains("by thread (64, 0, 0) of block (0, 0, 0)"), "{err}");
+    assert!(err.contains("src/memory.rs:19:19: the run of `contiguous_read` stopped at PTX line"), "{err}");
+    assert!(err.contains("thread (64, 0, 0) of block (0, 0, 0) accesses element 64 of `a` (64 elements given)"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OUT OF BOUNDS"));
     // an unknown kernel is an error naming the closest and listing the kernels
     let out = gpucheck(&["confirm", "-q", "--kernel", "saxpi", "--grid", "1"], &dir);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -412,13 +412,18 @@ pub struct Buffer {
 /// is nearest (within 4 KiB of its ends, where the interpreter leaves a
 /// gap): "element 20 of `x` (10 elements given)".
 pub fn buffer_place(buffers: &[Buffer], addr: u64) -> Option<String> {
+    buffer_offset(buffers, addr).map(|x| x.0)
+}
+
+/// [`buffer_place`], with the byte offset from the buffer's start.
+pub fn buffer_offset(buffers: &[Buffer], addr: u64) -> Option<(String, i64)> {
     let (b, off) = buffers.iter().find_map(|b| {
         let off = addr as i128 - b.addr as i128;
         (off >= -4096 && off < b.bytes.len() as i128 + 4096).then_some((b, off))
     })?;
     let size = b.elem_bytes.max(1) as i128;
     let n = b.bytes.len() / b.elem_bytes.max(1);
-    Some(format!("element {} of `{}` ({n} elements given)", off.div_euclid(size), b.name))
+    Some((format!("element {} of `{}` ({n} elements given)", off.div_euclid(size), b.name), off as i64))
 }
 
 /// The pointee of a Rust pointer type (`f32` for `*const f32`).

@@ -351,6 +351,13 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                             None => anyhow::anyhow!("the CPU engine stopped: {e}{hint}"),
                         }
                     };
+                    // the Rust (CUDA C) line of the access a run stopped at, for a note
+                    let at_line = |site: SiteKey| {
+                        report
+                            .access_at(site)
+                            .and_then(|x| x.site.span.clone())
+                            .map_or_else(String::new, |s| format!("{}:{}:{}: ", paths.display(&s.file), s.line, s.col))
+                    };
                     match cpu(module, f.name, &launch, &prepared, &mut mem, &report.groups, &limits(a, block, print)) {
                         Ok(seen) => seen,
                         // an access outside its array and past the block's shared memory (the thread's
@@ -369,7 +376,24 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                         {
                             let whose = if space == "shared" { "the block's" } else { "its thread's" };
                             eprintln!(
-                                "note: the run of `{}` stopped at PTX line {line}, a {space} access outside its array and past {whose} {space} memory: only that access is compared",
+                                "note: {}the run of `{}` stopped at PTX line {line}, a {space} access outside its array and past {whose} {space} memory: only that access is compared",
+                                at_line(site),
+                                gpucheck_analysis::names::bare(f.name)
+                            );
+                            let mut seen = Seen { control: true, ..Seen::default() };
+                            seen.out_of_bounds.insert(site, interp::SafetyFault { block, thread, offset });
+                            seen
+                        }
+                        // likewise one outside every buffer given, near one of them: the buffer's element
+                        Err(interp::InterpError::Fault { site, space: "global", thread, block, addr, line, .. })
+                            if launch::buffer_offset(&prepared.buffers, addr).is_some() =>
+                        {
+                            let (place, offset) = launch::buffer_offset(&prepared.buffers, addr).unwrap_or_default();
+                            let [x, y, z] = thread;
+                            let [bx, by, bz] = block;
+                            eprintln!(
+                                "note: {}the run of `{}` stopped at PTX line {line}: thread ({x}, {y}, {z}) of block ({bx}, {by}, {bz}) accesses {place}: only that access is compared (a buffer smaller than the kernel needs, or an access past its end)",
+                                at_line(site),
                                 gpucheck_analysis::names::bare(f.name)
                             );
                             let mut seen = Seen { control: true, ..Seen::default() };

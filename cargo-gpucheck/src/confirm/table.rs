@@ -1110,7 +1110,12 @@ fn safety_rows(
             ptx_line: site.map_or(seen.line(k), |a| a.ptx_line),
             key: k,
             what,
-            predicted: p.map_or(none.to_string(), |f| format!("{fault}: {}", f.label)),
+            predicted: match p {
+                Some(f) => format!("{fault}: {}", f.label),
+                // a global buffer's size is the launch's: not judged
+                None if report.access_at(k).is_some_and(|a| a.space == Space::Global) => "not judged (a global buffer)".to_string(),
+                None => none.to_string(),
+            },
             observed: match o {
                 Some(f) => {
                     let ([x, y, z], [bx, by, bz]) = (f.thread, f.block);
