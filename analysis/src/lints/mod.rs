@@ -95,6 +95,17 @@ fn first_placed_user(f: &crate::ir::FunctionIr<'_>, i: InstId) -> Option<InstId>
         .filter(|&j| !f.unplaced.contains(j.index()) && f.locs[j].is_some())
 }
 
+/// A memory-safety fact's assumptions are ones the user can declare: every
+/// one a sample of an integer parameter (`--assume n=…`). A loop counter's
+/// guess or a loaded value is not, nor a floating-point parameter, whose
+/// sample (an integer's bits) says nothing about the values it takes.
+pub(crate) fn declarable(f: &crate::ir::FunctionIr<'_>, assumes: &[crate::facts::Assumption]) -> bool {
+    assumes.iter().all(|x| {
+        let float = |p: u32| f.func.params.get(p as usize).and_then(|p| crate::ir::inst::Ty::of_decl(p.ty)).is_some_and(|t| t.is_float());
+        x.kind == crate::facts::Assumed::Parameter && !x.param.is_some_and(|(p, off)| off == 0 && float(p))
+    })
+}
+
 /// The variable an access is based on, as its author wrote it (`` `As` ``
 /// for clang's `_ZZ19matmul_missing_syncE2As`, `` `a` `` for a pointer
 /// parameter the source names), or "the base pointer".

@@ -4,7 +4,6 @@
 //! message.
 
 use super::{Finding, LintCx};
-use crate::facts::assume::Assumed;
 use crate::ir::inst::{AccessKind, Space};
 
 declare_lint! {
@@ -79,7 +78,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         // offsets a guessed value decides (a loop counter, a loaded value) are no finding: only a
         // parameter's sample is a condition the user can declare
         let assumes = cx.facts.bounds_assumes(o);
-        if assumes.iter().any(|x| x.kind != Assumed::Parameter) {
+        if !super::declarable(cx.facts.f, &assumes) {
             continue;
         }
         let a = &o.access;

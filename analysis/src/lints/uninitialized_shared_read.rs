@@ -3,7 +3,6 @@
 //! `crate::facts::uninit`, read from the facts; owns the message.
 
 use super::{Finding, LintCx};
-use crate::facts::assume::Assumed;
 
 declare_lint! {
     /// ### What it does
@@ -76,7 +75,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         .uninitialized
         .iter()
         .map(|u| (u, cx.facts.uninit_assumes(u)))
-        .filter(|(_, assumes)| assumes.iter().all(|x| x.kind == Assumed::Parameter))
+        .filter(|(_, assumes)| super::declarable(f, assumes))
         .collect();
     // one diagnostic per array: its reads of unwritten elements are one bug (a store missing),
     // headlined by the first
