@@ -250,12 +250,14 @@ impl Sink {
                 }
             }
             MessageFormat::Json => {
-                let stdout = std::io::stdout();
-                let mut out = stdout.lock();
+                // (serialised straight into a buffer: `Display` goes through the formatter byte by byte)
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for d in &diags {
                     let rendered = report::human::render(d, &ptx, false);
-                    let _ = writeln!(out, "{}", report::json::message(d, origin, &format!("{rendered}\n")));
+                    let _ = serde_json::to_writer(&mut out, &report::json::message(d, origin, &format!("{rendered}\n")));
+                    let _ = out.write_all(b"\n");
                 }
+                let _ = out.flush();
             }
             MessageFormat::Sarif => self.sarif.extend(diags),
         }

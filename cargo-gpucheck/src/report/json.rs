@@ -79,11 +79,22 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     if let Some(r) = replay_json(&f.replay) {
         g.insert("replay".into(), r);
     }
-    json!({
-        "reason": "compiler-message",
-        "package_id": origin.package_id,
-        "manifest_path": origin.manifest_path,
-        "target": {
+    // (the parts built above are moved in: `json!` would copy each by serialising it)
+    let mut message = serde_json::Map::new();
+    message.insert("$message_type".into(), json!("diagnostic"));
+    message.insert("message".into(), Value::String(f.message.clone()));
+    message.insert("code".into(), json!({"code": format!("gpucheck::{}", f.lint.name), "explanation": explanation(f.lint)}));
+    message.insert("level".into(), json!(level(d.level)));
+    message.insert("spans".into(), Value::Array(spans));
+    message.insert("children".into(), Value::Array(children));
+    message.insert("rendered".into(), Value::String(rendered.to_string()));
+    let mut out = serde_json::Map::new();
+    out.insert("reason".into(), json!("compiler-message"));
+    out.insert("package_id".into(), json!(origin.package_id));
+    out.insert("manifest_path".into(), json!(origin.manifest_path));
+    out.insert(
+        "target".into(),
+        json!({
             "kind": ["lib"],
             "crate_types": ["lib"],
             "name": origin.target_name,
@@ -92,18 +103,18 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
             "doc": true,
             "doctest": false,
             "test": false
-        },
-        "message": {
-            "$message_type": "diagnostic",
-            "message": f.message,
-            "code": {"code": format!("gpucheck::{}", f.lint.name), "explanation": f.lint.explanation()},
-            "level": level(d.level),
-            "spans": spans,
-            "children": children,
-            "rendered": rendered
-        },
-        "gpucheck": Value::Object(g)
-    })
+        }),
+    );
+    out.insert("message".into(), Value::Object(message));
+    out.insert("gpucheck".into(), Value::Object(g));
+    Value::Object(out)
+}
+
+/// A lint's explanation, made once per lint (every message of it carries it).
+fn explanation(lint: &'static gpucheck_analysis::lints::Lint) -> &'static str {
+    static MADE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let made = MADE.get_or_init(|| gpucheck_analysis::lints::LINTS.iter().map(|l| l.explanation()).collect());
+    gpucheck_analysis::lints::LINTS.iter().position(|l| std::ptr::eq(*l, lint)).and_then(|k| made.get(k)).map_or("", String::as_str)
 }
 
 /// A finding's assumptions, one object each: what (`name`, `kind`, the PTX
