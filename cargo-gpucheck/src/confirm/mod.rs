@@ -352,11 +352,20 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                         }
                     };
                     // the Rust (CUDA C) line of the access a run stopped at, for a note
-                    let at_line = |site: SiteKey| {
-                        report
+                    // a run stopped at an access outside its memory: said, with the access's source
+                    // line, and that access alone is compared
+                    let stopped_at = |site: SiteKey, line: u32, what: String, fault: interp::SafetyFault| {
+                        let at = report
                             .access_at(site)
                             .and_then(|x| x.site.span.clone())
-                            .map_or_else(String::new, |s| format!("{}:{}:{}: ", paths.display(&s.file), s.line, s.col))
+                            .map_or_else(String::new, |s| format!("{}:{}:{}: ", paths.display(&s.file), s.line, s.col));
+                        eprintln!(
+                            "note: {at}the run of `{}` stopped at PTX line {line}{what}: only that access is compared",
+                            gpucheck_analysis::names::bare(f.name)
+                        );
+                        let mut seen = Seen { control: true, ..Seen::default() };
+                        seen.out_of_bounds.insert(site, fault);
+                        seen
                     };
                     match cpu(module, f.name, &launch, &prepared, &mut mem, &report.groups, &limits(a, block, print)) {
                         Ok(seen) => seen,
@@ -375,30 +384,19 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                             if space == "local" || launch.dynamic_shared > 0 || report.unsized_shared.is_empty() =>
                         {
                             let whose = if space == "shared" { "the block's" } else { "its thread's" };
-                            eprintln!(
-                                "note: {}the run of `{}` stopped at PTX line {line}, a {space} access outside its array and past {whose} {space} memory: only that access is compared",
-                                at_line(site),
-                                gpucheck_analysis::names::bare(f.name)
-                            );
-                            let mut seen = Seen { control: true, ..Seen::default() };
-                            seen.out_of_bounds.insert(site, interp::SafetyFault { block, thread, offset });
-                            seen
+                            let what = format!(", a {space} access outside its array and past {whose} {space} memory");
+                            stopped_at(site, line, what, interp::SafetyFault { block, thread, offset })
                         }
                         // likewise one outside every buffer given, near one of them: the buffer's element
                         Err(interp::InterpError::Fault { site, space: "global", thread, block, addr, line, .. })
                             if launch::buffer_offset(&prepared.buffers, addr).is_some() =>
                         {
                             let (place, offset) = launch::buffer_offset(&prepared.buffers, addr).unwrap_or_default();
-                            let [x, y, z] = thread;
-                            let [bx, by, bz] = block;
-                            eprintln!(
-                                "note: {}the run of `{}` stopped at PTX line {line}: thread ({x}, {y}, {z}) of block ({bx}, {by}, {bz}) accesses {place}: only that access is compared (a buffer smaller than the kernel needs, or an access past its end)",
-                                at_line(site),
-                                gpucheck_analysis::names::bare(f.name)
+                            let ([x, y, z], [bx, by, bz]) = (thread, block);
+                            let what = format!(
+                                ": thread ({x}, {y}, {z}) of block ({bx}, {by}, {bz}) accesses {place} (a buffer smaller than the kernel needs, or an access past its end)"
                             );
-                            let mut seen = Seen { control: true, ..Seen::default() };
-                            seen.out_of_bounds.insert(site, interp::SafetyFault { block, thread, offset });
-                            seen
+                            stopped_at(site, line, what, interp::SafetyFault { block, thread, offset })
                         }
                         Err(e) => return Err(stopped(e)),
                     }
