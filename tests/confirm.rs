@@ -141,6 +141,7 @@ fn uninitialised_shared_reads_are_seen_where_predicted() {
     let expected: BTreeSet<(String, String)> = [
         ("reverse_half_staged", "confirmed"),
         ("stencil_right_halo_missing", "confirmed"),
+        ("keep_old_before_staging", "confirmed"),
         ("neighbour_read", "read before the racing write (see the race)"),
     ]
     .iter()

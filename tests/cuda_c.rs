@@ -643,6 +643,7 @@ fn cuda_c_uninitialised_reads_are_reproduced_and_confirmed() {
         ("reverse_half_tile", format!("thread 0 reads element 255 of `reverse_half_tile::s`, {no_writer}")),
         ("halo_left_only", format!("thread 255 reads element 257 of `halo_left_only::s`, {no_writer}")),
         ("dyn_reverse_first_half", format!("thread 0 reads element 255 of `d`, {no_writer}")),
+        ("read_before_stage", "thread 0 reads element 0 of `read_before_stage::s` before any thread of the block writes it".to_string()),
     ];
     assert_eq!(found.len(), expect.len(), "{found:#?}");
     for (k, m) in &expect {
@@ -655,7 +656,12 @@ fn cuda_c_uninitialised_reads_are_reproduced_and_confirmed() {
     assert!(err.contains("dynamic shared memory (`d`) is not checked for out-of-bounds or uninitialised reads"), "{err}");
     assert!(!err.contains("of `d`, which no thread"), "{err}");
     // a run of each bad twin sees the read where it was predicted
-    for (k, args) in [("reverse_half_tile", "f32[256]"), ("halo_left_only", "f32[258]"), ("dyn_reverse_first_half", "f32[256]")] {
+    for (k, args) in [
+        ("reverse_half_tile", "f32[256]"),
+        ("halo_left_only", "f32[258]"),
+        ("dyn_reverse_first_half", "f32[256]"),
+        ("read_before_stage", "f32[256]"),
+    ] {
         let out = run(&words(&format!(
             "confirm --ptx {} --kernel {k} --grid 1 --block 256 --shared 1024 --message-format json --arg 0={args} --arg 1=f32[256]",
             f.ptx.display()

@@ -117,7 +117,7 @@ fn human_output_is_rustc_style() {
     assert!(err.contains(expected), "human output differs; got:\n{err}");
     assert!(
         err.contains(
-            "error: could not check `example-kernels` (lib) due to 13 previous errors; 31 warnings emitted (47 PTX copies folded)"
+            "error: could not check `example-kernels` (lib) due to 13 previous errors; 32 warnings emitted (47 PTX copies folded)"
         ),
         "{err}"
     );

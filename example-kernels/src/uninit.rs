@@ -58,3 +58,26 @@ pub unsafe extern "ptx-kernel" fn stencil_both_halos(x: *const f32, out: *mut f3
     _syncthreads();
     *out.add(i) = *s.add(t) + *s.add(t + 1) + *s.add(t + 2);
 }
+
+/// Bad: each thread keeps its element's old value, read before any thread
+/// has staged the tile.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn keep_old_before_staging(x: *const f32, out: *mut f32) {
+    let s = smem_a() as *mut f32;
+    let t = tid();
+    let old = *s.add(t); //~ WARN uninitialized_shared_read
+    *s.add(t) = *x.add(gid());
+    _syncthreads();
+    *out.add(gid()) = *s.add(255 - t) - old;
+}
+
+/// Good: the old value is the staged one, read after the barrier.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn keep_staged(x: *const f32, out: *mut f32) {
+    let s = smem_a() as *mut f32;
+    let t = tid();
+    *s.add(t) = *x.add(gid());
+    _syncthreads();
+    let old = *s.add(t);
+    *out.add(gid()) = *s.add(255 - t) - old;
+}

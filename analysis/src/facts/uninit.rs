@@ -7,8 +7,11 @@
 //! otherwise, no store whose array is not known). The bytes an array is
 //! written are those the stores and atomics based on it write, in every
 //! thread that runs them (`Lanes::active`: guards that cannot be evaluated
-//! let every thread through, so they count as writing), anywhere in the
-//! kernel: a store after the read counts as if it came before. A store in a
+//! let every thread through, so they count as writing). A load reads an
+//! element no store writes at all, or one written only after it: no store
+//! that may run before it (earlier in reverse post-order, which a store on
+//! a way to the load is in a reducible CFG, or in a loop around the load)
+//! writes it. A store in a
 //! loop must write the same bytes in the loop's first two iterations (its
 //! address and its threads); one that does not (a strided fill, `s[i]` for
 //! `i = t; i < n; i += blockDim.x`) leaves its array unjudged. Every array
@@ -48,9 +51,13 @@ pub struct Uninit {
     /// The threads that read bytes no thread writes, one flag each.
     pub readers: Vec<bool>,
     /// A store (index into the function's accesses) whose address covers
-    /// the witness's element in a thread that does not run it, and that
-    /// thread.
+    /// the witness's element, and the thread: one that does not run it, or
+    /// (`later`) one that runs it after the load.
     pub writer: Option<(usize, usize)>,
+    /// The element is written, but only after the load: no store that may
+    /// run before it (earlier in the program, or in a loop around it)
+    /// writes it.
+    pub later: bool,
     /// The array is the launch's dynamic shared memory.
     pub dynamic: bool,
     /// The sampled values the offsets and guards (the load's and the
@@ -63,17 +70,41 @@ struct Written {
     bytes: Vec<bool>,
     /// Every store based on it is known (else: not judged).
     known: bool,
-    /// Each store (index into the accesses) with its offsets in every
-    /// thread, guards aside.
-    stores: Vec<(usize, Vec<i64>)>,
+    stores: Vec<Store>,
     rests_on: Leaves,
+}
+
+/// A store (or atomic) based on an array: its index into the accesses,
+/// its offsets in every thread (guards aside) and the threads that run it.
+struct Store {
+    access: usize,
+    offsets: Vec<i64>,
+    active: super::lanes::Threads,
+}
+
+impl Store {
+    /// Mark the bytes it writes (in the threads that run it) in `bits`.
+    fn mark(&self, width: u32, bits: &mut [bool]) {
+        for (_, &off) in self.offsets.iter().enumerate().filter(|&(t, _)| self.active.get(t).copied().unwrap_or(false)) {
+            for x in off.max(0)..off.saturating_add(width as i64).min(bits.len() as i64) {
+                bits[x as usize] = true;
+            }
+        }
+    }
+
+    /// A thread whose bytes cover byte `at` (among those that run it, or
+    /// any).
+    fn covering(&self, width: u32, at: i64, running: bool) -> Option<usize> {
+        let runs = |t: usize| !running || self.active.get(t).copied().unwrap_or(false);
+        self.offsets.iter().enumerate().position(|(t, &o)| runs(t) && o <= at && at < o.saturating_add(width as i64))
+    }
 }
 
 /// The shared loads of kernel `own` that read bytes no thread writes.
 pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFact], lanes: &mut Lanes<'_, '_, '_>) -> Vec<Uninit> {
     let f = evals.f;
     // a device function's caller may have written them; a shape not launched with decides nothing
-    if !f.func.is_entry || !launched(evals) || f.insts.iter().any(|i| i.writes_memory_otherwise()) {
+    if !f.func.is_entry || !launched(evals) || f.cfg.is_irreducible() || f.insts.iter().any(|i| i.writes_memory_otherwise()) {
         return Vec::new();
     }
     // the array an access is based on (every dynamic one is one: ""), with its bytes
@@ -114,39 +145,72 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
             w.known = false;
             continue;
         }
-        for (_, &off) in bytes.iter().enumerate().filter(|&(t, _)| active.get(t).copied().unwrap_or(false)) {
-            for x in off.max(0)..off.saturating_add(a.width as i64).min(size as i64) {
-                w.bytes[x as usize] = true;
+        let store = Store { access: k, offsets: bytes, active };
+        store.mark(a.width, &mut w.bytes);
+        w.rests_on = w.rests_on.union(&rests_on).union(&guards(evals, branches, b));
+        w.stores.push(store);
+    }
+    // where an access is in the program: a store that may run before a load comes earlier in
+    // this order (the CFG is reducible), or is in a loop around the load
+    let place = |k: usize| (f.cfg.rpo_pos(f.cfg.block_of(own[k].inst)).unwrap_or(usize::MAX), own[k].inst.index());
+    let mut out = Vec::new();
+    let mut keys: Vec<&str> = read.clone();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        let w = written.get(key);
+        if w.is_some_and(|w| !w.known) {
+            continue;
+        }
+        let stores: &[Store] = w.map_or(&[], |w| &w.stores);
+        // the loads of this array and its stores, in program order
+        let mut events: Vec<(usize, bool)> =
+            loads().filter(|(_, a)| array(a).is_some_and(|x| x.0 == key)).map(|(k, _)| (k, false)).collect();
+        events.extend((0..stores.len()).map(|s| (s, true)));
+        events.sort_by_key(|&(x, store)| place(if store { stores[x].access } else { x }));
+        let Some(&(first, _)) = events.iter().find(|e| !e.1) else { continue };
+        let Some((_, size, dynamic)) = array(&own[first]) else { continue };
+        let union = w.map_or_else(|| vec![false; size as usize], |w| w.bytes.clone());
+        // the bytes the stores of each loop write (a load in the loop may follow them)
+        let mut in_loop: FxHashMap<crate::ir::LoopId, Vec<bool>> = FxHashMap::default();
+        for s in stores {
+            for l in f.cfg.loops_containing(f.cfg.block_of(own[s.access].inst)) {
+                s.mark(own[s.access].width, in_loop.entry(l).or_insert_with(|| vec![false; size as usize]));
             }
         }
-        w.rests_on = w.rests_on.union(&rests_on).union(&guards(evals, branches, b));
-        w.stores.push((k, bytes));
+        let mut before = vec![false; size as usize];
+        for (x, is_store) in events {
+            if is_store {
+                stores[x].mark(own[stores[x].access].width, &mut before);
+                continue;
+            }
+            let (k, a) = (x, &own[x]);
+            let b = f.cfg.block_of(a.inst);
+            let (Some(active), Some(Offsets { bytes, rests_on })) = (lanes.active_exactly(b), offsets(evals, a, 0)) else { continue };
+            let loops: Vec<&Vec<bool>> = f.cfg.loops_containing(b).into_iter().filter_map(|l| in_loop.get(&l)).collect();
+            let width = a.width as i64;
+            // bytes outside the array are `shared_out_of_bounds`'s
+            let inside = |off: i64| off >= 0 && off.saturating_add(width) <= size as i64;
+            let never = |off: i64| inside(off) && (off..off + width).any(|x| !union[x as usize]);
+            let not_yet = |off: i64| inside(off) && (off..off + width).any(|x| !before[x as usize] && !loops.iter().any(|l| l[x as usize]));
+            let runs = |t: usize| active.get(t).copied().unwrap_or(false);
+            let mut readers: Vec<bool> = bytes.iter().enumerate().map(|(t, &off)| runs(t) && never(off)).collect();
+            let mut later = false;
+            if !readers.contains(&true) {
+                // every element read is written somewhere: before the read?
+                readers = bytes.iter().enumerate().map(|(t, &off)| runs(t) && not_yet(off)).collect();
+                later = true;
+            }
+            let Some(thread) = readers.iter().position(|&r| r) else { continue };
+            let offset = bytes[thread];
+            // the store that writes the element: later, from a thread that runs it; else from a
+            // thread that does not run it
+            let writer = stores.iter().find_map(|s| Some((s.access, s.covering(own[s.access].width, offset, later)?)));
+            let rests_on = rests_on.union(&guards(evals, branches, b)).union(&w.map_or_else(Leaves::none, |w| w.rests_on.clone()));
+            out.push(Uninit { access: k, thread, offset, readers, writer, later, dynamic, rests_on });
+        }
     }
-    let mut out = Vec::new();
-    for (k, a) in loads() {
-        let Some((key, size, dynamic)) = array(a) else { continue };
-        let none = Written { bytes: vec![false; size as usize], known: true, stores: Vec::new(), rests_on: Leaves::none() };
-        let w = written.get(key).unwrap_or(&none);
-        let b = f.cfg.block_of(a.inst);
-        let (Some(active), Some(Offsets { bytes, rests_on })) = (w.known.then(|| lanes.active_exactly(b)).flatten(), offsets(evals, a, 0))
-        else {
-            continue;
-        };
-        let width = a.width as i64;
-        // bytes outside the array are `shared_out_of_bounds`'s
-        let unwritten = |off: i64| off >= 0 && off.saturating_add(width) <= size as i64 && (off..off + width).any(|x| !w.bytes[x as usize]);
-        let readers: Vec<bool> =
-            bytes.iter().enumerate().map(|(t, &off)| active.get(t).copied().unwrap_or(false) && unwritten(off)).collect();
-        let Some(thread) = readers.iter().position(|&r| r) else { continue };
-        let offset = bytes[thread];
-        let writer = w.stores.iter().find_map(|(s, offs)| {
-            let width = own[*s].width as i64;
-            let u = offs.iter().position(|&o| o <= offset && offset < o.saturating_add(width))?;
-            Some((*s, u))
-        });
-        let rests_on = rests_on.union(&guards(evals, branches, b)).union(&w.rests_on);
-        out.push(Uninit { access: k, thread, offset, readers, writer, dynamic, rests_on });
-    }
+    out.sort_by_key(|u| u.access);
     out
 }
 

@@ -16,14 +16,19 @@ declare_lint! {
     /// it. The message names the first thread that reads such an element,
     /// the element and the array, and a note the threads that read one; when
     /// a store would write the element from a thread that does not run it,
-    /// that store is shown. When the offsets or guards depend on a
+    /// that store is shown. A read of an element written only by stores
+    /// after it (`float old = s[t]; s[t] = x[i];`) is reported as read
+    /// "before any thread of the block writes it", with that store. When the
+    /// offsets or guards depend on a
     /// parameter, the finding names the value it was found with.
     ///
     /// ### Known problems
     /// Only a block shape the kernel is launched with is judged (`--block`,
-    /// Cargo.toml, `.reqntid`, a launch in the host code). A store counts as
-    /// writing its elements wherever it is in the kernel, also after the
-    /// read (a read of `s[t]` before the store to it is not found). An array
+    /// Cargo.toml, `.reqntid`, a launch in the host code). A store in a loop
+    /// around the read counts as writing its elements before the read (a
+    /// read of `s[t]` ahead of its store in the same loop body is not found
+    /// in the loop's first iteration), and so does one another thread runs
+    /// with no barrier between (that is a race, `shared_memory_race`'s). An array
     /// is not judged when a store to it writes different elements in the
     /// loop's later iterations (a strided fill), when its address is not
     /// known per thread (`s[bin]`), or when the kernel calls a function or
@@ -92,21 +97,34 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let a = &cx.facts.accesses[u.access].access;
         let width = a.width.max(1) as i64;
         let element = u.offset.div_euclid(width);
-        let message = format!(
-            "uninitialised shared memory read: thread {} reads element {element} of {array}, which no thread of the block writes",
-            u.thread
-        );
-        let mut fd = cx.finding(&UNINITIALIZED_SHARED_READ, a.inst, message, format!("thread {} reads element {element}, never written", u.thread));
+        let (message, label) = match u.later {
+            false => (
+                format!("uninitialised shared memory read: thread {} reads element {element} of {array}, which no thread of the block writes", u.thread),
+                format!("thread {} reads element {element}, never written", u.thread),
+            ),
+            true => (
+                format!("uninitialised shared memory read: thread {} reads element {element} of {array} before any thread of the block writes it", u.thread),
+                format!("thread {} reads element {element} before it is written", u.thread),
+            ),
+        };
+        let mut fd = cx.finding(&UNINITIALIZED_SHARED_READ, a.inst, message, label);
         fd.access = true;
         fd.assumes = assumes.clone();
         fd.witness = Some(super::Witness::Uninit { site: (f.index, a.inst.index()) });
+        let unwritten = if u.later { "that no thread has written yet" } else { "that no thread writes" };
         fd.note(match u.readers.iter().filter(|&&r| r).count() {
-            1 => format!("thread {} alone reads an element of {array} that no thread writes", u.thread),
-            _ => format!("{} read elements of {array} that no thread writes", super::thread_ranges(&u.readers)),
+            1 => format!("thread {} alone reads an element of {array} {unwritten}", u.thread),
+            _ => format!("{} read elements of {array} {unwritten}", super::thread_ranges(&u.readers)),
         });
         if let Some((s, t)) = u.writer {
             if let Some(p) = cx.race_span(s) {
-                fd.secondary.push((p, format!("thread {t} would write element {element} here, but does not run this store")));
+                fd.secondary.push((
+                    p,
+                    match u.later {
+                        false => format!("thread {t} would write element {element} here, but does not run this store"),
+                        true => format!("thread {t} writes element {element} here, after the read"),
+                    },
+                ));
             }
         }
         let others = &of_array[1..];
@@ -124,7 +142,10 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             fd.note("the arrays sized at launch (`extern __shared__`) are one memory: a store through any of them writes it");
         }
         cx.shape_note(&mut fd);
-        fd.help("write every element that is read before the barrier the read follows (let every thread that reads one stage it, or guard the read like the store)");
+        fd.help(match u.later {
+            false => "write every element that is read before the barrier the read follows (let every thread that reads one stage it, or guard the read like the store)",
+            true => "move the read after the store that writes the element (with a barrier between them when another thread writes it)",
+        });
         out.push(fd);
     }
 }
