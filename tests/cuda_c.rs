@@ -644,6 +644,10 @@ fn cuda_c_uninitialised_reads_are_reproduced_and_confirmed() {
         ("halo_left_only", format!("thread 255 reads element 257 of `halo_left_only::s`, {no_writer}")),
         ("dyn_reverse_first_half", format!("thread 0 reads element 255 of `d`, {no_writer}")),
         ("read_before_stage", "thread 0 reads element 0 of `read_before_stage::s` before any thread of the block writes it".to_string()),
+        (
+            "window_tail_unstaged",
+            format!("thread 240 reads element 256 of `window_tail_unstaged::s`, {no_writer}, in iteration 17 of 17 of the loop"),
+        ),
     ];
     assert_eq!(found.len(), expect.len(), "{found:#?}");
     for (k, m) in &expect {
@@ -661,6 +665,7 @@ fn cuda_c_uninitialised_reads_are_reproduced_and_confirmed() {
         ("halo_left_only", "f32[258]"),
         ("dyn_reverse_first_half", "f32[256]"),
         ("read_before_stage", "f32[256]"),
+        ("window_tail_unstaged", "f32[272]"),
     ] {
         let out = run(&words(&format!(
             "confirm --ptx {} --kernel {k} --grid 1 --block 256 --shared 1024 --message-format json --arg 0={args} --arg 1=f32[256]",

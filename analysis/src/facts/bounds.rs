@@ -99,7 +99,7 @@ pub(super) fn outside(evals: &Evals<'_, '_>, own: &[Access], local: &[Access], l
 /// header that ends in the exit test runs once more than the loop's trip
 /// count: its instructions before the test run in the iteration that
 /// leaves.
-fn last_iteration(evals: &Evals<'_, '_>, b: crate::ir::BlockId) -> Option<(usize, usize)> {
+pub(super) fn last_iteration(evals: &Evals<'_, '_>, b: crate::ir::BlockId) -> Option<(usize, usize)> {
     let (cfg, loops) = (&evals.f.cfg, &evals.f.loops);
     let l = cfg.loop_of(b)?;
     if cfg.loops[l].parent.is_some() || !cfg.loops[l].latches.iter().all(|&x| cfg.dominates(b, x)) {

@@ -19,7 +19,8 @@
 //! and only when its size is given. A load is judged for the threads that
 //! run it when every branch deciding that is evaluated in each thread
 //! (`Lanes::active_exactly`), in the first iteration of the loops around
-//! it; a thread whose bytes are in the array and not all written is
+//! it, and in the last of its loop when `bounds::last_iteration` knows it;
+//! a thread whose bytes are in the array and not all written is
 //! reading uninitialised memory. The witness is the first such thread,
 //! with a store that would write the element from a thread that does not
 //! run it, when one does. What the offsets and the guards rest on that the
@@ -58,6 +59,9 @@ pub struct Uninit {
     /// run before it (earlier in the program, or in a loop around it)
     /// writes it.
     pub later: bool,
+    /// The iteration of the loop around it the witness is in, and how many
+    /// times the load runs (`None`: the first iteration, or no loop).
+    pub iteration: Option<(usize, usize)>,
     /// The array is the launch's dynamic shared memory.
     pub dynamic: bool,
     /// The sampled values the offsets and guards (the load's and the
@@ -186,7 +190,7 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
             }
             let (k, a) = (x, &own[x]);
             let b = f.cfg.block_of(a.inst);
-            let (Some(active), Some(Offsets { bytes, rests_on })) = (lanes.active_exactly(b), offsets(evals, a, 0)) else { continue };
+            let Some(active) = lanes.active_exactly(b) else { continue };
             let loops: Vec<&Vec<bool>> = f.cfg.loops_containing(b).into_iter().filter_map(|l| in_loop.get(&l)).collect();
             let width = a.width as i64;
             // bytes outside the array are `shared_out_of_bounds`'s
@@ -194,20 +198,27 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
             let never = |off: i64| inside(off) && (off..off + width).any(|x| !union[x as usize]);
             let not_yet = |off: i64| inside(off) && (off..off + width).any(|x| !before[x as usize] && !loops.iter().any(|l| l[x as usize]));
             let runs = |t: usize| active.get(t).copied().unwrap_or(false);
-            let mut readers: Vec<bool> = bytes.iter().enumerate().map(|(t, &off)| runs(t) && never(off)).collect();
-            let mut later = false;
-            if !readers.contains(&true) {
-                // every element read is written somewhere: before the read?
-                readers = bytes.iter().enumerate().map(|(t, &off)| runs(t) && not_yet(off)).collect();
-                later = true;
-            }
-            let Some(thread) = readers.iter().position(|&r| r) else { continue };
-            let offset = bytes[thread];
+            // the first iteration of the loops around, and the last of its loop when that is known
+            // (every thread that runs the loop runs the load then)
+            let last = super::bounds::last_iteration(evals, b);
+            let judged = [(0, None)].into_iter().chain(last.map(|(it, n)| (it, Some(n)))).find_map(|(it, trips)| {
+                let Offsets { bytes, rests_on } = offsets(evals, a, it)?;
+                let mut readers: Vec<bool> = bytes.iter().enumerate().map(|(t, &off)| runs(t) && never(off)).collect();
+                let mut later = false;
+                if !readers.contains(&true) {
+                    // every element read is written somewhere: before the read?
+                    readers = bytes.iter().enumerate().map(|(t, &off)| runs(t) && not_yet(off)).collect();
+                    later = true;
+                }
+                let thread = readers.iter().position(|&r| r)?;
+                Some((bytes[thread], thread, readers, later, trips.map(|n| (it, n)), rests_on))
+            });
+            let Some((offset, thread, readers, later, iteration, rests_on)) = judged else { continue };
             // the store that writes the element: later, from a thread that runs it; else from a
             // thread that does not run it
             let writer = stores.iter().find_map(|s| Some((s.access, s.covering(own[s.access].width, offset, later)?)));
             let rests_on = rests_on.union(&guards(evals, branches, b)).union(&w.map_or_else(Leaves::none, |w| w.rests_on.clone()));
-            out.push(Uninit { access: k, thread, offset, readers, writer, later, dynamic, rests_on });
+            out.push(Uninit { access: k, thread, offset, readers, writer, later, iteration, dynamic, rests_on });
         }
     }
     out.sort_by_key(|u| u.access);

@@ -13,7 +13,8 @@ declare_lint! {
     /// written elements are those the kernel's stores and atomics to the
     /// array write in every thread that runs them; the read is judged for
     /// the threads that run it, in the first iteration of the loops around
-    /// it. The message names the first thread that reads such an element,
+    /// it and, like `shared_out_of_bounds`, in the last iteration of a loop
+    /// that runs a constant number of times. The message names the first thread that reads such an element,
     /// the element and the array, and a note the threads that read one; when
     /// a store would write the element from a thread that does not run it,
     /// that store is shown. A read of an element written only by stores
@@ -97,13 +98,17 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         let a = &cx.facts.accesses[u.access].access;
         let width = a.width.max(1) as i64;
         let element = u.offset.div_euclid(width);
+        let when = match u.iteration {
+            Some((it, trips)) => format!(", in iteration {} of {trips} of the loop", it + 1),
+            None => String::new(),
+        };
         let (message, label) = match u.later {
             false => (
-                format!("uninitialised shared memory read: thread {} reads element {element} of {array}, which no thread of the block writes", u.thread),
+                format!("uninitialised shared memory read: thread {} reads element {element} of {array}, which no thread of the block writes{when}", u.thread),
                 format!("thread {} reads element {element}, never written", u.thread),
             ),
             true => (
-                format!("uninitialised shared memory read: thread {} reads element {element} of {array} before any thread of the block writes it", u.thread),
+                format!("uninitialised shared memory read: thread {} reads element {element} of {array} before any thread of the block writes it{when}", u.thread),
                 format!("thread {} reads element {element} before it is written", u.thread),
             ),
         };
