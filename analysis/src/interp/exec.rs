@@ -174,7 +174,9 @@ impl Kernel<'_> {
             return Ok(());
         }
         let done = self.done.load(std::sync::atomic::Ordering::Relaxed);
-        Err(InterpError::TooLong { done, blocks: self.blocks, seconds, estimate: None, line: Some(line) })
+        // with blocks done (another worker's), their rate tells how long the launch would take
+        let estimate = (done > 0).then(|| seconds / done as f64 * self.blocks as f64);
+        Err(InterpError::TooLong { done, blocks: self.blocks, seconds, estimate, line: Some(line) })
     }
 }
 
