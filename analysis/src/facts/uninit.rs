@@ -118,7 +118,10 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
         Some((if arr.dynamic { "" } else { sym }, arr.bytes?, arr.dynamic))
     };
     let loads = || own.iter().enumerate().filter(|(_, a)| a.kind == AccessKind::Load && a.space == Space::Shared);
-    let read: Vec<&str> = loads().filter_map(|(_, a)| Some(array(a)?.0)).collect();
+    // the arrays some load reads, each once
+    let mut read: Vec<&str> = loads().filter_map(|(_, a)| Some(array(a)?.0)).collect();
+    read.sort_unstable();
+    read.dedup();
     let mut written: FxHashMap<&str, Written> = FxHashMap::default();
     for (k, a) in own.iter().enumerate().filter(|(_, a)| a.kind.writes()) {
         let Some((key, size, _)) = array(a) else {
@@ -129,7 +132,7 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
             continue;
         };
         // (an array no load reads, or one already not judged, needs no more)
-        if !read.contains(&key) || written.get(key).is_some_and(|w| !w.known) {
+        if read.binary_search(&key).is_err() || written.get(key).is_some_and(|w| !w.known) {
             continue;
         }
         let w = written.entry(key).or_insert_with(|| Written {
@@ -158,10 +161,7 @@ pub(super) fn shared(evals: &Evals<'_, '_>, own: &[Access], branches: &[BranchFa
     // this order (the CFG is reducible), or is in a loop around the load
     let place = |k: usize| (f.cfg.rpo_pos(f.cfg.block_of(own[k].inst)).unwrap_or(usize::MAX), own[k].inst.index());
     let mut out = Vec::new();
-    let mut keys: Vec<&str> = read.clone();
-    keys.sort_unstable();
-    keys.dedup();
-    for key in keys {
+    for key in read {
         let w = written.get(key);
         if w.is_some_and(|w| !w.known) {
             continue;
