@@ -593,7 +593,9 @@ fn pairs_racing(
     // together (the two sides of a uniform branch: a loop that may run no
     // iteration, say) do not meet
     let divergent: Vec<BlockId> = d.branches.iter().map(|b| b.block).collect();
-    found.retain(|r| concurrent(f, &is_bar, &divergent, accesses[r.first].inst, accesses[r.second].inst));
+    // (the blocks each access reaches, once per access: many races share one)
+    let mut reach: FxHashMap<InstId, std::rc::Rc<BitSet>> = FxHashMap::default();
+    found.retain(|r| concurrent(f, &is_bar, &divergent, accesses[r.first].inst, accesses[r.second].inst, &mut reach));
     // a race with a callee's access is told at the caller's own access
     for r in found.iter_mut().filter(|r| r.first < n && r.second >= n) {
         (r.first, r.second, r.threads) = (r.second, r.first, (r.threads.1, r.threads.0));
@@ -1109,12 +1111,21 @@ type Cross = FxHashMap<(usize, usize), (bool, bool)>;
 /// each by another successor without a barrier. Two accesses that are only
 /// reachable from a common barrier on the two sides of a uniform branch
 /// (which every thread takes the same way) are not.
-fn concurrent(f: &FunctionIr<'_>, is_bar: &dyn Fn(InstId) -> bool, divergent: &[BlockId], a: InstId, b: InstId) -> bool {
+/// `reach`: [`reaching`] of the instructions asked so far.
+fn concurrent(
+    f: &FunctionIr<'_>,
+    is_bar: &dyn Fn(InstId) -> bool,
+    divergent: &[BlockId],
+    a: InstId,
+    b: InstId,
+    reach: &mut FxHashMap<InstId, std::rc::Rc<BitSet>>,
+) -> bool {
     if a == b {
         return true;
     }
     let cfg = &f.cfg;
-    let (ra, rb) = (reaching(f, is_bar, a), reaching(f, is_bar, b));
+    let mut reaching_from = |x: InstId| reach.entry(x).or_insert_with(|| std::rc::Rc::new(reaching(f, is_bar, x))).clone();
+    let (ra, rb) = (reaching_from(a), reaching_from(b));
     // from `x` on to the end of its block, then into a block that reaches `y`
     let path = |x: InstId, y: InstId, ry: &BitSet| {
         let blk = &cfg.blocks[cfg.block_of(x)];
