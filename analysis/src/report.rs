@@ -279,7 +279,7 @@ pub struct Report {
     pub unlaunchable: Vec<(String, [u32; 3])>,
     /// `.shared` arrays sized at launch (`extern __shared__`) that no
     /// dynamic shared size was given for (`Options::dynamic_shared`): not
-    /// bounds-checked.
+    /// checked for out-of-bounds or uninitialised reads.
     pub unsized_shared: Vec<String>,
 }
 

@@ -50,7 +50,8 @@ pub struct Options {
     pub kernel_grids: std::collections::HashMap<String, [u32; 3]>,
     pub package_grid: Option<[u32; 3]>,
     /// Bytes of dynamic shared memory the launch gives, the size of every
-    /// `extern .shared` array (unknown: they are not bounds-checked):
+    /// `extern .shared` array (unknown: they are not checked for
+    /// out-of-bounds or uninitialised reads):
     /// `--shared` for every kernel, then `[package.metadata.gpucheck.kernels.NAME]
     /// shared_bytes` (by [`crate::names::aliases`]), then the package's.
     pub dynamic_shared: Option<u64>,

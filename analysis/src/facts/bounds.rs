@@ -1,7 +1,8 @@
-//! Accesses outside the statically sized `.shared` array they are based
-//! on (`shared_out_of_bounds`).
+//! Accesses outside the statically sized `.shared` array, or the `.local`
+//! depot, they are based on (`shared_out_of_bounds`).
 //!
 //! An access is judged when its address is one declared `.shared` array
+//! (or a function's `.local` depot, which holds all its thread's arrays)
 //! (`crate::memory::base_symbol`) plus offsets the analysis evaluates for
 //! every thread of the block: the offset of each thread that executes it
 //! (its guards decide, `Lanes::active`) in the first iteration of the
@@ -38,7 +39,7 @@ pub struct OutOfBounds {
     /// The declared bytes of the array it is based on.
     pub size: u64,
     /// The witness: a thread (linear id) and its byte offset from the
-    /// array's start (in the first iteration of the loops around it).
+    /// array's start (in the iteration `iteration` says).
     pub thread: usize,
     pub offset: i64,
     /// How many threads of the block are outside.

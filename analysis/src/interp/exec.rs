@@ -191,11 +191,11 @@ struct Tally {
     /// Per watched group: the union of its members' sectors per warp instance.
     groups: BTreeMap<usize, Histogram>,
     races: Vec<Conflict>,
-    /// Shared accesses outside the array their instruction is based on:
-    /// the first (thread, byte offset from the array's start) seen.
+    /// Shared and local accesses outside the array their instruction is
+    /// based on: the first seen.
     out_of_bounds: BTreeMap<usize, super::SafetyFault>,
     /// Shared reads of bytes no thread of the block had written: the first
-    /// (thread, byte offset from the array's start) seen.
+    /// seen.
     uninitialized: BTreeMap<usize, super::SafetyFault>,
     /// Each block's global bytes (races between blocks), and whether one
     /// touched more than were recorded.
@@ -779,6 +779,11 @@ impl Cx<'_, '_> {
         [t % bx, (t / bx) % by, t / (bx * by)]
     }
 
+    /// Lane `l` of warp `w` at byte `x` of memory whose array starts at `lo`.
+    fn seen_at(&self, w: &Warp, l: usize, x: u64, lo: u64) -> super::SafetyFault {
+        super::SafetyFault { block: self.ctaid, thread: self.thread(w, l), offset: (x as i64).wrapping_sub(lo as i64) }
+    }
+
     fn fault(&self, w: &Warp, l: usize, pc: usize, f: Fault) -> InterpError {
         // where it is from the start of the array the access is based on
         let start = match f.what {
@@ -891,32 +896,23 @@ impl Cx<'_, '_> {
                 site.space = "shared";
                 site.hist.add(c);
                 // a lane outside the array the instruction is based on
-                if let Some(&(lo, hi)) = self.k.bounds.get(&pc) {
-                    let outside = at.iter().find_map(|&(l, a)| match a {
-                        Where::Shared(x) if x < lo || x.saturating_add(len as u64) > hi => Some((l, x)),
-                        _ => None,
-                    });
-                    if let Some((l, x)) = outside {
-                        let thread = self.thread(w, l);
-                        let f = super::SafetyFault { block: self.ctaid, thread, offset: (x as i64).wrapping_sub(lo as i64) };
-                        self.obs.out_of_bounds.entry(pc).or_insert(f);
-                    }
+                let (lo, hi) = self.k.bounds.get(&pc).copied().unwrap_or((0, u64::MAX));
+                // (no collection: this runs at every shared warp access)
+                let shared_at = || at.iter().filter_map(|&(l, a)| if let Where::Shared(x) = a { Some((l, x)) } else { None });
+                let inside = |x: u64| x >= lo && x.saturating_add(len as u64) <= hi;
+                if let Some(f) = shared_at().find(|&(_, x)| !inside(x)).map(|(l, x)| self.seen_at(w, l, x, lo)) {
+                    self.obs.out_of_bounds.entry(pc).or_insert(f);
                 }
                 // bytes of its array no thread of the block has written (initcheck; one outside
                 // it is out of bounds), and those written now
-                let (lo, hi) = self.k.bounds.get(&pc).copied().unwrap_or((0, u64::MAX));
-                let shared_at = at.iter().filter_map(|&(l, a)| if let Where::Shared(x) = a { Some((l, x)) } else { None });
                 match touch {
                     Touch::Read => {
-                        let unwritten =
-                            |&(_, x): &(usize, u64)| x >= lo && x.saturating_add(len as u64) <= hi && self.shadow.unwritten(x, len);
-                        if let Some((l, x)) = shared_at.clone().find(unwritten) {
-                            let thread = self.thread(w, l);
-                            let f = super::SafetyFault { block: self.ctaid, thread, offset: (x as i64).wrapping_sub(lo as i64) };
+                        let unwritten = shared_at().find(|&(_, x)| inside(x) && self.shadow.unwritten(x, len));
+                        if let Some(f) = unwritten.map(|(l, x)| self.seen_at(w, l, x, lo)) {
                             self.obs.uninitialized.entry(pc).or_insert(f);
                         }
                     }
-                    Touch::Write | Touch::Atomic => shared_at.for_each(|(_, x)| self.shadow.mark_written(x, len)),
+                    Touch::Write | Touch::Atomic => shared_at().for_each(|(_, x)| self.shadow.mark_written(x, len)),
                 }
             }
             Where::Local(_) => {
@@ -925,12 +921,10 @@ impl Cx<'_, '_> {
                 if let Some(&(off, size)) = prog.local_extents.get(&(pc - self.k.bases[&w.prog])) {
                     let lo = w.local_base + off;
                     let outside = at.iter().find_map(|&(l, a)| match a {
-                        Where::Local(x) if x < lo || x.saturating_add(len as u64) > lo + size => Some((l, x)),
+                        Where::Local(x) if x < lo || x.saturating_add(len as u64) > lo + size => Some(self.seen_at(w, l, x, lo)),
                         _ => None,
                     });
-                    if let Some((l, x)) = outside {
-                        let f =
-                            super::SafetyFault { block: self.ctaid, thread: self.thread(w, l), offset: (x as i64).wrapping_sub(lo as i64) };
+                    if let Some(f) = outside {
                         self.obs.out_of_bounds.entry(pc).or_insert(f);
                     }
                 }

@@ -15,7 +15,7 @@
 //! counting as the static prediction, per branch the warp executions and
 //! how many split, barriers reached by part of a warp, races between
 //! threads of a block within a barrier interval (shadow memory), and shared
-//! accesses outside the array their instruction is based on
+//! and local accesses outside the array their instruction is based on
 //! (`Observed::out_of_bounds`) or reading bytes no thread of the block
 //! wrote (`Observed::uninitialized`; static arrays come before the
 //! launch's dynamic shared memory, where every `extern` array starts). A
@@ -311,14 +311,12 @@ pub struct Observed {
     /// per warp and loop iteration.
     pub groups: BTreeMap<usize, Histogram>,
     pub races: Vec<RaceSeen>,
-    /// Shared accesses outside the array their instruction is based on:
-    /// the first thread seen there and its byte offset from the array's
-    /// start.
+    /// Shared and local accesses outside the array their instruction is
+    /// based on: the first seen.
     pub out_of_bounds: BTreeMap<SiteKey, SafetyFault>,
     /// Shared loads of bytes no thread of the block had stored to (or
-    /// updated) before: the first thread seen and its byte offset from the
-    /// array's start (from the block's shared memory's start when the
-    /// instruction is based on no array).
+    /// updated) before: the first seen (its offset from the block's shared
+    /// memory's start when the instruction is based on no array).
     pub uninitialized: BTreeMap<SiteKey, SafetyFault>,
     /// A block touched more global bytes than the races between blocks
     /// record ([`memory::GRID_BYTES_PER_BLOCK`]): those are not checked.
@@ -334,8 +332,8 @@ pub struct Observed {
     pub globals: BTreeMap<String, u64>,
 }
 
-/// A shared access a run saw leave its array or read bytes no thread had
-/// written: the first block that did (in the grid's order), the first
+/// A shared or local access a run saw leave its array, or a shared read of
+/// bytes no thread had written: the first block that did (in the grid's order), the first
 /// thread of that block seen, and its byte offset from the array's start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SafetyFault {

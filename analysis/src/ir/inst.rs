@@ -320,15 +320,15 @@ impl Ty {
     }
 }
 
-/// Bytes of a variable or parameter declared with type `ty` (`.u32`,
-/// `.b8`…): the type's size, 8 for names we do not know (pointers in old
-/// PTX spell `.u64` anyway).
 /// The value of a PTX predefined constant named as an operand (`WARP_SZ`:
 /// the warp size, 32); `None` for other names.
 pub fn predefined_constant(name: &str) -> Option<i64> {
     (name == "WARP_SZ").then_some(32)
 }
 
+/// Bytes of a variable or parameter declared with type `ty` (`.u32`,
+/// `.b8`…): the type's size, 8 for names we do not know (pointers in old
+/// PTX spell `.u64` anyway).
 pub fn decl_bytes(ty: &str) -> u64 {
     Ty::of_decl(ty).map_or(8, |t| t.bytes() as u64)
 }

@@ -141,18 +141,19 @@ pub fn var_bytes(v: &crate::ptx::VarDecl<'_>) -> u64 {
 /// The `.shared` declarations function `f` sees: the module's, then its
 /// own (which hide them).
 pub fn shared_decls<'a>(m: &'a Module<'a>, f: &'a Function<'a>) -> impl Iterator<Item = &'a crate::ptx::VarDecl<'a>> {
-    let own = f.body.as_deref().unwrap_or(&[]).iter().filter_map(|s| match s {
-        Stmt::Var(v) => Some(v),
-        _ => None,
-    });
-    m.globals.iter().chain(own).filter(|v| inst::Space::of_decl(v.space) == Some(inst::Space::Shared))
+    m.globals.iter().chain(body_vars(f)).filter(|v| inst::Space::of_decl(v.space) == Some(inst::Space::Shared))
 }
 
 /// The `.local` arrays function `f` declares in its body (the depot the
 /// compiler keeps a thread's arrays in), with their bytes.
 pub fn local_decls<'a>(f: &'a Function<'a>) -> impl Iterator<Item = (&'a crate::ptx::VarDecl<'a>, u64)> {
+    body_vars(f).filter(|v| inst::Space::of_decl(v.space) == Some(inst::Space::Local)).map(|v| (v, var_bytes(v)))
+}
+
+/// The variables function `f` declares in its body.
+fn body_vars<'a>(f: &'a Function<'a>) -> impl Iterator<Item = &'a crate::ptx::VarDecl<'a>> {
     f.body.as_deref().unwrap_or(&[]).iter().filter_map(|s| match s {
-        Stmt::Var(v) if inst::Space::of_decl(v.space) == Some(inst::Space::Local) => Some((v, var_bytes(v))),
+        Stmt::Var(v) => Some(v),
         _ => None,
     })
 }

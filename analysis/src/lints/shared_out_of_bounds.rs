@@ -1,5 +1,6 @@
 //! `shared_out_of_bounds`: a shared-memory access outside the statically
-//! sized `.shared` array it is based on, for some thread of the block. The
+//! sized `.shared` array it is based on (or a local one outside its
+//! thread's `.local` depot), for some thread of the block. The
 //! detection is `crate::facts::bounds`, read from the facts; owns the
 //! message.
 
@@ -69,7 +70,7 @@ declare_lint! {
         name: "shared_out_of_bounds",
         group: Correctness,
         default: Deny,
-        summary: "a load or store through a statically sized `.shared` array falls outside it for some thread of the block (the witness thread, element and length)",
+        summary: "a load or store through a statically sized `.shared` array (or a thread's `.local` array) falls outside it for some thread of the block (the witness thread, element and length)",
     }
 }
 

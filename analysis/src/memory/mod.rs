@@ -179,12 +179,7 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
 /// arrays the compiler could not keep in registers), as [`accesses`] gives
 /// the others.
 pub fn local_accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
-    let local = f.insts.iter_enumerated().filter_map(|(i, inst)| {
-        inst.access()?;
-        let k = inst.address_operand()?;
-        (f.spaces.analysed(f, i).0 == Space::Local).then_some((i, k))
-    });
-    accesses_in(f, d, local)
+    accesses_in(f, d, memory_operands(f, |s| s == Space::Local))
 }
 
 fn accesses_in(f: &FunctionIr<'_>, d: &Divergence, of: impl Iterator<Item = (InstId, usize)>) -> Vec<Access> {
@@ -236,10 +231,16 @@ pub fn from_arguments(f: &FunctionIr<'_>, d: &Divergence) -> Option<BitSet> {
 
 /// The global and shared accesses of a function with their address operand.
 pub(crate) fn accesses_of<'f>(f: &'f FunctionIr<'_>) -> impl Iterator<Item = (InstId, usize)> + 'f {
-    f.insts.iter_enumerated().filter_map(|(i, inst)| {
+    memory_operands(f, |s| matches!(s, Space::Global | Space::Shared))
+}
+
+/// The memory instructions of a function analysed in a space `keep`
+/// accepts, with their address operand.
+fn memory_operands<'f>(f: &'f FunctionIr<'_>, keep: fn(Space) -> bool) -> impl Iterator<Item = (InstId, usize)> + 'f {
+    f.insts.iter_enumerated().filter_map(move |(i, inst)| {
         inst.access()?;
         let k = inst.address_operand()?;
-        matches!(f.spaces.analysed(f, i).0, Space::Global | Space::Shared).then_some((i, k))
+        keep(f.spaces.analysed(f, i).0).then_some((i, k))
     })
 }
 
