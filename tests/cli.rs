@@ -692,6 +692,17 @@ fn an_out_of_bounds_access_names_the_buffer_and_element() {
     let recs = json_lines(&out.stdout);
     let row = recs.iter().find(|r| r["space"] == "bounds").unwrap_or_else(|| panic!("{recs:?}"));
     assert_eq!((row["verdict"].as_str(), row["observed"]["offset"].as_i64()), (Some("OUT OF BOUNDS"), Some(40)), "{row}");
+    // one that only a later block reaches fails too (the analysis judges no global buffer)
+    let later = ptx.replace("mov.u32 %r1, %tid.x;", "mov.u32 %r2, %ctaid.x;\n  mad.lo.u32 %r1, %r2, 32, %tid.x;");
+    std::fs::write(dir.join("k.ptx"), later).unwrap();
+    let out = gpucheck(
+        &["confirm", "--ptx", "k.ptx", "--block", "32", "--grid", "2", "--arg", "rd_param_0=f32[32]", "--message-format", "json"],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = json_lines(&out.stdout);
+    let row = recs.iter().find(|r| r["space"] == "bounds").unwrap_or_else(|| panic!("{recs:?}"));
+    assert_eq!((row["verdict"].as_str(), row["observed"]["block"][0].as_u64()), (Some("OUT OF BOUNDS"), Some(1)), "{row}");
     // an address far from every buffer is still an error that names it
     let far = ptx.replace("mul.wide.u32 %rd3, %r1, 4;", "mul.wide.u32 %rd3, %r1, 1048576;");
     std::fs::write(dir.join("k.ptx"), far).unwrap();

@@ -1079,10 +1079,12 @@ fn safety_rows(
                 _ => None,
             })
         });
+        // a global buffer's size is the launch's: the analysis judges none
+        let global = report.access_at(k).is_some_and(|a| a.space == Space::Global);
         let verdict = match (p, o) {
             (Some(_), Some(_)) => Verdict::Confirmed,
             // the analysis judges block 0: one seen only in a later block is told, not a failure
-            (None, Some(f)) if f.block != [0; 3] => Verdict::OtherBlock,
+            (None, Some(f)) if f.block != [0; 3] && !global => Verdict::OtherBlock,
             // a read that runs before the write it races with: the race's row says so
             (None, Some(_)) if safety == Safety::Uninit && seen.races.iter().any(|r| r.first == k || r.second == k) => Verdict::RacyRead,
             (None, Some(_)) if safety == Safety::Bounds => Verdict::OutOfBounds,
@@ -1112,8 +1114,7 @@ fn safety_rows(
             what,
             predicted: match p {
                 Some(f) => format!("{fault}: {}", f.label),
-                // a global buffer's size is the launch's: not judged
-                None if report.access_at(k).is_some_and(|a| a.space == Space::Global) => "not judged (a global buffer)".to_string(),
+                None if global => "not judged (a global buffer)".to_string(),
                 None => none.to_string(),
             },
             observed: match o {
