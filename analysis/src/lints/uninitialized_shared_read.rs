@@ -76,25 +76,26 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
     let f = cx.facts.f;
     // offsets or guards a guessed value decides (a loop counter, a loaded value) are no
     // finding: only a parameter's sample is a condition the user can declare
-    let judged: Vec<(&crate::facts::uninit::Uninit, Vec<crate::facts::Assumption>)> = cx
+    // (each with the array it reads, as the source names it)
+    let judged: Vec<(&crate::facts::uninit::Uninit, Vec<crate::facts::Assumption>, String)> = cx
         .facts
         .uninitialized
         .iter()
         .map(|u| (u, cx.facts.uninit_assumes(u)))
         .filter(|(_, assumes)| super::declarable(f, assumes))
+        .map(|(u, assumes)| (u, assumes, super::base_name(f, &cx.facts.accesses[u.access].access)))
         .collect();
     // one diagnostic per array: its reads of unwritten elements are one bug (a store missing),
     // headlined by the first
-    let mut arrays: Vec<String> = Vec::new();
-    for (u, _) in &judged {
-        let name = super::base_name(f, &cx.facts.accesses[u.access].access);
+    let mut arrays: Vec<&String> = Vec::new();
+    for (_, _, name) in &judged {
         if !arrays.contains(&name) {
             arrays.push(name);
         }
     }
     for array in arrays {
-        let of_array: Vec<_> = judged.iter().filter(|(u, _)| super::base_name(f, &cx.facts.accesses[u.access].access) == array).collect();
-        let (u, assumes) = of_array[0];
+        let of_array: Vec<_> = judged.iter().filter(|(_, _, name)| name == array).collect();
+        let (u, assumes, _) = of_array[0];
         let a = &cx.facts.accesses[u.access].access;
         let width = a.width.max(1) as i64;
         let element = u.offset.div_euclid(width);
@@ -133,7 +134,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             }
         }
         let others = &of_array[1..];
-        for (o, _) in others.iter().take(3) {
+        for (o, _, _) in others.iter().take(3) {
             if let Some(p) = cx.race_span(o.access) {
                 fd.secondary.push((p, format!("thread {} reads an unwritten element here too", o.thread)));
             }
