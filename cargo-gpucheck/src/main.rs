@@ -559,7 +559,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     } else {
         ""
     };
-    // dynamic shared memory no size was given for: not bounds-checked, said
+    // dynamic shared memory no size was given for: not checked, said
     let unsized_shared = match report.unsized_shared.as_slice() {
         [] => String::new(),
         names => format!(
