@@ -110,20 +110,19 @@ fn races_are_seen_where_predicted_and_nowhere_else() {
 /// predicted, and none other.
 #[test]
 fn out_of_bounds_shared_accesses_are_seen_where_predicted() {
+    // (`local_window_past_end`'s read leaves its thread's local memory: the run stops there)
+    assert_rows("bounds", &[("last_row_halo", "confirmed"), ("stage_rows_past_end", "confirmed"), ("local_window_past_end", "confirmed")]);
+}
+
+/// The (kernel, verdict) of every row of `space` in the examples' run are
+/// `expected`.
+fn assert_rows(space: &str, expected: &[(&str, &str)]) {
     let rows: BTreeSet<(String, String)> = records()
         .iter()
-        .filter(|r| r["space"] == "bounds")
-        .map(|r| {
-            assert_eq!(r["verdict"], "confirmed", "{r}");
-            (r["kernel"].as_str().unwrap().to_string(), r["verdict"].as_str().unwrap().to_string())
-        })
+        .filter(|r| r["space"] == space)
+        .map(|r| (r["kernel"].as_str().unwrap().to_string(), r["verdict"].as_str().unwrap().to_string()))
         .collect();
-    // (`local_window_past_end`'s read leaves its thread's local memory: the run stops there)
-    let expected: BTreeSet<(String, String)> =
-        [("last_row_halo", "confirmed"), ("stage_rows_past_end", "confirmed"), ("local_window_past_end", "confirmed")]
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
+    let expected: BTreeSet<(String, String)> = expected.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
     assert_eq!(rows, expected);
 }
 
@@ -133,21 +132,15 @@ fn out_of_bounds_shared_accesses_are_seen_where_predicted() {
 /// writes it), which is the race's.
 #[test]
 fn uninitialised_shared_reads_are_seen_where_predicted() {
-    let rows: BTreeSet<(String, String)> = records()
-        .iter()
-        .filter(|r| r["space"] == "uninit")
-        .map(|r| (r["kernel"].as_str().unwrap().to_string(), r["verdict"].as_str().unwrap().to_string()))
-        .collect();
-    let expected: BTreeSet<(String, String)> = [
-        ("reverse_half_staged", "confirmed"),
-        ("stencil_right_halo_missing", "confirmed"),
-        ("keep_old_before_staging", "confirmed"),
-        ("neighbour_read", "read before the racing write (see the race)"),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
-    assert_eq!(rows, expected);
+    assert_rows(
+        "uninit",
+        &[
+            ("reverse_half_staged", "confirmed"),
+            ("stencil_right_halo_missing", "confirmed"),
+            ("keep_old_before_staging", "confirmed"),
+            ("neighbour_read", "read before the racing write (see the race)"),
+        ],
+    );
 }
 
 /// Impact and idle lane-slots: every share the analysis predicts is
