@@ -92,11 +92,30 @@ impl Leaves {
 struct Vals {
     lanes: Rc<Vec<i64>>,
     leaves: Leaves,
+    /// Every lane holds the same value (most of a kernel's values: an
+    /// instruction over such sources is computed once, in lane 0).
+    uniform: bool,
 }
 
 impl Vals {
     fn new(lanes: Vec<i64>, leaves: Leaves) -> Vals {
-        Vals { lanes: Rc::new(lanes), leaves }
+        let uniform = lanes.iter().all(|&x| x == lanes[0]);
+        Vals { lanes: Rc::new(lanes), leaves, uniform }
+    }
+
+    /// `k` in each of `n` lanes.
+    fn splat(k: i64, n: usize, leaves: Leaves) -> Vals {
+        Vals { lanes: Rc::new(vec![k; n]), leaves, uniform: true }
+    }
+
+    /// The lanes an operation over these values needs to compute: the
+    /// first alone when every source is uniform (and there is one).
+    fn needed(srcs: &[&Vals]) -> usize {
+        match srcs.first() {
+            Some(x) if srcs.iter().all(|s| s.uniform) => x.lanes.len().min(1),
+            Some(x) => x.lanes.len(),
+            None => 0,
+        }
     }
 }
 
@@ -127,6 +146,8 @@ pub struct Evaluator<'f, 'a> {
     /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
     /// values, and keeps them all.
     lists: RefCell<crate::ir::entity::Shared<Rc<Vec<i64>>>>,
+    /// The uniform lists kept, by their value (found without hashing the list).
+    splats: RefCell<FxHashMap<i64, Rc<Vec<i64>>>>,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
     pub first_iteration: bool,
@@ -164,6 +185,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             leaves: FxHashMap::default(),
             cache: RefCell::new(Default::default()),
             lists: RefCell::new(Default::default()),
+            splats: RefCell::new(Default::default()),
             first_iteration: false,
             iteration: None,
             through_data: false,
@@ -175,6 +197,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.leaves = leaves.into_iter().map(|(v, x)| (v, (x, Leaves::one(v)))).collect();
         self.cache.borrow_mut().clear();
         self.lists.borrow_mut().clear();
+        self.splats.borrow_mut().clear();
     }
 
     /// Give one more leaf a sample. Values already computed stay: they did
@@ -197,6 +220,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.bound.insert(v, self.splat(k));
         self.cache.borrow_mut().clear();
         self.lists.borrow_mut().clear();
+        self.splats.borrow_mut().clear();
     }
 
     /// The value given to a leaf, if any.
@@ -215,13 +239,22 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     }
 
     fn splat(&self, k: i64) -> Vals {
-        Vals::new(vec![k; self.lanes.len()], Leaves::none())
+        Vals::splat(k, self.lanes.len(), Leaves::none())
+    }
+
+    /// The values of every lane from those of the first `out.len()`: all
+    /// of them, or the first alone when the sources were uniform.
+    fn widen(&self, out: Vec<i64>, leaves: Leaves) -> Vals {
+        match out[..] {
+            [k] if self.lanes.len() != 1 => Vals::splat(k, self.lanes.len(), leaves),
+            _ => Vals::new(out, leaves),
+        }
     }
 
     /// A leaf's value in every lane, resting on what it rests on.
     fn leaf_vals(&self, v: ValueId) -> Option<Vals> {
         let (k, on) = self.leaves.get(&v)?;
-        Some(Vals { lanes: Rc::new(vec![*k; self.lanes.len()]), leaves: on.clone() })
+        Some(Vals::splat(*k, self.lanes.len(), on.clone()))
     }
 
     fn value_d(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
@@ -230,7 +263,10 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
         let mut r = self.compute(v, depth);
         if let Ok(x) = &mut r {
-            x.lanes = self.lists.borrow_mut().share(x.lanes.clone());
+            x.lanes = match x.lanes.first() {
+                Some(&k) if x.uniform => self.splats.borrow_mut().entry(k).or_insert_with(|| x.lanes.clone()).clone(),
+                _ => self.lists.borrow_mut().share(x.lanes.clone()),
+            };
         }
         self.cache.borrow_mut().insert(v, r.clone());
         r
@@ -314,10 +350,11 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             let mut x = self.value_d(ind.init.ok_or(EvalErr::Opaque)?, depth + 1)?;
             let step = self.operand(ind.update, inst.operand(ind.step_operand).ok_or(EvalErr::Opaque)?, depth + 1)?;
             for _ in 0..n {
-                let mut out = Vec::with_capacity(x.len());
-                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x, &step] } else { [&step, &x] };
+                let k = Vals::needed(&[&x, &step]);
+                let mut out = Vec::with_capacity(k);
+                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x[..k], &step[..k]] } else { [&step[..k], &x[..k]] };
                 op.apply_lanes(&args, ty, &mut out).ok_or(EvalErr::Opaque)?;
-                x = Vals::new(out, x.leaves.union(&step.leaves));
+                x = self.widen(out, x.leaves.union(&step.leaves));
             }
             Ok(x)
         })())
@@ -389,7 +426,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let cond = self.operand(br, &Operand::Reg(g.reg), depth + 1)?;
         let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
         let leaves = cond.leaves.union(&xa.leaves).union(&xb.leaves);
-        Ok(Vals::new((0..self.lanes.len()).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect(), leaves))
+        let n = Vals::needed(&[&cond, &xa, &xb]);
+        Ok(self.widen((0..n).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect(), leaves))
     }
 
     /// Per-lane values of a special register (`None`: not known per lane,
@@ -425,7 +463,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             },
             Operand::Not(r) => {
                 let x = self.operand(i, &Operand::Reg(r), depth)?;
-                Ok(Vals::new(x.iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
+                Ok(self.widen(x[..Vals::needed(&[&x])].iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
             }
             Operand::Imm(k) => Ok(self.splat(*k)),
             Operand::Sym(s) => crate::ir::inst::predefined_constant(s).map(|k| self.splat(k)).ok_or(EvalErr::Opaque),
@@ -446,7 +484,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             None => return Err(EvalErr::Opaque),
         };
         let leaves = value.leaves.union(&gv.leaves).union(&prior.leaves);
-        Ok(Vals::new((0..self.lanes.len()).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect(), leaves))
+        let n = Vals::needed(&[&gv, &value, &prior]);
+        Ok(self.widen((0..n).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect(), leaves))
     }
 
     /// The instruction's value in every lane, from its sources' values, by
@@ -461,14 +500,15 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 (o, _) => self.operand(i, o, depth)?,
             });
         }
+        let n = if srcs.iter().all(|s| s.uniform) { self.lanes.len().min(1) } else { self.lanes.len() };
         let mut refs: [&[i64]; 5] = [&[]; 5];
         for (r, s) in refs.iter_mut().zip(&srcs) {
-            *r = s;
+            *r = &s[..n];
         }
-        let mut out = Vec::with_capacity(self.lanes.len());
+        let mut out = Vec::with_capacity(n);
         op.apply_lanes(&refs[..srcs.len().min(5)], ty, &mut out).ok_or(EvalErr::Opaque)?;
         let leaves = srcs.iter().fold(Leaves::none(), |acc, s| acc.union(&s.leaves));
-        Ok(Vals::new(out, leaves))
+        Ok(self.widen(out, leaves))
     }
 }
 

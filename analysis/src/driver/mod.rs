@@ -246,6 +246,10 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     let mcx = ir::ModuleCx::from_bodies(module, &bodies);
     let graph = CallGraph::new(&bodies);
     drop(bodies);
+    // (asked once per file the PTX names: the caller's predicate may allocate or stat,
+    // and findings ask it for every frame of every instruction they place)
+    let local_files: rustc_hash::FxHashSet<&str> = module.files.iter().map(|f| f.path).filter(|p| is_local(p)).collect();
+    let is_local = &|f: &str| local_files.contains(f);
     let input = ModuleInput { module, mcx: &mcx, sums: &sums, srcmap: &srcmap, opts, is_local };
     let cxs = Contexts::new(input, &graph);
     // kernels (each with its callees in the contexts it gives them), and device

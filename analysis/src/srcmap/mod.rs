@@ -135,10 +135,11 @@ impl<'m> SourceMap<'m> {
             return Resolved::default();
         }
         // fallback: nearest preceding (then following) .loc in a package file
+        let mut local = FxHashMap::default();
         let near = (0..i.index()).rev().chain(i.index() + 1..f.insts.len()).find_map(|j| {
             let l = f.locs[InstId::new(j)]?;
-            let p = self.pos(l.file, l.line, l.col)?;
-            is_local(&p.file).then_some(p)
+            let yes = *local.entry(l.file).or_insert_with(|| self.module.file(l.file).is_some_and(|p| is_local(p)));
+            yes.then(|| self.pos(l.file, l.line, l.col)).flatten()
         });
         Resolved { approximate: near.is_some(), primary: near, frames }
     }
