@@ -478,15 +478,16 @@ impl<'f, 'a> Evals<'f, 'a> {
             });
         }
         let mut args: Vec<Option<u64>> = Vec::with_capacity(srcs.len());
-        Some(
-            (0..n)
-                .map(|t| {
-                    args.clear();
-                    args.extend(srcs.iter().map(|s| s[t].map(|x| x as u64)));
-                    op.apply_partial(&args).map(|bits| scalar::to_i64(ty, bits))
-                })
-                .collect(),
-        )
+        let mut at = |t: usize| {
+            args.clear();
+            args.extend(srcs.iter().map(|s| s[t].map(|x| x as u64)));
+            op.apply_partial(&args).map(|bits| scalar::to_i64(ty, bits))
+        };
+        // sources the same in every thread (known or not): one thread's result in all
+        if srcs.iter().all(|s| s.iter().all(|x| *x == s[0])) && n > 0 {
+            return Some(vec![at(0); n]);
+        }
+        Some((0..n).map(at).collect())
     }
 
     /// [`Self::eval`], with the sampled leaves the values rest on.
