@@ -910,6 +910,16 @@ impl Prepared {
     /// (`and` with zero, `or` with all ones, a product with zero, a select
     /// whose predicate picks a known source, a comparison combined by `and`
     /// with false or by `or` with true); `None` where they do not.
+    /// Whether [`Self::apply_partial`] gives `None` whenever source `k`
+    /// is unknown (no other source can decide the result without it).
+    pub fn needs(&self, k: usize) -> bool {
+        match *self {
+            Prepared::Bin { op: Bin::And | Bin::Or | Bin::MulLo, ty, .. } if !ty.is_float() => false,
+            Prepared::Selp | Prepared::Cmp { combine: Some(_), .. } => k == 2,
+            _ => true,
+        }
+    }
+
     pub fn apply_partial(&self, args: &[Option<u64>]) -> Option<u64> {
         if args.len() <= 8 && args.iter().all(Option::is_some) {
             // (on the stack: this runs once per instruction and lane)

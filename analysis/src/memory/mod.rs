@@ -477,6 +477,10 @@ impl<'f, 'a> Evals<'f, 'a> {
                 _ => return None,
             });
         }
+        // a source unknown in every thread that the operation cannot do without
+        if srcs.iter().enumerate().any(|(k, s)| op.needs(k) && s.iter().all(Option::is_none)) {
+            return None;
+        }
         let mut args: Vec<Option<u64>> = Vec::with_capacity(srcs.len());
         let mut at = |t: usize| {
             args.clear();
