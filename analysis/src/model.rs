@@ -128,21 +128,50 @@ pub fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 /// Sectors touched and sectors ideal (the same bytes, contiguous and
 /// aligned) for one warp request: `(address, width)` of each active lane.
 pub fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
-    let mut secs: Vec<i64> = Vec::with_capacity(addrs.len() * 2);
-    let mut bytes: Vec<(i64, i64)> = Vec::with_capacity(addrs.len());
-    for &(a, w) in addrs {
+    // (a warp's lanes of at most a sector each, at most two sectors per lane: on the
+    // stack, as this runs for every access of every warp the analysis and the runs see)
+    if addrs.len() <= WARP && addrs.iter().all(|&(_, w)| w as i64 <= SECTOR) {
+        let (mut secs, mut bytes) = ([0i64; 2 * WARP], [(0i64, 0i64); WARP]);
+        sectors_in(addrs, &mut secs, &mut bytes)
+    } else {
+        let spans: usize = addrs.iter().map(|&(_, w)| w as usize / SECTOR as usize + 2).sum();
+        sectors_in(addrs, &mut vec![0; spans], &mut vec![(0, 0); addrs.len()])
+    }
+}
+
+/// [`sectors`] with room for the sectors (`secs`) and byte ranges
+/// (`bytes`) of the lanes.
+fn sectors_in(addrs: &[(i64, u32)], secs: &mut [i64], bytes: &mut [(i64, i64)]) -> (u32, u32) {
+    let mut n = 0;
+    for (k, &(a, w)) in addrs.iter().enumerate() {
         let end = a + w as i64;
         let mut s = a.div_euclid(SECTOR);
         while s * SECTOR < end {
-            secs.push(s);
+            secs[n] = s;
+            n += 1;
             s += 1;
         }
-        bytes.push((a, end));
+        bytes[k] = (a, end);
     }
+    let secs = &mut secs[..n];
     secs.sort_unstable();
-    secs.dedup();
-    let distinct = covered_bytes(bytes);
-    (secs.len() as u32, ((distinct + SECTOR - 1) / SECTOR) as u32)
+    let touched = secs.iter().enumerate().filter(|&(k, &s)| k == 0 || s != secs[k - 1]).count();
+    let bytes = &mut bytes[..addrs.len()];
+    bytes.sort_unstable();
+    // the distinct bytes: the ranges merged where they overlap or touch
+    let (mut distinct, mut cur) = (0i64, None::<(i64, i64)>);
+    for &(s, e) in bytes.iter() {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                distinct += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    distinct += cur.map_or(0, |(s, e)| e - s);
+    (touched as u32, ((distinct + SECTOR - 1) / SECTOR) as u32)
 }
 
 /// Conflict degree of one warp request on 32 four-byte banks: the most
