@@ -505,7 +505,8 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
 fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyle) -> Result<Checked> {
     let k = &u.krate;
     let bytes = std::fs::read(&u.ptx).with_context(|| format!("cannot read PTX `{}`", u.ptx.display()))?;
-    let src = String::from_utf8_lossy(&bytes).into_owned();
+    // (valid UTF-8 is taken as it is, without the lossy decoder's copy)
+    let src = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let opts = Options {
         block: o.block(),
         cli_kernel_blocks: o.kernel_blocks().into_iter().collect(),

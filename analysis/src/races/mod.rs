@@ -948,6 +948,12 @@ fn sweep(
                 if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
                     best = Some((t1, t2, x.max(y)));
                 }
+                // the later threads at this address (ascending) give no better pair with
+                // `t2`, nor another element: past them, once a pair of two warps is seen
+                // (a broadcast address read by the whole block is not n² pairs)
+                if cross {
+                    i += va[i..].partition_point(|e| e.0 == va[i].0) - 1;
+                }
             }
             i += 1;
         }
