@@ -281,13 +281,8 @@ pub fn prepare(
 ) -> Vec<Diagnostic> {
     // the worst of the compiler's copies of one place comes first, and headlines
     findings.sort_by_key(|f| std::cmp::Reverse(f.rank.map(|r| r.value)));
-    let mut sources: HashMap<PathBuf, Option<Vec<String>>> = HashMap::new();
-    let mut line_text = |abs: &Path, line: u32| -> Option<String> {
-        let lines = sources
-            .entry(abs.to_path_buf())
-            .or_insert_with(|| std::fs::read_to_string(abs).ok().map(|s| s.lines().map(str::to_string).collect()));
-        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
-    };
+    // each file the findings name, once (a module's findings may be thousands, on a few lines)
+    let mut files: HashMap<String, Named> = HashMap::new();
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::new();
     for f in findings {
@@ -307,8 +302,9 @@ pub fn prepare(
         }
         let (file, abs_file, line, col, col_end) = match &f.span {
             Some(s) => {
-                let abs = paths.absolute(&s.file);
-                let end = line_text(&abs, s.line)
+                let n = named(&mut files, paths, &s.file);
+                let end = n
+                    .line(s.line)
                     .map(|t| {
                         if f.lint.name == UNUSED_GPUCHECK_ALLOW.name {
                             comment_end(&t, s.col)
@@ -319,7 +315,7 @@ pub fn prepare(
                         }
                     })
                     .unwrap_or(s.col + 1);
-                (Some(paths.display(&s.file)), Some(abs), s.line, s.col, end)
+                (Some(n.display.clone()), Some(n.abs.clone()), s.line, s.col, end)
             }
             None => (None, None, f.ptx_line, f.ptx_col, f.ptx_col + 1),
         };
@@ -327,7 +323,7 @@ pub fn prepare(
         // their numbers (a misaligned copy, another witness), the bug is the same; a copy whose debug
         // column points inside the expression of another (`(i + k)` in `a.add((i + k) % n)`) is one too
         let key = (f.lint.name.to_string(), file.clone(), line);
-        let text = abs_file.as_ref().and_then(|a| line_text(a, line));
+        let text = f.span.as_ref().and_then(|s| named(&mut files, paths, &s.file).line(line));
         let same = index.get(&key).and_then(|at| {
             at.iter().copied().find(|&i| {
                 let d: &Diagnostic = &out[i];
@@ -352,12 +348,10 @@ pub fn prepare(
             .secondary
             .iter()
             .map(|(p, label)| {
-                let abs = paths.absolute(&p.file);
+                let n = named(&mut files, paths, &p.file);
                 // the other access of a race is an access too
-                let end = line_text(&abs, p.line)
-                    .map(|t| if f.access { access_end(&t, p.col) } else { span_end(&t, p.col) })
-                    .unwrap_or(p.col + 1);
-                (paths.display(&p.file), abs, p.line, p.col, end, label.clone())
+                let end = n.line(p.line).map(|t| if f.access { access_end(t, p.col) } else { span_end(t, p.col) }).unwrap_or(p.col + 1);
+                (n.display.clone(), n.abs.clone(), p.line, p.col, end, label.clone())
             })
             .collect();
         index.entry(key).or_default().push(out.len());
@@ -414,6 +408,31 @@ pub fn prepare(
     }
     sort(&mut out);
     out
+}
+
+/// A source file findings name: its absolute path, its name as shown,
+/// and its lines (`None`: not readable).
+struct Named {
+    abs: PathBuf,
+    display: String,
+    lines: Option<Vec<String>>,
+}
+
+impl Named {
+    /// Line `line` (from 1), if the file was read and has it.
+    fn line(&self, line: u32) -> Option<&str> {
+        self.lines.as_ref()?.get(line.checked_sub(1)? as usize).map(String::as_str)
+    }
+}
+
+/// The file a finding names as `file`, read the first time it is asked for.
+fn named<'c>(files: &'c mut HashMap<String, Named>, paths: &PathStyle, file: &str) -> &'c Named {
+    if !files.contains_key(file) {
+        let abs = paths.absolute(file);
+        let lines = std::fs::read_to_string(&abs).ok().map(|s| s.lines().map(str::to_string).collect());
+        files.insert(file.to_string(), Named { display: paths.display(file), abs, lines });
+    }
+    &files[file]
 }
 
 /// One diagnostic per source line for the lints that ask for it
