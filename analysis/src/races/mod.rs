@@ -944,7 +944,10 @@ fn sweep(
             let (x, t1) = (va[i].0 + sa, va[i].1);
             if ok(t1, t2) {
                 cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
-                hit.push(x);
+                // (the same element again, as most are: counted once below anyway)
+                if hit.last() != Some(&x) {
+                    hit.push(x);
+                }
                 if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
                     best = Some((t1, t2, x.max(y)));
                 }
