@@ -93,7 +93,7 @@ struct Plan {
 /// Replay the witnesses of `findings` (those of `kernels`' correctness
 /// lints that are reported by default), setting each one's `replay`.
 /// `instructions`: the module's, for its budget.
-pub fn replay(module: &Module<'_>, mcx: &ir::ModuleCx<'_>, kernels: &[Kernel], findings: &mut [Finding], instructions: usize) {
+pub fn replay<'a>(module: &'a Module<'a>, mcx: &ir::ModuleCx<'a>, kernels: &[Kernel], findings: &mut [Finding], instructions: usize) {
     let total = BUDGET_BASE + BUDGET_PER_INSTRUCTION * instructions as u64;
     let budget = Budget { total, left: Cell::new(total) };
     let by_name: BTreeMap<String, usize> =
@@ -130,9 +130,9 @@ pub fn replay(module: &Module<'_>, mcx: &ir::ModuleCx<'_>, kernels: &[Kernel], f
 }
 
 /// Replay one kernel's findings: group them by launch, run each launch once.
-fn replay_kernel(
-    module: &Module<'_>,
-    mcx: &ir::ModuleCx<'_>,
+fn replay_kernel<'a>(
+    module: &'a Module<'a>,
+    mcx: &ir::ModuleCx<'a>,
     k: &Kernel,
     findings: Vec<(usize, &Finding)>,
     budget: &Budget,

@@ -81,6 +81,9 @@ pub fn noreturn<'a>(m: &'a Module<'a>) -> FxHashSet<&'a str> {
 pub struct ModuleCx<'a> {
     pub noreturn: FxHashSet<&'a str>,
     pub params: space::ParamSpaces,
+    /// Functions lowered already (to find the spaces their calls pass),
+    /// each taken by the first [`lower_one`] of it.
+    lowered: std::sync::Mutex<FxHashMap<usize, FunctionIr<'a>>>,
 }
 
 impl<'a> ModuleCx<'a> {
@@ -91,13 +94,17 @@ impl<'a> ModuleCx<'a> {
     /// From the module's bodies, where the caller has them already.
     pub fn from_bodies(m: &'a Module<'a>, bodies: &[Body<'a>]) -> ModuleCx<'a> {
         let noreturn = noreturn(m);
-        let params = space::ParamSpaces::compute(m, bodies, &noreturn);
-        ModuleCx { noreturn, params }
+        let (params, lowered) = space::ParamSpaces::compute(m, bodies, &noreturn);
+        let lowered = std::sync::Mutex::new(lowered.into_iter().map(|f| (f.index, f)).collect());
+        ModuleCx { noreturn, params, lowered }
     }
 }
 
 /// Lower function `index` of the module (it must have a body).
 pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>) -> FunctionIr<'a> {
+    if let Some(f) = cx.lowered.lock().unwrap_or_else(|e| e.into_inner()).remove(&index) {
+        return f;
+    }
     lower_function_with(m, index, &cx.noreturn, &cx.params)
 }
 

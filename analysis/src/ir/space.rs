@@ -282,8 +282,15 @@ impl ParamSpaces {
 
     /// Lower each function that calls a defined function with arguments,
     /// callers first, and join the space of each argument into its callee
-    /// (the call graph from the module's decoded `bodies`).
-    pub fn compute<'a>(m: &'a Module<'a>, bodies: &[super::Body<'a>], noreturn: &FxHashSet<&'a str>) -> ParamSpaces {
+    /// (the call graph from the module's decoded `bodies`). With the
+    /// spaces, the functions lowered on the way whose own parameters'
+    /// spaces did not change after (every caller came first): the
+    /// analysis takes them rather than lowering them again.
+    pub fn compute<'a>(
+        m: &'a Module<'a>,
+        bodies: &[super::Body<'a>],
+        noreturn: &FxHashSet<&'a str>,
+    ) -> (ParamSpaces, Vec<FunctionIr<'a>>) {
         let index: FxHashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.functions.len()];
         for b in bodies {
@@ -297,7 +304,7 @@ impl ParamSpaces {
         }
         let mut out = ParamSpaces::default();
         if callees.iter().all(|c| c.is_empty()) {
-            return out;
+            return (out, Vec::new());
         }
         // reverse post-order of the call graph: callers before callees
         let mut order = Vec::new();
@@ -319,11 +326,16 @@ impl ParamSpaces {
                 visit(r, &callees, &mut seen, &mut order);
             }
         }
+        let mut lowered = Vec::new();
+        let own = |out: &ParamSpaces, i: usize| -> Vec<Fact> { (0..m.functions[i].params.len()).map(|k| out.get(i, k)).collect() };
         for &i in order.iter().rev().filter(|&&i| !callees[i].is_empty()) {
             let f = super::lower_function_with(m, i, noreturn, &out);
             out.add_calls(&f, &index);
+            lowered.push((own(&out, i), f));
         }
-        out
+        // (a recursive call may have given a function's parameters more after it was lowered)
+        let kept = lowered.into_iter().filter(|(then, f)| *then == own(&out, f.index)).map(|x| x.1).collect();
+        (out, kept)
     }
 
     /// Join the spaces `f` passes to the parameters of the functions it calls.
