@@ -468,6 +468,17 @@ impl<'f, 'a> Evals<'f, 'a> {
             let seen = self.d.at(f, x, f.cfg.block_of(i));
             (seen == self.d.vals[x]).then(|| self.partial_at(x, q, depth - 1)).flatten().unwrap_or_else(|| vec![None; n])
         };
+        // a needed source the same in every thread is looked at first: unknown (a parameter
+        // with no value), the result is, whatever the others would cost to compute
+        let unknown_uniform = |k: usize| match (op.needs(k - 1), f.operand_value(i, k)) {
+            (true, Some(x)) if self.d.vals[x].is_uniform() && self.d.at(f, x, f.cfg.block_of(i)) == self.d.vals[x] => {
+                self.eval(x, q).is_none() && self.partial_at(x, q, depth - 1).is_none_or(|s| s.iter().all(Option::is_none))
+            }
+            _ => false,
+        };
+        if (1..inst.operands().len()).any(|k| matches!(inst.operands()[k], Operand::Reg(_) | Operand::Not(_)) && unknown_uniform(k)) {
+            return None;
+        }
         let mut srcs: Vec<Vec<Option<i64>>> = Vec::with_capacity(inst.operands().len());
         for (k, o) in inst.operands().iter().enumerate().skip(1) {
             srcs.push(match (o, f.operand_value(i, k)) {
