@@ -66,7 +66,9 @@ pub struct Spaces {
 /// The inference as a dataflow problem over the function's SSA values.
 struct Inference<'f, 'a> {
     f: &'f FunctionIr<'a>,
-    symbols: FxHashMap<&'a str, Space>,
+    /// The module's variables (a function names few of them: looked up
+    /// where named, not tabled per function).
+    globals: &'f [crate::ptx::VarDecl<'a>],
     pointer_params: Vec<&'a str>,
     /// A device function's parameters: the spaces its callers pass.
     own_params: FxHashMap<&'a str, Fact>,
@@ -101,18 +103,26 @@ impl Problem for Inference<'_, '_> {
 }
 
 impl Inference<'_, '_> {
+    /// The space of a variable the function names: its own `.shared`
+    /// arrays, the module's variables (the last declaration of a name
+    /// with a space), the local depot.
+    fn symbol_space(&self, s: &str) -> Space {
+        if self.f.local_shared.contains(s) {
+            return Space::Shared;
+        }
+        match self.globals.iter().rev().filter(|g| g.name == s).find_map(|g| Space::of_decl(g.space)) {
+            Some(space) => space,
+            None if s.starts_with("__local_depot") => Space::Local,
+            None => Space::Unknown,
+        }
+    }
+
     fn inst_space(&self, i: InstId, vals: &[Fact]) -> Fact {
         let f = self.f;
         let inst = &f.insts[i];
         let of = |k: usize| -> Fact {
             match inst.operand(k) {
-                Some(Operand::Sym(s)) | Some(Operand::SymOff(s, _)) => {
-                    Fact::strong(self.symbols.get(s).copied().unwrap_or(if s.starts_with("__local_depot") {
-                        Space::Local
-                    } else {
-                        Space::Unknown
-                    }))
-                }
+                Some(Operand::Sym(s)) | Some(Operand::SymOff(s, _)) => Fact::strong(self.symbol_space(s)),
                 Some(_) => f.operand_value(i, k).map(|v| vals[v.index()]).unwrap_or(Fact::UNKNOWN),
                 None => Fact::UNKNOWN,
             }
@@ -151,15 +161,6 @@ impl Inference<'_, '_> {
 
 impl Spaces {
     pub fn infer<'a>(m: &Module<'a>, f: &FunctionIr<'a>, params: &ParamSpaces) -> Spaces {
-        let mut symbols: FxHashMap<&str, Space> = FxHashMap::default();
-        for g in &m.globals {
-            if let Some(s) = Space::of_decl(g.space) {
-                symbols.insert(g.name, s);
-            }
-        }
-        for n in &f.local_shared {
-            symbols.insert(n, Space::Shared);
-        }
         // rustc marks pointer parameters `.ptr`; where a kernel uses it, trust
         // it (a `usize` is then not a pointer), else any 64-bit parameter may be one
         let marked = f.func.params.iter().any(|p| p.is_ptr);
@@ -201,7 +202,7 @@ impl Spaces {
                 })
                 .collect()
         };
-        let mut problem = Inference { f, symbols, pointer_params, own_params };
+        let mut problem = Inference { f, globals: &m.globals, pointer_params, own_params };
         let vals = dataflow::solve(&mut problem, vec![Fact::UNKNOWN; f.ssa.values.len()], &order);
         Spaces { vals: IdVec::from_vec(vals) }
     }
