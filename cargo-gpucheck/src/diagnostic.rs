@@ -307,11 +307,11 @@ pub fn prepare(
                     .line(s.line)
                     .map(|t| {
                         if f.lint.name == UNUSED_GPUCHECK_ALLOW.name {
-                            comment_end(&t, s.col)
+                            comment_end(t, s.col)
                         } else if f.access {
-                            access_end(&t, s.col)
+                            access_end(t, s.col)
                         } else {
-                            span_end(&t, s.col)
+                            span_end(t, s.col)
                         }
                     })
                     .unwrap_or(s.col + 1);
@@ -329,9 +329,8 @@ pub fn prepare(
                 let d: &Diagnostic = &out[i];
                 // inside an access expression (not a store's statement), for the same reason; races on
                 // one line are folded below, each access named
-                let inside = |outer: u32, end: u32, inner: u32| {
-                    (outer + 1..end).contains(&inner) && text.as_deref().is_some_and(|t| expression_at(t, outer))
-                };
+                let inside =
+                    |outer: u32, end: u32, inner: u32| (outer + 1..end).contains(&inner) && text.is_some_and(|t| expression_at(t, outer));
                 let copy =
                     d.finding.label == f.label && !f.lint.one_per_line && (inside(d.col, d.col_end, col) || inside(col, col_end, d.col));
                 d.col == col || copy

@@ -287,11 +287,7 @@ impl ParamSpaces {
     /// spaces, the functions lowered on the way whose own parameters'
     /// spaces did not change after (every caller came first): the
     /// analysis takes them rather than lowering them again.
-    pub fn compute<'a>(
-        m: &'a Module<'a>,
-        bodies: &[super::Body<'a>],
-        noreturn: &FxHashSet<&'a str>,
-    ) -> (ParamSpaces, Vec<FunctionIr<'a>>) {
+    pub fn compute<'a>(m: &'a Module<'a>, bodies: &[super::Body<'a>], noreturn: &FxHashSet<&'a str>) -> (ParamSpaces, Vec<FunctionIr<'a>>) {
         let index: FxHashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.functions.len()];
         for b in bodies {

@@ -138,7 +138,7 @@ impl<'m> SourceMap<'m> {
         let mut local = FxHashMap::default();
         let near = (0..i.index()).rev().chain(i.index() + 1..f.insts.len()).find_map(|j| {
             let l = f.locs[InstId::new(j)]?;
-            let yes = *local.entry(l.file).or_insert_with(|| self.module.file(l.file).is_some_and(|p| is_local(p)));
+            let yes = *local.entry(l.file).or_insert_with(|| self.module.file(l.file).is_some_and(is_local));
             yes.then(|| self.pos(l.file, l.line, l.col)).flatten()
         });
         Resolved { approximate: near.is_some(), primary: near, frames }
