@@ -87,6 +87,9 @@ impl Leaves {
     }
 }
 
+/// The values an evaluator computed (or failed to), by SSA value.
+type Cache = Rc<RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>>;
+
 /// A value in every lane, with the sampled leaves it was computed from.
 #[derive(Clone, Debug)]
 struct Vals {
@@ -141,7 +144,11 @@ pub struct Evaluator<'f, 'a> {
     /// Parameters of a call context with their callers' values per thread
     /// (`lanes` is a prefix of the block's threads, as every evaluator's is).
     bound: FxHashMap<ValueId, Vals>,
-    cache: RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>,
+    cache: Cache,
+    /// The values of the same threads' evaluator of the loops' first
+    /// iteration, and those computed from a loop header's phi (the others
+    /// are the same in every iteration: [`Self::outside_loops`]).
+    first: Option<(Cache, Rc<crate::ir::dataflow::BitSet>)>,
     /// The per-thread value lists cached, each once: a large function
     /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
     /// values, and keeps them all.
@@ -183,7 +190,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             nctaid: None,
             lanes,
             leaves: FxHashMap::default(),
-            cache: RefCell::new(Default::default()),
+            cache: Default::default(),
+            first: None,
             lists: RefCell::new(Default::default()),
             splats: RefCell::new(Default::default()),
             first_iteration: false,
@@ -257,9 +265,21 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         Some(Vals::splat(*k, self.lanes.len(), on.clone()))
     }
 
+    /// Take the values `first` (the same threads' evaluator of the loops'
+    /// first iteration) computed that no loop header's phi goes into
+    /// (`varying`: those it does), rather than computing them again.
+    pub fn outside_loops(&mut self, first: &Evaluator<'_, '_>, varying: Rc<crate::ir::dataflow::BitSet>) {
+        self.first = Some((first.cache.clone(), varying));
+    }
+
     fn value_d(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         if let Some(r) = self.cache.borrow().get(&v) {
             return r.clone();
+        }
+        if let Some((cache, _)) = self.first.as_ref().filter(|(_, varying)| !varying.contains(v.index())) {
+            if let Some(Ok(x)) = cache.borrow().get(&v) {
+                return Ok(x.clone());
+            }
         }
         let mut r = self.compute(v, depth);
         if let Ok(x) = &mut r {

@@ -349,6 +349,9 @@ pub struct Evals<'f, 'a> {
     grid: Option<[u32; 3]>,
     /// The predictions' per-thread offsets, each list once.
     offset_lists: RefCell<OffsetLists>,
+    /// The values computed from a loop header's phi (they differ from one
+    /// iteration to the next), once asked for.
+    varying: OnceCell<Rc<BitSet>>,
     /// Each loop's trip count, as far as [`Evals::trips`] was asked.
     trips: RefCell<rustc_hash::FxHashMap<crate::ir::LoopId, Option<crate::ir::loops::Trips>>>,
 }
@@ -372,6 +375,7 @@ impl<'f, 'a> Evals<'f, 'a> {
             recording: RefCell::new(None),
             grid: None,
             offset_lists: RefCell::new(OffsetLists::default()),
+            varying: OnceCell::new(),
             trips: RefCell::new(Default::default()),
         }
     }
@@ -509,14 +513,28 @@ impl<'f, 'a> Evals<'f, 'a> {
     pub fn eval_resting(&self, v: ValueId, q: Query) -> Option<(Rc<Vec<i64>>, Leaves)> {
         let (f, d, shape) = (self.f, self.d, self.shape);
         let mut pool = self.pool.borrow_mut();
-        let ev = pool.entry(q).or_insert_with(|| {
-            let lanes = if q.first_thread_only { &shape.lanes()[..1] } else { shape.lanes() };
-            let mut ev = Evaluator::new(f, d, shape.block, lanes);
-            ev.nctaid = self.grid;
-            ev.first_iteration = q.iteration == 0;
-            ev.iteration = (q.iteration > 0).then_some(q.iteration);
-            ev
-        });
+        if !pool.contains_key(&q) {
+            let make = |q: Query| {
+                let lanes = if q.first_thread_only { &shape.lanes()[..1] } else { shape.lanes() };
+                let mut ev = Evaluator::new(f, d, shape.block, lanes);
+                ev.nctaid = self.grid;
+                ev.first_iteration = q.iteration == 0;
+                ev.iteration = (q.iteration > 0).then_some(q.iteration);
+                ev
+            };
+            let mut ev = make(q);
+            // a later iteration: what the first computed outside the loops' counters is its too
+            if q.iteration > 0 {
+                let varying = self.varying.get_or_init(|| {
+                    let headers = f.ssa.phis.iter().filter(|p| f.cfg.loop_with_header(p.block).is_some()).map(|p| p.value).collect();
+                    Rc::new(crate::ir::values::derived_from(f, headers))
+                });
+                let first = Query { iteration: 0, ..q };
+                ev.outside_loops(pool.entry(first).or_insert_with(|| make(first)), varying.clone());
+            }
+            pool.insert(q, ev);
+        }
+        let ev = pool.get_mut(&q).expect("made above");
         let pointers =
             self.pointers.get_or_init(|| crate::ir::values::loaded_pointers(f, accesses_of(f).filter_map(|(i, k)| f.operand_value(i, k))));
         let out = evaluate_with(ev, pointers, &mut self.sampled.borrow_mut(), v, q)?;
