@@ -278,15 +278,23 @@ impl<'a> Ssa<'a> {
             }
         }
         let mut entry_val: Vec<Option<ValueId>> = vec![None; nr];
-        let mut stacks: Vec<Vec<ValueId>> = vec![Vec::new(); nr];
+        // each register's stack of values, as links in one stack (pushes and pops are
+        // last in, first out over all registers): the value and the register's entry below
+        const BOTTOM: u32 = u32::MAX;
+        let mut stacks: Vec<u32> = vec![BOTTOM; nr];
+        let mut links: Vec<(ValueId, u32)> = Vec::with_capacity(def_regs.len() + phis.len());
         let mut use_vals = vec![ValueId::default(); use_regs.len()];
         let mut def_vals = vec![ValueId::default(); def_regs.len()];
         let mut def_prior = vec![None; def_regs.len()];
-        let mut top = |r: RegId, stacks: &Vec<Vec<ValueId>>, values: &mut IdVec<ValueId, ValueDef>| -> ValueId {
-            match stacks[r as usize].last() {
-                Some(v) => *v,
-                None => *entry_val[r as usize].get_or_insert_with(|| values.push(ValueDef::Entry(r))),
+        let mut top = |r: RegId, stacks: &[u32], links: &[(ValueId, u32)], values: &mut IdVec<ValueId, ValueDef>| -> ValueId {
+            match stacks[r as usize] {
+                BOTTOM => *entry_val[r as usize].get_or_insert_with(|| values.push(ValueDef::Entry(r))),
+                k => links[k as usize].0,
             }
+        };
+        let push = |r: RegId, v: ValueId, stacks: &mut [u32], links: &mut Vec<(ValueId, u32)>| {
+            links.push((v, stacks[r as usize]));
+            stacks[r as usize] = (links.len() - 1) as u32;
         };
         // (block, entered?) stack; pushed registers logged for undo
         let mut dfs: Vec<(BlockId, bool)> = vec![(BlockId::new(0), false)];
@@ -308,8 +316,8 @@ impl<'a> Ssa<'a> {
             if entered {
                 let m = marks.pop().unwrap_or(0);
                 while log.len() > m {
-                    if let Some(r) = log.pop() {
-                        stacks[r as usize].pop();
+                    if let (Some(r), Some((_, below))) = (log.pop(), links.pop()) {
+                        stacks[r as usize] = below;
                     }
                 }
                 continue;
@@ -318,29 +326,29 @@ impl<'a> Ssa<'a> {
             dfs.push((b, true));
             for &p in &block_phis[b] {
                 let ph = &phis[p];
-                stacks[ph.reg as usize].push(ph.value);
+                push(ph.reg, ph.value, &mut stacks, &mut links);
                 log.push(ph.reg);
             }
             let blk = &cfg.blocks[b];
             for i in blk.start.index()..blk.end.index() {
                 for k in use_start[i] as usize..use_start[i + 1] as usize {
-                    use_vals[k] = top(use_regs[k], &stacks, &mut values);
+                    use_vals[k] = top(use_regs[k], &stacks, &links, &mut values);
                 }
                 for k in def_start[i] as usize..def_start[i + 1] as usize {
                     let r = def_regs[k];
                     if insts[i].ast.guard.is_some() {
-                        def_prior[k] = Some(top(r, &stacks, &mut values));
+                        def_prior[k] = Some(top(r, &stacks, &links, &mut values));
                     }
                     let v = values.push(ValueDef::Inst { inst: InstId::new(i), slot: (k - def_start[i] as usize) as u32 });
                     def_vals[k] = v;
-                    stacks[r as usize].push(v);
+                    push(r, v, &mut stacks, &mut links);
                     log.push(r);
                 }
             }
             for &s in &blk.succs {
                 for &p in &block_phis[s] {
                     let r = phis[p].reg;
-                    let v = top(r, &stacks, &mut values);
+                    let v = top(r, &stacks, &links, &mut values);
                     phis[p].incoming.push((b, v));
                 }
             }
