@@ -149,6 +149,10 @@ pub struct Evaluator<'f, 'a> {
     /// iteration, and those computed from a loop header's phi (the others
     /// are the same in every iteration: [`Self::outside_loops`]).
     first: Option<(Cache, Rc<crate::ir::dataflow::BitSet>)>,
+    /// The values of the same threads' evaluator that gives parameters no
+    /// sample: those it computed are this one's too, but for the few that
+    /// rest on a sample of a loop counter ([`Self::unsampled`]).
+    unsampled: Option<Cache>,
     /// The per-thread value lists cached, each once: a large function
     /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
     /// values, and keeps them all.
@@ -192,6 +196,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             leaves: FxHashMap::default(),
             cache: Default::default(),
             first: None,
+            unsampled: None,
             lists: RefCell::new(Default::default()),
             splats: RefCell::new(Default::default()),
             first_iteration: false,
@@ -272,9 +277,21 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.first = Some((first.cache.clone(), varying));
     }
 
+    /// Take the values `other` (the same threads, block index and
+    /// iteration, no sample given to a parameter) computed resting on no
+    /// sample, rather than computing them again.
+    pub fn unsampled(&mut self, other: &Evaluator<'_, '_>) {
+        self.unsampled = Some(other.cache.clone());
+    }
+
     fn value_d(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         if let Some(r) = self.cache.borrow().get(&v) {
             return r.clone();
+        }
+        if let Some(Some(Ok(x))) = self.unsampled.as_ref().map(|c| c.borrow().get(&v).cloned()) {
+            if x.leaves.is_empty() {
+                return Ok(x);
+            }
         }
         if let Some((cache, _)) = self.first.as_ref().filter(|(_, varying)| !varying.contains(v.index())) {
             if let Some(Ok(x)) = cache.borrow().get(&v) {

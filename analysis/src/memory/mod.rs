@@ -532,6 +532,13 @@ impl<'f, 'a> Evals<'f, 'a> {
                 let first = Query { iteration: 0, ..q };
                 ev.outside_loops(pool.entry(first).or_insert_with(|| make(first)), varying.clone());
             }
+            // parameters sampled: what the same query without samples computed (the lanes
+            // model asks that first) is this one's too
+            if let (Some(_), None) = (q.scalar, q.pin) {
+                if let Some(other) = pool.get(&Query { scalar: None, ..q }) {
+                    ev.unsampled(other);
+                }
+            }
             pool.insert(q, ev);
         }
         let ev = pool.get_mut(&q).expect("made above");
