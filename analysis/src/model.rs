@@ -107,22 +107,36 @@ impl Shape {
 }
 
 /// Number of bytes covered by the union of half-open ranges `[start, end)`.
-pub fn covered_bytes(ranges: Vec<(i64, i64)>) -> i64 {
-    merged(ranges).iter().map(|(s, e)| e - s).sum()
+pub fn covered_bytes(mut ranges: Vec<(i64, i64)>) -> i64 {
+    let mut n = 0;
+    merge_each(&mut ranges, |(s, e)| n += e - s);
+    n
 }
 
 /// The byte ranges `[start, end)` merged where they overlap or touch,
 /// sorted.
 pub fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
-    ranges.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::new();
-    for (s, e) in ranges {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
+    let mut out = Vec::new();
+    merge_each(&mut ranges, |r| out.push(r));
     out
+}
+
+/// Sort `ranges` and give each range of their union, in order (ranges
+/// that overlap or touch are one).
+fn merge_each(ranges: &mut [(i64, i64)], mut each: impl FnMut((i64, i64))) {
+    ranges.sort_unstable();
+    let mut cur: Option<(i64, i64)> = None;
+    for &(s, e) in ranges.iter() {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some(done) => {
+                each(done);
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    cur.into_iter().for_each(each);
 }
 
 /// Sectors touched and sectors ideal (the same bytes, contiguous and
@@ -156,21 +170,9 @@ fn sectors_in(addrs: &[(i64, u32)], secs: &mut [i64], bytes: &mut [(i64, i64)]) 
     let secs = &mut secs[..n];
     secs.sort_unstable();
     let touched = secs.iter().enumerate().filter(|&(k, &s)| k == 0 || s != secs[k - 1]).count();
-    let bytes = &mut bytes[..addrs.len()];
-    bytes.sort_unstable();
     // the distinct bytes: the ranges merged where they overlap or touch
-    let (mut distinct, mut cur) = (0i64, None::<(i64, i64)>);
-    for &(s, e) in bytes.iter() {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                distinct += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    distinct += cur.map_or(0, |(s, e)| e - s);
+    let mut distinct = 0;
+    merge_each(&mut bytes[..addrs.len()], |(s, e)| distinct += e - s);
     (touched as u32, ((distinct + SECTOR - 1) / SECTOR) as u32)
 }
 

@@ -113,11 +113,13 @@ impl Vals {
 
     /// The lanes an operation over these values needs to compute: the
     /// first alone when every source is uniform (and there is one).
-    fn needed(srcs: &[&Vals]) -> usize {
-        match srcs.first() {
-            Some(x) if srcs.iter().all(|s| s.uniform) => x.lanes.len().min(1),
-            Some(x) => x.lanes.len(),
-            None => 0,
+    fn needed<'v>(srcs: impl IntoIterator<Item = &'v Vals>) -> usize {
+        let mut srcs = srcs.into_iter().peekable();
+        let n = srcs.peek().map_or(0, |x| x.lanes.len());
+        if srcs.all(|s| s.uniform) {
+            n.min(1)
+        } else {
+            n
         }
     }
 }
@@ -387,7 +389,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             let mut x = self.value_d(ind.init.ok_or(EvalErr::Opaque)?, depth + 1)?;
             let step = self.operand(ind.update, inst.operand(ind.step_operand).ok_or(EvalErr::Opaque)?, depth + 1)?;
             for _ in 0..n {
-                let k = Vals::needed(&[&x, &step]);
+                let k = Vals::needed([&x, &step]);
                 let mut out = Vec::with_capacity(k);
                 let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x[..k], &step[..k]] } else { [&step[..k], &x[..k]] };
                 op.apply_lanes(&args, ty, &mut out).ok_or(EvalErr::Opaque)?;
@@ -463,7 +465,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let cond = self.operand(br, &Operand::Reg(g.reg), depth + 1)?;
         let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
         let leaves = cond.leaves.union(&xa.leaves).union(&xb.leaves);
-        let n = Vals::needed(&[&cond, &xa, &xb]);
+        let n = Vals::needed([&cond, &xa, &xb]);
         Ok(self.widen((0..n).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect(), leaves))
     }
 
@@ -500,7 +502,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             },
             Operand::Not(r) => {
                 let x = self.operand(i, &Operand::Reg(r), depth)?;
-                Ok(self.widen(x[..Vals::needed(&[&x])].iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
+                Ok(self.widen(x[..Vals::needed([&x])].iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
             }
             Operand::Imm(k) => Ok(self.splat(*k)),
             Operand::Sym(s) => crate::ir::inst::predefined_constant(s).map(|k| self.splat(k)).ok_or(EvalErr::Opaque),
@@ -521,7 +523,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             None => return Err(EvalErr::Opaque),
         };
         let leaves = value.leaves.union(&gv.leaves).union(&prior.leaves);
-        let n = Vals::needed(&[&gv, &value, &prior]);
+        let n = Vals::needed([&gv, &value, &prior]);
         Ok(self.widen((0..n).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect(), leaves))
     }
 
@@ -537,7 +539,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 (o, _) => self.operand(i, o, depth)?,
             });
         }
-        let n = if srcs.iter().all(|s| s.uniform) { self.lanes.len().min(1) } else { self.lanes.len() };
+        let n = Vals::needed(&srcs);
         let mut refs: [&[i64]; 5] = [&[]; 5];
         for (r, s) in refs.iter_mut().zip(&srcs) {
             *r = &s[..n];

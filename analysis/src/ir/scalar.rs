@@ -905,11 +905,6 @@ impl Prepared {
 }
 
 impl Prepared {
-    /// [`Prepared::apply`] when some sources are unknown (`None`): the
-    /// result where the known ones decide it whatever the others hold
-    /// (`and` with zero, `or` with all ones, a product with zero, a select
-    /// whose predicate picks a known source, a comparison combined by `and`
-    /// with false or by `or` with true); `None` where they do not.
     /// Whether [`Self::apply_partial`] gives `None` whenever source `k`
     /// is unknown (no other source can decide the result without it).
     pub fn needs(&self, k: usize) -> bool {
@@ -920,6 +915,11 @@ impl Prepared {
         }
     }
 
+    /// [`Prepared::apply`] when some sources are unknown (`None`): the
+    /// result where the known ones decide it whatever the others hold
+    /// (`and` with zero, `or` with all ones, a product with zero, a select
+    /// whose predicate picks a known source, a comparison combined by `and`
+    /// with false or by `or` with true); `None` where they do not.
     pub fn apply_partial(&self, args: &[Option<u64>]) -> Option<u64> {
         if args.len() <= 8 && args.iter().all(Option::is_some) {
             // (on the stack: this runs once per instruction and lane)

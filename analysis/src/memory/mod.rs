@@ -472,26 +472,34 @@ impl<'f, 'a> Evals<'f, 'a> {
             let seen = self.d.at(f, x, f.cfg.block_of(i));
             (seen == self.d.vals[x]).then(|| self.partial_at(x, q, depth - 1)).flatten().unwrap_or_else(|| vec![None; n])
         };
-        // a needed source the same in every thread is looked at first: unknown (a parameter
-        // with no value), the result is, whatever the others would cost to compute
-        let unknown_uniform = |k: usize| match (op.needs(k - 1), f.operand_value(i, k)) {
-            (true, Some(x)) if self.d.vals[x].is_uniform() && self.d.at(f, x, f.cfg.block_of(i)) == self.d.vals[x] => {
-                self.eval(x, q).is_none() && self.partial_at(x, q, depth - 1).is_none_or(|s| s.iter().all(Option::is_none))
-            }
-            _ => false,
+        // a register source as the instruction reads it (`!p`: negated)
+        let read = |o: &Operand<'_>, vals: Vec<Option<i64>>| match o {
+            Operand::Not(_) => vals.into_iter().map(|b| b.map(|b| (b == 0) as i64)).collect(),
+            _ => vals,
         };
-        if (1..inst.operands().len()).any(|k| matches!(inst.operands()[k], Operand::Reg(_) | Operand::Not(_)) && unknown_uniform(k)) {
-            return None;
+        let ops = inst.operands();
+        // the needed sources the same in every thread first: one unknown in every thread (a
+        // parameter with no value) leaves the result unknown, whatever the others cost
+        let mut srcs: Vec<Option<Vec<Option<i64>>>> = vec![None; ops.len().saturating_sub(1)];
+        for (k, o) in ops.iter().enumerate().skip(1) {
+            let uniform = |x: &ValueId| self.d.vals[*x].is_uniform() && self.d.at(f, *x, f.cfg.block_of(i)) == self.d.vals[*x];
+            let Some(x) = f.operand_value(i, k).filter(|x| matches!(o, Operand::Reg(_) | Operand::Not(_)) && op.needs(k - 1) && uniform(x))
+            else {
+                continue;
+            };
+            let vals = self.partial_at(x, q, depth - 1).filter(|s| s.iter().any(Option::is_some))?;
+            srcs[k - 1] = Some(read(o, vals));
         }
-        let mut srcs: Vec<Vec<Option<i64>>> = Vec::with_capacity(inst.operands().len());
-        for (k, o) in inst.operands().iter().enumerate().skip(1) {
-            srcs.push(match (o, f.operand_value(i, k)) {
-                (Operand::Reg(_), Some(x)) => at_use(x),
-                (Operand::Not(_), Some(x)) => at_use(x).into_iter().map(|b| b.map(|b| (b == 0) as i64)).collect(),
-                (Operand::Imm(c), _) => vec![Some(*c); n],
-                _ => return None,
-            });
-        }
+        let srcs: Vec<Vec<Option<i64>>> = srcs
+            .into_iter()
+            .zip(ops.iter().enumerate().skip(1))
+            .map(|(done, (k, o))| match (done, o, f.operand_value(i, k)) {
+                (Some(s), ..) => Some(s),
+                (None, Operand::Reg(_) | Operand::Not(_), Some(x)) => Some(read(o, at_use(x))),
+                (None, Operand::Imm(c), _) => Some(vec![Some(*c); n]),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
         // a source unknown in every thread that the operation cannot do without
         if srcs.iter().enumerate().any(|(k, s)| op.needs(k) && s.iter().all(Option::is_none)) {
             return None;
