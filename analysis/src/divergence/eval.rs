@@ -6,7 +6,10 @@
 //! Each operation is computed with the one scalar semantics
 //! (`crate::ir::scalar::apply`), lane by lane, on the register bits, so the
 //! width and signedness are exactly PTX's. Each SSA value is evaluated once
-//! per leaf assignment, as a vector over the block's threads. Uniform values
+//! per leaf assignment, as a vector over the block's threads (over sources
+//! the same in every thread, in lane 0 alone; and not at all where an
+//! evaluator of the first iteration or of no samples, linked to this one,
+//! has it already and it cannot differ here). Uniform values
 //! that are not constants are *leaves*: the caller supplies sample values
 //! for them or evaluation stops with `EvalErr::Leaf`.
 //!
