@@ -9,7 +9,7 @@
 
 use super::instrument::{self, COUNTERS, SLOTS};
 use super::launch::Prepared;
-use super::{Seen, SiteSeen};
+use super::{DeviceFault, Seen, SiteSeen};
 use anyhow::{anyhow, Context, Result};
 use gpucheck_analysis::interp::Launch;
 use gpucheck_analysis::interp::{Histogram, SiteKey};
@@ -30,7 +30,7 @@ pub fn run(_src: &str, _m: &ptx::Module<'_>, _kernel: &str, _l: &Launch, _p: &Pr
 mod device {
     use super::*;
     use anyhow::bail;
-    use cudarc::driver::{CudaContext, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+    use cudarc::driver::{CudaContext, CudaSlice, DevicePtr, DriverError, LaunchConfig, PushKernelArg};
     use cudarc::nvrtc::Ptx;
     use gpucheck_analysis::interp::Arg;
     use gpucheck_analysis::ir::inst::Ty;
@@ -72,6 +72,42 @@ mod device {
         move |e| anyhow!("CUDA: {what}: {e:?}")
     }
 
+    /// A run the GPU stopped with a fault of the kernel's own (an illegal
+    /// or misaligned address, a trap): the driver's words and name for it.
+    #[derive(Debug)]
+    struct Stopped(String);
+
+    impl std::fmt::Display for Stopped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::error::Error for Stopped {}
+
+    /// Like [`d`], but an error the kernel itself caused is a [`Stopped`].
+    fn ran(what: &'static str) -> impl Fn(DriverError) -> anyhow::Error {
+        use cudarc::driver::sys::CUresult as R;
+        move |e| match e.0 {
+            R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_INVALID_PC
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ASSERT
+            | R::CUDA_ERROR_LAUNCH_FAILED => {
+                let name = e.error_name().map_or_else(|_| format!("{:?}", e.0), |n| n.to_string_lossy().into_owned());
+                let words = e.error_string().map_or_else(|_| String::new(), |w| w.to_string_lossy().into_owned());
+                anyhow::Error::new(Stopped(format!("{words} ({name})")))
+            }
+            _ => d(what)(e),
+        }
+    }
+
+    /// Runs `kernel` on device 0, in a process of its own (see
+    /// [`isolated`]): a fault of the kernel's own is said in
+    /// [`Seen::fault`], and the next kernel runs on an unharmed driver.
     pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepared) -> Result<Seen> {
         if !driver_present() {
             bail!(
@@ -79,11 +115,153 @@ mod device {
         );
         }
         let started = std::time::Instant::now();
+        let func = m.functions.iter().position(|f| f.name == kernel && f.is_entry).with_context(|| format!("no kernel `{kernel}`"))?;
+        // the two texts are made here; the device's `.target` is set where it is known
+        let ins = instrument::instrument(src, None).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
+        let plain = instrument::strip_dwarf(src);
+        let raw = isolated(kernel, || on_device(m, func, l, p, &ins.ptx, &plain))?;
+        Ok(Seen {
+            sites: sites_from_counters(&ins, &raw.counters.unwrap_or_default()),
+            kernel_ms: raw.ms.map(f64::from),
+            fault: raw.stopped.map(|what| DeviceFault { func, what }),
+            seconds: started.elapsed().as_secs_f64(),
+            ..Seen::default()
+        })
+    }
+
+    /// What one kernel's runs on the device gave: the instrumented run's
+    /// counters, the timed run's milliseconds, and the fault that stopped
+    /// either.
+    #[derive(Debug, Default, PartialEq)]
+    pub(super) struct Raw {
+        pub counters: Option<Vec<u8>>,
+        pub ms: Option<f32>,
+        pub stopped: Option<String>,
+    }
+
+    impl Raw {
+        /// The bytes a run's process hands back: `ok` or `error` on the
+        /// first line; then `ms`, `stopped` and `counters N` lines, the
+        /// last followed by its N bytes.
+        pub(super) fn encode(r: &Result<Raw>) -> Vec<u8> {
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => return format!("error\n{e:#}").into_bytes(),
+            };
+            let mut out = b"ok\n".to_vec();
+            if let Some(ms) = r.ms {
+                out.extend(format!("ms {}\n", ms.to_bits()).bytes());
+            }
+            if let Some(what) = &r.stopped {
+                out.extend(format!("stopped {}\n", what.replace('\n', " ")).bytes());
+            }
+            if let Some(c) = &r.counters {
+                out.extend(format!("counters {}\n", c.len()).bytes());
+                out.extend(c);
+            }
+            out
+        }
+
+        /// [`Raw::encode`]'s bytes read back.
+        pub(super) fn decode(mut b: &[u8]) -> Result<Raw> {
+            // the next line, `b` moved past it
+            fn line(b: &mut &[u8]) -> String {
+                let end = b.iter().position(|&c| c == b'\n').unwrap_or(b.len());
+                let l = String::from_utf8_lossy(&b[..end]).into_owned();
+                *b = b.get(end + 1..).unwrap_or_default();
+                l
+            }
+            match line(&mut b).as_str() {
+                "ok" => {}
+                "error" => bail!("{}", String::from_utf8_lossy(b)),
+                _ => bail!("the CUDA run's process handed back no result"),
+            }
+            let mut raw = Raw::default();
+            while !b.is_empty() {
+                let l = line(&mut b);
+                if let Some(bits) = l.strip_prefix("ms ") {
+                    raw.ms = bits.parse().ok().map(f32::from_bits);
+                } else if let Some(what) = l.strip_prefix("stopped ") {
+                    raw.stopped = Some(what.to_string());
+                } else if let Some(n) = l.strip_prefix("counters ").and_then(|n| n.parse::<usize>().ok()) {
+                    let bytes = b.get(..n).context("the CUDA run's counters are cut short")?;
+                    raw.counters = Some(bytes.to_vec());
+                    b = &b[n..];
+                } else {
+                    bail!("the CUDA run's process handed back `{l}`");
+                }
+            }
+            Ok(raw)
+        }
+    }
+
+    /// `work` in a child process: a fault of the kernel's own makes the
+    /// driver refuse every later call of the process that ran it, a new
+    /// context included. This process never initialises the driver (only
+    /// sees that its library is there), so each child starts with an
+    /// unharmed one; the child hands back [`Raw::encode`]'s bytes through
+    /// a pipe and ends.
+    #[cfg(unix)]
+    fn isolated(kernel: &str, work: impl FnOnce() -> Result<Raw>) -> Result<Raw> {
+        use std::io::{Read, Write};
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: a pipe into two fresh descriptors
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            bail!("making a pipe for the CUDA run: {}", std::io::Error::last_os_error());
+        }
+        // nothing written but not yet flushed is printed twice
+        let _ = std::io::stdout().flush();
+        // SAFETY: the child runs `work` on this thread alone (no thread pool: the texts are made
+        // here) and ends with `_exit`, running no destructor or exit handler of this process
+        match unsafe { libc::fork() } {
+            -1 => bail!("starting the CUDA run's process: {}", std::io::Error::last_os_error()),
+            0 => {
+                // SAFETY: the child's own ends of the pipe
+                unsafe { libc::close(fds[0]) };
+                let r =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| Err(anyhow!("the CUDA run panicked")));
+                let mut to = unsafe { std::fs::File::from_raw_fd(fds[1]) };
+                let code = to.write_all(&Raw::encode(&r)).is_err() as i32;
+                drop(to);
+                // SAFETY: ends the child without unwinding into the parent's code
+                unsafe { libc::_exit(code) }
+            }
+            child => {
+                // SAFETY: the parent's own ends of the pipe
+                unsafe { libc::close(fds[1]) };
+                let mut from = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+                let mut bytes = Vec::new();
+                let read = from.read_to_end(&mut bytes);
+                let mut status = 0;
+                // SAFETY: waits for the child just started
+                unsafe { libc::waitpid(child, &mut status, 0) };
+                read.context("reading the CUDA run's result")?;
+                if bytes.is_empty() {
+                    bail!("the process that ran `{kernel}` on the GPU ended without a result (wait status {status})");
+                }
+                Raw::decode(&bytes)
+            }
+        }
+    }
+
+    /// Elsewhere the run is this process's own.
+    #[cfg(not(unix))]
+    fn isolated(_kernel: &str, work: impl FnOnce() -> Result<Raw>) -> Result<Raw> {
+        work()
+    }
+
+    /// One kernel's two runs on device 0 (the function at `func`): the
+    /// instrumented text, then the plain one timed, each given the
+    /// device's `.target`. A fault stops them; what was read before it is
+    /// kept.
+    fn on_device(m: &ptx::Module<'_>, func: usize, l: &Launch, p: &Prepared, instrumented: &str, plain: &str) -> Result<Raw> {
+        let f = &m.functions[func];
+        let kernel = f.name;
         let ctx = CudaContext::new(0).map_err(d("creating a context on device 0"))?;
         let (major, minor) = ctx.compute_capability().map_err(d("reading the compute capability"))?;
         let arch = format!("sm_{major}{minor}");
         let stream = ctx.default_stream();
-        let f = m.functions.iter().find(|f| f.name == kernel && f.is_entry).with_context(|| format!("no kernel `{kernel}`"))?;
         let cfg = LaunchConfig {
             grid_dim: (l.grid[0], l.grid[1], l.grid[2]),
             block_dim: (l.block[0], l.block[1], l.block[2]),
@@ -173,11 +351,11 @@ mod device {
             // and pointers point into buffers of the sizes the user gave
             let events = if cooperative {
                 // `grid.sync()` waits for every block: they must all be resident at once
-                unsafe { lb.launch_cooperative(cfg) }.map_err(d("launching (cooperatively: the kernel synchronises its grid)"))?
+                unsafe { lb.launch_cooperative(cfg) }.map_err(ran("launching (cooperatively: the kernel synchronises its grid)"))?
             } else {
-                unsafe { lb.launch(cfg) }.map_err(d("launching"))?
+                unsafe { lb.launch(cfg) }.map_err(ran("launching"))?
             };
-            stream.synchronize().map_err(d("running the kernel"))?;
+            stream.synchronize().map_err(ran("running the kernel"))?;
             let ms = match events {
                 Some((a, b)) => Some(a.elapsed_ms(&b).map_err(d("timing"))?),
                 None => None,
@@ -191,15 +369,47 @@ mod device {
             Ok((ms, counters))
         };
 
-        let ins = instrument::instrument(src, Some(&arch)).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
-        let (_, counters) = launch(ins.ptx.clone(), false)?;
-        let mut seen = Seen { sites: sites_from_counters(&ins, &counters.unwrap_or_default()), ..Seen::default() };
-        // the uninstrumented kernel, timed
-        let plain = instrument::retarget(&instrument::strip_dwarf(src), &arch);
-        let (ms, _) = launch(plain, true)?;
-        seen.kernel_ms = ms.map(|x| x as f64);
-        seen.seconds = started.elapsed().as_secs_f64();
-        Ok(seen)
+        let mut raw = Raw::default();
+        for timed in [false, true] {
+            // the uninstrumented kernel second, timed
+            let text = instrument::retarget(if timed { plain } else { instrumented }, &arch);
+            match launch(text, timed) {
+                Ok((ms, counters)) => (raw.ms, raw.counters) = (ms.or(raw.ms), counters.or(raw.counters)),
+                Err(e) => {
+                    raw.stopped = Some(e.downcast::<Stopped>()?.0);
+                    break;
+                }
+            }
+        }
+        Ok(raw)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn raw_results_cross_the_pipe() {
+            let raw = || Raw { counters: Some(vec![0, 10, 255, 7]), ms: Some(0.125), stopped: Some("an illegal memory access (X)".into()) };
+            assert_eq!(Raw::decode(&Raw::encode(&Ok(raw()))).unwrap(), raw());
+            assert_eq!(Raw::decode(&Raw::encode(&Ok(Raw::default()))).unwrap(), Raw::default());
+            let e = Raw::decode(&Raw::encode(&Err(anyhow!("CUDA: loading the PTX: bad")))).unwrap_err();
+            assert_eq!(e.to_string(), "CUDA: loading the PTX: bad");
+            assert!(Raw::decode(b"ok\ncounters 9\nabc").is_err(), "counters cut short");
+        }
+
+        /// The work runs in a child process: what it hands back arrives,
+        /// and a child that dies says so.
+        #[cfg(unix)]
+        #[test]
+        fn isolated_work_hands_back_its_result() {
+            let pid = std::process::id();
+            let raw = isolated("k", || Ok(Raw { ms: Some((std::process::id() != pid) as u8 as f32), ..Raw::default() })).unwrap();
+            assert_eq!(raw.ms, Some(1.0), "ran in another process");
+            assert!(isolated("k", || bail!("no context")).unwrap_err().to_string().contains("no context"));
+            let e = isolated("k", || std::process::abort()).unwrap_err().to_string();
+            assert!(e.contains("`k`") && e.contains("ended without a result"), "{e}");
+        }
     }
 }
 

@@ -83,6 +83,17 @@ pub struct Seen {
     pub seconds: f64,
     /// CUDA only: the uninstrumented kernel's time (CUDA events), milliseconds.
     pub kernel_ms: Option<f64>,
+    /// CUDA only: the GPU stopped a run with a fault of the kernel's own.
+    pub fault: Option<DeviceFault>,
+}
+
+/// A run the GPU stopped (an illegal or misaligned address, a trap): the
+/// GPU does not say which access, so it is the kernel's, at function
+/// `func`, with the driver's words for it.
+#[derive(Debug, Clone)]
+pub struct DeviceFault {
+    pub func: usize,
+    pub what: String,
 }
 
 impl Seen {
@@ -401,7 +412,17 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                         Err(e) => return Err(stopped(e)),
                     }
                 }
-                Engine::Cuda => cuda::run(src, module, f.name, &launch, &prepared)?,
+                Engine::Cuda => {
+                    let seen = cuda::run(src, module, f.name, &launch, &prepared)?;
+                    if let Some(stop) = &seen.fault {
+                        eprintln!(
+                            "note: the GPU stopped the run of `{}`: {}; it does not say which access faulted (`--engine cpu` runs the kernel on the interpreter, which does); the next kernel runs in a fresh process",
+                            gpucheck_analysis::names::bare(f.name),
+                            stop.what
+                        );
+                    }
+                    seen
+                }
                 Engine::CudaOnCpu => cuda::run_instrumented_on_cpu(src, f.name, &launch, &prepared, &mut mem)?,
             };
             // the kernel's own function and every function the run went through
@@ -494,5 +515,6 @@ fn cpu(
         warp_insts: obs.warp_insts,
         seconds,
         kernel_ms: None,
+        fault: None,
     })
 }

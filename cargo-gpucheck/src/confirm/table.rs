@@ -18,7 +18,7 @@
 //! Owns: joining, verdict rules and formatting. Does not own: running
 //! kernels or the predictions.
 
-use super::{BranchSeen, Seen, SiteSeen};
+use super::{BranchSeen, DeviceFault, Seen, SiteSeen};
 use crate::cli::{ConfirmArgs, MessageFormat};
 use crate::diagnostic::PathStyle;
 use gpucheck_analysis::interp::{Arg, SiteKey};
@@ -84,6 +84,13 @@ pub enum Verdict {
     /// A read of bytes no thread had written yet, at an access the run saw
     /// race: the write it races with came later (the race's row).
     RacyRead,
+    /// The GPU stopped the run with a fault (an illegal address), where
+    /// an access outside its array was predicted: the GPU does not say
+    /// which access faulted.
+    FaultedAsPredicted,
+    /// The GPU stopped the run with a fault where no access outside its
+    /// array was predicted.
+    Fault,
 }
 
 impl Verdict {
@@ -109,11 +116,16 @@ impl Verdict {
             Verdict::Uninitialized => "UNINITIALISED READ",
             Verdict::OtherBlock => "seen in a later block (the analysis judges block 0)",
             Verdict::RacyRead => "read before the racing write (see the race)",
+            Verdict::FaultedAsPredicted => "faulted, as predicted (the GPU does not name the access)",
+            Verdict::Fault => "FAULT",
         }
     }
     /// A verdict that makes `confirm` exit 1.
     pub fn is_failure(self) -> bool {
-        matches!(self, Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence | Verdict::OutOfBounds | Verdict::Uninitialized)
+        matches!(
+            self,
+            Verdict::Mismatch | Verdict::Race | Verdict::BarrierDivergence | Verdict::OutOfBounds | Verdict::Uninitialized | Verdict::Fault
+        )
     }
     pub fn is_success(self) -> bool {
         matches!(
@@ -339,6 +351,11 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
         });
     }
     if !seen.control {
+        // the engine observes no control flow; a fault the GPU stopped the run with, against the
+        // accesses predicted outside their array
+        if seen.fault.is_some() {
+            safety_rows(Safety::Bounds, report, functions, seen, paths, args, &mut out);
+        }
         return out;
     }
     // branches
@@ -442,10 +459,8 @@ pub fn rows(report: &Report, kernel: &str, functions: &BTreeSet<usize>, seen: &S
     }
     // shared accesses outside their array, and reads of bytes no thread wrote: seen (predicted or
     // not), and predicted but not seen
-    if seen.control {
-        for safety in [Safety::Bounds, Safety::Uninit] {
-            safety_rows(safety, report, functions, seen, paths, args, &mut out);
-        }
+    for safety in [Safety::Bounds, Safety::Uninit] {
+        safety_rows(safety, report, functions, seen, paths, args, &mut out);
     }
     // races: seen (predicted or not), and predicted but not seen
     let mut seen_pairs = BTreeSet::new();
@@ -955,6 +970,52 @@ mod tests {
         assert!(rows.iter().filter(|r| r.verdict.is_failure()).count() == 3);
     }
 
+    /// A run the GPU stopped: where an access outside its array was
+    /// predicted, that access's row says the run faulted as predicted;
+    /// where none was, the kernel's row is a failure.
+    #[test]
+    fn device_faults_against_the_bounds_predicted() {
+        let lint = gpucheck_analysis::lints::registry::find("shared_out_of_bounds").expect("the lint");
+        let finding = gpucheck_analysis::Finding {
+            lint,
+            kernel: "k".into(),
+            ptx_line: 12,
+            ptx_col: 1,
+            span: None,
+            label: "thread 255 reads element 256 of `s` (256 elements)".into(),
+            message: String::new(),
+            secondary: vec![],
+            notes: vec![],
+            metrics: vec![],
+            access: true,
+            assumes: vec![],
+            witness: Some(gpucheck_analysis::lints::Witness::Bounds { site: (0, 7) }),
+            replay: Default::default(),
+            rank: None,
+        };
+        let stop = DeviceFault { func: 0, what: "an illegal memory access was encountered (CUDA_ERROR_ILLEGAL_ADDRESS)".into() };
+        let seen = Seen { fault: Some(stop), ..Seen::default() };
+        let paths = PathStyle { root: PathBuf::from("/") };
+        let predicted = Report { findings: vec![finding], ..Report::default() };
+        let rows = rows(&predicted, "k", &BTreeSet::from([0]), &seen, &paths, &[]);
+        let row = rows.iter().find(|r| r.what == "bounds").expect("a bounds row");
+        assert_eq!(
+            (row.key, row.verdict, row.json_observed["fault"].as_str()),
+            (SiteKey { func: 0, inst: 7 }, Verdict::FaultedAsPredicted, Some(seen.fault.as_ref().unwrap().what.as_str()))
+        );
+        assert!(!row.verdict.is_failure());
+        // none predicted: the kernel's row fails the run
+        let rows = super::rows(&Report::default(), "k", &BTreeSet::from([0]), &seen, &paths, &[]);
+        assert_eq!(
+            rows.iter().map(|r| (r.what, r.verdict, r.place.as_str())).collect::<Vec<_>>(),
+            [("bounds", Verdict::Fault, "the kernel")]
+        );
+        assert!(rows[0].verdict.is_failure());
+        // no fault (the CUDA engine observes no bounds): no bounds row
+        let rows = super::rows(&predicted, "k", &BTreeSet::from([0]), &Seen::default(), &paths, &[]);
+        assert!(rows.iter().all(|r| r.what != "bounds"));
+    }
+
     #[test]
     fn access_verdicts_judge_ranges() {
         use gpucheck_analysis::ir::inst::AccessKind;
@@ -1083,6 +1144,7 @@ fn safety_rows(
         let global = report.access_at(k).is_some_and(|a| a.space == Space::Global);
         let verdict = match (p, o) {
             (Some(_), Some(_)) => Verdict::Confirmed,
+            (Some(_), None) if seen.fault.is_some() => Verdict::FaultedAsPredicted,
             // the analysis judges block 0: one seen only in a later block is told, not a failure
             (None, Some(f)) if f.block != [0; 3] && !global => Verdict::OtherBlock,
             // a read that runs before the write it races with: the race's row says so
@@ -1117,22 +1179,50 @@ fn safety_rows(
                 None if global => "not judged (a global buffer)".to_string(),
                 None => none.to_string(),
             },
-            observed: match o {
-                Some(f) => {
+            observed: match (o, &seen.fault) {
+                (Some(f), _) => {
                     let ([x, y, z], [bx, by, bz]) = (f.thread, f.block);
                     format!("{fault}: thread ({x}, {y}, {z}) of block ({bx}, {by}, {bz}) at byte {} of its array", f.offset)
                 }
-                None if ran => match &other_value {
+                (None, Some(stop)) => stop_text(stop),
+                (None, None) if ran => match &other_value {
                     Some(why) => format!("{none} ({why})"),
                     None => none.to_string(),
                 },
-                None => "not executed".to_string(),
+                (None, None) => "not executed".to_string(),
             },
             verdict,
             json_predicted: json!({json_key: p.is_some()}),
-            json_observed: o
-                .map_or(json!({json_key: false}), |f| json!({json_key: true, "block": f.block, "thread": f.thread, "offset": f.offset})),
+            json_observed: match (o, &seen.fault) {
+                (Some(f), _) => json!({json_key: true, "block": f.block, "thread": f.thread, "offset": f.offset}),
+                // the GPU does not say where
+                (None, Some(stop)) => json!({json_key: Value::Null, "fault": stop.what}),
+                (None, None) => json!({json_key: false}),
+            },
             via,
         });
     }
+    // a fault with no access predicted outside its array: the kernel's own row
+    if let (Some(stop), true) = (&seen.fault, safety == Safety::Bounds && predicted.is_empty()) {
+        out.push(Row {
+            place: "the kernel".to_string(),
+            line: 0,
+            col: 0,
+            file: String::new(),
+            ptx_line: 0,
+            key: key(stop.func, 0),
+            what,
+            predicted: format!("{none} (no access predicted outside its array)"),
+            observed: stop_text(stop),
+            verdict: Verdict::Fault,
+            json_predicted: json!({json_key: false}),
+            json_observed: json!({json_key: Value::Null, "fault": stop.what}),
+            via: Value::Null,
+        });
+    }
+}
+
+/// A row's words for the fault a GPU stopped the run with.
+fn stop_text(stop: &DeviceFault) -> String {
+    format!("the GPU stopped the run: {}", stop.what)
 }
