@@ -40,6 +40,9 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     /// What [`Self::deciding`] gave a witness's way, per block and iteration.
     on_the_way: FxHashMap<(BlockId, usize), Rc<Vec<Decides>>>,
     memo: FxHashMap<(BlockId, usize), Threads>,
+    /// Every distinct set of threads in `memo`, kept once: most blocks
+    /// share theirs with others (all threads, one side of a branch).
+    distinct: rustc_hash::FxHashSet<Threads>,
     /// Blocks whose threads are being computed (a branch's own threads are
     /// asked for on the way; a loop may lead back).
     computing: rustc_hash::FxHashSet<(BlockId, usize)>,
@@ -89,6 +92,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             controllers: None,
             on_the_way: FxHashMap::default(),
             memo: FxHashMap::default(),
+            distinct: Default::default(),
             computing: Default::default(),
             ctaid,
             by_block,
@@ -165,7 +169,15 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             // around a loop back to a block being computed: every thread may be there
             return Rc::new(vec![true; self.shape.threads()]);
         }
-        let v = Rc::new(self.compute(b, iteration));
+        let v = self.compute(b, iteration);
+        let v = match self.distinct.get(&v) {
+            Some(same) => same.clone(),
+            None => {
+                let v = Rc::new(v);
+                self.distinct.insert(v.clone());
+                v
+            }
+        };
         self.computing.remove(&(b, iteration));
         self.memo.insert((b, iteration), v.clone());
         v
