@@ -40,7 +40,7 @@ fn main() {
     let facts = facts::KernelFacts::compute(f, &d, &sums, &shape);
     show("facts");
     meter::reset();
-    let cx = lints::LintCx { facts: &facts, srcmap: &sm, is_local: &|_| true, coalescing_threshold: 2.0 };
+    let cx = lints::LintCx::new(&facts, &sm, &|_| true, 2.0);
     let r = lints::run(&cx);
     show("lints");
     println!("{} findings", r.len());

@@ -31,7 +31,7 @@ fn main() {
         let t = Instant::now();
         let shape = shape_for(f, &Options::default());
         let facts = facts::KernelFacts::compute(f, &d, &sums, &shape);
-        let cx = lints::LintCx { facts: &facts, srcmap: &sm, is_local: &|_| true, coalescing_threshold: 2.0 };
+        let cx = lints::LintCx::new(&facts, &sm, &|_| true, 2.0);
         let _ = lints::run(&cx);
         tl += t.elapsed().as_secs_f64();
     }

@@ -380,12 +380,7 @@ fn check_function(
         inst: c.inst,
     };
     let facts = KernelFacts::compute_with(f, &d, m.sums, &shape, grid, &mut |cs| imports(&shape, &cs.iter().map(call).collect::<Vec<_>>()));
-    let lcx = lints::LintCx {
-        facts: &facts,
-        srcmap: m.srcmap,
-        is_local: m.is_local,
-        coalescing_threshold: m.opts.coalescing_threshold.unwrap_or(2.0),
-    };
+    let lcx = lints::LintCx::new(&facts, m.srcmap, m.is_local, m.opts.coalescing_threshold.unwrap_or(2.0));
     let findings = lints::run(&lcx);
     let kernel = cx.map_or_else(|| demangle(f.func.name), |c| c.kernel.clone());
     let calls = facts.calls.iter().map(call).collect();

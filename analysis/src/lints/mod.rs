@@ -331,9 +331,15 @@ pub struct LintCx<'c, 'f, 'a> {
     pub is_local: &'c IsLocal<'c>,
     /// `predicted / ideal` sectors at or above which a global access is reported.
     pub coalescing_threshold: f64,
+    /// The function's name, demangled (once: every finding names it).
+    name: String,
 }
 
-impl LintCx<'_, '_, '_> {
+impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
+    pub fn new(facts: &'c KernelFacts<'f, 'a>, srcmap: &'c SourceMap<'a>, is_local: &'c IsLocal<'c>, coalescing_threshold: f64) -> Self {
+        LintCx { facts, srcmap, is_local, coalescing_threshold, name: crate::names::demangle(facts.f.func.name) }
+    }
+
     pub fn resolve(&self, i: InstId) -> Resolved {
         self.srcmap.resolve(self.facts.f, i, self.is_local)
     }
@@ -458,7 +464,7 @@ impl LintCx<'_, '_, '_> {
         let primary = frame.map(|k| r.frames[k].clone()).or_else(|| r.primary.clone());
         let mut fd = Finding {
             lint,
-            kernel: crate::names::demangle(self.facts.f.func.name),
+            kernel: self.name.clone(),
             ptx_line: inst.pos.line,
             ptx_col: inst.pos.col,
             span: primary.clone(),
@@ -529,7 +535,7 @@ impl LintCx<'_, '_, '_> {
         let call = self.facts.race_site(k).inst;
         let Some(x) = self.imported(k) else { return self.finding(lint, call, message, label) };
         let mut fd = Finding {
-            kernel: crate::names::demangle(self.facts.f.func.name),
+            kernel: self.name.clone(),
             ptx_line: x.ptx_line,
             ptx_col: x.ptx_col,
             span: x.span.clone(),
@@ -539,7 +545,7 @@ impl LintCx<'_, '_, '_> {
             ..Finding::new(lint)
         };
         fd.note_text(Text::At {
-            before: format!("in `{}`, in this call from `{}` at ", x.callee, crate::names::demangle(self.facts.f.func.name)),
+            before: format!("in `{}`, in this call from `{}` at ", x.callee, self.name),
             at: self.place(call),
             after: String::new(),
         });
@@ -587,11 +593,7 @@ impl LintCx<'_, '_, '_> {
     /// The note saying which block shape the numbers are for.
     pub fn shape_note(&self, fd: &mut Finding) {
         let shape = self.facts.shape;
-        fd.note_text(Text::Shape {
-            kernel: crate::names::demangle(self.facts.f.func.name),
-            block: shape.block,
-            source: shape.source.clone(),
-        });
+        fd.note_text(Text::Shape { kernel: self.name.clone(), block: shape.block, source: shape.source.clone() });
     }
 }
 

@@ -101,6 +101,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
 pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
+    // the name of each first access's base (many races share one)
+    let mut bases: rustc_hash::FxHashMap<usize, String> = Default::default();
     // races that come from threads skipping a divergent barrier are told with that barrier
     for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none() && r.keyed.is_none()) {
         let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
@@ -191,7 +193,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                 t1.max(t2)
             ));
         }
-        let base = super::base_name(cx.facts.f, a);
+        let base = bases.entry(r.first).or_insert_with(|| super::base_name(cx.facts.f, a));
         let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
         fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements{more})", a.width));
         match &r.when {
