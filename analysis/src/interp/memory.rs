@@ -196,6 +196,8 @@ pub struct Conflict {
 }
 
 const NONE: u32 = 0;
+/// Bytes of one page of the global shadow.
+const PAGE: u64 = 8;
 const MANY: u32 = u32::MAX;
 
 /// Who touched one byte in the current barrier interval (thread ids + 1).
@@ -412,7 +414,9 @@ pub fn grid_conflicts(mut footprints: Vec<Footprint>) -> Vec<GridConflict> {
 #[derive(Default)]
 pub struct Shadow {
     shared: Vec<Cell>,
-    global: rustc_hash::FxHashMap<u64, Cell>,
+    /// Global bytes' cells in aligned pages of [`PAGE`] (one lookup for
+    /// an access of up to that many bytes).
+    global: rustc_hash::FxHashMap<u64, Box<[Cell; PAGE as usize]>>,
     pub epoch: u32,
     pub races: rustc_hash::FxHashMap<(bool, RaceKind, usize, usize), Conflict>,
     /// `__syncwarp()`s each warp has executed: accesses of one warp's lanes
@@ -572,14 +576,23 @@ impl Shadow {
         let cur = self.warp_epoch.get(my_warp as usize).copied().unwrap_or(0);
         // an access of a lane of my warp before my warp's last `__syncwarp()`
         let synced = |x: u32, we: u32| x != MANY && (x - 1) / 32 == my_warp && we < cur;
+        // the global page the last byte was on
+        let mut page: Option<(u64, &mut [Cell; PAGE as usize])> = None;
         for k in 0..len as u64 {
+            let a = addr + k;
             let cell = if shared {
-                match self.shared.get_mut((addr + k) as usize) {
+                match self.shared.get_mut(a as usize) {
                     Some(c) => c,
                     None => return,
                 }
             } else {
-                self.global.entry(addr + k).or_default()
+                if page.as_ref().is_none_or(|p| p.0 != a / PAGE) {
+                    page = Some((a / PAGE, self.global.entry(a / PAGE).or_insert_with(|| Box::new([Cell::default(); PAGE as usize]))));
+                }
+                match &mut page {
+                    Some((_, cells)) => &mut cells[(a % PAGE) as usize],
+                    None => return,
+                }
             };
             if cell.epoch != epoch {
                 *cell = Cell { epoch, ..Cell::default() };
