@@ -102,7 +102,7 @@ pub fn replay<'a>(module: &'a Module<'a>, mcx: &ir::ModuleCx<'a>, kernels: &[Ker
     let mut todo: Vec<Vec<usize>> = vec![Vec::new(); kernels.len()];
     for (i, fd) in findings.iter().enumerate() {
         let replayed = fd.lint.group == crate::lints::Group::Correctness && fd.lint.default != Level::Allow && fd.witness.is_some();
-        if let (true, Some(&k)) = (replayed, by_name.get(&fd.kernel)) {
+        if let (true, Some(&k)) = (replayed, by_name.get(&*fd.kernel)) {
             todo[k].push(i);
         }
     }

@@ -62,7 +62,7 @@ const RACES: &str = r#"
 fn a_race_found_with_a_sample_names_it() {
     let fs = findings(RACES);
     let races = of(&fs, "shared_memory_race");
-    let by_kernel = |k: &str| races.iter().find(|f| f.kernel == k).copied().unwrap_or_else(|| panic!("a race in `{k}`: {fs:#?}"));
+    let by_kernel = |k: &str| races.iter().find(|f| &*f.kernel == k).copied().unwrap_or_else(|| panic!("a race in `{k}`: {fs:#?}"));
     let sampled = by_kernel("by_param");
     assert_eq!(sampled.assumes.len(), 1, "{:#?}", sampled.assumes);
     let a = &sampled.assumes[0];
@@ -114,7 +114,7 @@ const STRIDES: &str = r#"
 fn a_stride_taken_as_large_and_an_alignment_are_named() {
     let fs = findings(STRIDES);
     let unco = of(&fs, "uncoalesced_global_access");
-    let by_kernel = |k: &str| unco.iter().find(|f| f.kernel == k).copied().unwrap_or_else(|| panic!("a finding in `{k}`: {fs:#?}"));
+    let by_kernel = |k: &str| unco.iter().find(|f| &*f.kernel == k).copied().unwrap_or_else(|| panic!("a finding in `{k}`: {fs:#?}"));
     let stride = by_kernel("by_stride");
     assert!(
         stride.assumes.iter().any(|a| a.kind == Assumed::Stride && a.name == "by_stride_n" && a.sample == 4096 && !a.alignment),

@@ -37,7 +37,7 @@ fn nvvm_idioms() {
     // nor is `t > 254` (one lane of one warp, a tail guard)
     assert_eq!(c.values().sum::<usize>(), 2, "{:#?}", r.findings);
     let strided = r.findings.iter().find(|f| f.lint.name == "uncoalesced_global_access").unwrap();
-    assert_eq!(strided.kernel, "strided_struct");
+    assert_eq!(&*strided.kernel, "strided_struct");
 
     // the mangled shared array is named as Rust writes it
     let race = r.findings.iter().find(|f| f.lint.name == "shared_memory_race").unwrap();

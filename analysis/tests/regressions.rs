@@ -226,7 +226,7 @@ const STACK_FIELD: &str = r#"
 fn a_stack_address_made_with_or_stays_local() {
     let r = check(STACK_FIELD, &Options { block: Some([64, 1, 1]), grid: Some([1, 1, 1]), ..Default::default() }, &|_| true).unwrap();
     let races: Vec<&Finding> = r.findings.iter().filter(|f| f.lint.name.ends_with("_race")).collect();
-    assert!(races.iter().all(|f| f.kernel == "on_global"), "{races:#?}");
+    assert!(races.iter().all(|f| &*f.kernel == "on_global"), "{races:#?}");
     assert_eq!(races.len(), 1, "{races:#?}");
     let cov = |k: &str| r.coverage.iter().find(|c| c.kernel == k).unwrap();
     assert_eq!((cov("on_stack").other_space, cov("on_stack").predicted), (2, 0));
@@ -286,8 +286,8 @@ fn one_value_computed_on_both_arms_is_that_value() {
     let r = check(JOINED, &Options { block: Some([256, 1, 1]), grid: Some([4, 1, 1]), ..Default::default() }, &|_| true).unwrap();
     let races: Vec<&Finding> = r.findings.iter().filter(|f| f.lint.name == "grid_memory_race").collect();
     assert_eq!(races.len(), 1, "{races:#?}");
-    assert_eq!(races[0].kernel, "zero_on_one_arm");
-    assert!(r.findings.iter().all(|f| f.kernel != "same_on_both_arms"), "{:#?}", r.findings);
+    assert_eq!(&*races[0].kernel, "zero_on_one_arm");
+    assert!(r.findings.iter().all(|f| &*f.kernel != "same_on_both_arms"), "{:#?}", r.findings);
 }
 
 /// A barrier behind an inlined wrapper (`sync() { __syncthreads(); }`,

@@ -82,7 +82,7 @@ fn findings(replay: bool) -> Vec<Finding> {
 }
 
 fn of<'f>(fs: &'f [Finding], lint: &str, kernel: &str) -> &'f Finding {
-    fs.iter().find(|f| f.lint.name == lint && f.kernel == kernel).unwrap_or_else(|| panic!("no {lint} in {kernel}: {fs:#?}"))
+    fs.iter().find(|f| f.lint.name == lint && &*f.kernel == kernel).unwrap_or_else(|| panic!("no {lint} in {kernel}: {fs:#?}"))
 }
 
 #[test]

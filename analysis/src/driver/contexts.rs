@@ -35,8 +35,8 @@ pub const MAX_DEPTH: usize = 6;
 /// One call context of a device function.
 #[derive(Clone, Debug)]
 pub(crate) struct Context {
-    /// The kernel the calls start from.
-    pub kernel: String,
+    /// The kernel the calls start from (shared by its findings).
+    pub kernel: std::sync::Arc<str>,
     pub shape: Shape,
     pub args: CallArgs,
     /// The calls from the kernel down to this one: (caller, call site).
@@ -153,7 +153,7 @@ impl<'m, 'a> Contexts<'m, 'a> {
             .filter_map(|c| {
                 let ci = *self.index.get(c.callee.as_str())?;
                 let chain = vec![(readable(kernel), c.place.clone())];
-                Some((ci, Context { kernel: kernel.to_string(), shape: shape.clone(), args: c.args.clone(), chain }, Some(c.inst)))
+                Some((ci, Context { kernel: kernel.into(), shape: shape.clone(), args: c.args.clone(), chain }, Some(c.inst)))
             })
             .collect();
         let mut taken: FxHashSet<Key> = FxHashSet::default();
@@ -256,7 +256,7 @@ fn with_contexts(r: &FunctionReport, cs: &[Context]) -> FunctionReport {
     for x in r.findings.iter_mut() {
         note_contexts(x, cs);
     }
-    let kernel = &first.kernel;
+    let kernel = first.kernel.to_string();
     for a in r.accesses.iter_mut() {
         a.site.kernel = kernel.clone();
     }
@@ -279,7 +279,7 @@ fn with_contexts(r: &FunctionReport, cs: &[Context]) -> FunctionReport {
         s.kernel = kernel.clone();
     }
     // the same prediction for every kernel of the group
-    let mut kernels: Vec<&str> = cs.iter().map(|c| c.kernel.as_str()).collect();
+    let mut kernels: Vec<&str> = cs.iter().map(|c| &*c.kernel).collect();
     kernels.dedup();
     for k in kernels.iter().skip(1) {
         let with = |s: &crate::report::Site| crate::report::Site { kernel: k.to_string(), ..s.clone() };
@@ -422,7 +422,7 @@ mod tests {
         // the three like calls: one finding in the helper, naming the kernel's calls
         let found: Vec<_> = r.findings.iter().filter(|f| f.lint.name == "uncoalesced_global_access" && f.ptx_line == 11).collect();
         assert_eq!(found.len(), 1, "{found:#?}");
-        assert_eq!(found[0].kernel, "k");
+        assert_eq!(&*found[0].kernel, "k");
         let calls = found[0]
             .notes
             .iter()

@@ -283,7 +283,7 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
     if opts.replay {
         // the kernels whose findings (their own, or their callees' in their contexts) have witnesses
         let named: std::collections::BTreeSet<&str> =
-            per_fn.iter().flat_map(|r| &r.findings).filter(|fd| fd.witness.is_some()).map(|fd| fd.kernel.as_str()).collect();
+            per_fn.iter().flat_map(|r| &r.findings).filter(|fd| fd.witness.is_some()).map(|fd| &*fd.kernel).collect();
         let kernels: Vec<crate::replay::Kernel> = per_fn
             .iter()
             .filter(|r| r.coverage.entry && named.contains(r.coverage.kernel.as_str()))
@@ -382,7 +382,7 @@ fn check_function(
     let facts = KernelFacts::compute_with(f, &d, m.sums, &shape, grid, &mut |cs| imports(&shape, &cs.iter().map(call).collect::<Vec<_>>()));
     let lcx = lints::LintCx::new(&facts, m.srcmap, m.is_local, m.opts.coalescing_threshold.unwrap_or(2.0));
     let findings = lints::run(&lcx);
-    let kernel = cx.map_or_else(|| demangle(f.func.name), |c| c.kernel.clone());
+    let kernel = cx.map_or_else(|| demangle(f.func.name), |c| c.kernel.to_string());
     let calls = facts.calls.iter().map(call).collect();
     let exports = facts
         .exports

@@ -146,7 +146,7 @@ pub enum Text {
     },
     /// The block shape used for `kernel` and where it came from.
     Shape {
-        kernel: String,
+        kernel: std::sync::Arc<str>,
         block: [u32; 3],
         source: ShapeSource,
     },
@@ -220,7 +220,9 @@ pub enum Replay {
 #[derive(Clone, Debug)]
 pub struct Finding {
     pub lint: &'static Lint,
-    pub kernel: String,
+    /// The kernel's (the function's) name, demangled: one text that every
+    /// finding of the function shares.
+    pub kernel: std::sync::Arc<str>,
     pub ptx_line: u32,
     pub ptx_col: u32,
     /// Where to report in Rust (innermost frame in the package).
@@ -277,7 +279,7 @@ impl Finding {
     pub fn new(lint: &'static Lint) -> Finding {
         Finding {
             lint,
-            kernel: String::new(),
+            kernel: "".into(),
             ptx_line: 0,
             ptx_col: 0,
             span: None,
@@ -331,13 +333,13 @@ pub struct LintCx<'c, 'f, 'a> {
     pub is_local: &'c IsLocal<'c>,
     /// `predicted / ideal` sectors at or above which a global access is reported.
     pub coalescing_threshold: f64,
-    /// The function's name, demangled (once: every finding names it).
-    name: String,
+    /// The function's name, demangled (once: every finding shares it).
+    name: std::sync::Arc<str>,
 }
 
 impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
     pub fn new(facts: &'c KernelFacts<'f, 'a>, srcmap: &'c SourceMap<'a>, is_local: &'c IsLocal<'c>, coalescing_threshold: f64) -> Self {
-        LintCx { facts, srcmap, is_local, coalescing_threshold, name: crate::names::demangle(facts.f.func.name) }
+        LintCx { facts, srcmap, is_local, coalescing_threshold, name: crate::names::demangle(facts.f.func.name).into() }
     }
 
     pub fn resolve(&self, i: InstId) -> Resolved {

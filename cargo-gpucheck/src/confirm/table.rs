@@ -1157,7 +1157,7 @@ fn safety_rows(
         };
         // (a `.local` access has no access record: the finding's own place)
         let own = p.filter(|_| at(k).is_none()).map(|f| Site {
-            kernel: f.kernel.clone(),
+            kernel: f.kernel.to_string(),
             function: k.func,
             inst: k.inst,
             ptx_line: f.ptx_line,

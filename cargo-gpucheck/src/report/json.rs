@@ -63,7 +63,7 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     g.insert("lint".into(), json!(f.lint.name));
     // the kernel as its source names it; the PTX symbol beside it (a C++ kernel's is mangled)
     g.insert("kernel".into(), json!(gpucheck_analysis::names::bare(&f.kernel)));
-    g.insert("ptx_kernel".into(), json!(f.kernel));
+    g.insert("ptx_kernel".into(), json!(&*f.kernel));
     g.insert("ptx_file".into(), json!(d.ptx_file));
     g.insert("ptx_line".into(), json!(f.ptx_line));
     g.insert("duplicates".into(), json!(d.duplicates));

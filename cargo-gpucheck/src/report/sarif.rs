@@ -70,7 +70,7 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
             let rule_index = LINTS.iter().position(|l| l.name == f.lint.name).unwrap_or(0) as i64;
             let mut props = BTreeMap::new();
             props.insert("kernel".to_string(), serde_json::json!(gpucheck_analysis::names::bare(&f.kernel)));
-            props.insert("ptxKernel".to_string(), serde_json::json!(f.kernel));
+            props.insert("ptxKernel".to_string(), serde_json::json!(&*f.kernel));
             props.insert("ptx_file".to_string(), serde_json::json!(d.ptx_file));
             props.insert("ptx_line".to_string(), serde_json::json!(f.ptx_line));
             props.insert("assumes".to_string(), super::json::assumes_json(&f.assumes));

@@ -462,7 +462,7 @@ impl Doc {
                 p.line(&at).findings.push(FindingView {
                     lint: d.finding.lint.name.to_string(),
                     level: level.into(),
-                    kernel: d.finding.kernel.clone(),
+                    kernel: d.finding.kernel.to_string(),
                     message: d.finding.message.clone(),
                     label: d.finding.label.clone(),
                     notes,
@@ -478,7 +478,7 @@ impl Doc {
                     .map(|(x, _)| p.link(&x.site, u.ptx));
                 let mut findings = BTreeMap::new();
                 let mut errors = 0;
-                for d in u.diags.iter().filter(|d| d.finding.kernel == cov.kernel) {
+                for d in u.diags.iter().filter(|d| *d.finding.kernel == *cov.kernel) {
                     *findings.entry(d.finding.lint.name.to_string()).or_insert(0) += 1;
                     errors += d.level.is_error() as usize;
                 }
@@ -508,7 +508,11 @@ impl Doc {
                 let hint = crate::diagnostic::ShapeHint::Cargo;
                 let shape = gpucheck_analysis::Note {
                     kind: gpucheck_analysis::NoteKind::Note,
-                    text: gpucheck_analysis::Text::Shape { kernel: cov.kernel.clone(), block: cov.block, source: cov.shape_source.clone() },
+                    text: gpucheck_analysis::Text::Shape {
+                        kernel: cov.kernel.as_str().into(),
+                        block: cov.block,
+                        source: cov.shape_source.clone(),
+                    },
                 };
                 let reported_branches = findings.get(DIVERGENT_BRANCH.name).copied().unwrap_or(0);
                 kernels.push(KernelRow {
