@@ -29,7 +29,7 @@ fn main() {
         let mut seen = std::collections::HashSet::new();
         let mut by: BTreeMap<&str, usize> = BTreeMap::new();
         for f in &r.findings {
-            let pos = f.span.as_ref().map(|s| (s.file.clone(), s.line, s.col)).unwrap_or((String::new(), f.ptx_line, f.ptx_col));
+            let pos = f.span.as_ref().map(|s| (s.file.clone(), s.line, s.col)).unwrap_or(("".into(), f.ptx_line, f.ptx_col));
             if seen.insert((f.lint.name, pos, f.message.clone())) {
                 *by.entry(f.lint.name).or_default() += 1;
             }

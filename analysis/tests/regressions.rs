@@ -326,7 +326,7 @@ $L__info_string0:
     let bar: Vec<&Finding> = found.iter().filter(|f| f.lint.name == "barrier_divergence").collect();
     assert_eq!(bar.len(), 1, "{found:#?}");
     let span = bar[0].span.as_ref().expect("a source span");
-    assert_eq!((span.file.as_str(), span.line, span.col), ("/src/k.cu", 16, 9));
+    assert_eq!((&*span.file, span.line, span.col), ("/src/k.cu", 16, 9));
     let notes: Vec<String> = bar[0].notes.iter().map(|n| format!("{:?}", n.text)).collect();
     assert!(notes.iter().any(|n| n.contains("InlinedFrom") && n.contains("line: 9")), "{notes:#?}");
 }

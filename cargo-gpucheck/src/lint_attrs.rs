@@ -429,7 +429,7 @@ impl Scopes {
                 }
                 let mut f = Finding::new(&UNUSED_GPUCHECK_ALLOW);
                 let (line, col) = a.name_at[n];
-                f.span = Some(SrcPos { file: a.file.to_string_lossy().to_string(), line, col });
+                f.span = Some(SrcPos { file: a.file.to_string_lossy().into(), line, col });
                 if known {
                     f.message = format!("unfulfilled `#[expect(gpucheck::{name})]`: no `{name}` finding here");
                     f.label = "expects a finding that is not there".to_string();

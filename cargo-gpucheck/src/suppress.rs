@@ -198,7 +198,7 @@ impl Suppressions {
                 // at the name (one finding each), else at the comment
                 let text = self.texts.get(&cm.file).and_then(|t| t.get(cm.line as usize - 1));
                 let col = text.and_then(|t| name_column(t, cm.col, name)).unwrap_or(cm.col);
-                f.span = Some(SrcPos { file: cm.file.to_string_lossy().to_string(), line: cm.line, col });
+                f.span = Some(SrcPos { file: cm.file.to_string_lossy().into(), line: cm.line, col });
                 if expand(name).is_some() {
                     f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");
                     f.label = "suppresses nothing".to_string();

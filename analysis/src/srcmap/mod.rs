@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SrcPos {
-    pub file: String,
+    pub file: std::sync::Arc<str>,
     pub line: u32,
     pub col: u32,
 }
@@ -56,6 +56,9 @@ pub struct SourceMap<'m> {
     /// Synthetic address of instruction 0 of each function (by function index).
     base: FxHashMap<usize, u64>,
     inline: Option<Vec<dwarf::InlineRange>>,
+    /// Each `.file` index's path (the last directive giving it), one text
+    /// every position in that file shares.
+    paths: FxHashMap<u32, std::sync::Arc<str>>,
 }
 
 impl<'m> SourceMap<'m> {
@@ -77,7 +80,8 @@ impl<'m> SourceMap<'m> {
         } else {
             None
         };
-        SourceMap { module, base, inline }
+        let paths = module.files.iter().map(|f| (f.index, std::sync::Arc::from(f.path))).collect();
+        SourceMap { module, base, inline, paths }
     }
 
     /// Does the module carry a DWARF inline tree we could decode?
@@ -91,8 +95,7 @@ impl<'m> SourceMap<'m> {
     }
 
     fn pos(&self, file: u32, line: u32, col: u32) -> Option<SrcPos> {
-        let path = self.module.file(file)?;
-        Some(SrcPos { file: path.to_string(), line, col })
+        Some(SrcPos { file: self.paths.get(&file)?.clone(), line, col })
     }
 
     /// Frames of instruction `i` of `f`, and the one to report given
