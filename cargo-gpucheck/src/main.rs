@@ -22,7 +22,7 @@ mod suppress;
 mod view;
 
 use anyhow::{Context, Result};
-use clap::{CommandFactory, FromArgMatches};
+use clap::Parser;
 use cli::{Cargo, ColorChoice, Command, MessageFormat, OutputArgs};
 use diagnostic::{prepare, Diagnostic, PathStyle};
 use gpucheck_analysis::lints::registry;
@@ -65,15 +65,7 @@ fn run() -> Result<i32> {
         print!("{help}");
         return Ok(0);
     }
-    // the parser is not freed: the process ends soon after, and freeing its thousands of
-    // strings is a sixth of the start of a check of a small file
-    let mut parser = Cargo::command();
-    let parsed = match parser.try_get_matches_from_mut(args) {
-        Ok(mut m) => Cargo::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut parser)),
-        Err(e) => Err(e),
-    };
-    std::mem::forget(parser);
-    let Cargo::Gpucheck(a) = match parsed {
+    let Cargo::Gpucheck(a) = match Cargo::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
