@@ -170,17 +170,22 @@ fn render(t: &gpucheck_analysis::Text) -> String {
     use gpucheck_analysis::{Place, ShapeSource, Text};
     match t {
         Text::Plain(t) => t.clone(),
-        Text::At { before, at: Place::Source(p), after } => format!("{before}{p}{after}"),
-        Text::At { before, at: Place::PtxLine(l), after } => format!("{before}PTX line {l}{after}"),
-        Text::Shape { kernel, block: [x, y, z], source } => match source {
-            ShapeSource::Assumed => format!("no block shape given for `{kernel}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`"),
-            ShapeSource::Cli => format!("block shape {x}×{y}×{z} from --block"),
-            ShapeSource::Kernel(n) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{n}]"),
-            ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
-            ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
-            ShapeSource::Launch { file, line } => format!("block shape {x}×{y}×{z} from the `LaunchConfig` of `{kernel}`'s launch at {file}:{line}"),
-            ShapeSource::Maxntid => format!("block shape {x}×{y}×{z} from .maxntid in the PTX (`__launch_bounds__`: the largest block `{kernel}` allows); for a smaller launch, set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`"),
+        Text::At(x) => match &x.at {
+            Place::Source(p) => format!("{}{p}{}", x.before, x.after),
+            Place::PtxLine(l) => format!("{}PTX line {l}{}", x.before, x.after),
         },
+        Text::Shape(s) => {
+            let (kernel, [x, y, z]) = (&s.kernel, s.block);
+            match &s.source {
+                ShapeSource::Assumed => format!("no block shape given for `{kernel}`: assumed {x}×{y}×{z} (blockDim.x a multiple of 32); set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`"),
+                ShapeSource::Cli => format!("block shape {x}×{y}×{z} from --block"),
+                ShapeSource::Kernel(n) => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck.kernels.{n}]"),
+                ShapeSource::Reqntid => format!("block shape {x}×{y}×{z} from .reqntid in the PTX"),
+                ShapeSource::Package => format!("block shape {x}×{y}×{z} from [package.metadata.gpucheck]"),
+                ShapeSource::Launch { file, line } => format!("block shape {x}×{y}×{z} from the `LaunchConfig` of `{kernel}`'s launch at {file}:{line}"),
+                ShapeSource::Maxntid => format!("block shape {x}×{y}×{z} from .maxntid in the PTX (`__launch_bounds__`: the largest block `{kernel}` allows); for a smaller launch, set `block = [x, y, z]` under `[package.metadata.gpucheck]` or pass `--block`"),
+            }
+        }
         Text::InlinedInto(p) => format!("inlined into {p}"),
         Text::InlinedFrom(p) => format!("the instruction comes from {p}, inlined here"),
         Text::NearestLine => "no inline information in the PTX: this is the nearest line of the package before the instruction".into(),

@@ -212,7 +212,10 @@ fn gpuverify_scan_1a_is_clean_and_1b_diverges_at_both_barriers() {
     assert_eq!(lines, bars);
     assert!(words(&r.findings[0]).contains("thread-dependent number of iterations"));
     // the block shape comes from .reqntid
-    assert!(r.findings[0].notes.iter().any(|n| matches!(&n.text, Text::Shape { block: [256, 1, 1], source: ShapeSource::Reqntid, .. })));
+    assert!(r.findings[0]
+        .notes
+        .iter()
+        .any(|n| matches!(&n.text, Text::Shape(s) if s.block == [256, 1, 1] && s.source == ShapeSource::Reqntid)));
 }
 
 #[test]
@@ -281,7 +284,7 @@ fn words(f: &gpucheck_analysis::Finding) -> String {
     for n in &f.notes {
         match &n.text {
             Text::Plain(t) => out += t,
-            Text::At { before, after, .. } => out += &format!("{before}…{after}"),
+            Text::At(x) => out += &format!("{}…{}", x.before, x.after),
             _ => {}
         }
         out.push('\n');

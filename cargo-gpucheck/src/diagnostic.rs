@@ -217,17 +217,17 @@ pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
     let pos = |p: &gpucheck_analysis::SrcPos| format!("{}:{}:{}", paths.display(&p.file), p.line, p.col);
     match &n.text {
         Text::Plain(t) => t.clone(),
-        Text::At { before, at, after } => {
-            let at = match at {
+        Text::At(x) => {
+            let at = match &x.at {
                 Place::Source(p) => pos(p),
                 Place::PtxLine(l) => format!("PTX line {l}"),
             };
-            format!("{before}{at}{after}")
+            format!("{}{at}{}", x.before, x.after)
         }
-        Text::Shape { kernel, block: [x, y, z], source } => {
+        Text::Shape(s) => {
             // a C++ kernel by its source name (`transpose` for `_Z9transposePfS_`)
-            let kernel = gpucheck_analysis::names::bare(kernel);
-            shape_note(&kernel, [*x, *y, *z], source, hint)
+            let kernel = gpucheck_analysis::names::bare(&s.kernel);
+            shape_note(&kernel, s.block, &s.source, hint)
         }
         Text::InlinedInto(p) => format!("inlined into {}", pos(p)),
         Text::InlinedFrom(p) => format!("the instruction comes from {}, inlined here", pos(p)),

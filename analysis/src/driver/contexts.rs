@@ -339,7 +339,7 @@ fn note_contexts(f: &mut Finding, cxs: &[Context]) {
     for c in cxs.iter().take(SHOWN) {
         let Some((caller, at)) = c.chain.last() else { continue };
         let after = if c.chain.len() > 1 { format!(" (called from kernel `{}`)", c.kernel) } else { String::new() };
-        f.note_text(lints::Text::At { before: format!("in this call from `{caller}` at "), at: at.clone(), after });
+        f.note_text(lints::Text::at(format!("in this call from `{caller}` at "), at.clone(), after));
     }
     if cxs.len() > SHOWN {
         f.note(format!("and in {} more calls with the same arguments", cxs.len() - SHOWN));
@@ -348,9 +348,9 @@ fn note_contexts(f: &mut Finding, cxs: &[Context]) {
         f.kernel = c.kernel.clone();
         // the block shape is the kernel's
         for n in f.notes.iter_mut() {
-            if let lints::Text::Shape { kernel, source, .. } = &mut n.text {
-                *kernel = c.kernel.clone();
-                *source = c.shape.source.clone();
+            if let lints::Text::Shape(s) = &mut n.text {
+                s.kernel = c.kernel.clone();
+                s.source = c.shape.source.clone();
             }
         }
     }
@@ -426,7 +426,7 @@ mod tests {
         let calls = found[0]
             .notes
             .iter()
-            .filter(|n| matches!(&n.text, crate::Text::At { before, .. } if before.starts_with("in this call from `k`")))
+            .filter(|n| matches!(&n.text, crate::Text::At(x) if x.before.starts_with("in this call from `k`")))
             .count();
         assert_eq!(calls, 3, "{:#?}", found[0].notes);
         // the helper's load is predicted in both contexts: 32 sectors with the thread index, 1 with 7

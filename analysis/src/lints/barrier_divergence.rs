@@ -118,11 +118,7 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
         let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
-        fd.note_text(Text::At {
-            before: format!("{}: thread {t2} {} element {elem} of {} memory at ", r.kind.describe(), verb(b.kind), b.space.name()),
-            at: cx.race_place(r.second),
-            after: format!(" while thread {t1} {} it", verb(a.kind)),
-        });
+        fd.note_text(Text::at(format!("{}: thread {t2} {} element {elem} of {} memory at ", r.kind.describe(), verb(b.kind), b.space.name()), cx.race_place(r.second), format!(" while thread {t1} {} it", verb(a.kind))));
     }
     fd.metrics.push(("races_from_skipping", Metric::Int(races.len() as i64)));
 }
@@ -221,7 +217,7 @@ fn report(
         }
     };
     let at = cx.place(br.inst);
-    fd.note_text(Text::At { before: "the branch at ".into(), at: at.clone(), after: format!(" depends on {on}; {who}") });
+    fd.note_text(Text::at("the branch at ".into(), at.clone(), format!(" depends on {on}; {who}")));
     if let Place::Source(p) = at {
         fd.secondary.push((p, "thread-dependent branch".to_string()));
     }

@@ -192,11 +192,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             match idle.unknown_loops().first() {
                 Some(&l) => {
                     let header = f.cfg.blocks[f.cfg.loops[l].header].insts().next().unwrap_or(br.inst);
-                    fd.note_text(Text::At {
-                        before: format!("{what} as the loop at "),
-                        at: cx.place(header),
-                        after: format!(" runs longer (its trip count is not known){others}"),
-                    });
+                    fd.note_text(Text::at(format!("{what} as the loop at "), cx.place(header), format!(" runs longer (its trip count is not known){others}")));
                 }
                 None => fd.note(format!("{what}{others}")),
             }
@@ -225,11 +221,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
                 }
                 for (r, v) in counters {
                     let at = counter_update(f, r).expect("partitioned on it");
-                    fd.note_text(Text::At {
-                        before: "counted with the loop counter updated at ".into(),
-                        at: cx.place(at),
-                        after: format!(" = {v} ({why})"),
-                    });
+                    fd.note_text(Text::at("counted with the loop counter updated at ".into(), cx.place(at), format!(" = {v} ({why})")));
                 }
             }
             Split::Bounded { .. } => {

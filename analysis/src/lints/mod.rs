@@ -139,23 +139,45 @@ pub enum NoteKind {
 pub enum Text {
     Plain(String),
     /// `{before}{place}{after}`.
-    At {
-        before: String,
-        at: Place,
-        after: String,
-    },
-    /// The block shape used for `kernel` and where it came from.
-    Shape {
-        kernel: std::sync::Arc<str>,
-        block: [u32; 3],
-        source: ShapeSource,
-    },
+    At(Box<AtText>),
+    /// The block shape used for a kernel and where it came from.
+    Shape(Box<ShapeText>),
     /// The reported line is inlined into this outer frame.
     InlinedInto(SrcPos),
     /// The instruction comes from this inner frame, inlined at the reported line.
     InlinedFrom(SrcPos),
     /// No inline information: the reported line is the nearest line of the package.
     NearestLine,
+}
+
+/// [`Text::At`]'s parts (boxed: a note is a third of the size with the two
+/// rarer texts out of line, and a module's findings may carry tens of
+/// thousands).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AtText {
+    pub before: String,
+    pub at: Place,
+    pub after: String,
+}
+
+/// [`Text::Shape`]'s parts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShapeText {
+    pub kernel: std::sync::Arc<str>,
+    pub block: [u32; 3],
+    pub source: ShapeSource,
+}
+
+impl Text {
+    /// `{before}{at}{after}`.
+    pub fn at(before: String, at: Place, after: String) -> Text {
+        Text::At(Box::new(AtText { before, at, after }))
+    }
+
+    /// The block shape used for `kernel` and where it came from.
+    pub fn shape(kernel: std::sync::Arc<str>, block: [u32; 3], source: ShapeSource) -> Text {
+        Text::Shape(Box::new(ShapeText { kernel, block, source }))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -387,11 +409,11 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
         };
         let mut fd = self.finding_in(lint, i, r, None, message, label);
         match moved_out {
-            Some(Err(back)) => fd.note_text(Text::At {
-                before: "the compiler hoisted this access out of the loop at ".into(),
-                at: self.place(back),
-                after: ": it runs once before the loop; the line shown is where its value is used".into(),
-            }),
+            Some(Err(back)) => fd.note_text(Text::at(
+                "the compiler hoisted this access out of the loop at ".into(),
+                self.place(back),
+                ": it runs once before the loop; the line shown is where its value is used".into(),
+            )),
             Some(Ok((line, body))) => {
                 let body = match body {
                     Some((a, b)) if a == b => format!("; its source is in the loop's body, line {a}"),
@@ -546,11 +568,7 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
             access: true,
             ..Finding::new(lint)
         };
-        fd.note_text(Text::At {
-            before: format!("in `{}`, in this call from `{}` at ", x.callee, self.name),
-            at: self.place(call),
-            after: String::new(),
-        });
+        fd.note_text(Text::at(format!("in `{}`, in this call from `{}` at ", x.callee, self.name), self.place(call), String::new()));
         fd
     }
 
@@ -595,7 +613,7 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
     /// The note saying which block shape the numbers are for.
     pub fn shape_note(&self, fd: &mut Finding) {
         let shape = self.facts.shape;
-        fd.note_text(Text::Shape { kernel: self.name.clone(), block: shape.block, source: shape.source.clone() });
+        fd.note_text(Text::shape(self.name.clone(), shape.block, shape.source.clone()));
     }
 }
 

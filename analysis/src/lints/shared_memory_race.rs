@@ -173,11 +173,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         }
         if let (Some(x), true) = (cx.imported(r.first), r.first != r.second) {
             // the other access is in a call too: which one
-            fd.note_text(super::Text::At {
-                before: format!("thread {t1} {} it in `{}`, in the call at ", what(a.kind), x.callee),
-                at: cx.place(a.inst),
-                after: String::new(),
-            });
+            fd.note_text(super::Text::at(format!("thread {t1} {} it in `{}`, in the call at ", what(a.kind), x.callee), cx.place(a.inst), String::new()));
         }
         if r.first == r.second {
             fd.note(format!("both threads execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));

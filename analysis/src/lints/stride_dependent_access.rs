@@ -64,7 +64,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
         );
         let mut fd = cx.finding(&STRIDE_DEPENDENT_ACCESS, a.inst, message, "lanes `s` elements apart".to_string());
         fd.assumes = cx.facts.access_assumes(x);
-        fd.note_text(Text::At { before: "the stride `s` is the value read at ".into(), at: cx.place(rs.load), after: String::new() });
+        fd.note_text(Text::at("the stride `s` is the value read at ".into(), cx.place(rs.load), String::new()));
         cx.shape_note(&mut fd);
         fd.help("let neighbouring lanes walk the dimension whose stride is 1 and loop over the strided one, or stage the tile through shared memory");
         fd.metrics.push(("sectors_per_request_at_stride_1", Metric::Int(rs.sectors_at_one as i64)));

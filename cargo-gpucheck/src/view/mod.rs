@@ -508,11 +508,7 @@ impl Doc {
                 let hint = crate::diagnostic::ShapeHint::Cargo;
                 let shape = gpucheck_analysis::Note {
                     kind: gpucheck_analysis::NoteKind::Note,
-                    text: gpucheck_analysis::Text::Shape {
-                        kernel: cov.kernel.as_str().into(),
-                        block: cov.block,
-                        source: cov.shape_source.clone(),
-                    },
+                    text: gpucheck_analysis::Text::shape(cov.kernel.as_str().into(), cov.block, cov.shape_source.clone()),
                 };
                 let reported_branches = findings.get(DIVERGENT_BRANCH.name).copied().unwrap_or(0);
                 kernels.push(KernelRow {
