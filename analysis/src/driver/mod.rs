@@ -300,12 +300,15 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
                 }
             })
             .collect();
-        let mut findings: Vec<Finding> = per_fn.iter_mut().flat_map(|r| std::mem::take(&mut r.findings)).collect();
+        let mut findings: Vec<Finding> = Vec::new();
+        for r in per_fn.iter_mut() {
+            append_growing(&mut findings, std::mem::take(&mut r.findings));
+        }
         crate::replay::replay(module, &mcx, &kernels, &mut findings, report.instructions);
         report.findings = findings;
     }
     for r in per_fn {
-        report.findings.extend(r.findings);
+        append_growing(&mut report.findings, r.findings);
         report.accesses.extend(r.accesses);
         report.branches.extend(r.branches);
         report.races.extend(r.races);
@@ -316,6 +319,18 @@ pub fn check_module<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: &
         report.coverage.push(r.coverage);
     }
     report
+}
+
+/// Move `from`'s items to the end of `to`, which grows by a quarter (or
+/// by what is needed) when full, not by doubling: a module's findings are
+/// its largest vector where the peak is (thousands of race pairs before
+/// they fold), and doubling leaves up to half of it unused (a large vector
+/// grows in place, its pages remapped).
+fn append_growing<T>(to: &mut Vec<T>, from: Vec<T>) {
+    if to.capacity() - to.len() < from.len() {
+        to.reserve_exact(from.len().max(to.len() / 4));
+    }
+    to.extend(from);
 }
 
 /// A direct call a function makes: the callee, what it passes, where it is
