@@ -169,7 +169,7 @@ fn snapshot(p: &str, opts: &gpucheck_analysis::Options) {
 fn render(t: &gpucheck_analysis::Text) -> String {
     use gpucheck_analysis::{Place, ShapeSource, Text};
     match t {
-        Text::Plain(t) => t.clone(),
+        Text::Plain(t) => t.to_string(),
         Text::At(x) => match &x.at {
             Place::Source(p) => format!("{}{p}{}", x.before, x.after),
             Place::PtxLine(l) => format!("{}PTX line {l}{}", x.before, x.after),

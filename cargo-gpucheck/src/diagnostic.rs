@@ -216,7 +216,7 @@ pub enum ShapeHint {
 pub fn render_note(n: &Note, paths: &PathStyle, hint: ShapeHint) -> String {
     let pos = |p: &gpucheck_analysis::SrcPos| format!("{}:{}:{}", paths.display(&p.file), p.line, p.col);
     match &n.text {
-        Text::Plain(t) => t.clone(),
+        Text::Plain(t) => t.to_string(),
         Text::At(x) => {
             let at = match &x.at {
                 Place::Source(p) => pos(p),

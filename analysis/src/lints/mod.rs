@@ -41,9 +41,16 @@ macro_rules! lints {
         pub fn run(cx: &LintCx<'_, '_, '_>) -> Vec<Finding> {
             let mut out = Vec::new();
             $($( $module::$check(cx, &mut out); )?)*
-            // findings live until the report is printed: no spare capacity
+            // findings live until the report is printed: no spare capacity, and the notes many
+            // of them say alike (a fix, a condition, a shape) kept once
+            let mut texts = Texts::default();
             for f in out.iter_mut() {
                 f.shrink_to_fit();
+                for n in f.notes.iter_mut() {
+                    if let Text::Plain(t) = &mut n.text {
+                        *t = texts.get(t.clone());
+                    }
+                }
             }
             debug_assert!(out.iter().all(|f| registry::is_registered(f.lint)), "a finding names an unregistered lint");
             out
@@ -133,11 +140,28 @@ pub enum NoteKind {
     Help,
 }
 
+/// Texts that many findings say alike (a fix, a condition), each kept
+/// once and shared ([`Text::Plain`] is an `Arc`).
+#[derive(Default)]
+struct Texts(rustc_hash::FxHashSet<std::sync::Arc<str>>);
+
+impl Texts {
+    fn get(&mut self, t: impl AsRef<str> + Into<std::sync::Arc<str>>) -> std::sync::Arc<str> {
+        if let Some(same) = self.0.get(t.as_ref()) {
+            return same.clone();
+        }
+        let t: std::sync::Arc<str> = t.into();
+        self.0.insert(t.clone());
+        t
+    }
+}
+
 /// What a note says, as data: the binary renders positions (relative
 /// paths) and configuration names (Cargo tables, flags).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Text {
-    Plain(String),
+    /// A text of its own (shared where many findings say the same).
+    Plain(std::sync::Arc<str>),
     /// `{before}{place}{after}`.
     At(Box<AtText>),
     /// The block shape used for a kernel and where it came from.
@@ -318,10 +342,10 @@ impl Finding {
         }
     }
 
-    pub fn note(&mut self, t: impl Into<String>) {
+    pub fn note(&mut self, t: impl Into<std::sync::Arc<str>>) {
         self.notes.push(Note { kind: NoteKind::Note, text: Text::Plain(t.into()) });
     }
-    pub fn help(&mut self, t: impl Into<String>) {
+    pub fn help(&mut self, t: impl Into<std::sync::Arc<str>>) {
         self.notes.push(Note { kind: NoteKind::Help, text: Text::Plain(t.into()) });
     }
     pub fn note_text(&mut self, text: Text) {
