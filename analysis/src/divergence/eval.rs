@@ -90,6 +90,12 @@ impl Leaves {
     }
 }
 
+/// The special registers' values (`%tid.x`, `%laneid`…) over one set of
+/// threads of one block and grid shape, computed once for every
+/// evaluator of those threads ([`Evaluator::share_specials`]).
+#[derive(Clone, Default)]
+pub struct Specials(Rc<RefCell<FxHashMap<Special, Option<Vals>>>>);
+
 /// The values an evaluator computed (or failed to), by SSA value.
 type Cache = Rc<RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>>;
 
@@ -164,6 +170,8 @@ pub struct Evaluator<'f, 'a> {
     lists: RefCell<crate::ir::entity::Shared<Rc<Vec<i64>>>>,
     /// The uniform lists kept, by their value (found without hashing the list).
     splats: RefCell<FxHashMap<i64, Rc<Vec<i64>>>>,
+    /// The special registers' values over `lanes`.
+    specials: Specials,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
     pub first_iteration: bool,
@@ -204,6 +212,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             unsampled: None,
             lists: RefCell::new(Default::default()),
             splats: RefCell::new(Default::default()),
+            specials: Specials::default(),
             first_iteration: false,
             iteration: None,
             through_data: false,
@@ -475,8 +484,12 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// Per-lane values of a special register (`None`: not known per lane,
     /// e.g. the block index, which is a leaf).
     fn special(&self, s: Special) -> Option<Vals> {
+        if let Some(v) = self.specials.0.borrow().get(&s) {
+            return v.clone();
+        }
         let ntid = self.ntid.map(|x| x as u32);
-        self.lanes
+        let v = self
+            .lanes
             .iter()
             .map(|l| {
                 let pos =
@@ -484,7 +497,16 @@ impl<'f, 'a> Evaluator<'f, 'a> {
                 scalar::special_value(s, &pos).map(|x| x as i64)
             })
             .collect::<Option<Vec<i64>>>()
-            .map(|x| Vals::new(x, Leaves::none()))
+            .map(|x| Vals::new(x, Leaves::none()));
+        self.specials.0.borrow_mut().insert(s, v.clone());
+        v
+    }
+
+    /// Take the special registers' values from (and give them to) the
+    /// other evaluators of `specials`: only those over the same threads,
+    /// block shape and grid may share one.
+    pub fn share_specials(&mut self, specials: &Specials) {
+        self.specials = specials.clone();
     }
 
     /// A register value read by instruction `i`.
