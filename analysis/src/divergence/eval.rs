@@ -90,11 +90,16 @@ impl Leaves {
     }
 }
 
-/// The special registers' values (`%tid.x`, `%laneid`…) over one set of
-/// threads of one block and grid shape, computed once for every
-/// evaluator of those threads ([`Evaluator::share_specials`]).
+/// What the evaluators over one set of threads (of one block and grid
+/// shape) compute once for all of them ([`Evaluator::share_threads`]):
+/// the special registers' values (`%tid.x`, `%laneid`…), and the uniform
+/// lists by their value (found without hashing the list, and made without
+/// allocating one for every value that is the same in every thread).
 #[derive(Clone, Default)]
-pub struct Specials(Rc<RefCell<FxHashMap<Special, Option<Vals>>>>);
+pub struct SameThreads {
+    specials: Rc<RefCell<FxHashMap<Special, Option<Vals>>>>,
+    splats: Rc<RefCell<FxHashMap<i64, Rc<Vec<i64>>>>>,
+}
 
 /// The values an evaluator computed (or failed to), by SSA value.
 type Cache = Rc<RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>>;
@@ -113,11 +118,6 @@ impl Vals {
     fn new(lanes: Vec<i64>, leaves: Leaves) -> Vals {
         let uniform = lanes.iter().all(|&x| x == lanes[0]);
         Vals { lanes: Rc::new(lanes), leaves, uniform }
-    }
-
-    /// `k` in each of `n` lanes.
-    fn splat(k: i64, n: usize, leaves: Leaves) -> Vals {
-        Vals { lanes: Rc::new(vec![k; n]), leaves, uniform: true }
     }
 
     /// The lanes an operation over these values needs to compute: the
@@ -168,10 +168,8 @@ pub struct Evaluator<'f, 'a> {
     /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
     /// values, and keeps them all.
     lists: RefCell<crate::ir::entity::Shared<Rc<Vec<i64>>>>,
-    /// The uniform lists kept, by their value (found without hashing the list).
-    splats: RefCell<FxHashMap<i64, Rc<Vec<i64>>>>,
-    /// The special registers' values over `lanes`.
-    specials: Specials,
+    /// The special registers' values and the uniform lists over `lanes`.
+    same: SameThreads,
     /// Evaluate loop-header phis as in the first iteration (their value
     /// from outside the loop) instead of giving up on them.
     pub first_iteration: bool,
@@ -211,8 +209,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             first: None,
             unsampled: None,
             lists: RefCell::new(Default::default()),
-            splats: RefCell::new(Default::default()),
-            specials: Specials::default(),
+            same: SameThreads::default(),
             first_iteration: false,
             iteration: None,
             through_data: false,
@@ -224,7 +221,6 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.leaves = leaves.into_iter().map(|(v, x)| (v, (x, Leaves::one(v)))).collect();
         self.cache.borrow_mut().clear();
         self.lists.borrow_mut().clear();
-        self.splats.borrow_mut().clear();
     }
 
     /// Give one more leaf a sample. Values already computed stay: they did
@@ -247,7 +243,6 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.bound.insert(v, self.splat(k));
         self.cache.borrow_mut().clear();
         self.lists.borrow_mut().clear();
-        self.splats.borrow_mut().clear();
     }
 
     /// The value given to a leaf, if any.
@@ -266,14 +261,20 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     }
 
     fn splat(&self, k: i64) -> Vals {
-        Vals::splat(k, self.lanes.len(), Leaves::none())
+        self.splat_resting(k, Leaves::none())
+    }
+
+    /// `k` in every lane, resting on `leaves` (one list for each value).
+    fn splat_resting(&self, k: i64, leaves: Leaves) -> Vals {
+        let lanes = self.same.splats.borrow_mut().entry(k).or_insert_with(|| Rc::new(vec![k; self.lanes.len()])).clone();
+        Vals { lanes, leaves, uniform: true }
     }
 
     /// The values of every lane from those of the first `out.len()`: all
     /// of them, or the first alone when the sources were uniform.
     fn widen(&self, out: Vec<i64>, leaves: Leaves) -> Vals {
         match out[..] {
-            [k] if self.lanes.len() != 1 => Vals::splat(k, self.lanes.len(), leaves),
+            [k] if self.lanes.len() != 1 => self.splat_resting(k, leaves),
             _ => Vals::new(out, leaves),
         }
     }
@@ -281,7 +282,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// A leaf's value in every lane, resting on what it rests on.
     fn leaf_vals(&self, v: ValueId) -> Option<Vals> {
         let (k, on) = self.leaves.get(&v)?;
-        Some(Vals::splat(*k, self.lanes.len(), on.clone()))
+        Some(self.splat_resting(*k, on.clone()))
     }
 
     /// Take the values `first` (the same threads' evaluator of the loops'
@@ -315,7 +316,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let mut r = self.compute(v, depth);
         if let Ok(x) = &mut r {
             x.lanes = match x.lanes.first() {
-                Some(&k) if x.uniform => self.splats.borrow_mut().entry(k).or_insert_with(|| x.lanes.clone()).clone(),
+                Some(&k) if x.uniform => self.same.splats.borrow_mut().entry(k).or_insert_with(|| x.lanes.clone()).clone(),
                 _ => self.lists.borrow_mut().share(x.lanes.clone()),
             };
         }
@@ -484,7 +485,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// Per-lane values of a special register (`None`: not known per lane,
     /// e.g. the block index, which is a leaf).
     fn special(&self, s: Special) -> Option<Vals> {
-        if let Some(v) = self.specials.0.borrow().get(&s) {
+        if let Some(v) = self.same.specials.borrow().get(&s) {
             return v.clone();
         }
         let ntid = self.ntid.map(|x| x as u32);
@@ -498,15 +499,15 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             })
             .collect::<Option<Vec<i64>>>()
             .map(|x| Vals::new(x, Leaves::none()));
-        self.specials.0.borrow_mut().insert(s, v.clone());
+        self.same.specials.borrow_mut().insert(s, v.clone());
         v
     }
 
-    /// Take the special registers' values from (and give them to) the
-    /// other evaluators of `specials`: only those over the same threads,
+    /// Take what evaluators over the same threads compute once from (and
+    /// give it to) the others of `same`: only those over the same threads,
     /// block shape and grid may share one.
-    pub fn share_specials(&mut self, specials: &Specials) {
-        self.specials = specials.clone();
+    pub fn share_threads(&mut self, same: &SameThreads) {
+        self.same = same.clone();
     }
 
     /// A register value read by instruction `i`.

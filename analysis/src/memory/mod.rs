@@ -336,9 +336,9 @@ pub struct Evals<'f, 'a> {
     pub d: &'f Divergence,
     pub shape: &'f Shape,
     pool: RefCell<rustc_hash::FxHashMap<Query, Evaluator<'f, 'a>>>,
-    /// The special registers' values of the pool's evaluators, over the
-    /// block's threads and over its first thread alone.
-    specials: [crate::divergence::eval::Specials; 2],
+    /// What the pool's evaluators over the block's threads, and those over
+    /// its first thread alone, compute once for all of them.
+    same: [crate::divergence::eval::SameThreads; 2],
     /// The loaded pointers addresses are computed from
     /// ([`crate::ir::values::loaded_pointers`]).
     pointers: OnceCell<rustc_hash::FxHashSet<ValueId>>,
@@ -373,7 +373,7 @@ impl<'f, 'a> Evals<'f, 'a> {
             d,
             shape,
             pool: RefCell::new(Default::default()),
-            specials: Default::default(),
+            same: Default::default(),
             pointers: OnceCell::new(),
             sampled: RefCell::new(Sampled::new()),
             recording: RefCell::new(None),
@@ -530,7 +530,7 @@ impl<'f, 'a> Evals<'f, 'a> {
                 let lanes = if q.first_thread_only { &shape.lanes()[..1] } else { shape.lanes() };
                 let mut ev = Evaluator::new(f, d, shape.block, lanes);
                 ev.nctaid = self.grid;
-                ev.share_specials(&self.specials[q.first_thread_only as usize]);
+                ev.share_threads(&self.same[q.first_thread_only as usize]);
                 ev.first_iteration = q.iteration == 0;
                 ev.iteration = (q.iteration > 0).then_some(q.iteration);
                 ev
