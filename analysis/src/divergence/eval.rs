@@ -433,10 +433,11 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
         }
         let join = ph.block;
+        // (the branch `derived_through_joins` follows, so that reusing a value computed under
+        // other seeds' values is sound)
+        let (br, _) = crate::ir::values::join_branch(f, join).ok_or(EvalErr::Opaque)?;
         let d = cfg.idom(join).ok_or(EvalErr::Opaque)?;
-        let br = cfg.blocks[d].last().ok_or(EvalErr::Opaque)?;
-        let inst = &f.insts[br];
-        let g = inst.ast.guard.filter(|_| inst.is_jump()).ok_or(EvalErr::Opaque)?;
+        let g = f.insts[br].ast.guard.ok_or(EvalErr::Opaque)?;
         let succs = &cfg.blocks[d].succs;
         let taken = f.branch_target(br).ok_or(EvalErr::Opaque)?;
         let fall = succs.iter().copied().find(|&s| s != taken).ok_or(EvalErr::Opaque)?;

@@ -127,15 +127,22 @@ fn grid_dimensions(f: &FunctionIr<'_>, grid: Option<[u32; 3]>, accesses: &[Acces
     }
 }
 
-/// The values computed from `%ctaid` (through instructions and phis).
+/// The values computed from `%ctaid` (through instructions and phis, and
+/// the joins of branches on such values): the others are block 0's in
+/// every block.
 pub(super) fn block_index_values(f: &FunctionIr<'_>) -> BitSet {
-    derived_from_specials(f, &|s| matches!(s, Special::Ctaid(_)))
+    crate::ir::values::derived_through_joins(f, specials(f, &|s| matches!(s, Special::Ctaid(_))))
 }
 
 /// The values computed from the special registers `which` picks.
 fn derived_from_specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) -> BitSet {
-    // a special register read is the use of its entry value
-    crate::ir::values::derived_from(f, f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)).collect())
+    crate::ir::values::derived_from(f, specials(f, which))
+}
+
+/// The reads of the special registers `which` picks (a read is the use of
+/// the register's entry value).
+fn specials(f: &FunctionIr<'_>, which: &dyn Fn(Special) -> bool) -> Vec<ValueId> {
+    f.ssa.values.keys().filter(|&v| f.ssa.special(v).is_some_and(which)).collect()
 }
 
 /// The barriers that complete a cooperative `grid.sync()`: for each atomic

@@ -91,8 +91,48 @@ pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
 
 /// The values computed from `seeds` (the seeds included), through
 /// instructions and phis: one forward pass over the SSA users.
-pub fn derived_from(f: &FunctionIr<'_>, mut stack: Vec<ValueId>) -> BitSet {
+pub fn derived_from(f: &FunctionIr<'_>, stack: Vec<ValueId>) -> BitSet {
     let mut out = BitSet::new(f.ssa.values.len());
+    derive_into(f, &mut out, stack);
+    out
+}
+
+/// [`derived_from`], and through the branches that join: a phi at a join
+/// (not a loop header) takes, in each thread, the value of the side the
+/// thread came from, which the branch ending the join's immediate
+/// dominator decides ([`join_branch`]); where that branch's condition is
+/// derived from the seeds, so is the phi. What reuses a value computed
+/// under other seeds' values (another loop iteration, another block)
+/// needs this.
+pub fn derived_through_joins(f: &FunctionIr<'_>, seeds: Vec<ValueId>) -> BitSet {
+    let mut out = derived_from(f, seeds);
+    loop {
+        let joins: Vec<ValueId> = f
+            .ssa
+            .phis
+            .iter()
+            .filter(|p| !out.contains(p.value.index()) && f.cfg.loop_with_header(p.block).is_none())
+            .filter(|p| join_branch(f, p.block).is_some_and(|(_, cond)| out.contains(cond.index())))
+            .map(|p| p.value)
+            .collect();
+        if joins.is_empty() {
+            return out;
+        }
+        derive_into(f, &mut out, joins);
+    }
+}
+
+/// The branch that decides which side reaches `join` (the last
+/// instruction of its immediate dominator, a guarded jump) and the value
+/// of its condition.
+pub fn join_branch(f: &FunctionIr<'_>, join: crate::ir::BlockId) -> Option<(crate::ir::InstId, ValueId)> {
+    let br = f.cfg.blocks[f.cfg.idom(join)?].last()?;
+    let g = f.insts[br].ast.guard.filter(|_| f.insts[br].is_jump())?;
+    Some((br, f.ssa.use_of(br, g.reg)?))
+}
+
+/// Add the values computed from `stack` to `out`.
+fn derive_into(f: &FunctionIr<'_>, out: &mut BitSet, mut stack: Vec<ValueId>) {
     while let Some(v) = stack.pop() {
         if out.contains(v.index()) {
             continue;
@@ -105,7 +145,6 @@ pub fn derived_from(f: &FunctionIr<'_>, mut stack: Vec<ValueId>) -> BitSet {
             }
         }
     }
-    out
 }
 
 /// Do `a` and `b` hold the same bits in every thread, whichever path
@@ -287,4 +326,62 @@ pub fn scalar_parameters(f: &FunctionIr<'_>, addr: ValueId) -> Vec<ValueId> {
         walk.extend((1..inst.operands().len()).filter_map(|k| f.operand_value(i, k)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::{lower, ValueDef, ValueId};
+    use crate::memory::{Evals, Query};
+
+    /// A join inside a loop on the counter's parity: `x` is `2 t` in even
+    /// iterations and `t` in odd ones. It is no data user of the counter,
+    /// but it is derived from it through the join, so a later iteration's
+    /// evaluator computes it again instead of taking the first's.
+    #[test]
+    fn a_join_on_a_derived_condition_is_derived() {
+        let ptx = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<10>;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+$loop:
+    and.b32 %r3, %r2, 1;
+    setp.eq.u32 %p1, %r3, 0;
+    @%p1 bra $even;
+    mov.u32 %r4, %r1;
+    bra.uni $join;
+$even:
+    shl.b32 %r4, %r1, 1;
+$join:
+    add.s32 %r5, %r4, 0;
+    add.s32 %r2, %r2, 1;
+    setp.lt.u32 %p2, %r2, 4;
+    @%p2 bra $loop;
+    ret;
+}"#;
+        let m = crate::ptx::parse(ptx).unwrap();
+        let fs = lower(&m);
+        let f = &fs[0];
+        let value = |reg: &str, phi: bool| {
+            (0..f.ssa.values.len())
+                .map(ValueId::new)
+                .find(|&v| matches!(f.ssa.values[v], ValueDef::Phi(_)) == phi && f.ssa.reg_of(v, &f.insts) == reg)
+                .unwrap()
+        };
+        let (counter, x) = (value("%r2", true), value("%r5", false));
+        assert!(!super::derived_from(f, vec![counter]).contains(x.index()));
+        assert!(super::derived_through_joins(f, vec![counter]).contains(x.index()));
+        let sums = crate::divergence::Summaries::compute(&fs);
+        let d = crate::divergence::Divergence::analyze(f, &sums);
+        let shape = crate::model::Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
+        let evals = Evals::new(f, &d, &shape);
+        let at = |iteration| evals.eval(x, Query::block(iteration)).map(|v| v[..3].to_vec());
+        assert_eq!(at(0), Some(vec![0, 2, 4]));
+        assert_eq!(at(1), Some(vec![0, 1, 2]), "the second iteration's own value, not the first's");
+    }
 }

@@ -540,7 +540,7 @@ impl<'f, 'a> Evals<'f, 'a> {
             if q.iteration > 0 {
                 let varying = self.varying.get_or_init(|| {
                     let headers = f.ssa.phis.iter().filter(|p| f.cfg.loop_with_header(p.block).is_some()).map(|p| p.value).collect();
-                    Rc::new(crate::ir::values::derived_from(f, headers))
+                    Rc::new(crate::ir::values::derived_through_joins(f, headers))
                 });
                 let first = Query { iteration: 0, ..q };
                 ev.outside_loops(pool.entry(first).or_insert_with(|| make(first)), varying.clone());
