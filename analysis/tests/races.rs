@@ -199,3 +199,45 @@ fn a_clamped_read_its_thread_discards_is_benign() {
     assert!(r[0].message.contains("thread 127 writes element 127 while thread 200 reads it"), "{}", r[0].message);
     assert!(findings_of(&some, "benign_race").is_empty());
 }
+
+/// A loop of four iterations where the third moves the store one element
+/// along through a join on the counter (`x = i == 2 ? t + 1 : t`): only
+/// that iteration races (thread t stores element t + 1 while thread t + 1
+/// loads it), so the check compares iterations past the two it samples
+/// for an address that moves with the counter through a join, not only
+/// through arithmetic.
+#[test]
+fn an_address_moved_by_a_join_on_the_counter_is_compared_in_later_iterations() {
+    let src = r#".version 7.0
+.target sm_70
+.address_size 64
+.shared .align 4 .b8 s[1028];
+.visible .entry k() .reqntid 256, 1, 1 {
+  .reg .pred %p<4>; .reg .b32 %r<16>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r9, s;
+  mov.u32 %r2, 0;
+$Lhead:
+  setp.eq.u32 %p1, %r2, 2;
+  @%p1 bra $Lmoved;
+  mov.u32 %r3, %r1;
+  bra.uni $Ljoin;
+$Lmoved:
+  add.s32 %r3, %r1, 1;
+$Ljoin:
+  shl.b32 %r4, %r1, 2;
+  add.s32 %r4, %r4, %r9;
+  ld.shared.u32 %r5, [%r4];
+  shl.b32 %r6, %r3, 2;
+  add.s32 %r6, %r6, %r9;
+  st.shared.u32 [%r6], %r5;
+  bar.sync 0;
+  add.s32 %r2, %r2, 1;
+  setp.lt.u32 %p2, %r2, 4;
+  @%p2 bra $Lhead;
+  ret;
+}"#;
+    let r = findings_of(src, "shared_memory_race");
+    assert_eq!(r.len(), 1, "{r:#?}");
+    assert!(r[0].message.contains("in iteration 3 of 4 of the loop"), "{}", r[0].message);
+}

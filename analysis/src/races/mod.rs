@@ -1221,7 +1221,8 @@ impl LaterLoops {
                 let test = |cond, n| Some(evals.uniform_at(cond, n)? != 0);
                 let t = f.loops.trip_count(f, l, MAX_ITERATIONS, test).filter(|t| !matches!(t, Trips::Known(..=2)))?;
                 let header = f.cfg.loops[l].header;
-                let moving = crate::ir::values::derived_from(f, f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
+                let moving =
+                    crate::ir::values::derived_through_joins(f, f.ssa.block_phis[header].iter().map(|&p| f.ssa.phis[p].value).collect());
                 let guards = evals.d.branches.iter().any(|b| f.cfg.in_loop(b.block, l) && moving.contains(b.cond.index()));
                 Some((t, moving, guards))
             })
