@@ -16,6 +16,19 @@ pub fn demangle(name: &str) -> String {
     }
 }
 
+/// Is `name` a Rust symbol: v0 (`_R…`), or legacy with its hash
+/// (`_ZN…17h<16 hex digits>E`; a C++ name never ends so)?
+pub fn is_rust(name: &str) -> bool {
+    if name.starts_with("_R") {
+        return rustc_demangle::try_demangle(name).is_ok();
+    }
+    let hashed = name
+        .strip_suffix('E')
+        .and_then(|n| n.len().checked_sub(19).map(|k| &n[k..]))
+        .is_some_and(|h| h.starts_with("17h") && h[3..].bytes().all(|b| b.is_ascii_hexdigit()));
+    name.starts_with("_ZN") && hashed && rustc_demangle::try_demangle(name).is_ok()
+}
+
 /// A function's name as its author wrote it, for notes: Rust names are
 /// demangled already; C++ (Itanium) names are demangled here.
 pub fn readable(name: &str) -> String {
@@ -239,6 +252,16 @@ fn param_name(decl: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rust_symbols_are_told_from_cpp() {
+        assert!(super::is_rust("_ZN4core6result13unwrap_failed17h02aadeb87602f26eE"));
+        assert!(super::is_rust("_RNvCs1234_7mycrate4main"));
+        // C++: a function (its parameters follow the name), a namespaced variable, a plain name
+        assert!(!super::is_rust("_ZN2ns6kernelEPf"));
+        assert!(!super::is_rust("_ZN2ns5arrayE"));
+        assert!(!super::is_rust("g2p2g"));
+    }
+
     #[test]
     fn callers_are_named_as_written() {
         assert_eq!(super::readable("_Z5outerPKfj"), "outer(float const*, unsigned int)");

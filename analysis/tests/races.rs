@@ -240,4 +240,7 @@ $Ljoin:
     let r = findings_of(src, "shared_memory_race");
     assert_eq!(r.len(), 1, "{r:#?}");
     assert!(r[0].message.contains("in iteration 3 of 4 of the loop"), "{}", r[0].message);
+    // no source file named: the fix in CUDA C's words, not Rust's
+    let help: Vec<&str> = r[0].notes.iter().filter(|n| n.kind == gpucheck_analysis::NoteKind::Help).filter_map(|n| n.plain()).collect();
+    assert!(help.iter().any(|h| h.contains("`__syncthreads()`")), "{help:?}");
 }

@@ -178,8 +178,12 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         if r.first == r.second {
             fd.note(format!("both threads execute this same {}", if a.kind == AccessKind::Load { "load" } else { "store" }));
         }
-        // the kernel's language: its barriers as it spells them
-        let rust = fd.span.as_ref().is_none_or(|s| s.file.ends_with(".rs"));
+        // the kernel's language: its barriers as it spells them (a finding with no line of its
+        // own: the module's, CUDA C unless it names a Rust file or symbol)
+        let rust = match &fd.span {
+            Some(s) => s.file.ends_with(".rs"),
+            None => cx.srcmap.rust_module(),
+        };
         let (barrier, syncwarp) =
             if rust { ("`_syncthreads()`", "`core::arch::asm!(\"bar.warp.sync -1;\")`") } else { ("`__syncthreads()`", "`__syncwarp()`") };
         if r.lanes_only && r.benign.is_none() {

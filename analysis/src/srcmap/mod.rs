@@ -84,6 +84,13 @@ impl<'m> SourceMap<'m> {
         SourceMap { module, base, inline, paths }
     }
 
+    /// Is the module Rust's: does it name a Rust source file, or a
+    /// function by a Rust symbol (its language, for a finding with no
+    /// source line of its own)?
+    pub fn rust_module(&self) -> bool {
+        self.module.files.iter().any(|f| f.path.ends_with(".rs")) || self.module.functions.iter().any(|f| crate::names::is_rust(f.name))
+    }
+
     /// Does the module carry a DWARF inline tree we could decode?
     pub fn has_dwarf(&self) -> bool {
         self.inline.is_some()
