@@ -9,7 +9,9 @@
 //! per leaf assignment, as a vector over the block's threads (over sources
 //! the same in every thread, in lane 0 alone; and not at all where an
 //! evaluator of the first iteration or of no samples, linked to this one,
-//! has it already and it cannot differ here). Uniform values
+//! has it already and it cannot differ here; the special registers and
+//! the uniform lists once for every evaluator over the same threads,
+//! `SameThreads`). Uniform values
 //! that are not constants are *leaves*: the caller supplies sample values
 //! for them or evaluation stops with `EvalErr::Leaf`.
 //!
@@ -435,7 +437,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let join = ph.block;
         // (the branch `derived_through_joins` follows, so that reusing a value computed under
         // other seeds' values is sound)
-        let (br, _) = crate::ir::values::join_branch(f, join).ok_or(EvalErr::Opaque)?;
+        let (br, cond) = crate::ir::values::join_branch(f, join).ok_or(EvalErr::Opaque)?;
         let d = cfg.idom(join).ok_or(EvalErr::Opaque)?;
         let g = f.insts[br].ast.guard.ok_or(EvalErr::Opaque)?;
         let succs = &cfg.blocks[d].succs;
@@ -476,7 +478,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
         }
         let (Some(a), Some(b)) = (on_taken, on_fall) else { return Err(EvalErr::Opaque) };
-        let cond = self.operand(br, &Operand::Reg(g.reg), depth + 1)?;
+        let cond = self.reg_value(br, cond, depth + 1)?;
         let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
         let leaves = cond.leaves.union(&xa.leaves).union(&xb.leaves);
         let n = Vals::needed([&cond, &xa, &xb]);

@@ -92,9 +92,7 @@ pub fn through_copies(f: &FunctionIr<'_>, mut v: ValueId) -> ValueId {
 /// The values computed from `seeds` (the seeds included), through
 /// instructions and phis: one forward pass over the SSA users.
 pub fn derived_from(f: &FunctionIr<'_>, stack: Vec<ValueId>) -> BitSet {
-    let mut out = BitSet::new(f.ssa.values.len());
-    derive_into(f, &mut out, stack);
-    out
+    derive(f, stack, &rustc_hash::FxHashMap::default())
 }
 
 /// [`derived_from`], and through the branches that join: a phi at a join
@@ -105,21 +103,14 @@ pub fn derived_from(f: &FunctionIr<'_>, stack: Vec<ValueId>) -> BitSet {
 /// under other seeds' values (another loop iteration, another block)
 /// needs this.
 pub fn derived_through_joins(f: &FunctionIr<'_>, seeds: Vec<ValueId>) -> BitSet {
-    let mut out = derived_from(f, seeds);
-    loop {
-        let joins: Vec<ValueId> = f
-            .ssa
-            .phis
-            .iter()
-            .filter(|p| !out.contains(p.value.index()) && f.cfg.loop_with_header(p.block).is_none())
-            .filter(|p| join_branch(f, p.block).is_some_and(|(_, cond)| out.contains(cond.index())))
-            .map(|p| p.value)
-            .collect();
-        if joins.is_empty() {
-            return out;
+    // each join's phis by the condition that decides them
+    let mut decided: rustc_hash::FxHashMap<ValueId, Vec<ValueId>> = Default::default();
+    for p in f.ssa.phis.iter().filter(|p| f.cfg.loop_with_header(p.block).is_none()) {
+        if let Some((_, cond)) = join_branch(f, p.block) {
+            decided.entry(cond).or_default().push(p.value);
         }
-        derive_into(f, &mut out, joins);
     }
+    derive(f, seeds, &decided)
 }
 
 /// The branch that decides which side reaches `join` (the last
@@ -131,13 +122,18 @@ pub fn join_branch(f: &FunctionIr<'_>, join: crate::ir::BlockId) -> Option<(crat
     Some((br, f.ssa.use_of(br, g.reg)?))
 }
 
-/// Add the values computed from `stack` to `out`.
-fn derive_into(f: &FunctionIr<'_>, out: &mut BitSet, mut stack: Vec<ValueId>) {
+/// The values computed from `stack`, and the phis `decided` gives for each
+/// of them (one forward pass).
+fn derive(f: &FunctionIr<'_>, mut stack: Vec<ValueId>, decided: &rustc_hash::FxHashMap<ValueId, Vec<ValueId>>) -> BitSet {
+    let mut out = BitSet::new(f.ssa.values.len());
     while let Some(v) = stack.pop() {
         if out.contains(v.index()) {
             continue;
         }
         out.insert(v.index());
+        if let Some(phis) = decided.get(&v) {
+            stack.extend_from_slice(phis);
+        }
         for u in &f.ssa.users[v] {
             match *u {
                 User::Inst(i) => stack.extend_from_slice(f.ssa.defs(i)),
@@ -145,6 +141,7 @@ fn derive_into(f: &FunctionIr<'_>, out: &mut BitSet, mut stack: Vec<ValueId>) {
             }
         }
     }
+    out
 }
 
 /// Do `a` and `b` hold the same bits in every thread, whichever path

@@ -118,7 +118,8 @@ fn consequences(cx: &LintCx<'_, '_, '_>, bi: usize, fd: &mut Finding) {
         let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
         let (t1, t2) = r.threads;
         let elem = r.offset / a.width.max(1) as i64;
-        fd.note_text(Text::at(format!("{}: thread {t2} {} element {elem} of {} memory at ", r.kind.describe(), verb(b.kind), b.space.name()), cx.race_place(r.second), format!(" while thread {t1} {} it", verb(a.kind))));
+        let before = format!("{}: thread {t2} {} element {elem} of {} memory at ", r.kind.describe(), verb(b.kind), b.space.name());
+        fd.note_text(Text::at(before, cx.race_place(r.second), format!(" while thread {t1} {} it", verb(a.kind))));
     }
     fd.metrics.push(("races_from_skipping", Metric::Int(races.len() as i64)));
 }

@@ -192,7 +192,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             match idle.unknown_loops().first() {
                 Some(&l) => {
                     let header = f.cfg.blocks[f.cfg.loops[l].header].insts().next().unwrap_or(br.inst);
-                    fd.note_text(Text::at(format!("{what} as the loop at "), cx.place(header), format!(" runs longer (its trip count is not known){others}")));
+                    let after = format!(" runs longer (its trip count is not known){others}");
+                    fd.note_text(Text::at(format!("{what} as the loop at "), cx.place(header), after));
                 }
                 None => fd.note(format!("{what}{others}")),
             }

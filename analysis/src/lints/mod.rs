@@ -48,7 +48,7 @@ macro_rules! lints {
                 f.shrink_to_fit();
                 for n in f.notes.iter_mut() {
                     if let Text::Plain(t) = &mut n.text {
-                        *t = texts.get(t.clone());
+                        *t = texts.get(t);
                     }
                 }
             }
@@ -146,13 +146,12 @@ pub enum NoteKind {
 struct Texts(rustc_hash::FxHashSet<std::sync::Arc<str>>);
 
 impl Texts {
-    fn get(&mut self, t: impl AsRef<str> + Into<std::sync::Arc<str>>) -> std::sync::Arc<str> {
-        if let Some(same) = self.0.get(t.as_ref()) {
+    fn get(&mut self, t: &std::sync::Arc<str>) -> std::sync::Arc<str> {
+        if let Some(same) = self.0.get(&**t) {
             return same.clone();
         }
-        let t: std::sync::Arc<str> = t.into();
         self.0.insert(t.clone());
-        t
+        t.clone()
     }
 }
 

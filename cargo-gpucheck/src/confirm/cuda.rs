@@ -215,7 +215,14 @@ mod device {
         // SAFETY: the child runs `work` on this thread alone (no thread pool: the texts are made
         // here) and ends with `_exit`, running no destructor or exit handler of this process
         match unsafe { libc::fork() } {
-            -1 => bail!("starting the CUDA run's process: {}", std::io::Error::last_os_error()),
+            -1 => {
+                let e = std::io::Error::last_os_error();
+                // SAFETY: both ends are this process's, unused
+                for fd in fds {
+                    unsafe { libc::close(fd) };
+                }
+                bail!("starting the CUDA run's process: {e}")
+            }
             0 => {
                 // SAFETY: the child's own ends of the pipe
                 unsafe { libc::close(fds[0]) };
