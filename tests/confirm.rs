@@ -6,6 +6,7 @@
 
 use gpucheck_tests::*;
 use std::collections::BTreeSet;
+use std::process::Command;
 
 fn records() -> &'static Vec<serde_json::Value> {
     static OUT: std::sync::OnceLock<Vec<serde_json::Value>> = std::sync::OnceLock::new();
@@ -274,6 +275,23 @@ fn cuda_engine_says_when_there_is_no_driver() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no CUDA driver found"), "{err}");
+}
+
+/// `--engine cuda` runs each kernel in a process of this program's own:
+/// started that way, it reads the job file and answers in the result
+/// format on stdout, a bad job included (the GPU runs are in README).
+#[test]
+fn the_cuda_engines_kernel_process_answers_in_its_format() {
+    let dir = scratch("gpucheck-cuda-job");
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("not-a-job");
+    std::fs::write(&job, "gpucheck-cuda-job 0\n").unwrap();
+    for (file, said) in [(job.clone(), "not a job of this version"), (dir.join("missing"), "reading the job file")] {
+        let out = Command::new(binary()).arg("__gpucheck-cuda-job").arg(&file).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.starts_with("error\n") && text.contains(said), "{text}");
+    }
 }
 
 /// The instrumented PTX of the CUDA engine, run on the interpreter

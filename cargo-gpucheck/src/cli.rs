@@ -143,7 +143,7 @@ pub struct ConfirmArgs {
     /// Instructions each thread may execute before the CPU engine stops the run as an endless loop, naming the PTX line it was at.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STEPS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_steps: u64,
-    /// Seconds a CPU-engine launch may take; one still running then, or whose first blocks say the whole grid would take longer, stops and says how long it would take (0: no limit).
+    /// Seconds a CPU-engine launch may take; one still running then, or whose first blocks say the whole grid would take longer, stops and says how long it would take. With `--engine cuda`: seconds a kernel's process (its two runs on the GPU) may take before it is stopped (0: no limit).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT)]
     pub time_limit: u64,
     /// Set from the global `--block` (the launch's block shape, wins over Cargo.toml).

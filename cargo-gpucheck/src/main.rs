@@ -52,6 +52,13 @@ fn main() {
 
 fn run() -> Result<i32> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // started by `confirm --engine cuda` to run one kernel on the GPU
+    #[cfg(feature = "cuda")]
+    if let [_, arg, job] = args.as_slice() {
+        if arg == confirm::cuda::JOB_ARG {
+            return Ok(confirm::cuda::job_main(job));
+        }
+    }
     // started by cargo as RUSTC_WRAPPER during one of our own builds
     if build::wrapper::active(&args) {
         return Ok(build::wrapper::run(&args));

@@ -15,13 +15,14 @@ use gpucheck_analysis::interp::Launch;
 use gpucheck_analysis::interp::{Histogram, SiteKey};
 use gpucheck_analysis::ptx;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 #[cfg(feature = "cuda")]
-pub use device::run;
+pub use device::{job_main, run, JOB_ARG};
 
 /// Without the `cuda` feature there is no driver binding: say so.
 #[cfg(not(feature = "cuda"))]
-pub fn run(_src: &str, _m: &ptx::Module<'_>, _kernel: &str, _l: &Launch, _p: &Prepared) -> Result<Seen> {
+pub fn run(_src: &str, _m: &ptx::Module<'_>, _kernel: &str, _l: &Launch, _p: &Prepared, _limit: Option<Duration>) -> Result<Seen> {
     anyhow::bail!("this cargo-gpucheck was built without the `cuda` feature (the CUDA driver binding): reinstall it with default features, or use `--engine cpu`")
 }
 
@@ -108,7 +109,9 @@ mod device {
     /// Runs `kernel` on device 0, in a process of its own (see
     /// [`isolated`]): a fault of the kernel's own is said in
     /// [`Seen::fault`], and the next kernel runs on an unharmed driver.
-    pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepared) -> Result<Seen> {
+    /// A process still running after `limit` is stopped, and that is an
+    /// error naming the kernel.
+    pub fn run(src: &str, m: &ptx::Module<'_>, kernel: &str, l: &Launch, p: &Prepared, limit: Option<Duration>) -> Result<Seen> {
         if !driver_present() {
             bail!(
             "no CUDA driver found (libcuda could not be loaded): run on a machine with an NVIDIA GPU and its driver, or use `--engine cpu`"
@@ -119,7 +122,20 @@ mod device {
         // the two texts are made here; the device's `.target` is set where it is known
         let ins = instrument::instrument(src, None).map_err(|e| anyhow!("instrumenting the PTX: {e}"))?;
         let plain = instrument::strip_dwarf(src);
-        let raw = isolated(kernel, || on_device(m, func, l, p, &ins.ptx, &plain))?;
+        let job = Job {
+            src,
+            kernel,
+            launch: *l,
+            args: &p.args,
+            buffers: &p.buffers,
+            pointer_fields: &p.pointer_fields,
+            instrumented: &ins.ptx,
+            plain: &plain,
+        };
+        let me = std::env::current_exe().context("finding this program, to run the kernel in a process of its own")?;
+        let mut cmd = std::process::Command::new(me);
+        cmd.arg(JOB_ARG);
+        let raw = isolated(kernel, cmd, &job.encode(), limit)?;
         Ok(Seen {
             sites: sites_from_counters(&ins, &raw.counters.unwrap_or_default()),
             kernel_ms: raw.ms.map(f64::from),
@@ -195,67 +211,236 @@ mod device {
         }
     }
 
-    /// `work` in a child process: a fault of the kernel's own makes the
-    /// driver refuse every later call of the process that ran it, a new
-    /// context included. This process never initialises the driver (only
-    /// sees that its library is there), so each child starts with an
-    /// unharmed one; the child hands back [`Raw::encode`]'s bytes through
-    /// a pipe and ends.
-    #[cfg(unix)]
-    fn isolated(kernel: &str, work: impl FnOnce() -> Result<Raw>) -> Result<Raw> {
-        use std::io::{Read, Write};
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        // SAFETY: a pipe into two fresh descriptors
-        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-            bail!("making a pipe for the CUDA run: {}", std::io::Error::last_os_error());
-        }
-        // nothing written but not yet flushed is printed twice
-        let _ = std::io::stdout().flush();
-        // SAFETY: the child runs `work` on this thread alone (no thread pool: the texts are made
-        // here) and ends with `_exit`, running no destructor or exit handler of this process
-        match unsafe { libc::fork() } {
-            -1 => {
-                let e = std::io::Error::last_os_error();
-                // SAFETY: both ends are this process's, unused
-                for fd in fds {
-                    unsafe { libc::close(fd) };
+    /// The argument that makes this program run one [`Job`] (see
+    /// [`job_main`]) instead of a command: kept out of `--help`, it is
+    /// only ever given by [`run`].
+    pub const JOB_ARG: &str = "__gpucheck-cuda-job";
+
+    /// What a kernel's process needs: the PTX as given (parsed again there
+    /// for the kernel's parameters), the two texts to load, the launch and
+    /// the arguments with their buffers' bytes.
+    struct Job<'a> {
+        src: &'a str,
+        kernel: &'a str,
+        launch: Launch,
+        args: &'a [Arg],
+        buffers: &'a [super::super::launch::Buffer],
+        pointer_fields: &'a [(usize, usize, usize)],
+        instrumented: &'a str,
+        plain: &'a str,
+    }
+
+    /// The first bytes of a job file, with the layout's version.
+    const JOB_MAGIC: &[u8] = b"gpucheck-cuda-job 1\n";
+
+    impl Job<'_> {
+        /// The job as bytes: [`JOB_MAGIC`], then numbers as 8 bytes little
+        /// endian and byte strings as their length and bytes.
+        fn encode(&self) -> Vec<u8> {
+            let mut out = JOB_MAGIC.to_vec();
+            let num = |out: &mut Vec<u8>, n: u64| out.extend(n.to_le_bytes());
+            let bytes = |out: &mut Vec<u8>, b: &[u8]| {
+                num(out, b.len() as u64);
+                out.extend(b);
+            };
+            for text in [self.kernel, self.src, self.instrumented, self.plain] {
+                bytes(&mut out, text.as_bytes());
+            }
+            for n in self.launch.grid.iter().chain(&self.launch.block).chain([&self.launch.dynamic_shared]) {
+                num(&mut out, u64::from(*n));
+            }
+            num(&mut out, self.args.len() as u64);
+            for a in self.args {
+                match a {
+                    Arg::Bits(b) => {
+                        num(&mut out, 0);
+                        num(&mut out, *b);
+                    }
+                    Arg::Bytes(b) => {
+                        num(&mut out, 1);
+                        bytes(&mut out, b);
+                    }
                 }
-                bail!("starting the CUDA run's process: {e}")
             }
-            0 => {
-                // SAFETY: the child's own ends of the pipe
-                unsafe { libc::close(fds[0]) };
-                let r =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| Err(anyhow!("the CUDA run panicked")));
-                let mut to = unsafe { std::fs::File::from_raw_fd(fds[1]) };
-                let code = to.write_all(&Raw::encode(&r)).is_err() as i32;
-                drop(to);
-                // SAFETY: ends the child without unwinding into the parent's code
-                unsafe { libc::_exit(code) }
+            num(&mut out, self.buffers.len() as u64);
+            for b in self.buffers {
+                num(&mut out, b.addr);
+                bytes(&mut out, &b.bytes);
             }
-            child => {
-                // SAFETY: the parent's own ends of the pipe
-                unsafe { libc::close(fds[1]) };
-                let mut from = unsafe { std::fs::File::from_raw_fd(fds[0]) };
-                let mut bytes = Vec::new();
-                let read = from.read_to_end(&mut bytes);
-                let mut status = 0;
-                // SAFETY: waits for the child just started
-                unsafe { libc::waitpid(child, &mut status, 0) };
-                read.context("reading the CUDA run's result")?;
-                if bytes.is_empty() {
-                    bail!("the process that ran `{kernel}` on the GPU ended without a result (wait status {status})");
+            num(&mut out, self.pointer_fields.len() as u64);
+            for &(arg, offset, buffer) in self.pointer_fields {
+                for n in [arg, offset, buffer] {
+                    num(&mut out, n as u64);
                 }
-                Raw::decode(&bytes)
             }
+            out
         }
     }
 
-    /// Elsewhere the run is this process's own.
-    #[cfg(not(unix))]
-    fn isolated(_kernel: &str, work: impl FnOnce() -> Result<Raw>) -> Result<Raw> {
-        work()
+    /// A job's bytes read back: the texts, launch and [`Prepared`] that
+    /// [`on_device`] takes.
+    struct Decoded {
+        kernel: String,
+        src: String,
+        instrumented: String,
+        plain: String,
+        launch: Launch,
+        prepared: Prepared,
+    }
+
+    impl Decoded {
+        fn from(b: &[u8]) -> Result<Decoded> {
+            let mut r = Fields(b.strip_prefix(JOB_MAGIC).context("not a job of this version of cargo-gpucheck")?);
+            let (kernel, src, instrumented, plain) = (r.text()?, r.text()?, r.text()?, r.text()?);
+            let mut shape = [0u32; 7];
+            for n in &mut shape {
+                *n = u32::try_from(r.num()?)?;
+            }
+            let launch = Launch { grid: [shape[0], shape[1], shape[2]], block: [shape[3], shape[4], shape[5]], dynamic_shared: shape[6] };
+            let mut args = Vec::new();
+            for _ in 0..r.num()? {
+                args.push(match r.num()? {
+                    0 => Arg::Bits(r.num()?),
+                    _ => Arg::Bytes(r.bytes()?.to_vec()),
+                });
+            }
+            let mut buffers = Vec::new();
+            for _ in 0..r.num()? {
+                let addr = r.num()?;
+                buffers.push(super::super::launch::Buffer { addr, bytes: r.bytes()?.to_vec(), name: String::new(), elem_bytes: 1 });
+            }
+            let mut pointer_fields = Vec::new();
+            for _ in 0..r.num()? {
+                pointer_fields.push((r.index()?, r.index()?, r.index()?));
+            }
+            Ok(Decoded {
+                kernel,
+                src,
+                instrumented,
+                plain,
+                launch,
+                prepared: Prepared { args, buffers, pointer_fields, shown: Vec::new() },
+            })
+        }
+    }
+
+    /// [`Job::encode`]'s fields read in order.
+    struct Fields<'a>(&'a [u8]);
+
+    impl<'a> Fields<'a> {
+        fn num(&mut self) -> Result<u64> {
+            let (n, rest) = self.0.split_first_chunk::<8>().context("the job is cut short")?;
+            self.0 = rest;
+            Ok(u64::from_le_bytes(*n))
+        }
+
+        fn index(&mut self) -> Result<usize> {
+            Ok(usize::try_from(self.num()?)?)
+        }
+
+        fn bytes(&mut self) -> Result<&'a [u8]> {
+            let n = self.index()?;
+            let (taken, rest) = self.0.split_at_checked(n).context("the job is cut short")?;
+            self.0 = rest;
+            Ok(taken)
+        }
+
+        fn text(&mut self) -> Result<String> {
+            Ok(std::str::from_utf8(self.bytes()?).context("a text of the job is not UTF-8")?.to_string())
+        }
+    }
+
+    /// This program started as a kernel's process ([`JOB_ARG`] and the job
+    /// file's path): runs the job and prints [`Raw::encode`]'s bytes on
+    /// stdout. Returns the exit status.
+    pub fn job_main(path: &std::ffi::OsStr) -> i32 {
+        let work = || -> Result<Raw> {
+            let bytes = std::fs::read(path).with_context(|| format!("reading the job file {}", path.to_string_lossy()))?;
+            let job = Decoded::from(&bytes)?;
+            let m = ptx::parse(&job.src).map_err(|e| anyhow!("the PTX does not parse: {e}"))?;
+            let func = m
+                .functions
+                .iter()
+                .position(|f| f.name == job.kernel && f.is_entry)
+                .with_context(|| format!("no kernel `{}`", job.kernel))?;
+            if !driver_present() {
+                bail!("no CUDA driver found (libcuda could not be loaded)");
+            }
+            on_device(&m, func, &job.launch, &job.prepared, &job.instrumented, &job.plain)
+        };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| Err(anyhow!("the CUDA run panicked")));
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        i32::from(out.write_all(&Raw::encode(&r)).and_then(|()| out.flush()).is_err())
+    }
+
+    /// A job file no other run of this program shares, removed when dropped.
+    struct JobFile(std::path::PathBuf);
+
+    impl JobFile {
+        fn new(bytes: &[u8]) -> Result<JobFile> {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let name = format!("gpucheck-cuda-job-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+            let path = std::env::temp_dir().join(name);
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .with_context(|| format!("creating the CUDA run's job file {}", path.display()))?;
+            let file = JobFile(path);
+            std::io::Write::write_all(&mut f, bytes).with_context(|| format!("writing {}", file.0.display()))?;
+            Ok(file)
+        }
+    }
+
+    impl Drop for JobFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// Runs `cmd` with the path of a file holding `job` as its last
+    /// argument and reads [`Raw::encode`]'s bytes from its stdout. A fault
+    /// of the kernel's own makes the driver refuse every later call of the
+    /// process that ran it, a new context included: this process never
+    /// initialises the driver (it only sees that its library is there), so
+    /// each kernel's process starts with an unharmed one. It is a new
+    /// program, not a fork: a fork of this process, whose other threads
+    /// may hold locks, could wait on them forever. A process still running
+    /// after `limit` is killed.
+    fn isolated(kernel: &str, mut cmd: std::process::Command, job: &[u8], limit: Option<Duration>) -> Result<Raw> {
+        use std::io::Read;
+        use std::process::Stdio;
+        let file = JobFile::new(job)?;
+        let mut child = cmd
+            .arg(&file.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting the process that runs `{kernel}` on the GPU"))?;
+        let mut stdout = child.stdout.take().context("the CUDA run's output")?;
+        let reader = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            stdout.read_to_end(&mut bytes).map(|_| bytes)
+        });
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().context("waiting for the CUDA run's process")? {
+                break status;
+            }
+            if let Some(limit) = limit.filter(|&l| started.elapsed() >= l) {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("`{kernel}` did not finish on the GPU within {} s (`--time-limit`); its process was stopped", limit.as_secs_f64());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let bytes = reader.join().map_err(|_| anyhow!("reading the CUDA run's result"))?.context("reading the CUDA run's result")?;
+        if bytes.is_empty() {
+            bail!("the process that ran `{kernel}` on the GPU ended without a result ({status})");
+        }
+        Raw::decode(&bytes)
     }
 
     /// One kernel's two runs on device 0 (the function at `func`): the
@@ -405,17 +590,55 @@ mod device {
             assert!(Raw::decode(b"ok\ncounters 9\nabc").is_err(), "counters cut short");
         }
 
-        /// The work runs in a child process: what it hands back arrives,
-        /// and a child that dies says so.
+        /// A job crosses to the kernel's process whole.
+        #[test]
+        fn jobs_cross_to_the_kernels_process() {
+            let buffers = [super::super::super::launch::Buffer { addr: 1 << 32, bytes: vec![1, 2, 3], name: "x".into(), elem_bytes: 4 }];
+            let args = [Arg::Bits(1 << 32), Arg::Bytes(vec![9; 24]), Arg::Bits(7)];
+            let job = Job {
+                src: "// ptx é",
+                kernel: "k",
+                launch: Launch { grid: [2, 3, 4], block: [32, 2, 1], dynamic_shared: 96 },
+                args: &args,
+                buffers: &buffers,
+                pointer_fields: &[(1, 8, 0)],
+                instrumented: "ins",
+                plain: "",
+            };
+            let bytes = job.encode();
+            let d = Decoded::from(&bytes).unwrap();
+            assert_eq!((d.kernel.as_str(), d.src.as_str(), d.instrumented.as_str(), d.plain.as_str()), ("k", "// ptx é", "ins", ""));
+            assert_eq!(d.launch, job.launch);
+            assert_eq!(d.prepared.args, args);
+            assert_eq!(d.prepared.buffers.iter().map(|b| (b.addr, b.bytes.clone())).collect::<Vec<_>>(), vec![(1 << 32, vec![1, 2, 3])]);
+            assert_eq!(d.prepared.pointer_fields, vec![(1, 8, 0)]);
+            for cut in [0, JOB_MAGIC.len(), bytes.len() / 2, bytes.len() - 1] {
+                assert!(Decoded::from(&bytes[..cut]).is_err(), "cut at {cut}");
+            }
+        }
+
+        /// The kernel's process: what it prints arrives, one that dies or
+        /// prints nothing says so, and one past its time is stopped.
         #[cfg(unix)]
         #[test]
-        fn isolated_work_hands_back_its_result() {
-            let pid = std::process::id();
-            let raw = isolated("k", || Ok(Raw { ms: Some((std::process::id() != pid) as u8 as f32), ..Raw::default() })).unwrap();
-            assert_eq!(raw.ms, Some(1.0), "ran in another process");
-            assert!(isolated("k", || bail!("no context")).unwrap_err().to_string().contains("no context"));
-            let e = isolated("k", || std::process::abort()).unwrap_err().to_string();
+        fn kernels_processes_hand_back_their_result() {
+            let sh = |script: &str| {
+                let mut c = std::process::Command::new("sh");
+                c.args(["-c", script, "sh"]);
+                c
+            };
+            let ok = Raw::encode(&Ok(Raw { ms: Some(1.0), ..Raw::default() }));
+            // the job file is there while the process runs, and is its last argument
+            let script = format!("test \"$(cat \"$1\")\" = job && printf '{}'", String::from_utf8(ok).unwrap().replace('\n', "\\n"));
+            let raw = isolated("k", sh(&script), b"job", None).unwrap();
+            assert_eq!(raw.ms, Some(1.0));
+            let e = isolated("k", sh("printf 'error\\nno context'"), b"", None).unwrap_err().to_string();
+            assert!(e.contains("no context"), "{e}");
+            let e = isolated("k", sh("kill -ABRT $$"), b"", None).unwrap_err().to_string();
             assert!(e.contains("`k`") && e.contains("ended without a result"), "{e}");
+            let started = std::time::Instant::now();
+            let e = isolated("k", sh("sleep 30"), b"", Some(Duration::from_millis(200))).unwrap_err().to_string();
+            assert!(e.contains("did not finish") && started.elapsed() < Duration::from_secs(20), "{e}");
         }
     }
 }

@@ -413,7 +413,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
                     }
                 }
                 Engine::Cuda => {
-                    let seen = cuda::run(src, module, f.name, &launch, &prepared)?;
+                    let seen = cuda::run(src, module, f.name, &launch, &prepared, time_limit(a))?;
                     if let Some(stop) = &seen.fault {
                         eprintln!(
                             "note: the GPU stopped the run of `{}`: {}; it does not say which access faulted (`--engine cpu` runs the kernel on the interpreter, which does); the next kernel runs in a fresh process",
@@ -446,12 +446,12 @@ fn limits(a: &ConfirmArgs, block: [u32; 3], print: bool) -> interp::Run {
     let warps = (block.iter().map(|&x| x as u64).product::<u64>()).div_ceil(32);
     let progress =
         (print && a.message_format == MessageFormat::Human && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(progress_line);
-    interp::Run {
-        budget: a.max_steps.saturating_mul(warps),
-        time_limit: (a.time_limit > 0).then(|| std::time::Duration::from_secs(a.time_limit)),
-        progress,
-        ..interp::Run::default()
-    }
+    interp::Run { budget: a.max_steps.saturating_mul(warps), time_limit: time_limit(a), progress, ..interp::Run::default() }
+}
+
+/// `--time-limit` (0: none).
+fn time_limit(a: &ConfirmArgs) -> Option<std::time::Duration> {
+    (a.time_limit > 0).then(|| std::time::Duration::from_secs(a.time_limit))
 }
 
 /// A progress line on stderr, redrawn at most five times a second: blocks
