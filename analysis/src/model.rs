@@ -142,6 +142,9 @@ fn merge_each(ranges: &mut [(i64, i64)], mut each: impl FnMut((i64, i64))) {
 /// Sectors touched and sectors ideal (the same bytes, contiguous and
 /// aligned) for one warp request: `(address, width)` of each active lane.
 pub fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
+    if let Some(counts) = sectors_in_order(addrs) {
+        return counts;
+    }
     // (a warp's lanes of at most a sector each, at most two sectors per lane: on the
     // stack, as this runs for every access of every warp the analysis and the runs see)
     if addrs.len() <= WARP && addrs.iter().all(|&(_, w)| w as i64 <= SECTOR) {
@@ -151,6 +154,38 @@ pub fn sectors(addrs: &[(i64, u32)]) -> (u32, u32) {
         let spans: usize = addrs.iter().map(|&(_, w)| w as usize / SECTOR as usize + 2).sum();
         sectors_in(addrs, &mut vec![0; spans], &mut vec![(0, 0); addrs.len()])
     }
+}
+
+/// [`sectors`] of lanes of one width whose ranges come in address order,
+/// each the one before or wholly after it (most warps' requests: a
+/// contiguous or strided row, a broadcast), in one pass without sorting:
+/// the lanes' sectors come in order, and the distinct bytes are the
+/// distinct ranges'. `None` for any other request.
+fn sectors_in_order(addrs: &[(i64, u32)]) -> Option<(u32, u32)> {
+    let w = i64::from(addrs.first()?.1);
+    if w == 0 {
+        return None;
+    }
+    let (mut touched, mut ranges) = (0i64, 0i64);
+    // the last lane's address, and the last sector counted
+    let (mut prev, mut last_sector) = (None::<i64>, i64::MIN);
+    for &(a, width) in addrs {
+        if i64::from(width) != w {
+            return None;
+        }
+        match prev {
+            Some(p) if a == p => continue,
+            Some(p) if a < p + w => return None,
+            _ => {}
+        }
+        prev = Some(a);
+        ranges += 1;
+        let (first, last) = (a.div_euclid(SECTOR), (a + w - 1).div_euclid(SECTOR));
+        // (the range starts after the last one ends: only its first sector can be counted already)
+        touched += (last - first.max(last_sector.saturating_add(1)) + 1).max(0);
+        last_sector = last;
+    }
+    Some((touched as u32, ((ranges * w + SECTOR - 1) / SECTOR) as u32))
 }
 
 /// [`sectors`] with room for the sectors (`secs`) and byte ranges
@@ -222,6 +257,49 @@ mod tests {
         assert_eq!(sectors(&lanes(16, 4, 0)), (16, 4)); // AoS field
         assert_eq!(sectors(&lanes(8, 8, 0)), (8, 8)); // f64 contiguous
         assert_eq!(sectors(&lanes(0, 4, 0)), (1, 1)); // broadcast
+    }
+
+    /// The one-pass count agrees with the sorting one wherever it answers,
+    /// and answers for rows, strides and broadcasts.
+    #[test]
+    fn sectors_in_order_agree_with_the_sort() {
+        let sorted = |addrs: &[(i64, u32)]| {
+            let (mut secs, mut bytes) = ([0i64; 2 * WARP], [(0i64, 0i64); WARP]);
+            sectors_in(addrs, &mut secs, &mut bytes)
+        };
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut answered = 0;
+        for _ in 0..20_000 {
+            let w = [1u32, 2, 4, 8, 16][next(5) as usize];
+            let n = 1 + next(32) as usize;
+            let mut a = next(200) as i64 - 100;
+            let mut addrs = Vec::new();
+            for _ in 0..n {
+                addrs.push((a, if next(50) == 0 { 4 } else { w }));
+                // equal, after, overlapping or (rarely) before
+                a += match next(8) {
+                    0 => 0,
+                    1 => 1,
+                    2 => -(next(40) as i64),
+                    _ => i64::from(w) * next(5) as i64,
+                };
+            }
+            if let Some(fast) = sectors_in_order(&addrs) {
+                answered += 1;
+                assert_eq!(fast, sorted(&addrs), "{addrs:?}");
+            }
+        }
+        assert!(answered > 2_000, "{answered}");
+        let lanes = |stride: i64, w: u32| (0..32).map(|l| (l * stride, w)).collect::<Vec<_>>();
+        for (stride, w) in [(4, 4), (0, 4), (128, 4), (8, 8), (36, 4)] {
+            assert_eq!(sectors_in_order(&lanes(stride, w)), Some(sorted(&lanes(stride, w))));
+        }
     }
 
     #[test]
