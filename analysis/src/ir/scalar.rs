@@ -390,10 +390,11 @@ fn bin_int(op: Bin, ty: Ty, a: u64, b: u64, sat: bool) -> u64 {
         Bin::Or => ua | ub,
         Bin::Xor => ua ^ ub,
         Bin::Shl => {
+            // (the shift is the operand's low 32 bits)
             if (b & 0xffff_ffff) >= bits as u64 {
                 0
             } else {
-                ua << b
+                ua << (b & 0xffff_ffff)
             }
         }
         Bin::Shr => {
@@ -980,13 +981,29 @@ impl Prepared {
                     return None;
                 }
                 macro_rules! lanes {
-                    ($($op:ident),*) => {
+                    ($oty:expr, $ty:expr; $($op:ident),*) => {
                         match op {
-                            $(Bin::$op => out.extend((0..n).map(|t| to_i64(ty, bin_int(Bin::$op, oty, a[t] as u64, b[t] as u64, sat)))),)*
+                            $(Bin::$op => out.extend((0..n).map(|t| to_i64($ty, bin_int(Bin::$op, $oty, a[t] as u64, b[t] as u64, sat)))),)*
                         }
                     };
                 }
-                lanes!(Add, Sub, MulLo, MulHi, MulWide, Div, Rem, And, Or, Xor, Shl, Shr, Min, Max, CopySign);
+                macro_rules! every_op {
+                    ($oty:expr, $ty:expr) => {
+                        lanes!($oty, $ty; Add, Sub, MulLo, MulHi, MulWide, Div, Rem, And, Or, Xor, Shl, Shr, Min, Max, CopySign)
+                    };
+                }
+                // the common types as constants: each loop is compiled for its width and signedness
+                match (oty, ty) {
+                    (Ty::U(32), Ty::U(32)) => every_op!(Ty::U(32), Ty::U(32)),
+                    (Ty::S(32), Ty::S(32)) => every_op!(Ty::S(32), Ty::S(32)),
+                    (Ty::B(32), Ty::B(32)) => every_op!(Ty::B(32), Ty::B(32)),
+                    (Ty::U(64), Ty::U(64)) => every_op!(Ty::U(64), Ty::U(64)),
+                    (Ty::S(64), Ty::S(64)) => every_op!(Ty::S(64), Ty::S(64)),
+                    (Ty::B(64), Ty::B(64)) => every_op!(Ty::B(64), Ty::B(64)),
+                    (Ty::U(32), Ty::U(64)) => every_op!(Ty::U(32), Ty::U(64)),
+                    (Ty::S(32), Ty::S(64)) => every_op!(Ty::S(32), Ty::S(64)),
+                    _ => every_op!(oty, ty),
+                }
                 return Some(());
             }
         }
@@ -1110,6 +1127,49 @@ mod tests {
 
     use super::*;
     use crate::ir::inst::{Cmp, Ty};
+
+    /// The lane loops, specialised to the common types or not, compute
+    /// what [`Prepared::apply`] computes lane by lane.
+    #[test]
+    fn lane_loops_agree_with_one_lane_at_a_time() {
+        let ops = [
+            Bin::Add,
+            Bin::Sub,
+            Bin::MulLo,
+            Bin::MulHi,
+            Bin::MulWide,
+            Bin::Div,
+            Bin::Rem,
+            Bin::And,
+            Bin::Or,
+            Bin::Xor,
+            Bin::Shl,
+            Bin::Shr,
+            Bin::Min,
+            Bin::Max,
+        ];
+        let values: Vec<i64> =
+            vec![0, 1, 2, 3, 7, 31, 32, 33, -1, -2, -7, i32::MAX as i64, i32::MIN as i64, u32::MAX as i64, i64::MAX, i64::MIN];
+        let a: Vec<i64> = values.iter().flat_map(|&x| values.iter().map(move |_| x)).collect();
+        let b: Vec<i64> = values.iter().flat_map(|_| values.iter().copied()).collect();
+        for oty in [Ty::U(32), Ty::S(32), Ty::B(32), Ty::U(64), Ty::S(64), Ty::B(64), Ty::U(16), Ty::S(16)] {
+            for op in ops {
+                for sat in [false, true] {
+                    let p = Prepared::Bin { op, ty: oty, round: Round::Rn, ftz: false, sat };
+                    let ty = if op == Bin::MulWide { oty.widened() } else { oty };
+                    // a lane of a division by zero leaves the whole list undefined
+                    let b: Vec<i64> = b
+                        .iter()
+                        .map(|&x| if matches!(op, Bin::Div | Bin::Rem) && x as u64 & mask(oty.bits()) == 0 { 1 } else { x })
+                        .collect();
+                    let mut out = Vec::new();
+                    p.apply_lanes(&[&a, &b], ty, &mut out).unwrap();
+                    let one: Vec<i64> = (0..a.len()).map(|t| to_i64(ty, p.apply(&[a[t] as u64, b[t] as u64]).unwrap())).collect();
+                    assert_eq!(out, one, "{op:?} {oty:?} sat {sat}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn integers() {
