@@ -21,7 +21,7 @@
 //! `emit`), pairs that need other samples (parameters, later iterations:
 //! the caller adds them), or the witness (the thread-by-thread check).
 
-use super::{sweep, Addresses, Sorted};
+use super::{meet, Addresses, Sorted};
 use rustc_hash::FxHashMap;
 
 /// Addresses that lie on a line in the thread index: `c + s·t` for every
@@ -116,7 +116,7 @@ fn samples_meet(x: Sample<'_>, wx: i64, y: Sample<'_>, wy: i64) -> bool {
             return answer;
         }
     }
-    sweep(vx.parts(), vy.parts(), wx as u32, wy as u32, &|t1, t2| t1 != t2).is_some()
+    meet(vx.parts(), vy.parts(), wx as u32, wy as u32, &|t1, t2| t1 != t2)
 }
 
 /// Can members of the two classes race at the samples: in the same
@@ -213,6 +213,9 @@ mod tests {
                         let want = brute(&a, wa, &b, wb);
                         let got = samples_meet(Some((&a, line(&a))), wa, Some((&b, line(&b))), wb);
                         assert_eq!(got, want, "s {s} c {c} w {wa}/{wb} threads {alo}..={ahi} / {blo}..={bhi}");
+                        // and the sweep alone (no line test), which stops at the first pair
+                        let swept = samples_meet(Some((&a, None)), wa, Some((&b, None)), wb);
+                        assert_eq!(swept, want, "swept: s {s} c {c} w {wa}/{wb} threads {alo}..={ahi} / {blo}..={bhi}");
                         decided += lines_meet(line(&a).unwrap(), wa, line(&b).unwrap(), wb).is_some() as usize;
                     }
                 }

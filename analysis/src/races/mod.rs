@@ -929,6 +929,23 @@ fn sweep(
     wb: u32,
     ok: &dyn Fn(usize, usize) -> bool,
 ) -> Option<Witness> {
+    sweep_until((va, sa), (vb, sb), wa, wb, ok, false)
+}
+
+/// Whether [`sweep`] finds any pair: it stops at the first.
+pub(super) fn meet(va: (&[(i64, usize)], i64), vb: (&[(i64, usize)], i64), wa: u32, wb: u32, ok: &dyn Fn(usize, usize) -> bool) -> bool {
+    sweep_until(va, vb, wa, wb, ok, true).is_some()
+}
+
+/// [`sweep`], or with `first` its first pair alone.
+fn sweep_until(
+    (va, sa): (&[(i64, usize)], i64),
+    (vb, sb): (&[(i64, usize)], i64),
+    wa: u32,
+    wb: u32,
+    ok: &dyn Fn(usize, usize) -> bool,
+    first: bool,
+) -> Option<Witness> {
     let mut best: Option<(usize, usize, i64)> = None;
     let mut cross = false;
     let mut hit: Vec<i64> = Vec::new();
@@ -944,6 +961,9 @@ fn sweep(
             let (x, t1) = (va[i].0 + sa, va[i].1);
             if ok(t1, t2) {
                 cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
+                if first {
+                    return Some(Witness { threads: (t1, t2), byte: x.max(y), cross, elements: 1 });
+                }
                 // (the same element again, as most are: counted once below anyway)
                 if hit.last() != Some(&x) {
                     hit.push(x);
