@@ -29,7 +29,71 @@ pub struct Fault {
 struct Region {
     base: u64,
     len: u64,
-    words: Vec<AtomicU32>,
+    words: Words,
+}
+
+/// A region's words: a vector, or for a large zero-filled buffer pages
+/// mapped from the system, which stay untouched (and cost nothing) until a
+/// run touches them. (`calloc` would not do: once glibc has freed one such
+/// buffer it serves the next from its heap and zeroes all of it.)
+enum Words {
+    Owned(Vec<AtomicU32>),
+    #[cfg(unix)]
+    Mapped {
+        ptr: std::ptr::NonNull<AtomicU32>,
+        len: usize,
+    },
+}
+
+// SAFETY: the mapping is this value's alone, and its words are atomics
+#[cfg(unix)]
+unsafe impl Send for Words {}
+// SAFETY: as above: shared use goes through the atomics
+#[cfg(unix)]
+unsafe impl Sync for Words {}
+
+/// Zero-filled buffers of at least this many bytes are mapped.
+const MAPPED_BYTES: usize = 1 << 16;
+
+impl Words {
+    /// `n` zero words.
+    fn zeroed(n: usize) -> Words {
+        #[cfg(unix)]
+        if n * 4 >= MAPPED_BYTES {
+            // SAFETY: a fresh private anonymous mapping of `n` words, read and written only
+            // through the atomics `deref` gives, unmapped once in `drop`
+            let p = unsafe {
+                libc::mmap(std::ptr::null_mut(), n * 4, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            };
+            if let Some(ptr) = std::ptr::NonNull::new(p.cast::<AtomicU32>()).filter(|_| p != libc::MAP_FAILED) {
+                return Words::Mapped { ptr, len: n };
+            }
+        }
+        Words::Owned((0..n).map(|_| AtomicU32::new(0)).collect())
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [AtomicU32];
+    fn deref(&self) -> &[AtomicU32] {
+        match self {
+            Words::Owned(v) => v,
+            // SAFETY: `len` words mapped readable and writable, zero-filled by the system
+            // (a valid `AtomicU32` each), alive as long as `self`
+            #[cfg(unix)]
+            Words::Mapped { ptr, len } => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), *len) },
+        }
+    }
+}
+
+impl Drop for Words {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Words::Mapped { ptr, len } = self {
+            // SAFETY: the mapping `zeroed` made, unmapped once
+            unsafe { libc::munmap(ptr.as_ptr().cast(), *len * 4) };
+        }
+    }
 }
 
 /// Device memory: allocations at 256-byte aligned addresses.
@@ -59,11 +123,11 @@ impl Global {
             w[..c.len()].copy_from_slice(c);
             words.push(AtomicU32::new(u32::from_le_bytes(w)));
         }
-        self.place(bytes.len() as u64, words)
+        self.place(bytes.len() as u64, Words::Owned(words))
     }
 
     /// Put a buffer of `len` bytes held in `words` at the next address.
-    fn place(&mut self, len: u64, words: Vec<AtomicU32>) -> u64 {
+    fn place(&mut self, len: u64, words: Words) -> u64 {
         let base = self.next;
         self.regions.push(Region { base, len, words });
         // a gap after each buffer so that overruns fault instead of landing in the next one
@@ -72,16 +136,9 @@ impl Global {
     }
 
     /// Allocate a zero-filled buffer of `len` bytes; its device address.
+    /// A large one costs only the pages a run touches ([`Words::zeroed`]).
     pub fn alloc_zeroed(&mut self, len: u64) -> u64 {
-        // zeroed by the allocator (`calloc`: fresh pages stay untouched until a run
-        // touches them, so a large buffer a kernel barely uses costs little)
-        const _: () = assert!(std::mem::size_of::<u32>() == std::mem::size_of::<AtomicU32>());
-        const _: () = assert!(std::mem::align_of::<u32>() == std::mem::align_of::<AtomicU32>());
-        let mut zeros = std::mem::ManuallyDrop::new(vec![0u32; len.div_ceil(4) as usize]);
-        // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32` (asserted
-        // above), so the allocation is a valid one for as many zero atomics
-        let words = unsafe { Vec::from_raw_parts(zeros.as_mut_ptr().cast::<AtomicU32>(), zeros.len(), zeros.capacity()) };
-        self.place(len, words)
+        self.place(len, Words::zeroed(len.div_ceil(4) as usize))
     }
 
     fn region(&self, addr: u64, len: u32) -> Option<&Region> {
@@ -681,6 +738,24 @@ mod tests {
         let mut same: Vec<(usize, bool)> = s.races.values().map(|c| (c.first, c.same_value)).collect();
         same.sort_unstable();
         assert_eq!(same, [(10, true), (11, false)]);
+    }
+
+    /// A zero-filled buffer, small (a vector) or large (mapped pages),
+    /// reads zero until written and keeps what is written.
+    #[test]
+    fn zero_filled_buffers_small_and_large() {
+        let mut g = Global::default();
+        for len in [12u64, 3 << 20] {
+            let a = g.alloc_zeroed(len);
+            let owned = matches!(g.regions.last().map(|r| &r.words), Some(Words::Owned(_)));
+            assert_eq!(owned, len < MAPPED_BYTES as u64, "{len} bytes");
+            assert_eq!(g.load(a + len - 4, 4).unwrap(), 0);
+            g.store(a + len - 8, 8, 0x1122334455667788).unwrap();
+            assert_eq!(g.load(a + len - 8, 8).unwrap(), 0x1122334455667788);
+            assert_eq!(g.rmw(a, 4, &|x| x + 5).unwrap().0, 0);
+            assert_eq!(g.read(a, 4).unwrap(), [5, 0, 0, 0]);
+            assert!(g.load(a + len, 1).is_err(), "past the end");
+        }
     }
 
     #[test]
