@@ -9,7 +9,7 @@
 
 use super::instrument::{self, COUNTERS, SLOTS};
 use super::launch::Prepared;
-use super::{DeviceFault, Seen, SiteSeen};
+use super::{Seen, SiteSeen};
 use anyhow::{anyhow, Context, Result};
 use gpucheck_analysis::interp::Launch;
 use gpucheck_analysis::interp::{Histogram, SiteKey};
@@ -29,6 +29,7 @@ pub fn run(_src: &str, _m: &ptx::Module<'_>, _kernel: &str, _l: &Launch, _p: &Pr
 /// The driver binding (`cudarc`), present with the default `cuda` feature.
 #[cfg(feature = "cuda")]
 mod device {
+    use super::super::DeviceFault;
     use super::*;
     use anyhow::bail;
     use cudarc::driver::{CudaContext, CudaSlice, DevicePtr, DriverError, LaunchConfig, PushKernelArg};
