@@ -336,7 +336,7 @@ fn bin_float(op: Bin, ty: Ty, a: u64, b: u64, r: Round, ftz: bool, sat: bool) ->
 /// Integer binary operation at the type's width (inlined so that lane
 /// loops over a known operation specialise).
 #[inline(always)]
-fn bin_int(op: Bin, ty: Ty, a: u64, b: u64, sat: bool) -> u64 {
+pub(crate) fn bin_int(op: Bin, ty: Ty, a: u64, b: u64, sat: bool) -> u64 {
     let bits = ty.bits();
     let m = mask(bits);
     let signed = ty.signed();
