@@ -651,8 +651,9 @@ fn confirm_stops_endless_loops_and_launches_too_long_to_run() {
         "{err}"
     );
     assert!(err.contains("raise it with --max-steps N"), "{err}");
-    // a block that alone outlasts the time limit stops at it
-    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "32", "--time-limit", "1"], &dir);
+    // a block that alone outlasts the time limit stops at it (with steps enough for hours:
+    // a fast build would run out of the default's first)
+    let out = gpucheck(&["confirm", "--ptx", "k.ptx", "--block", "32", "--time-limit", "1", "--max-steps", "1000000000000"], &dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("with 0 of 1 blocks run, a block still running at PTX line"), "{err}");
