@@ -10,7 +10,7 @@ use crate::levels::Levels;
 use crate::lint_attrs::Scopes;
 use gpucheck_analysis::lints::UNUSED_GPUCHECK_ALLOW;
 use gpucheck_analysis::{Finding, Level, Metric, Note, NoteKind, Place, ShapeSource, Text};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 /// A diagnostic ready for a reporter.
@@ -282,9 +282,9 @@ pub fn prepare(
     // the worst of the compiler's copies of one place comes first, and headlines
     findings.sort_by_key(|f| std::cmp::Reverse(f.rank.map(|r| r.value)));
     // each file the findings name, once (a module's findings may be thousands, on a few lines)
-    let mut files: HashMap<String, Named> = HashMap::new();
+    let mut files: HashMap<String, Named> = HashMap::default();
     let mut out: Vec<Diagnostic> = Vec::new();
-    let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::new();
+    let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::default();
     for f in findings {
         let scoped = if attrs.is_empty() {
             None
@@ -441,7 +441,7 @@ fn named<'c>(files: &'c mut HashMap<String, Named>, paths: &PathStyle, file: &st
 fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::with_capacity(diags.len());
     // (lint, file, line, the other side's line or 0) → the diagnostic that holds it
-    let mut first: HashMap<(&'static str, String, u32, u32), usize> = HashMap::new();
+    let mut first: HashMap<(&'static str, String, u32, u32), usize> = HashMap::default();
     for d in diags {
         let (Some(file), Some(abs)) = (d.file.clone(), d.abs_file.clone()) else {
             out.push(d);

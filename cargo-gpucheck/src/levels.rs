@@ -12,7 +12,7 @@
 use gpucheck_analysis::lints::registry::{closest, expand};
 use gpucheck_analysis::lints::Group;
 use gpucheck_analysis::{Finding, Level, Lint, LINTS};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
