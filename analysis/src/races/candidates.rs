@@ -21,7 +21,7 @@
 //! `emit`), pairs that need other samples (parameters, later iterations:
 //! the caller adds them), or the witness (the thread-by-thread check).
 
-use super::{meet, Addresses, Sorted};
+use super::{sweep, Addresses, Sorted};
 use rustc_hash::FxHashMap;
 
 /// Addresses that lie on a line in the thread index: `c + s·t` for every
@@ -116,7 +116,7 @@ fn samples_meet(x: Sample<'_>, wx: i64, y: Sample<'_>, wy: i64) -> bool {
             return answer;
         }
     }
-    meet(vx.parts(), vy.parts(), wx as u32, wy as u32, &|t1, t2| t1 != t2)
+    sweep(vx.parts(), vy.parts(), wx as u32, wy as u32, &|t1, t2| t1 != t2, true).is_some()
 }
 
 /// Can members of the two classes race at the samples: in the same

@@ -389,7 +389,7 @@ fn conflict_in(accesses: &[Access], ka: usize, kb: usize, aa: &[Option<Sorted>],
             continue; // disjoint ranges
         }
         let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
-        if let Some(w) = sweep(va.parts(), vb.parts(), a.width, b.width, &ok) {
+        if let Some(w) = sweep(va.parts(), vb.parts(), a.width, b.width, &ok, false) {
             let mut r = race_at(accesses, ka, kb, w.threads, w.byte);
             (r.lanes_only, r.elements) = (!w.cross, w.elements);
             return Some(r);
@@ -901,7 +901,7 @@ fn grid_races_at(
 /// threads) and access `kb` in the other block (`vb`): the witness with
 /// the smallest threads.
 fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize, kb: usize) -> Option<Race> {
-    let w = sweep((va, 0), (vb, 0), accs[ka].width, accs[kb].width, &|_, _| true)?;
+    let w = sweep((va, 0), (vb, 0), accs[ka].width, accs[kb].width, &|_, _| true, false)?;
     let mut r = race_at(accs, ka, kb, w.threads, w.byte);
     r.elements = w.elements;
     Some(r)
@@ -921,24 +921,9 @@ struct Witness {
 /// The pair of threads with the smallest ids (the clearest witness) among
 /// those of `va` (bytes `wa` wide from each address, sorted, each offset
 /// by the shift beside it) and `vb` (`wb` wide) whose bytes overlap and
-/// that `ok` accepts.
+/// that `ok` accepts; with `first`, the first such pair (whether there is
+/// one at all).
 fn sweep(
-    (va, sa): (&[(i64, usize)], i64),
-    (vb, sb): (&[(i64, usize)], i64),
-    wa: u32,
-    wb: u32,
-    ok: &dyn Fn(usize, usize) -> bool,
-) -> Option<Witness> {
-    sweep_until((va, sa), (vb, sb), wa, wb, ok, false)
-}
-
-/// Whether [`sweep`] finds any pair: it stops at the first.
-pub(super) fn meet(va: (&[(i64, usize)], i64), vb: (&[(i64, usize)], i64), wa: u32, wb: u32, ok: &dyn Fn(usize, usize) -> bool) -> bool {
-    sweep_until(va, vb, wa, wb, ok, true).is_some()
-}
-
-/// [`sweep`], or with `first` its first pair alone.
-fn sweep_until(
     (va, sa): (&[(i64, usize)], i64),
     (vb, sb): (&[(i64, usize)], i64),
     wa: u32,
