@@ -1183,22 +1183,13 @@ impl Cx<'_, '_> {
     /// One non-control operation over the lanes in `m`.
     fn exec(&mut self, w: &mut Warp, pc: usize, op: &Op, m: u32) -> Result<(), InterpError> {
         match op {
-            Op::Bin { op, ty, d, a, b, sat, .. } if !ty.is_float() => {
-                // one loop per operation, the integer semantics inlined for it
-                macro_rules! each_lane {
-                    ($($o:ident),*) => {
-                        match op {
-                            $(scalar::Bin::$o => {
-                                for l in lanes(m) {
-                                    let v = scalar::bin_int(scalar::Bin::$o, *ty, w.get(*a, l), w.get(*b, l), *sat);
-                                    w.set(*d, l, v);
-                                }
-                            })*
-                        }
-                    };
+            // one loop per operation, the integer semantics inlined for it
+            Op::Bin { op, ty, d, a, b, sat, .. } if !ty.is_float() => scalar::per_bin_op!(*op, o => {
+                for l in lanes(m) {
+                    let v = scalar::bin_int(o, *ty, w.get(*a, l), w.get(*b, l), *sat);
+                    w.set(*d, l, v);
                 }
-                each_lane!(Add, Sub, MulLo, MulHi, MulWide, Div, Rem, And, Or, Xor, Shl, Shr, Min, Max, CopySign);
-            }
+            }),
             Op::Bin { op, ty, d, a, b, round, ftz, sat } => {
                 for l in lanes(m) {
                     let v = scalar::bin(*op, *ty, w.get(*a, l), w.get(*b, l), *round, *ftz, *sat);

@@ -36,6 +36,25 @@ pub enum Bin {
     CopySign,
 }
 
+/// `$body` once for each binary operation, with `$o` that operation as a
+/// constant: a lane loop in `$body` is compiled for each operation on its
+/// own (with [`bin_int`] inlined) instead of dispatching in every lane.
+macro_rules! per_bin_op {
+    ($op:expr, $o:ident => $body:expr) => {
+        $crate::ir::scalar::per_bin_op!(@each $op, $o => $body; Add, Sub, MulLo, MulHi, MulWide, Div, Rem, And, Or, Xor, Shl, Shr, Min, Max, CopySign)
+    };
+    (@each $op:expr, $o:ident => $body:expr; $($v:ident),*) => {
+        match $op {
+            $($crate::ir::scalar::Bin::$v => {
+                #[allow(non_upper_case_globals)]
+                const $o: $crate::ir::scalar::Bin = $crate::ir::scalar::Bin::$v;
+                $body
+            })*
+        }
+    };
+}
+pub(crate) use per_bin_op;
+
 /// Unary operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Un {
@@ -980,16 +999,9 @@ impl Prepared {
                 if matches!(op, Bin::Div | Bin::Rem) && b.iter().any(|&x| x as u64 & mask(oty.bits()) == 0) {
                     return None;
                 }
-                macro_rules! lanes {
-                    ($oty:expr, $ty:expr; $($op:ident),*) => {
-                        match op {
-                            $(Bin::$op => out.extend((0..n).map(|t| to_i64($ty, bin_int(Bin::$op, $oty, a[t] as u64, b[t] as u64, sat)))),)*
-                        }
-                    };
-                }
                 macro_rules! every_op {
                     ($oty:expr, $ty:expr) => {
-                        lanes!($oty, $ty; Add, Sub, MulLo, MulHi, MulWide, Div, Rem, And, Or, Xor, Shl, Shr, Min, Max, CopySign)
+                        per_bin_op!(op, o => out.extend((0..n).map(|t| to_i64($ty, bin_int(o, $oty, a[t] as u64, b[t] as u64, sat)))))
                     };
                 }
                 // the common types as constants: each loop is compiled for its width and signedness
