@@ -3,9 +3,13 @@
 //! says "no CUDA driver found" there). Runs the instrumented copy of the
 //! PTX (see `instrument`) for the per-site histograms, then the
 //! uninstrumented copy (DWARF sections dropped) timed with CUDA events.
+//! Each kernel runs in a process of its own, this program started again
+//! on a job file: a kernel's fault leaves the driver unusable for the
+//! process that ran it.
 //!
-//! Owns: device setup, buffers, launches, reading the counters back. Does
-//! not own: the instrumentation or the comparison.
+//! Owns: the kernel's process (the job, its result, its time limit),
+//! device setup, buffers, launches, reading the counters back. Does not
+//! own: the instrumentation or the comparison.
 
 use super::instrument::{self, COUNTERS, SLOTS};
 use super::launch::Prepared;
