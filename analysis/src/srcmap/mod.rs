@@ -59,8 +59,9 @@ pub struct SourceMap<'m> {
     /// Each `.file` index's path (the last directive giving it), one text
     /// every position in that file shares.
     paths: FxHashMap<u32, std::sync::Arc<str>>,
-    /// The module names a Rust source file, or a function by a Rust symbol.
-    rust: bool,
+    /// The module names a Rust source file, or a function by a Rust
+    /// symbol (found when first asked).
+    rust: std::sync::OnceLock<bool>,
 }
 
 impl<'m> SourceMap<'m> {
@@ -83,15 +84,17 @@ impl<'m> SourceMap<'m> {
             None
         };
         let paths = module.files.iter().map(|f| (f.index, std::sync::Arc::from(f.path))).collect();
-        let rust = module.files.iter().any(|f| f.path.ends_with(".rs")) || module.functions.iter().any(|f| crate::names::is_rust(f.name));
-        SourceMap { module, base, inline, paths, rust }
+        SourceMap { module, base, inline, paths, rust: std::sync::OnceLock::new() }
     }
 
     /// Is the module Rust's: does it name a Rust source file, or a
     /// function by a Rust symbol (its language, for a finding with no
     /// source line of its own)?
     pub fn rust_module(&self) -> bool {
-        self.rust
+        let m = self.module;
+        *self
+            .rust
+            .get_or_init(|| m.files.iter().any(|f| f.path.ends_with(".rs")) || m.functions.iter().any(|f| crate::names::is_rust(f.name)))
     }
 
     /// Does the module carry a DWARF inline tree we could decode?
