@@ -14,6 +14,19 @@ pub trait EntityId: Copy + Eq + Ord + std::hash::Hash + std::fmt::Debug {
     fn index(self) -> usize;
 }
 
+/// A plain index is an id of its own kind (registers: `ssa::RegId`).
+impl EntityId for u32 {
+    #[inline]
+    fn new(index: usize) -> Self {
+        debug_assert!(index <= u32::MAX as usize);
+        index as u32
+    }
+    #[inline]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 macro_rules! entity {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -173,6 +186,59 @@ impl<K, V> FromIterator<V> for IdVec<K, V> {
     }
 }
 
+/// A list per id, all in one vector (compressed rows): for tables where
+/// most ids have a few entries (a value's users, a register's defining
+/// blocks), one allocation instead of one per id. Built from `(id, item)`
+/// pairs; each id's items keep the pairs' order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdLists<K, V> {
+    /// Where each id's items start in `items`; one more entry than ids.
+    starts: Vec<u32>,
+    items: Vec<V>,
+    _k: PhantomData<K>,
+}
+
+impl<K: EntityId, V: Copy> IdLists<K, V> {
+    /// The lists of ids `0..n` from `pairs` (ids below `n`), in the pairs'
+    /// order per id (a counting sort).
+    pub fn from_pairs(n: usize, pairs: &[(K, V)]) -> Self {
+        let mut starts = vec![0u32; n + 1];
+        for (k, _) in pairs {
+            starts[k.index() + 1] += 1;
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        // where each pair goes, then the items in that order
+        let mut next = starts.clone();
+        let mut order = vec![0u32; pairs.len()];
+        for (i, (k, _)) in pairs.iter().enumerate() {
+            let at = &mut next[k.index()];
+            order[*at as usize] = i as u32;
+            *at += 1;
+        }
+        let items = order.iter().map(|&i| pairs[i as usize].1).collect();
+        IdLists { starts, items, _k: PhantomData }
+    }
+
+    /// How many ids there are lists for.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<K: EntityId, V> std::ops::Index<K> for IdLists<K, V> {
+    type Output = [V];
+    #[inline]
+    fn index(&self, k: K) -> &[V] {
+        &self.items[self.starts[k.index()] as usize..self.starts[k.index() + 1] as usize]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +254,16 @@ mod tests {
         assert_eq!(blocks.iter_enumerated().map(|(k, v)| (k.index(), *v)).collect::<Vec<_>>(), vec![(0, "entry"), (1, "exit")]);
         let side: IdVec<BlockId, bool> = IdVec::filled(blocks.len(), false);
         assert!(!side[a]);
+    }
+
+    #[test]
+    fn lists_keep_each_ids_items_in_order() {
+        let b = BlockId::new;
+        let lists: IdLists<BlockId, u32> = IdLists::from_pairs(4, &[(b(2), 7), (b(0), 1), (b(2), 3), (b(0), 9), (b(2), 5)]);
+        assert_eq!(lists.len(), 4);
+        assert_eq!((&lists[b(0)], &lists[b(1)], &lists[b(2)], &lists[b(3)]), (&[1, 9][..], &[][..], &[7, 3, 5][..], &[][..]));
+        let none: IdLists<BlockId, u32> = IdLists::from_pairs(0, &[]);
+        assert!(none.is_empty());
     }
 }
 

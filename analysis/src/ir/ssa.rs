@@ -9,7 +9,7 @@
 
 use super::cfg::Cfg;
 use super::dataflow::{self, BitSet, Problem};
-use super::entity::{BlockId, InstId};
+use super::entity::{BlockId, IdLists, InstId};
 use super::inst::{Inst, Special};
 use rustc_hash::FxHashMap;
 
@@ -55,7 +55,8 @@ pub struct Ssa<'a> {
     def_vals: Vec<ValueId>,
     def_prior: Vec<Option<ValueId>>,
     def_start: Vec<u32>,
-    pub users: IdVec<ValueId, Vec<User>>,
+    /// Each value's readers (`users[v]`: a slice).
+    pub users: IdLists<ValueId, User>,
     /// The special register each register is, if any.
     specials: Vec<Option<Special>>,
 }
@@ -188,7 +189,8 @@ impl<'a> Ssa<'a> {
         let specials: Vec<Option<Special>> = regs.iter().map(|r| Special::parse(r)).collect();
 
         // def blocks and global names
-        let mut def_blocks: Vec<Vec<BlockId>> = vec![Vec::new(); nr];
+        let mut def_pairs: Vec<(RegId, BlockId)> = Vec::with_capacity(def_regs.len());
+        let mut last_def: Vec<Option<BlockId>> = vec![None; nr];
         let mut global = vec![false; nr];
         let mut killed: Vec<Option<BlockId>> = vec![None; nr];
         for (b, blk) in cfg.blocks.iter_enumerated() {
@@ -205,13 +207,14 @@ impl<'a> Ssa<'a> {
                     } else {
                         global[r as usize] = true;
                     }
-                    let db = &mut def_blocks[r as usize];
-                    if db.last() != Some(&b) {
-                        db.push(b);
+                    if last_def[r as usize] != Some(b) {
+                        last_def[r as usize] = Some(b);
+                        def_pairs.push((r, b));
                     }
                 }
             }
         }
+        let def_blocks: IdLists<RegId, BlockId> = IdLists::from_pairs(nr, &def_pairs);
         // dominance frontiers
         let mut df: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
         for b in cfg.blocks.keys() {
@@ -244,11 +247,11 @@ impl<'a> Ssa<'a> {
         let mut in_work: IdVec<BlockId, usize> = IdVec::filled(nb, usize::MAX);
         let mut work = Vec::new();
         for r in 0..nr {
-            if !global[r] || def_blocks[r].is_empty() {
+            if !global[r] || def_blocks[r as RegId].is_empty() {
                 continue;
             }
             work.clear();
-            for &b in &def_blocks[r] {
+            for &b in &def_blocks[r as RegId] {
                 in_work[b] = r;
                 work.push(b);
             }
@@ -358,23 +361,28 @@ impl<'a> Ssa<'a> {
                 }
             }
         }
-        let mut users: IdVec<ValueId, Vec<User>> = IdVec::filled(values.len(), Vec::new());
+        // users: an instruction once per value it reads (and once more per guarded write
+        // that keeps it), then the phis
+        let mut user_pairs: Vec<(ValueId, User)> = Vec::with_capacity(use_vals.len() + phis.len());
+        let mut last_user: IdVec<ValueId, u32> = IdVec::filled(values.len(), u32::MAX);
         for i in 0..n {
-            for k in use_start[i] as usize..use_start[i + 1] as usize {
-                let u = &mut users[use_vals[k]];
-                if u.last() != Some(&User::Inst(InstId::new(i))) {
-                    u.push(User::Inst(InstId::new(i)));
+            for &v in &use_vals[use_start[i] as usize..use_start[i + 1] as usize] {
+                if last_user[v] != i as u32 {
+                    last_user[v] = i as u32;
+                    user_pairs.push((v, User::Inst(InstId::new(i))));
                 }
             }
             for p in def_prior[def_start[i] as usize..def_start[i + 1] as usize].iter().flatten() {
-                users[*p].push(User::Inst(InstId::new(i)));
+                last_user[*p] = i as u32;
+                user_pairs.push((*p, User::Inst(InstId::new(i))));
             }
         }
         for (pi, p) in phis.iter_enumerated() {
             for &(_, v) in &p.incoming {
-                users[v].push(User::Phi(pi));
+                user_pairs.push((v, User::Phi(pi)));
             }
         }
+        let users = IdLists::from_pairs(values.len(), &user_pairs);
         Ssa { regs, values, phis, block_phis, use_regs, use_vals, use_start, def_vals, def_prior, def_start, users, specials }
     }
 
