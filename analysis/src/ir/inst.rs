@@ -651,22 +651,65 @@ pub enum Flow<'a> {
     Exit,
 }
 
-/// Decode one instruction.
 /// The instruction's opcode alone (its modifiers not decoded): for a scan
 /// that looks for one kind of instruction before decoding it.
 pub fn opcode_of(ast: &Instruction<'_>) -> Opcode {
     Opcode::parse(ast.opcode.split('.').next().unwrap_or(""))
 }
 
+/// What an instruction's dotted opcode means: [`Inst`] without the syntax.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Decoded {
+    opcode: Opcode,
+    ty: Option<Ty>,
+    dty: Option<Ty>,
+    space: Option<Space>,
+    vec: u8,
+    round: Option<Round>,
+    cmp: Option<Cmp>,
+    bool_op: Option<BoolOp>,
+    sub: Sub,
+    flags: u32,
+}
+
+/// Opcode texts a thread keeps decoded at most (a module spells a few
+/// hundred; past this many the table starts again).
+const DECODED_KEPT: usize = 4096;
+
+/// Decode one instruction. Its meaning comes from its opcode text alone,
+/// which a module repeats for most of its instructions (and lowering,
+/// the call summaries and the interpreter each decode every instruction):
+/// each thread keeps the texts it has decoded.
 pub fn decode<'a>(ast: &'a Instruction<'a>) -> Inst<'a> {
-    let mut parts = ast.opcode.split('.');
+    thread_local! {
+        static KEPT: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Decoded>> = Default::default();
+    }
+    let d = KEPT.with(|kept| {
+        if let Some(d) = kept.borrow().get(ast.opcode) {
+            return *d;
+        }
+        let d = decode_opcode(ast.opcode);
+        let mut kept = kept.borrow_mut();
+        if kept.len() >= DECODED_KEPT {
+            kept.clear();
+        }
+        kept.insert(ast.opcode.into(), d);
+        d
+    });
+    let Decoded { opcode, ty, dty, space, vec, round, cmp, bool_op, sub, flags } = d;
+    Inst { ast, opcode, ty, dty, space, vec, round, cmp, bool_op, sub, flags }
+}
+
+/// Decode a dotted opcode text (`ld.global.nc.v2.f32`).
+fn decode_opcode(text: &str) -> Decoded {
+    let mut parts = text.split('.');
     let opcode = Opcode::parse(parts.next().unwrap_or(""));
     let mut inst =
-        Inst { ast, opcode, ty: None, dty: None, space: None, vec: 1, round: None, cmp: None, bool_op: None, sub: Sub::None, flags: 0 };
+        Decoded { opcode, ty: None, dty: None, space: None, vec: 1, round: None, cmp: None, bool_op: None, sub: Sub::None, flags: 0 };
     let comparing = matches!(opcode, Opcode::Setp | Opcode::Set | Opcode::Slct);
     let halves = matches!(opcode, Opcode::Mul | Opcode::Mad | Opcode::Mul24 | Opcode::Mad24 | Opcode::Madc);
     let rmw = matches!(opcode, Opcode::Atom | Opcode::Red | Opcode::Redux | Opcode::Multimem)
-        || (matches!(opcode, Opcode::Bar | Opcode::Barrier) && ast.opcode.contains(".red"));
+        || (matches!(opcode, Opcode::Bar | Opcode::Barrier) && text.contains(".red"));
     for m in parts {
         if let Some(t) = Ty::parse(m) {
             if inst.dty.is_none() {
@@ -1251,6 +1294,36 @@ mod tests {
         assert!(decode(&v[5]).is_block_barrier());
         assert_eq!(decode(&v[3]).call_target(), Some("f"));
         assert_eq!(decode(&v[2]).access_width(), 8);
+    }
+
+    #[test]
+    fn kept_decodings_are_each_texts_own() {
+        let v = insts("setp.lt.s32 %p1, %r1, %r2; setp.gt.u64 %p1, %rd1, %rd2; atom.global.cas.b32 %r1, [%rd1], %r2, %r3; bar.red.or.pred %p1, 0, %p2; ld.global.nc.v4.f32 {%f1,%f2,%f3,%f4}, [%rd1]; mul.wide.s32 %rd1, %r1, %r2;");
+        let fields = |x: Inst<'_>| Decoded {
+            opcode: x.opcode,
+            ty: x.ty,
+            dty: x.dty,
+            space: x.space,
+            vec: x.vec,
+            round: x.round,
+            cmp: x.cmp,
+            bool_op: x.bool_op,
+            sub: x.sub,
+            flags: x.flags,
+        };
+        // decoded afresh, then from what the thread kept, then after the table started again
+        for round in 0..3 {
+            for i in &v {
+                assert_eq!(fields(decode(i)), decode_opcode(i.opcode), "{} (round {round})", i.opcode);
+            }
+            if round == 1 {
+                let many: Vec<String> = (0..DECODED_KEPT + 1).map(|k| format!("add.s32.x{k}")).collect();
+                many.iter().for_each(|t| assert_eq!(decode_opcode(t).opcode, Opcode::Add));
+                let asts = insts(&many.iter().map(|t| format!("{t} %r1, %r2, %r3;")).collect::<String>());
+                asts.iter().for_each(|i| assert_eq!(decode(i).ty, Some(Ty::S(32))));
+            }
+        }
+        assert_ne!(decode_opcode(v[0].opcode).cmp, decode_opcode(v[1].opcode).cmp);
     }
 
     #[test]
