@@ -654,7 +654,8 @@ pub enum Flow<'a> {
 /// The instruction's opcode alone (its modifiers not decoded): for a scan
 /// that looks for one kind of instruction before decoding it.
 pub fn opcode_of(ast: &Instruction<'_>) -> Opcode {
-    Opcode::parse(ast.opcode.split('.').next().unwrap_or(""))
+    let text = ast.opcode;
+    Opcode::parse(&text[..text.bytes().position(|b| b == b'.').unwrap_or(text.len())])
 }
 
 /// What an instruction's dotted opcode means: [`Inst`] without the syntax.
@@ -1174,7 +1175,9 @@ impl Special {
             "z" => Some(2),
             _ => None,
         };
-        if let Some((base, d)) = rest.split_once('.') {
+        // (a byte scan: names are short, and most are plain registers without a dot)
+        if let Some(dot) = rest.bytes().position(|b| b == b'.') {
+            let (base, d) = (&rest[..dot], &rest[dot + 1..]);
             let d = dim(d)?;
             return Some(match base {
                 "tid" => Special::Tid(d),

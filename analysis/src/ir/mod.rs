@@ -229,12 +229,15 @@ pub fn bodies<'a>(m: &'a Module<'a>) -> Vec<Body<'a>> {
 pub fn undefined_branch_target(m: &Module<'_>) -> Option<crate::ptx::ParseError> {
     for f in &m.functions {
         let Some(body) = f.body.as_deref() else { continue };
-        let labels: FxHashSet<&str> = body.iter().filter_map(|s| if let Stmt::Label(l, _) = s { Some(*l) } else { None }).collect();
+        // (the labels are gathered at the function's first branch: many functions have none)
+        let mut labels: Option<FxHashSet<&str>> = None;
         for s in body {
             let Stmt::Inst(i) = s else { continue };
             if inst::opcode_of(i) != inst::Opcode::Bra {
                 continue;
             }
+            let labels =
+                labels.get_or_insert_with(|| body.iter().filter_map(|s| if let Stmt::Label(l, _) = s { Some(*l) } else { None }).collect());
             if let Some(l) = decode(i).branch_label().filter(|l| !labels.contains(l)) {
                 return Some(crate::ptx::ParseError {
                     line: i.pos.line,
