@@ -934,12 +934,16 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     let (addresses, rests_on) = ev.recorded(|| lane_addresses(ev, a, ctaid));
     let (addrs, method, strides, assumed_strides, aligned_on, cause) = addresses?;
     let lanes = shape.lanes();
-    let mut per_warp: Vec<(u32, u32)> = Vec::new();
+    let mut per_warp: Vec<(u32, u32)> = Vec::with_capacity(shape.warps());
     let mut per_warp_conf: Vec<(u32, u32)> = Vec::new();
     let mut misaligned: Vec<(u32, u32)> = Vec::new();
+    // one warp's active lanes' addresses, and the same moved (buffers for every warp)
+    let mut act: Vec<(i64, u32)> = Vec::with_capacity(WARP);
+    let mut moved: Vec<(i64, u32)> = Vec::with_capacity(WARP);
     for w in 0..shape.warps() {
         let range = w * WARP..((w + 1) * WARP).min(lanes.len());
-        let act: Vec<(i64, u32)> = range.clone().filter(|&t| active.get(t).copied().unwrap_or(true)).map(|t| (addrs[t], a.width)).collect();
+        act.clear();
+        act.extend(range.clone().filter(|&t| active.get(t).copied().unwrap_or(true)).map(|t| (addrs[t], a.width)));
         if act.is_empty() {
             continue;
         }
@@ -954,7 +958,11 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
                     // worst alignment of an offset known only at run time, in steps of the element width
                     let worst = (0..SECTOR)
                         .step_by(a.width.max(1) as usize)
-                        .map(|s| sectors(&act.iter().map(|&(x, w)| (x + s, w)).collect::<Vec<_>>()).0)
+                        .map(|s| {
+                            moved.clear();
+                            moved.extend(act.iter().map(|&(x, w)| (x + s, w)));
+                            sectors(&moved).0
+                        })
                         .max()
                         .unwrap_or(0);
                     misaligned.push((worst, 0));

@@ -310,7 +310,8 @@ pub type Lists = crate::ir::entity::Shared<std::rc::Rc<[(i64, usize)]>>;
 impl Sorted {
     /// Sort per-thread addresses (`None`: the thread does not execute it).
     pub fn new(per_thread: &[Option<i64>], lists: &mut Lists) -> Sorted {
-        let mut v: Vec<(i64, usize)> = per_thread.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))).collect();
+        let mut v: Vec<(i64, usize)> = Vec::with_capacity(per_thread.len());
+        v.extend(per_thread.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))));
         v.sort_unstable();
         let shift = v.first().map_or(0, |x| x.0);
         v.iter_mut().for_each(|x| x.0 -= shift);
@@ -931,9 +932,26 @@ fn sweep(
     ok: &dyn Fn(usize, usize) -> bool,
     first: bool,
 ) -> Option<Witness> {
+    thread_local! {
+        // the elements a sweep hits (a buffer each thread keeps for its sweeps)
+        static HIT: std::cell::RefCell<Vec<i64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    HIT.with(|hit| sweep_into(&mut hit.borrow_mut(), (va, sa), (vb, sb), wa, wb, ok, first))
+}
+
+/// [`sweep`], gathering the elements hit in `hit` (cleared first).
+fn sweep_into(
+    hit: &mut Vec<i64>,
+    (va, sa): (&[(i64, usize)], i64),
+    (vb, sb): (&[(i64, usize)], i64),
+    wa: u32,
+    wb: u32,
+    ok: &dyn Fn(usize, usize) -> bool,
+    first: bool,
+) -> Option<Witness> {
+    hit.clear();
     let mut best: Option<(usize, usize, i64)> = None;
     let mut cross = false;
-    let mut hit: Vec<i64> = Vec::new();
     let mut lo = 0;
     for &(y, t2) in vb {
         let y = y + sb;
@@ -1143,12 +1161,16 @@ fn concurrent(
     // from `x` on to the end of its block, then into a block that reaches `y`
     let path = |x: InstId, y: InstId, ry: &BitSet| {
         let blk = &cfg.blocks[cfg.block_of(x)];
-        let after: Vec<InstId> = blk.insts().skip_while(|&i| i != x).skip(1).collect();
-        let mut before_bar = after.iter().take_while(|&&i| !is_bar(i));
-        if before_bar.any(|&i| i == y) {
-            return true;
+        // `y` later in the block before a barrier; a barrier first ends the path
+        for i in blk.insts().skip_while(|&i| i != x).skip(1) {
+            if is_bar(i) {
+                return false;
+            }
+            if i == y {
+                return true;
+            }
         }
-        !after.iter().any(|&i| is_bar(i)) && blk.succs.iter().any(|s| ry.contains(s.index()))
+        blk.succs.iter().any(|s| ry.contains(s.index()))
     };
     if path(a, b, &rb) || path(b, a, &ra) {
         return true;
