@@ -103,6 +103,8 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
     // the name of each first access's base (many races share one)
     let mut bases: rustc_hash::FxHashMap<usize, String> = Default::default();
+    // the fix of each race pattern, said once (most races of a function share a few)
+    let mut helps: rustc_hash::FxHashMap<(Pattern, bool), std::sync::Arc<str>> = Default::default();
     // races that come from threads skipping a divergent barrier are told with that barrier
     for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none() && r.keyed.is_none()) {
         let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
@@ -113,7 +115,6 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let elem = r.offset / a.width.max(1) as i64;
         let lint = if r.benign.is_some() { &super::benign_race::BENIGN_RACE } else { lint };
         let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
-        let name = format!("{} memory", space.name());
         // a race that needs particular values of a parameter names them
         let (when, example) = match &r.when {
             Some(ParamCondition::Relation { param, other, plus }) => {
@@ -155,8 +156,9 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             None => String::new(),
         };
         let message = format!(
-            "{} data race on {name}{when}: {example}thread {t2} {} element {elem} while thread {t1} {} it{at}",
+            "{} data race on {} memory{when}: {example}thread {t2} {} element {elem} while thread {t1} {} it{at}",
             r.kind.describe(),
+            space.name(),
             what(b.kind),
             what(a.kind),
         );
@@ -237,29 +239,45 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             fd.note(note);
             fd.help(help);
         } else {
-            fd.help(race_help(cx, r, rust, barrier, syncwarp));
+            let pattern = race_pattern(cx, r);
+            fd.help(helps.entry((pattern, rust)).or_insert_with(|| race_help(pattern, barrier, syncwarp, rust).into()).clone());
         }
         out.push(fd);
     }
 }
 
-/// The fix a race's pattern calls for: an atomic for an accumulation
-/// (`*out += x` by every thread); `__syncwarp()` for lanes of one warp under
-/// thread-dependent control (a block barrier there is barrier divergence);
-/// a barrier every thread reaches, never one inside a thread-dependent
-/// branch; for a race around a loop's back edge, where in the loop.
-fn race_help(cx: &LintCx<'_, '_, '_>, r: &crate::races::Race, rust: bool, barrier: &str, syncwarp: &str) -> String {
+/// What a race's fix depends on: an accumulation (`*out += x` by every
+/// thread), accesses under thread-dependent control, lanes of one warp
+/// only, a race around a loop's back edge.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Pattern {
+    accumulation: bool,
+    under_branch: bool,
+    lanes_only: bool,
+    next_iteration: bool,
+}
+
+fn race_pattern(cx: &LintCx<'_, '_, '_>, r: &crate::races::Race) -> Pattern {
     let facts = cx.facts;
     let (a, b) = (facts.race_site(r.first), facts.race_site(r.second));
     let accumulation = crate::races::read_modify_write(facts.f, a, b) || crate::races::read_modify_write(facts.f, b, a);
-    if accumulation {
+    let under_branch = [a.inst, b.inst].iter().any(|&i| facts.branches.iter().any(|x| x.controls(facts.f.cfg.block_of(i))));
+    Pattern { accumulation, under_branch, lanes_only: r.lanes_only, next_iteration: r.next_iteration }
+}
+
+/// The fix a race's pattern calls for: an atomic for an accumulation;
+/// `__syncwarp()` for lanes of one warp under thread-dependent control (a
+/// block barrier there is barrier divergence); a barrier every thread
+/// reaches, never one inside a thread-dependent branch; for a race around
+/// a loop's back edge, where in the loop.
+fn race_help(p: Pattern, barrier: &str, syncwarp: &str, rust: bool) -> String {
+    if p.accumulation {
         let atomic = if rust { "`AtomicU32::fetch_add`, `core::intrinsics::atomic_xadd_relaxed`" } else { "`atomicAdd`" };
         return format!(
             "every thread updates the same element: accumulate with an atomic ({atomic}), or reduce within the block first (a tree in shared memory, or warp shuffles) and let one thread write the result"
         );
     }
-    let under_branch = [a.inst, b.inst].iter().any(|&i| facts.branches.iter().any(|x| x.controls(facts.f.cfg.block_of(i))));
-    match (under_branch, r.lanes_only, r.next_iteration) {
+    match (p.under_branch, p.lanes_only, p.next_iteration) {
         (true, true, _) => format!(
             "the accesses run under thread-dependent control flow: put {syncwarp} between them (a {barrier} there would be reached by part of the block only: barrier divergence)"
         ),
