@@ -931,6 +931,18 @@ impl Cx<'_, '_> {
             }
             _ => {}
         }
+        // a load every lane makes from the same bytes: recorded at once when no write can race with it
+        if touch == Touch::Read && at.len() > 1 && at.iter().all(|&(_, a)| a == first) {
+            let tids: Vec<u32> = at.iter().map(|&(l, _)| w.first + l as u32).collect();
+            let done = match first {
+                Where::Global(x) => self.shadow.read_by_all(false, x, len, &tids, pc),
+                Where::Shared(x) => self.shadow.read_by_all(true, x, len, &tids, pc),
+                _ => true,
+            };
+            if done {
+                return;
+            }
+        }
         for (k, &(l, a)) in at.iter().enumerate() {
             let tid = w.first + l as u32;
             let stored = bytes.get(k * len as usize..(k + 1) * len as usize).unwrap_or(&[]);

@@ -263,7 +263,7 @@ const PAGE: u64 = 8;
 const MANY: u32 = u32::MAX;
 
 /// Who touched one byte in the current barrier interval (thread ids + 1).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 struct Cell {
     epoch: u32,
     writer: u32,
@@ -623,6 +623,84 @@ impl Shadow {
         }
     }
 
+    /// Threads `tids` (lanes of one warp, in lane order) all read the same
+    /// `len` bytes at `addr` at instruction `site` (a broadcast load), as
+    /// [`Shadow::touch`] for each in turn would record it, where none of the
+    /// bytes has a writer or atomic user in this interval (then none of the
+    /// reads can race, and only the readers change). `false`: nothing done
+    /// (a byte with a writer, outside shared memory, a launch of several
+    /// blocks, the skipped range): the caller touches each thread's read.
+    pub fn read_by_all(&mut self, shared: bool, addr: u64, len: u32, tids: &[u32], site: usize) -> bool {
+        let Some(&t0) = tids.first() else { return true };
+        if !shared && (self.track_grid || self.skip.contains(&addr)) {
+            return false;
+        }
+        if shared && addr.saturating_add(len as u64) > self.shared.len() as u64 {
+            return false;
+        }
+        let epoch = self.epoch;
+        let my_warp = t0 / 32;
+        debug_assert!(tids.iter().all(|t| t / 32 == my_warp), "lanes of one warp");
+        let cur = self.warp_epoch.get(my_warp as usize).copied().unwrap_or(0);
+        let quiet = |c: &Cell| c.epoch != epoch || (c.writer == NONE && c.atomic == NONE);
+        if shared {
+            if !self.shared[addr as usize..(addr + len as u64) as usize].iter().all(quiet) {
+                return false;
+            }
+        } else if !(0..len as u64).all(|k| self.global_cell(addr + k).is_none_or(&quiet)) {
+            return false;
+        }
+        let first = t0 + 1;
+        for k in 0..len as u64 {
+            let cell = if shared { &mut self.shared[(addr + k) as usize] } else { self.global_cell_mut(addr + k) };
+            if cell.epoch != epoch {
+                *cell = Cell { epoch, ..Cell::default() };
+            }
+            // the first reader of the cell, then the last of the others (the lanes are distinct)
+            let rest_from = if cell.reader == NONE {
+                (cell.reader, cell.rsite, cell.rwarp) = (first, site as u32, my_warp);
+                1
+            } else {
+                0
+            };
+            let reader = cell.reader;
+            if let Some(&t) = tids[rest_from..].iter().rev().find(|&&t| t + 1 != reader) {
+                (cell.reader2, cell.rsite2) = (t + 1, site as u32);
+                if cell.rwarp != my_warp {
+                    cell.rwarp = MANY;
+                }
+            }
+            cell.rwe = cell.rwe.max(cur);
+        }
+        true
+    }
+
+    /// The cell of global byte `a`, if its page exists.
+    fn global_cell(&self, a: u64) -> Option<&Cell> {
+        let at = match self.last_page {
+            Some((p, at)) if p == a / PAGE => at,
+            _ => *self.global.get(&(a / PAGE))?,
+        };
+        Some(&self.pages[at as usize][(a % PAGE) as usize])
+    }
+
+    /// The cell of global byte `a` (its page made if new, and kept as the last).
+    fn global_cell_mut(&mut self, a: u64) -> &mut Cell {
+        let page = match self.last_page {
+            Some((p, at)) if p == a / PAGE => at,
+            _ => {
+                let pages = &mut self.pages;
+                let at = *self.global.entry(a / PAGE).or_insert_with(|| {
+                    pages.push([Cell::default(); PAGE as usize]);
+                    (pages.len() - 1) as u32
+                });
+                self.last_page = Some((a / PAGE, at));
+                at
+            }
+        };
+        &mut self.pages[page as usize][(a % PAGE) as usize]
+    }
+
     /// Record `len` bytes at `addr` (shared offset or global address)
     /// touched by thread `tid` at instruction `site`; a write's `bytes`
     /// (what it stored) tell a write-after-write of the same value.
@@ -651,19 +729,7 @@ impl Shadow {
                     None => return,
                 }
             } else {
-                let page = match self.last_page {
-                    Some((p, at)) if p == a / PAGE => at,
-                    _ => {
-                        let pages = &mut self.pages;
-                        let at = *self.global.entry(a / PAGE).or_insert_with(|| {
-                            pages.push([Cell::default(); PAGE as usize]);
-                            (pages.len() - 1) as u32
-                        });
-                        self.last_page = Some((a / PAGE, at));
-                        at
-                    }
-                };
-                &mut self.pages[page as usize][(a % PAGE) as usize]
+                self.global_cell_mut(a)
             };
             if cell.epoch != epoch {
                 *cell = Cell { epoch, ..Cell::default() };
@@ -752,6 +818,67 @@ mod tests {
         let mut same: Vec<(usize, bool)> = s.races.values().map(|c| (c.first, c.same_value)).collect();
         same.sort_unstable();
         assert_eq!(same, [(10, true), (11, false)]);
+    }
+
+    /// A broadcast read recorded at once leaves the shadow as each lane's
+    /// read in turn does, after any history of reads, writes, atomics,
+    /// barriers and `__syncwarp()`s (random, a fixed seed), in shared and
+    /// global memory.
+    #[test]
+    fn a_read_by_all_lanes_is_each_lanes_read() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let (mut at_once, mut fallbacks) = (0, 0);
+        for _ in 0..200 {
+            let (mut a, mut b) = (Shadow::default(), Shadow::default());
+            a.reset(16);
+            b.reset(16);
+            for step in 0..60 {
+                let shared = next(2) == 0;
+                let base = if shared { 0 } else { 1 << 20 };
+                let (addr, len) = (base + next(12), [1, 2, 4][next(3) as usize]);
+                let site = next(5) as usize;
+                match next(10) {
+                    0 => {
+                        a.epoch += 1;
+                        b.epoch += 1;
+                    }
+                    1 => {
+                        let w = next(2) as u32;
+                        a.warp_sync(w);
+                        b.warp_sync(w);
+                    }
+                    2..=5 => {
+                        let (t, tid) = ([Touch::Read, Touch::Write, Touch::Atomic][next(3) as usize], next(64) as u32);
+                        let bytes = [next(3) as u8; 4];
+                        a.touch(shared, addr, len, tid, site, t, &bytes);
+                        b.touch(shared, addr, len, tid, site, t, &bytes);
+                    }
+                    _ => {
+                        let warp = next(2) as u32;
+                        let tids: Vec<u32> = (0..32).filter(|_| next(3) > 0).map(|l| warp * 32 + l).collect();
+                        if a.read_by_all(shared, addr, len, &tids, site) {
+                            at_once += 1;
+                        } else {
+                            fallbacks += 1;
+                            tids.iter().for_each(|&t| a.touch(shared, addr, len, t, site, Touch::Read, &[]));
+                        }
+                        tids.iter().for_each(|&t| b.touch(shared, addr, len, t, site, Touch::Read, &[]));
+                    }
+                }
+                assert_eq!(a.shared, b.shared, "step {step}");
+                for x in (1u64 << 20)..(1 << 20) + 16 {
+                    assert_eq!(a.global_cell(x), b.global_cell(x), "step {step}, byte {x}");
+                }
+                assert_eq!(a.races, b.races, "step {step}");
+            }
+        }
+        assert!(at_once > 100 && fallbacks > 100, "both ways taken: {at_once} at once, {fallbacks} lane by lane");
     }
 
     /// Every byte of one access is judged: a race at a later byte than the
