@@ -370,3 +370,63 @@ $L_panic:
     let e = interp::run(&m, "k", &launch, &[Arg::Bits(out), Arg::Bits(0)], &mut mem).unwrap_err().to_string();
     assert!(e.contains("`panic_rem_by_zero` has no body in this PTX"), "{e}");
 }
+
+/// Lanes that load the same bytes see the same values, whether every lane
+/// of the warp reads one word (a broadcast), pairs of lanes share one, or
+/// the load is a vector; from global, shared and parameter memory. A
+/// broadcast read with no write beside it is no race; a write by one
+/// thread beside the others' reads is one.
+#[test]
+fn lanes_at_one_address_load_alike() {
+    let src = r#".version 7.0
+.target sm_70
+.address_size 64
+.shared .align 8 .b8 tile[64];
+.visible .entry k(.param .u64 k_in, .param .u64 k_out, .param .u32 k_seven)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<20>;
+	.reg .b64 %rd<12>;
+	ld.param.u64 %rd1, [k_in];
+	ld.param.u64 %rd2, [k_out];
+	ld.param.u32 %r10, [k_seven];
+	mov.u32 %r1, %tid.x;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 st.shared.u32 [tile+8], 41;
+	bar.sync 0;
+	ld.global.u32 %r2, [%rd1];
+	shr.u32 %r3, %r1, 1;
+	mul.wide.u32 %rd3, %r3, 4;
+	add.s64 %rd4, %rd1, %rd3;
+	ld.global.u32 %r4, [%rd4+4];
+	ld.global.v2.u32 {%r5, %r6}, [%rd1+8];
+	ld.shared.u32 %r7, [tile+8];
+	add.u32 %r8, %r2, %r4;
+	add.u32 %r8, %r8, %r5;
+	add.u32 %r8, %r8, %r6;
+	add.u32 %r8, %r8, %r7;
+	add.u32 %r8, %r8, %r10;
+	mul.wide.u32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd2, %rd5;
+	st.global.u32 [%rd6], %r8;
+	ret;
+}
+"#;
+    let m = ptx::parse(src).unwrap();
+    let input: Vec<u32> = (0..64).map(|i| 1000 * i + 3).collect();
+    let mut mem = Global::default();
+    let (pi, po) = (mem.alloc(&bytes_u32(&input)), mem.alloc(&[0u8; 64 * 4]));
+    let launch = Launch { grid: [1, 1, 1], block: [64, 1, 1], dynamic_shared: 0 };
+    let obs = interp::run(&m, "k", &launch, &[Arg::Bits(pi), Arg::Bits(po), Arg::Bits(7)], &mut mem).unwrap();
+    let want: Vec<u32> = (0..64).map(|t| input[0] + input[1 + t / 2] + input[2] + input[3] + 41 + 7).collect();
+    assert_eq!(u32s(&mem.read(po, 64 * 4).unwrap()), want);
+    assert!(obs.races.is_empty(), "{:?}", obs.races);
+    // thread 5 writes the word every thread reads, in the same interval
+    let racy = src.replace(
+        "\tld.global.u32 %r2, [%rd1];",
+        "\tsetp.eq.u32 %p1, %r1, 5;\n\t@%p1 st.global.u32 [%rd1], 9;\n\tld.global.u32 %r2, [%rd1];",
+    );
+    let m = ptx::parse(&racy).unwrap();
+    let obs = interp::run(&m, "k", &launch, &[Arg::Bits(pi), Arg::Bits(po), Arg::Bits(7)], &mut mem).unwrap();
+    assert!(obs.races.iter().any(|r| !r.shared), "{:?}", obs.races);
+}
