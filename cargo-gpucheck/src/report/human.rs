@@ -38,7 +38,7 @@ pub struct SourceText<'a> {
 impl<'a> SourceText<'a> {
     pub fn new(text: &'a str) -> Self {
         let mut starts = vec![0];
-        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        starts.extend(gpucheck_analysis::ptx::newlines(text).map(|i| i + 1));
         SourceText { text, starts }
     }
     /// Lines `first..=last` (1-based).
