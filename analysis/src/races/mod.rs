@@ -936,57 +936,47 @@ fn sweep(
         // the elements a sweep hits (a buffer each thread keeps for its sweeps)
         static HIT: std::cell::RefCell<Vec<i64>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    HIT.with(|hit| sweep_into(&mut hit.borrow_mut(), (va, sa), (vb, sb), wa, wb, ok, first))
-}
-
-/// [`sweep`], gathering the elements hit in `hit` (cleared first).
-fn sweep_into(
-    hit: &mut Vec<i64>,
-    (va, sa): (&[(i64, usize)], i64),
-    (vb, sb): (&[(i64, usize)], i64),
-    wa: u32,
-    wb: u32,
-    ok: &dyn Fn(usize, usize) -> bool,
-    first: bool,
-) -> Option<Witness> {
-    hit.clear();
-    let mut best: Option<(usize, usize, i64)> = None;
-    let mut cross = false;
-    let mut lo = 0;
-    for &(y, t2) in vb {
-        let y = y + sb;
-        // accesses of `va` overlapping [y, y + wb)
-        while lo < va.len() && va[lo].0 + sa + (wa as i64) <= y {
-            lo += 1;
-        }
-        let mut i = lo;
-        while i < va.len() && va[i].0 + sa < y + wb as i64 {
-            let (x, t1) = (va[i].0 + sa, va[i].1);
-            if ok(t1, t2) {
-                cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
-                if first {
-                    return Some(Witness { threads: (t1, t2), byte: x.max(y), cross, elements: 1 });
-                }
-                // (the same element again, as most are: counted once below anyway)
-                if hit.last() != Some(&x) {
-                    hit.push(x);
-                }
-                if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
-                    best = Some((t1, t2, x.max(y)));
-                }
-                // the later threads at this address (ascending) give no better pair with
-                // `t2`, nor another element: past them, once a pair of two warps is seen
-                // (a broadcast address read by the whole block is not n² pairs)
-                if cross {
-                    i += va[i..].partition_point(|e| e.0 == va[i].0) - 1;
-                }
+    HIT.with(|cell| {
+        let hit = &mut *cell.borrow_mut();
+        hit.clear();
+        let mut best: Option<(usize, usize, i64)> = None;
+        let mut cross = false;
+        let mut lo = 0;
+        for &(y, t2) in vb {
+            let y = y + sb;
+            // accesses of `va` overlapping [y, y + wb)
+            while lo < va.len() && va[lo].0 + sa + (wa as i64) <= y {
+                lo += 1;
             }
-            i += 1;
+            let mut i = lo;
+            while i < va.len() && va[i].0 + sa < y + wb as i64 {
+                let (x, t1) = (va[i].0 + sa, va[i].1);
+                if ok(t1, t2) {
+                    cross |= t1 / crate::model::WARP != t2 / crate::model::WARP;
+                    if first {
+                        return Some(Witness { threads: (t1, t2), byte: x.max(y), cross, elements: 1 });
+                    }
+                    // (the same element again, as most are: counted once below anyway)
+                    if hit.last() != Some(&x) {
+                        hit.push(x);
+                    }
+                    if best.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
+                        best = Some((t1, t2, x.max(y)));
+                    }
+                    // the later threads at this address (ascending) give no better pair with
+                    // `t2`, nor another element: past them, once a pair of two warps is seen
+                    // (a broadcast address read by the whole block is not n² pairs)
+                    if cross {
+                        i += va[i..].partition_point(|e| e.0 == va[i].0) - 1;
+                    }
+                }
+                i += 1;
+            }
         }
-    }
-    hit.sort_unstable();
-    hit.dedup();
-    best.map(|(t1, t2, byte)| Witness { threads: (t1, t2), byte, cross, elements: hit.len() })
+        hit.sort_unstable();
+        hit.dedup();
+        best.map(|(t1, t2, byte)| Witness { threads: (t1, t2), byte, cross, elements: hit.len() })
+    })
 }
 
 /// The race between accesses `ka` (first) and `kb` at the witness threads
