@@ -1309,7 +1309,7 @@ impl Cx<'_, '_> {
                             Some(vs) => vs[k],
                             None => self.load(w, l, pc, part, len)?,
                         };
-                        if k < 8 {
+                        if common {
                             loaded[k] = v;
                         }
                         let v = if ty.signed() { sext(v, ty.bits()) as u64 & mask(64) } else { v };

@@ -675,30 +675,35 @@ impl Shadow {
         true
     }
 
+    /// Where in `pages` the page of global byte `a` is, if it exists.
+    fn page_of(&self, a: u64) -> Option<u32> {
+        match self.last_page {
+            Some((p, at)) if p == a / PAGE => Some(at),
+            _ => self.global.get(&(a / PAGE)).copied(),
+        }
+    }
+
     /// The cell of global byte `a`, if its page exists.
     fn global_cell(&self, a: u64) -> Option<&Cell> {
-        let at = match self.last_page {
-            Some((p, at)) if p == a / PAGE => at,
-            _ => *self.global.get(&(a / PAGE))?,
-        };
-        Some(&self.pages[at as usize][(a % PAGE) as usize])
+        Some(&self.pages[self.page_of(a)? as usize][(a % PAGE) as usize])
     }
 
     /// The cell of global byte `a` (its page made if new, and kept as the last).
     fn global_cell_mut(&mut self, a: u64) -> &mut Cell {
-        let page = match self.last_page {
+        let at = match self.last_page {
             Some((p, at)) if p == a / PAGE => at,
             _ => {
-                let pages = &mut self.pages;
-                let at = *self.global.entry(a / PAGE).or_insert_with(|| {
-                    pages.push([Cell::default(); PAGE as usize]);
-                    (pages.len() - 1) as u32
+                let at = self.page_of(a).unwrap_or_else(|| {
+                    self.pages.push([Cell::default(); PAGE as usize]);
+                    let at = (self.pages.len() - 1) as u32;
+                    self.global.insert(a / PAGE, at);
+                    at
                 });
                 self.last_page = Some((a / PAGE, at));
                 at
             }
         };
-        &mut self.pages[page as usize][(a % PAGE) as usize]
+        &mut self.pages[at as usize][(a % PAGE) as usize]
     }
 
     /// Record `len` bytes at `addr` (shared offset or global address)

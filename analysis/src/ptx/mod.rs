@@ -42,7 +42,8 @@ pub fn newlines(text: &str) -> impl Iterator<Item = usize> + '_ {
     const NL: u64 = 0x0a0a_0a0a_0a0a_0a0a;
     let bytes = text.as_bytes();
     let words = bytes.len() / 8;
-    // the word being read (its newlines' high bits still to give) and the next word
+    // words read so far, the high bits of the newlines of the last one not yet given,
+    // and the bytes past the last whole word read so far
     let (mut word, mut found) = (0usize, 0u64);
     let mut tail = words * 8;
     std::iter::from_fn(move || loop {
