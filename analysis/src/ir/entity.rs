@@ -3,8 +3,8 @@
 //! can never be used where an instruction index is meant; side tables are
 //! [`IdVec`]s indexed by the id type.
 //!
-//! Owns: the id types, the indexed vector, and [`Shared`] (equal tables
-//! kept once). Does not own: what the entities are (see `cfg`, `ssa`).
+//! Owns: the id types, the indexed vector, [`IdLists`] (a list per id in
+//! one vector) and [`Shared`] (equal tables kept once). Does not own: what the entities are (see `cfg`, `ssa`).
 
 use std::marker::PhantomData;
 

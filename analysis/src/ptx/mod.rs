@@ -1,6 +1,7 @@
 //! The PTX front end: lexer, AST and parser.
 //!
-//! Owns: turning PTX text into a syntax tree with positions. Does not own:
+//! Owns: turning PTX text into a syntax tree with positions, and the scans
+//! of the text that need no parse (`file_paths`, `newlines`). Does not own:
 //! control flow, SSA or any analysis (see `crate::ir`).
 
 pub mod ast;
