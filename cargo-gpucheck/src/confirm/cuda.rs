@@ -306,7 +306,8 @@ mod device {
             for _ in 0..r.num()? {
                 args.push(match r.num()? {
                     0 => Arg::Bits(r.num()?),
-                    _ => Arg::Bytes(r.bytes()?.to_vec()),
+                    1 => Arg::Bytes(r.bytes()?.to_vec()),
+                    t => return Err(anyhow!("the job has an argument of an unknown kind ({t})")),
                 });
             }
             let mut buffers = Vec::new();
@@ -620,6 +621,15 @@ mod device {
             for cut in [0, JOB_MAGIC.len(), bytes.len() / 2, bytes.len() - 1] {
                 assert!(Decoded::from(&bytes[..cut]).is_err(), "cut at {cut}");
             }
+            // an argument of a kind no version writes is refused, not read as bytes
+            // (one argument, then no buffer and no pointer field: its kind is the fourth number from the end)
+            let one_arg = Job { args: &args[..1], buffers: &[], pointer_fields: &[], ..job };
+            let mut bad = one_arg.encode();
+            let kind_at = bad.len() - 8 * 4;
+            assert_eq!(bad[kind_at..kind_at + 8], 0u64.to_le_bytes(), "the argument's kind");
+            bad[kind_at] = 2;
+            let e = Decoded::from(&bad).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("unknown kind (2)"), "{e}");
         }
 
         /// The kernel's process: what it prints arrives, one that dies or
