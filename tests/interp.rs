@@ -430,3 +430,74 @@ fn lanes_at_one_address_load_alike() {
     let obs = interp::run(&m, "k", &launch, &[Arg::Bits(pi), Arg::Bits(po), Arg::Bits(7)], &mut mem).unwrap();
     assert!(obs.races.iter().any(|r| !r.shared), "{:?}", obs.races);
 }
+
+/// A register every lane holds alike is computed once (the interpreter's
+/// uniform registers); one that some lanes write on their own (a guarded
+/// write, a partial warp, a thread index) is computed per lane again, and a
+/// call's frame keeps the caller's registers apart from its own.
+#[test]
+fn uniform_registers_split_where_lanes_write_their_own() {
+    let src = r#".version 7.0
+.target sm_70
+.address_size 64
+.func (.param .b32 f_ret) f(.param .b32 f_a)
+{
+	.reg .b32 %r<4>;
+	ld.param.u32 %r1, [f_a];
+	mov.u32 %r2, 100;
+	add.u32 %r3, %r1, %r2;
+	st.param.b32 [f_ret], %r3;
+	ret;
+}
+.visible .entry k(.param .u64 k_out, .param .u64 k_in)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd1, [k_out];
+	ld.param.u64 %rd7, [k_in];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, 5;
+	setp.lt.u32 %p1, %r1, 3;
+	@%p1 mov.u32 %r2, 7;
+	add.u32 %r3, %r2, 1;
+	setp.eq.u32 %p2, %r2, 5;
+	selp.u32 %r4, 10, 20, %p2;
+	mov.u32 %r5, 3;
+	setp.gt.u32 %p2, %r5, 1;
+	@%p2 add.u32 %r5, %r5, %r1;
+	{
+	.param .b32 param0;
+	st.param.b32 [param0], %r1;
+	.param .b32 retval0;
+	call.uni (retval0), f, (param0);
+	ld.param.b32 %r6, [retval0];
+	}
+	add.u32 %r6, %r6, %r2;
+	ld.global.u32 %r8, [%rd7];
+	add.u32 %r8, %r8, %r1;
+	mul.lo.u32 %r9, %r1, 5;
+	mul.wide.u32 %rd2, %r9, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r3;
+	st.global.u32 [%rd3+4], %r4;
+	st.global.u32 [%rd3+8], %r5;
+	st.global.u32 [%rd3+12], %r6;
+	st.global.u32 [%rd3+16], %r8;
+	ret;
+}
+"#;
+    let m = ptx::parse(src).unwrap();
+    let n = 48usize;
+    let mut mem = Global::default();
+    let (po, pi) = (mem.alloc(&vec![0u8; n * 5 * 4]), mem.alloc(&bytes_u32(&[1000])));
+    let launch = Launch { grid: [1, 1, 1], block: [n as u32, 1, 1], dynamic_shared: 0 };
+    interp::run(&m, "k", &launch, &[Arg::Bits(po), Arg::Bits(pi)], &mut mem).unwrap();
+    let want: Vec<u32> = (0..n as u32)
+        .flat_map(|t| {
+            let r2 = if t < 3 { 7 } else { 5 };
+            [r2 + 1, if r2 == 5 { 10 } else { 20 }, 3 + t, t + 100 + r2, 1000 + t]
+        })
+        .collect();
+    assert_eq!(u32s(&mem.read(po, n * 5 * 4).unwrap()), want);
+}

@@ -59,6 +59,7 @@ const MAX_MODULE_GLOBAL_BYTES: u64 = 1 << 30;
 struct Saved {
     prog: usize,
     regs: Vec<u64>,
+    uni: Vec<bool>,
     stack: Vec<Entry>,
     scratch: Vec<u8>,
     local_base: u64,
@@ -75,6 +76,10 @@ struct Warp {
     /// Function (module index) the current frame runs.
     prog: usize,
     regs: Vec<u64>,
+    /// Per register of the current frame: every lane holds the same value
+    /// (a write of one value to the whole warp makes it so; a lane's own
+    /// write ends it). An operation over such sources computes once.
+    uni: Vec<bool>,
     stack: Vec<Entry>,
     /// Call scratch of the current frame, per lane.
     scratch: Vec<u8>,
@@ -108,7 +113,53 @@ impl Warp {
     #[inline]
     fn set(&mut self, r: u32, l: usize, v: u64) {
         self.regs[r as usize * 32 + l] = v;
+        self.uni[r as usize] = false;
     }
+
+    /// Does `s` hold the same value in every lane?
+    #[inline]
+    fn uniform(&self, s: Src) -> bool {
+        match s {
+            Src::Reg(r) | Src::NotReg(r) => self.uni[r as usize],
+            Src::Imm(_) | Src::Local(_) => true,
+        }
+    }
+
+    /// Write `v` to register `r` in the lanes in `m` (in every lane at
+    /// once, which makes it uniform, when `m` is the whole warp).
+    #[inline]
+    fn put(&mut self, r: u32, m: u32, v: u64) {
+        if m == u32::MAX {
+            self.regs[r as usize * 32..r as usize * 32 + 32].fill(v);
+            self.uni[r as usize] = true;
+        } else {
+            for l in lanes(m) {
+                self.set(r, l, v);
+            }
+        }
+    }
+}
+
+/// Compute `$v` (over lane `$l`) for the lanes in `$m` and write it to
+/// register `$d`: once, in lane 0, when every source in `[…]` is the same
+/// in every lane (the operation is a function of its sources alone).
+macro_rules! per_lane {
+    ($w:ident, $m:expr, [$($s:expr),*], $d:expr, |$l:ident| $v:expr) => {{
+        let m = $m;
+        if $($w.uniform($s))&&* {
+            if m != 0 {
+                let $l = 0usize;
+                let v = $v;
+                $w.put($d, m, v);
+            }
+        } else {
+            $w.uni[$d as usize] = false;
+            for $l in lanes(m) {
+                let v = $v;
+                $w.regs[$d as usize * 32 + $l] = v;
+            }
+        }
+    }};
 }
 
 /// Everything the blocks share, read-only.
@@ -639,6 +690,7 @@ fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
             let mut warp = Warp {
                 prog: k.entry,
                 regs: vec![0u64; prog.nregs * 32],
+                uni: vec![true; prog.nregs],
                 stack: vec![Entry { pc: 0, rpc: NO_RPC, mask: valid, origin: None }],
                 scratch: vec![0u8; 32 * prog.scratch_bytes as usize],
                 saved: Vec::new(),
@@ -728,7 +780,7 @@ fn init_specials(k: &Kernel<'_>, prog: &Program, w: &mut Warp, ctaid: [u32; 3], 
             };
             // clocks, the SM and other registers a run cannot know read as 0
             let v = scalar::special_value(s, &pos).unwrap_or(0);
-            w.regs[r as usize * 32 + l as usize] = v;
+            w.set(r, l as usize, v);
         }
     }
 }
@@ -992,13 +1044,17 @@ impl Cx<'_, '_> {
             let Step { guard, op } = inst;
             let mut m = top.mask;
             if let Some(g) = guard {
-                let mut gm = 0u32;
-                for l in lanes(m) {
-                    if w.get(*g, l) & 1 != 0 {
-                        gm |= 1 << l;
+                if w.uniform(*g) {
+                    m = if w.get(*g, 0) & 1 != 0 { m } else { 0 };
+                } else {
+                    let mut gm = 0u32;
+                    for l in lanes(m) {
+                        if w.get(*g, l) & 1 != 0 {
+                            gm |= 1 << l;
+                        }
                     }
+                    m = gm;
                 }
-                m = gm;
             }
             self.obs.warp_insts += 1;
             self.obs.lane_insts += m.count_ones() as u64;
@@ -1156,6 +1212,7 @@ impl Cx<'_, '_> {
         let saved = Saved {
             prog: w.prog,
             regs: std::mem::replace(&mut w.regs, vec![0u64; callee.nregs * 32]),
+            uni: std::mem::replace(&mut w.uni, vec![true; callee.nregs]),
             stack: std::mem::replace(&mut w.stack, vec![Entry { pc: 0, rpc: NO_RPC, mask: m, origin: None }]),
             scratch: std::mem::replace(&mut w.scratch, scratch),
             local_base: w.local_base,
@@ -1187,6 +1244,7 @@ impl Cx<'_, '_> {
         }
         w.prog = sv.prog;
         w.regs = sv.regs;
+        w.uni = sv.uni;
         w.stack = sv.stack;
         w.scratch = caller_scratch;
         w.local_base = sv.local_base;
@@ -1197,31 +1255,25 @@ impl Cx<'_, '_> {
         match op {
             // one loop per operation, the integer semantics inlined for it
             Op::Bin { op, ty, d, a, b, sat, .. } if !ty.is_float() => scalar::per_bin_op!(*op, o => {
-                for l in lanes(m) {
-                    let v = scalar::bin_int(o, *ty, w.get(*a, l), w.get(*b, l), *sat);
-                    w.set(*d, l, v);
-                }
+                per_lane!(w, m, [*a, *b], *d, |l| scalar::bin_int(o, *ty, w.get(*a, l), w.get(*b, l), *sat))
             }),
             Op::Bin { op, ty, d, a, b, round, ftz, sat } => {
-                for l in lanes(m) {
-                    let v = scalar::bin(*op, *ty, w.get(*a, l), w.get(*b, l), *round, *ftz, *sat);
-                    w.set(*d, l, v);
-                }
+                per_lane!(w, m, [*a, *b], *d, |l| scalar::bin(*op, *ty, w.get(*a, l), w.get(*b, l), *round, *ftz, *sat))
             }
             Op::Mad { ty, mode, d, a, b, c, round, ftz, sat } => {
-                for l in lanes(m) {
-                    let v = scalar::mad(*ty, *mode, w.get(*a, l), w.get(*b, l), w.get(*c, l), *round, *ftz, *sat);
-                    w.set(*d, l, v);
-                }
+                per_lane!(w, m, [*a, *b, *c], *d, |l| scalar::mad(*ty, *mode, w.get(*a, l), w.get(*b, l), w.get(*c, l), *round, *ftz, *sat))
             }
-            Op::Un { op, ty, d, a, ftz } => {
-                for l in lanes(m) {
-                    let v = scalar::un(*op, *ty, w.get(*a, l), *ftz);
-                    w.set(*d, l, v);
-                }
-            }
+            Op::Un { op, ty, d, a, ftz } => per_lane!(w, m, [*a], *d, |l| scalar::un(*op, *ty, w.get(*a, l), *ftz)),
             Op::Setp { cmp, ty, d, d2, a, b, combine, ftz } => {
-                for l in lanes(m) {
+                let once = w.uniform(*a) && w.uniform(*b) && combine.is_none_or(|(_, c)| w.uniform(c));
+                let mm = if once && m != 0 {
+                    1
+                } else if once {
+                    0
+                } else {
+                    m
+                };
+                for l in lanes(mm) {
                     let mut r = scalar::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), *ftz);
                     let mut r2 = !r;
                     if let Some((op, c)) = combine {
@@ -1229,30 +1281,26 @@ impl Cx<'_, '_> {
                         r = scalar::boolop(*op, r, cv);
                         r2 = scalar::boolop(*op, r2, cv);
                     }
-                    w.set(*d, l, r as u64);
-                    if let Some(d2) = d2 {
-                        w.set(*d2, l, r2 as u64);
+                    if once {
+                        w.put(*d, m, r as u64);
+                        if let Some(d2) = d2 {
+                            w.put(*d2, m, r2 as u64);
+                        }
+                    } else {
+                        w.set(*d, l, r as u64);
+                        if let Some(d2) = d2 {
+                            w.set(*d2, l, r2 as u64);
+                        }
                     }
                 }
             }
             Op::Set { cmp, dty, ty, d, a, b } => {
-                for l in lanes(m) {
-                    let v = scalar::set(*dty, scalar::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), false));
-                    w.set(*d, l, v);
-                }
+                per_lane!(w, m, [*a, *b], *d, |l| scalar::set(*dty, scalar::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), false)))
             }
             Op::Selp { d, a, b, p } => {
-                for l in lanes(m) {
-                    let v = if w.get(*p, l) & 1 != 0 { w.get(*a, l) } else { w.get(*b, l) };
-                    w.set(*d, l, v);
-                }
+                per_lane!(w, m, [*a, *b, *p], *d, |l| if w.get(*p, l) & 1 != 0 { w.get(*a, l) } else { w.get(*b, l) })
             }
-            Op::Mov { d, a } => {
-                for l in lanes(m) {
-                    let v = w.get(*a, l);
-                    w.set(*d, l, v);
-                }
-            }
+            Op::Mov { d, a } => per_lane!(w, m, [*a], *d, |l| w.get(*a, l)),
             Op::Pack { d, parts, bits } => {
                 for l in lanes(m) {
                     let mut v = 0u64;
@@ -1273,23 +1321,17 @@ impl Cx<'_, '_> {
                 }
             }
             Op::Cvt { d, dty, sty, a, round, int_round, sat, ftz } => {
-                for l in lanes(m) {
-                    let v = scalar::cvt(*dty, *sty, w.get(*a, l), *round, *int_round, *sat, *ftz);
-                    w.set(*d, l, v);
-                }
+                per_lane!(w, m, [*a], *d, |l| scalar::cvt(*dty, *sty, w.get(*a, l), *round, *int_round, *sat, *ftz))
             }
             Op::Cvta { d, a, space, to_space } => {
-                for l in lanes(m) {
-                    let x = w.get(*a, l);
-                    let v = match (space, to_space) {
-                        (Space::Shared, false) => x.wrapping_add(SHARED_WINDOW),
-                        (Space::Shared, true) => x.wrapping_sub(SHARED_WINDOW),
-                        (Space::Local, false) => x.wrapping_add(LOCAL_WINDOW),
-                        (Space::Local, true) => x.wrapping_sub(LOCAL_WINDOW),
-                        _ => x,
-                    };
-                    w.set(*d, l, v);
-                }
+                let window = |x: u64| match (space, to_space) {
+                    (Space::Shared, false) => x.wrapping_add(SHARED_WINDOW),
+                    (Space::Shared, true) => x.wrapping_sub(SHARED_WINDOW),
+                    (Space::Local, false) => x.wrapping_add(LOCAL_WINDOW),
+                    (Space::Local, true) => x.wrapping_sub(LOCAL_WINDOW),
+                    _ => x,
+                };
+                per_lane!(w, m, [*a], *d, |l| window(w.get(*a, l)))
             }
             Op::Ld { space, ty, ds, addr } => {
                 let len = ty.bytes();
@@ -1297,7 +1339,13 @@ impl Cx<'_, '_> {
                 // what the lane before loaded from memory every lane sees alike (not a thread's
                 // own local or call memory): a lane at the same place takes it again (one request)
                 let mut before: Option<(Where, [u64; 8])> = None;
-                for l in lanes(m) {
+                // the whole warp at one address every lane sees alike: one load, written to every lane
+                let whole = m == u32::MAX && w.uniform(addr.base) && ds.len() <= 8 && {
+                    let wh = Self::resolve(*space, Self::addr_of(w, addr, 0));
+                    matches!(wh, Where::Global(_) | Where::Shared(_) | Where::Param(_))
+                };
+                let mm = if whole { 1 } else { m };
+                for l in lanes(mm) {
                     let a = Self::addr_of(w, addr, l);
                     let wh = Self::resolve(*space, a);
                     let common = matches!(wh, Where::Global(_) | Where::Shared(_) | Where::Param(_)) && ds.len() <= 8;
@@ -1313,14 +1361,19 @@ impl Cx<'_, '_> {
                             loaded[k] = v;
                         }
                         let v = if ty.signed() { sext(v, ty.bits()) as u64 & mask(64) } else { v };
-                        if let Some(dd) = dd {
-                            w.set(*dd, l, v);
+                        match dd {
+                            Some(dd) if whole => w.put(*dd, m, v),
+                            Some(dd) => w.set(*dd, l, v),
+                            None => {}
                         }
                     }
                     if common {
                         before = Some((wh, loaded));
                     }
                     at.push((l, wh));
+                }
+                if let (true, Some(&(_, wh))) = (whole, at.first()) {
+                    at.extend((1..32).map(|l| (l, wh)));
                 }
                 self.observe(w, pc, &at, len * ds.len() as u32, Touch::Read, &[]);
             }
