@@ -15,17 +15,17 @@ pub use parser::{parse, ParseError};
 /// by a scan of the text that does not parse the module (for reading the
 /// sources' signatures before the check).
 pub fn file_paths(src: &str) -> Vec<&str> {
-    let mut start = 0;
-    newlines(src)
-        .chain(std::iter::once(src.len()))
-        .filter_map(|end| {
-            let line = &src[start..end];
-            start = end + 1;
-            // (past the line's blanks, byte by byte: most lines are an instruction after a tab)
-            let blanks = line.bytes().take_while(u8::is_ascii_whitespace).count();
-            line[blanks..].strip_prefix(".file")
-        })
-        .filter_map(|rest| {
+    // (the name is searched for, not each line's start: a module has a few `.file` lines among thousands)
+    src.match_indices(".file")
+        .filter_map(|(at, _)| {
+            // only blanks before it on its line
+            let before = &src.as_bytes()[..at];
+            let blanks = before.iter().rev().take_while(|&&b| b != b'\n' && b.is_ascii_whitespace()).count();
+            if at > blanks && before[at - blanks - 1] != b'\n' {
+                return None;
+            }
+            let line = &src[at + ".file".len()..];
+            let rest = &line[..line.find('\n').unwrap_or(line.len())];
             let open = rest.find('"')?;
             let len = rest[open + 1..].find('"')?;
             Some(&rest[open + 1..open + 1 + len])
@@ -80,6 +80,9 @@ mod tests {
         let src = "x .file 1 \"no\"\n  .file 4\n\"no\"\n.file\t5 \"c.cu\"";
         assert_eq!(super::file_paths(src), ["c.cu"]);
         assert!(super::file_paths("").is_empty() && super::file_paths(".file").is_empty());
+        // blanks of any kind before it, a line end of two bytes after it; not one inside another line
+        let src = "a\n \t.file 7 \"d.cu\"\r\n.file 8 \"e.cu\"\n\t// .file 9 \"no\"\n\tld.u32 %r1, [x]; .file 10 \"no\"";
+        assert_eq!(super::file_paths(src), ["d.cu", "e.cu"]);
     }
 
     #[test]
