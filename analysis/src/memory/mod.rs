@@ -843,6 +843,13 @@ fn moved_by_iteration(ev: &Evals<'_, '_>, a: &Access) -> bool {
     })
 }
 
+/// Is request `b` request `a` moved by a whole number of `unit`s (the same
+/// lanes' widths, every address by the same multiple of `unit` bytes)?
+fn moved_by(a: &[(i64, u32)], b: &[(i64, u32)], unit: i64) -> bool {
+    let Some(d) = a.first().zip(b.first()).and_then(|(x, y)| y.0.checked_sub(x.0)) else { return false };
+    a.len() == b.len() && d.rem_euclid(unit) == 0 && a.iter().zip(b).all(|(x, y)| x.1 == y.1 && y.0.checked_sub(x.0) == Some(d))
+}
+
 fn active_of(active: &[bool], n: usize) -> Vec<bool> {
     (0..n).map(|t| active.get(t).copied().unwrap_or(true)).collect()
 }
@@ -940,6 +947,10 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     // one warp's active lanes' addresses, and the same moved (buffers for every warp)
     let mut act: Vec<(i64, u32)> = Vec::with_capacity(WARP);
     let mut moved: Vec<(i64, u32)> = Vec::with_capacity(WARP);
+    // the last warp whose sectors (or bank conflicts) were counted, with its counts and worst
+    // alignment: a warp whose request is that one moved by whole sectors (words) has the same
+    let mut counted: Vec<(i64, u32)> = Vec::with_capacity(WARP);
+    let mut counts = ((0u32, 0u32), 0u32);
     for w in 0..shape.warps() {
         let range = w * WARP..((w + 1) * WARP).min(lanes.len());
         act.clear();
@@ -949,23 +960,33 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
         }
         match a.space {
             Space::Shared => {
-                let c = conflict_degree(&act, a.width);
-                per_warp_conf.push((c, 0));
+                // (banks are words: a request moved by whole words has its degree)
+                if !moved_by(&counted, &act, 4) {
+                    counts.0 = (conflict_degree(&act, a.width), 0);
+                    std::mem::swap(&mut counted, &mut act);
+                }
+                per_warp_conf.push(counts.0);
             }
             _ => {
-                per_warp.push(sectors(&act));
-                if cause.is_some() {
+                if !moved_by(&counted, &act, SECTOR) {
                     // worst alignment of an offset known only at run time, in steps of the element width
-                    let worst = (0..SECTOR)
-                        .step_by(a.width.max(1) as usize)
-                        .map(|s| {
-                            moved.clear();
-                            moved.extend(act.iter().map(|&(x, w)| (x + s, w)));
-                            sectors(&moved).0
-                        })
-                        .max()
-                        .unwrap_or(0);
-                    misaligned.push((worst, 0));
+                    let worst = cause.map_or(0, |_| {
+                        (0..SECTOR)
+                            .step_by(a.width.max(1) as usize)
+                            .map(|s| {
+                                moved.clear();
+                                moved.extend(act.iter().map(|&(x, w)| (x + s, w)));
+                                sectors(&moved).0
+                            })
+                            .max()
+                            .unwrap_or(0)
+                    });
+                    counts = (sectors(&act), worst);
+                    std::mem::swap(&mut counted, &mut act);
+                }
+                per_warp.push(counts.0);
+                if cause.is_some() {
+                    misaligned.push((counts.1, 0));
                 }
             }
         }
@@ -998,4 +1019,57 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
         aligned_on,
         offsets: Offsets::new(addrs.to_vec(), |t| active.get(t).copied().unwrap_or(true), &mut ev.offset_lists.borrow_mut()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `predict` takes from the warp before: a request moved by whole
+    /// sectors touches as many sectors (and as many at its worst alignment),
+    /// and one moved by whole words has as many bank conflicts; a request
+    /// moved by less, or with another lane's width or count, is not taken.
+    #[test]
+    fn requests_moved_by_whole_units_count_alike() {
+        let mut x = 0x9e37_79b9u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let widths = [1u32, 2, 4, 8, 16];
+        let mut moved_seen = [0usize; 2];
+        for _ in 0..400 {
+            let w = widths[next(5) as usize];
+            let lanes = 1 + next(32) as usize;
+            let stride = next(3) as i64 * w as i64 * (1 + next(40) as i64);
+            let a: Vec<(i64, u32)> = (0..lanes).map(|l| ((l as i64 * stride + next(4) as i64 * w as i64) & !(w as i64 - 1), w)).collect();
+            for (unit, k) in [(SECTOR, 0), (4, 1)] {
+                let d = unit * (next(1000) as i64 - 500);
+                let b: Vec<(i64, u32)> = a.iter().map(|&(x, w)| (x + d, w)).collect();
+                assert!(moved_by(&a, &b, unit));
+                moved_seen[k] += 1;
+                if unit == SECTOR {
+                    assert_eq!(sectors(&a), sectors(&b), "{a:?} moved by {d}");
+                    for s in (0..SECTOR).step_by(w as usize) {
+                        let shift = |r: &[(i64, u32)]| r.iter().map(|&(x, w)| (x + s, w)).collect::<Vec<_>>();
+                        assert_eq!(sectors(&shift(&a)).0, sectors(&shift(&b)).0);
+                    }
+                } else {
+                    assert_eq!(conflict_degree(&a, w), conflict_degree(&b, w), "{a:?} moved by {d}");
+                }
+            }
+            // moved by less than a unit, a lane's width changed, a lane more
+            let off: Vec<(i64, u32)> = a.iter().map(|&(x, w)| (x + 2, w)).collect();
+            assert!(!moved_by(&a, &off, 4) && !moved_by(&a, &off, SECTOR));
+            let mut wider = a.clone();
+            wider[0].1 *= 2;
+            assert!(!moved_by(&a, &wider, SECTOR));
+            let mut more = a.clone();
+            more.push((a[0].0, w));
+            assert!(!moved_by(&a, &more, SECTOR) && !moved_by(&a, &[], SECTOR) && !moved_by(&[], &a, SECTOR));
+        }
+        assert!(moved_seen.iter().all(|&n| n >= 400));
+    }
 }
