@@ -100,7 +100,7 @@ struct Warp {
 }
 
 impl Warp {
-    #[inline]
+    #[inline(always)]
     fn get(&self, s: Src, l: usize) -> u64 {
         match s {
             Src::Reg(r) => self.regs[r as usize * 32 + l],
@@ -364,7 +364,7 @@ pub fn run(
                 v.name
             )));
         }
-        global.insert(v.name.to_string(), mem.alloc(&vec![0u8; size as usize]));
+        global.insert(v.name.to_string(), mem.alloc_zeroed(size));
     }
     if shared_bytes > MAX_SHARED_BYTES {
         return Err(InterpError::Launch(format!(
@@ -424,7 +424,7 @@ pub fn run(
         keys.extend((0..fir_ref.insts.len()).map(|inst| SiteKey { func: fi, inst }));
         progs.insert(fi, prog);
     }
-    let workspace = mem.alloc(&[0u8; WORKSPACE_BYTES as usize]);
+    let workspace = mem.alloc_zeroed(WORKSPACE_BYTES);
     let mem: &Global = mem;
     // the access groups to watch: site key → group
     let dense: FxHashMap<SiteKey, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
