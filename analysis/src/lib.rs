@@ -33,6 +33,18 @@ pub mod report;
 pub mod srcmap;
 pub mod synth;
 
+/// Deterministic pseudo-random numbers for the tests (xorshift64 from
+/// `seed`): each call gives the next one, below `n`.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}
+
 pub use driver::{check, check_module, given_shape, grid_for, shape_for, Options};
 pub use lints::{Finding, Level, Lint, Metric, Note, NoteKind, Place, Text, LINTS};
 pub use model::{Shape, ShapeSource};

@@ -267,13 +267,7 @@ mod tests {
             let (mut secs, mut bytes) = ([0i64; 2 * WARP], [(0i64, 0i64); WARP]);
             sectors_in(addrs, &mut secs, &mut bytes)
         };
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         let mut answered = 0;
         for _ in 0..20_000 {
             let w = [1u32, 2, 4, 8, 16][next(5) as usize];

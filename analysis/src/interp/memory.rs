@@ -831,13 +831,7 @@ mod tests {
     /// global memory.
     #[test]
     fn a_read_by_all_lanes_is_each_lanes_read() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let (mut at_once, mut fallbacks) = (0, 0);
         for _ in 0..200 {
             let (mut a, mut b) = (Shadow::default(), Shadow::default());

@@ -1031,13 +1031,7 @@ mod tests {
     /// moved by less, or with another lane's width or count, is not taken.
     #[test]
     fn requests_moved_by_whole_units_count_alike() {
-        let mut x = 0x9e37_79b9u64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = crate::xorshift(0x9e37_79b9);
         let widths = [1u32, 2, 4, 8, 16];
         let mut moved_seen = [0usize; 2];
         for _ in 0..400 {
