@@ -1,6 +1,7 @@
 //! Execution: the grid's blocks (in parallel), each block's warps
 //! (interleaved between barriers), each warp's reconvergence stack, and the
 //! per-lane semantics of every decoded operation, with the observations.
+//! A register every lane holds alike (`Warp::uni`) is computed once.
 //!
 //! Owns: scheduling, SIMT masks, memory-space resolution of addresses,
 //! observation counting. Does not own: decoding or scalar arithmetic.
@@ -122,6 +123,17 @@ impl Warp {
         match s {
             Src::Reg(r) | Src::NotReg(r) => self.uni[r as usize],
             Src::Imm(_) | Src::Local(_) => true,
+        }
+    }
+
+    /// Lane `l`'s value `v` of an operation over the lanes in `m`: `v` for
+    /// all of them when it was computed `once` (over uniform sources).
+    #[inline]
+    fn write(&mut self, r: u32, l: usize, m: u32, once: bool, v: u64) {
+        if once {
+            self.put(r, m, v);
+        } else {
+            self.set(r, l, v);
         }
     }
 
@@ -824,6 +836,13 @@ enum Where {
     CallParam(u64),
 }
 
+impl Where {
+    /// Memory every lane sees alike (not a thread's own local or call memory).
+    fn alike(self) -> bool {
+        matches!(self, Where::Global(_) | Where::Shared(_) | Where::Param(_))
+    }
+}
+
 impl Cx<'_, '_> {
     fn thread(&self, w: &Warp, l: usize) -> [u32; 3] {
         let [bx, by, _] = self.k.launch.block;
@@ -1265,15 +1284,9 @@ impl Cx<'_, '_> {
             }
             Op::Un { op, ty, d, a, ftz } => per_lane!(w, m, [*a], *d, |l| scalar::un(*op, *ty, w.get(*a, l), *ftz)),
             Op::Setp { cmp, ty, d, d2, a, b, combine, ftz } => {
+                // over uniform sources lane 0 alone (when any lane runs), written to every lane
                 let once = w.uniform(*a) && w.uniform(*b) && combine.is_none_or(|(_, c)| w.uniform(c));
-                let mm = if once && m != 0 {
-                    1
-                } else if once {
-                    0
-                } else {
-                    m
-                };
-                for l in lanes(mm) {
+                for l in lanes(if once { (m != 0) as u32 } else { m }) {
                     let mut r = scalar::cmp(*cmp, *ty, w.get(*a, l), w.get(*b, l), *ftz);
                     let mut r2 = !r;
                     if let Some((op, c)) = combine {
@@ -1281,16 +1294,9 @@ impl Cx<'_, '_> {
                         r = scalar::boolop(*op, r, cv);
                         r2 = scalar::boolop(*op, r2, cv);
                     }
-                    if once {
-                        w.put(*d, m, r as u64);
-                        if let Some(d2) = d2 {
-                            w.put(*d2, m, r2 as u64);
-                        }
-                    } else {
-                        w.set(*d, l, r as u64);
-                        if let Some(d2) = d2 {
-                            w.set(*d2, l, r2 as u64);
-                        }
+                    w.write(*d, l, m, once, r as u64);
+                    if let Some(d2) = d2 {
+                        w.write(*d2, l, m, once, r2 as u64);
                     }
                 }
             }
@@ -1340,15 +1346,13 @@ impl Cx<'_, '_> {
                 // own local or call memory): a lane at the same place takes it again (one request)
                 let mut before: Option<(Where, [u64; 8])> = None;
                 // the whole warp at one address every lane sees alike: one load, written to every lane
-                let whole = m == u32::MAX && w.uniform(addr.base) && ds.len() <= 8 && {
-                    let wh = Self::resolve(*space, Self::addr_of(w, addr, 0));
-                    matches!(wh, Where::Global(_) | Where::Shared(_) | Where::Param(_))
-                };
+                let whole =
+                    m == u32::MAX && w.uniform(addr.base) && ds.len() <= 8 && Self::resolve(*space, Self::addr_of(w, addr, 0)).alike();
                 let mm = if whole { 1 } else { m };
                 for l in lanes(mm) {
                     let a = Self::addr_of(w, addr, l);
                     let wh = Self::resolve(*space, a);
-                    let common = matches!(wh, Where::Global(_) | Where::Shared(_) | Where::Param(_)) && ds.len() <= 8;
+                    let common = wh.alike() && ds.len() <= 8;
                     let again = before.filter(|(p, _)| common && *p == wh).map(|(_, v)| v);
                     let mut loaded = [0u64; 8];
                     for (k, dd) in ds.iter().enumerate() {

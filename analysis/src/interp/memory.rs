@@ -690,19 +690,13 @@ impl Shadow {
 
     /// The cell of global byte `a` (its page made if new, and kept as the last).
     fn global_cell_mut(&mut self, a: u64) -> &mut Cell {
-        let at = match self.last_page {
-            Some((p, at)) if p == a / PAGE => at,
-            _ => {
-                let at = self.page_of(a).unwrap_or_else(|| {
-                    self.pages.push([Cell::default(); PAGE as usize]);
-                    let at = (self.pages.len() - 1) as u32;
-                    self.global.insert(a / PAGE, at);
-                    at
-                });
-                self.last_page = Some((a / PAGE, at));
-                at
-            }
-        };
+        let at = self.page_of(a).unwrap_or_else(|| {
+            self.pages.push([Cell::default(); PAGE as usize]);
+            let at = (self.pages.len() - 1) as u32;
+            self.global.insert(a / PAGE, at);
+            at
+        });
+        self.last_page = Some((a / PAGE, at));
         &mut self.pages[at as usize][(a % PAGE) as usize]
     }
 

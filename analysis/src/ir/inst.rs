@@ -654,8 +654,16 @@ pub enum Flow<'a> {
 /// The instruction's opcode alone (its modifiers not decoded): for a scan
 /// that looks for one kind of instruction before decoding it.
 pub fn opcode_of(ast: &Instruction<'_>) -> Opcode {
-    let text = ast.opcode;
-    Opcode::parse(&text[..text.bytes().position(|b| b == b'.').unwrap_or(text.len())])
+    Opcode::parse(split_dot(ast.opcode).0)
+}
+
+/// `text` cut at its first dot: before it, and after it if there is one
+/// (a byte scan: opcodes and register names are short).
+fn split_dot(text: &str) -> (&str, Option<&str>) {
+    match text.bytes().position(|b| b == b'.') {
+        Some(dot) => (&text[..dot], Some(&text[dot + 1..])),
+        None => (text, None),
+    }
 }
 
 /// What an instruction's dotted opcode means: [`Inst`] without the syntax.
@@ -1175,9 +1183,7 @@ impl Special {
             "z" => Some(2),
             _ => None,
         };
-        // (a byte scan: names are short, and most are plain registers without a dot)
-        if let Some(dot) = rest.bytes().position(|b| b == b'.') {
-            let (base, d) = (&rest[..dot], &rest[dot + 1..]);
+        if let (base, Some(d)) = split_dot(rest) {
             let d = dim(d)?;
             return Some(match base {
                 "tid" => Special::Tid(d),

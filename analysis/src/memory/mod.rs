@@ -969,19 +969,17 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
             }
             _ => {
                 if !moved_by(&counted, &act, SECTOR) {
+                    let here = sectors(&act);
                     // worst alignment of an offset known only at run time, in steps of the element width
+                    // (moved by none: `here`)
                     let worst = cause.map_or(0, |_| {
-                        (0..SECTOR)
-                            .step_by(a.width.max(1) as usize)
-                            .map(|s| {
-                                moved.clear();
-                                moved.extend(act.iter().map(|&(x, w)| (x + s, w)));
-                                sectors(&moved).0
-                            })
-                            .max()
-                            .unwrap_or(0)
+                        (0..SECTOR).step_by(a.width.max(1) as usize).skip(1).fold(here.0, |worst, s| {
+                            moved.clear();
+                            moved.extend(act.iter().map(|&(x, w)| (x + s, w)));
+                            worst.max(sectors(&moved).0)
+                        })
                     });
-                    counts = (sectors(&act), worst);
+                    counts = (here, worst);
                     std::mem::swap(&mut counted, &mut act);
                 }
                 per_warp.push(counts.0);
@@ -1033,17 +1031,15 @@ mod tests {
     fn requests_moved_by_whole_units_count_alike() {
         let mut next = crate::xorshift(0x9e37_79b9);
         let widths = [1u32, 2, 4, 8, 16];
-        let mut moved_seen = [0usize; 2];
         for _ in 0..400 {
             let w = widths[next(5) as usize];
             let lanes = 1 + next(32) as usize;
             let stride = next(3) as i64 * w as i64 * (1 + next(40) as i64);
             let a: Vec<(i64, u32)> = (0..lanes).map(|l| ((l as i64 * stride + next(4) as i64 * w as i64) & !(w as i64 - 1), w)).collect();
-            for (unit, k) in [(SECTOR, 0), (4, 1)] {
+            for unit in [SECTOR, 4] {
                 let d = unit * (next(1000) as i64 - 500);
                 let b: Vec<(i64, u32)> = a.iter().map(|&(x, w)| (x + d, w)).collect();
                 assert!(moved_by(&a, &b, unit));
-                moved_seen[k] += 1;
                 if unit == SECTOR {
                     assert_eq!(sectors(&a), sectors(&b), "{a:?} moved by {d}");
                     for s in (0..SECTOR).step_by(w as usize) {
@@ -1064,6 +1060,5 @@ mod tests {
             more.push((a[0].0, w));
             assert!(!moved_by(&a, &more, SECTOR) && !moved_by(&a, &[], SECTOR) && !moved_by(&[], &a, SECTOR));
         }
-        assert!(moved_seen.iter().all(|&n| n >= 400));
     }
 }

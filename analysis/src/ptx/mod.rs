@@ -88,17 +88,10 @@ mod tests {
     #[test]
     fn newlines_are_found_word_by_word() {
         // every length to past two words, newlines anywhere, and bytes a loose zero-byte test mistakes
-        let mut seed = 7u32;
+        let mut next = crate::xorshift(7);
         for len in 0..40 {
             for _ in 0..50 {
-                let text: String = (0..len)
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 17;
-                        seed ^= seed << 5;
-                        ['\n', '\u{b}', 'a', '\u{8a}', '\u{1}', ' '][seed as usize % 6]
-                    })
-                    .collect();
+                let text: String = (0..len).map(|_| ['\n', '\u{b}', 'a', '\u{8a}', '\u{1}', ' '][next(6) as usize]).collect();
                 let want: Vec<usize> = text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i).collect();
                 assert_eq!(super::newlines(&text).collect::<Vec<_>>(), want, "{text:?}");
             }
