@@ -256,6 +256,31 @@ mod tests {
         assert!(!side[a]);
     }
 
+    /// Equal tables are one allocation; tables whose digests meet (two
+    /// elements between the sampled ones swapped: the same sums) are not.
+    #[test]
+    fn shared_tables_are_equal_ones() {
+        use std::rc::Rc;
+        let mut kept: Shared<Rc<Vec<i64>>> = Shared::default();
+        let a: Vec<i64> = (0..64).map(|t| 4 * t).collect();
+        let first = kept.share(Rc::new(a.clone()));
+        assert!(Rc::ptr_eq(&first, &kept.share(Rc::new(a.clone()))));
+        let mut swapped = a.clone();
+        swapped.swap(1, 2);
+        assert_eq!(digest(&swapped), digest(&a));
+        let other = kept.share(Rc::new(swapped.clone()));
+        assert!(!Rc::ptr_eq(&first, &other) && *other == swapped);
+        assert!(Rc::ptr_eq(&other, &kept.share(Rc::new(swapped))));
+        assert!(Rc::ptr_eq(&first, &kept.share(Rc::new(a.clone()))));
+        let mut moved = a.clone();
+        moved[3] += 1;
+        assert_ne!(digest(&moved), digest(&a));
+        let pairs: Rc<[(i64, usize)]> = a.iter().enumerate().map(|(t, &x)| (x, t)).collect();
+        let mut lists: Shared<Rc<[(i64, usize)]>> = Shared::default();
+        let p = lists.share(pairs.clone());
+        assert!(Rc::ptr_eq(&p, &lists.share(pairs.iter().copied().collect())));
+    }
+
     #[test]
     fn lists_keep_each_ids_items_in_order() {
         let b = BlockId::new;
@@ -270,9 +295,12 @@ mod tests {
 /// Equal values kept once: per-thread tables that thousands of values or
 /// accesses of one function have in common (`t & 4`, the offsets of an
 /// unrolled loop's accesses from their first thread's) share one
-/// allocation. `P` is a shared pointer (`Rc`, `Arc`).
+/// allocation. `P` is a shared pointer (`Rc`, `Arc`) to a table of
+/// [`Cell`]s, found by its [`digest`] (tables of a block's threads are
+/// long: hashing every element as a map's key would cost as much as
+/// computing them, and again whenever the map grows).
 #[derive(Debug)]
-pub struct Shared<P>(rustc_hash::FxHashSet<P>);
+pub struct Shared<P>(rustc_hash::FxHashMap<u64, Vec<P>>);
 
 impl<P> Default for Shared<P> {
     fn default() -> Self {
@@ -280,17 +308,59 @@ impl<P> Default for Shared<P> {
     }
 }
 
-impl<P: Clone + Eq + std::hash::Hash> Shared<P> {
+impl<P: Clone + std::ops::Deref> Shared<P> {
     /// The value kept equal to `p`, kept now if there was none.
-    pub fn share(&mut self, p: P) -> P {
-        if let Some(x) = self.0.get(&p) {
+    pub fn share<T: Cell>(&mut self, p: P) -> P
+    where
+        P::Target: AsRef<[T]>,
+    {
+        let kept = self.0.entry(digest(p.as_ref())).or_default();
+        if let Some(x) = kept.iter().find(|x| (***x).as_ref() == (*p).as_ref()) {
             return x.clone();
         }
-        self.0.insert(p.clone());
+        kept.push(p.clone());
         p
     }
 
     pub fn clear(&mut self) {
         self.0.clear();
     }
+}
+
+/// An element of a [`Shared`] table: its bits for the digest.
+pub trait Cell: Copy + PartialEq {
+    fn bits(self) -> u64;
+}
+
+impl Cell for i64 {
+    fn bits(self) -> u64 {
+        self as u64
+    }
+}
+
+/// (An address and the thread at it.)
+impl Cell for (i64, usize) {
+    fn bits(self) -> u64 {
+        self.0 as u64 ^ (self.1 as u64).rotate_left(32)
+    }
+}
+
+/// A table's digest: its length, the sum and the exclusive or of every
+/// element (loops the compiler does several elements at a time), and
+/// sixteen elements spread over it, hashed. Equal tables have equal
+/// digests; [`Shared`] compares the tables whose digests meet.
+pub fn digest<T: Cell>(xs: &[T]) -> u64 {
+    use std::hash::Hasher;
+    let (sum, xor) = xs.iter().fold((0u64, 0u64), |(s, x), c| {
+        let b = c.bits();
+        (s.wrapping_add(b), x ^ b)
+    });
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_usize(xs.len());
+    h.write_u64(sum);
+    h.write_u64(xor);
+    for c in xs.iter().step_by((xs.len() / 16).max(1)) {
+        h.write_u64(c.bits());
+    }
+    h.finish()
 }
