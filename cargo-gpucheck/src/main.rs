@@ -242,7 +242,7 @@ impl Sink {
     }
 
     fn emit(&mut self, diags: Vec<Diagnostic>, ptx_src: &str, origin: &Origin) {
-        let ptx = report::human::SourceText::new(ptx_src);
+        let ptx = report::source::SourceText::new(ptx_src);
         self.errors += diags.iter().filter(|d| d.level.is_error()).count();
         match self.fmt {
             MessageFormat::Human => {
@@ -258,7 +258,7 @@ impl Sink {
             }
             MessageFormat::Json => {
                 // (serialised straight into a buffer: `Display` goes through the formatter byte by byte)
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
                 for d in &diags {
                     let rendered = report::human::render(d, &ptx, false);
                     let _ = serde_json::to_writer(&mut out, &report::json::message(d, origin, &format!("{rendered}\n")));

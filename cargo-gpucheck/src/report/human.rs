@@ -2,6 +2,7 @@
 //! uses): `warning: …`, `--> file:line:col`, the source line with the span
 //! underlined, `= note:` / `= help:` footers, and cargo's summary line.
 
+use super::source::{self, SourceText};
 use crate::diagnostic::Diagnostic;
 use annotate_snippets::{AnnotationKind, Level as SLevel, Renderer, Snippet};
 use gpucheck_analysis::{Level, NoteKind};
@@ -29,30 +30,10 @@ fn level(d: &Diagnostic) -> SLevel<'static> {
     }
 }
 
-/// A source text with its line starts indexed once.
-pub struct SourceText<'a> {
-    pub text: &'a str,
-    starts: Vec<usize>,
-}
-
-impl<'a> SourceText<'a> {
-    pub fn new(text: &'a str) -> Self {
-        let mut starts = vec![0];
-        starts.extend(gpucheck_analysis::ptx::newlines(text).map(|i| i + 1));
-        SourceText { text, starts }
-    }
-    /// Lines `first..=last` (1-based).
-    fn window(&self, first: u32, last: u32) -> Option<&'a str> {
-        let s = *self.starts.get(first.checked_sub(1)? as usize)?;
-        let e = self.starts.get(last as usize).copied().unwrap_or(self.text.len());
-        self.text.get(s..e.max(s))
-    }
-}
-
 pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
     let f = &d.finding;
-    let rust_text = d.abs_file.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-    let rust_src = rust_text.as_deref().map(SourceText::new);
+    let rust_file = d.abs_file.as_deref().and_then(source::file);
+    let rust_src = rust_file.as_deref().map(source::File::text);
     let (src, origin, line, col, col_end) = match (&rust_src, &d.file) {
         (Some(s), Some(file)) => (s, file.clone(), d.line, d.col, d.col_end),
         (None, Some(file)) => return plain(d, file, color),

@@ -6,6 +6,8 @@
 use super::Origin;
 use crate::diagnostic::{metric_json, Diagnostic};
 use gpucheck_analysis::{Level, NoteKind};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 fn level(l: Level) -> &'static str {
@@ -16,49 +18,133 @@ fn level(l: Level) -> &'static str {
     }
 }
 
-/// Byte offset of 1-based (line, col) in `src` (columns count characters).
-fn byte_offset(src: &str, line: u32, col: u32) -> usize {
-    let start: usize = src.split_inclusive('\n').take(line.saturating_sub(1) as usize).map(str::len).sum();
-    let text = src[start..].lines().next().unwrap_or("");
-    start + text.char_indices().nth(col.saturating_sub(1) as usize).map(|(b, _)| b).unwrap_or(text.len())
+// cargo's JSON objects, their keys in the order `serde_json::Map` gives
+// them (sorted), so that every record reads as before
+
+#[derive(Serialize)]
+pub struct Message<'d> {
+    gpucheck: serde_json::Map<String, Value>,
+    manifest_path: &'d str,
+    message: Inner<'d>,
+    package_id: &'d str,
+    reason: &'static str,
+    target: Target<'d>,
 }
 
-fn span(file: &str, abs: Option<&std::path::Path>, line: u32, col: u32, col_end: u32, primary: bool, label: &str) -> Value {
-    let src = abs.and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
-    let text = src.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").to_string();
-    let (byte_start, byte_end) = if src.is_empty() { (0, 0) } else { (byte_offset(&src, line, col), byte_offset(&src, line, col_end)) };
-    json!({
-        "file_name": file,
-        "byte_start": byte_start,
-        "byte_end": byte_end,
-        "line_start": line,
-        "line_end": line,
-        "column_start": col,
-        "column_end": col_end,
-        "is_primary": primary,
-        "text": [{"text": text, "highlight_start": col, "highlight_end": col_end}],
-        "label": if label.is_empty() { Value::Null } else { json!(label) },
-        "suggested_replacement": null,
-        "suggestion_applicability": null,
-        "expansion": null
-    })
+#[derive(Serialize)]
+struct Inner<'d> {
+    #[serde(rename = "$message_type")]
+    message_type: &'static str,
+    children: Vec<Child<'d>>,
+    code: Code,
+    level: &'static str,
+    message: &'d str,
+    rendered: &'d str,
+    spans: Vec<Span<'d>>,
 }
 
-pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
+#[derive(Serialize)]
+struct Child<'d> {
+    children: [(); 0],
+    code: (),
+    level: &'static str,
+    message: &'d str,
+    rendered: (),
+    spans: [(); 0],
+}
+
+#[derive(Serialize)]
+struct Code {
+    code: String,
+    explanation: &'static RawValue,
+}
+
+#[derive(Serialize)]
+struct Span<'d> {
+    byte_end: usize,
+    byte_start: usize,
+    column_end: u32,
+    column_start: u32,
+    expansion: (),
+    file_name: &'d str,
+    is_primary: bool,
+    label: Option<&'d str>,
+    line_end: u32,
+    line_start: u32,
+    suggested_replacement: (),
+    suggestion_applicability: (),
+    text: [SpanText; 1],
+}
+
+#[derive(Serialize)]
+struct SpanText {
+    highlight_end: u32,
+    highlight_start: u32,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Target<'d> {
+    crate_types: [&'static str; 1],
+    doc: bool,
+    doctest: bool,
+    edition: &'d str,
+    kind: [&'static str; 1],
+    name: &'d str,
+    src_path: &'d str,
+    test: bool,
+}
+
+fn span<'d>(name: &'d str, abs: Option<&std::path::Path>, line: u32, col: u32, col_end: u32, primary: bool, label: &'d str) -> Span<'d> {
+    let file = abs.and_then(super::source::file);
+    let (text, (byte_start, byte_end)) = match file.as_deref().map(super::source::File::text).filter(|s| !s.text.is_empty()) {
+        Some(s) => {
+            // (a line past the end: the text's end, empty)
+            let (start, text) = s.line(line.max(1)).unwrap_or((s.text.len(), ""));
+            let at = |col: u32| start + text.char_indices().nth(col.saturating_sub(1) as usize).map_or(text.len(), |(b, _)| b);
+            (text.to_string(), (at(col), at(col_end)))
+        }
+        None => (String::new(), (0, 0)),
+    };
+    Span {
+        byte_end,
+        byte_start,
+        column_end: col_end,
+        column_start: col,
+        expansion: (),
+        file_name: name,
+        is_primary: primary,
+        label: (!label.is_empty()).then_some(label),
+        line_end: line,
+        line_start: line,
+        suggested_replacement: (),
+        suggestion_applicability: (),
+        text: [SpanText { highlight_end: col_end, highlight_start: col, text }],
+    }
+}
+
+pub fn message<'d>(d: &'d Diagnostic, origin: &'d Origin, rendered: &'d str) -> Message<'d> {
     let f = &d.finding;
-    let file = d.file.clone().unwrap_or_else(|| d.ptx_file.clone());
-    let mut spans = vec![span(&file, d.abs_file.as_deref(), d.line, d.col, d.col_end, true, &f.label)];
+    let file = d.file.as_deref().unwrap_or(&d.ptx_file);
+    let mut spans = vec![span(file, d.abs_file.as_deref(), d.line, d.col, d.col_end, true, &f.label)];
     for (sf, abs, l, c, ce, label) in &d.secondary {
         spans.push(span(sf, Some(abs), *l, *c, *ce, false, label));
     }
-    let mut children: Vec<Value> = d
+    let child = |level: &'static str, message: &'d str| Child { children: [], code: (), level, message, rendered: (), spans: [] };
+    let mut children: Vec<Child<'d>> = d
         .notes
         .iter()
         .map(|(kind, text)| {
-            json!({"message": text, "code": null, "level": match kind { NoteKind::Note => "note", NoteKind::Help => "help" }, "spans": [], "children": [], "rendered": null})
+            child(
+                match kind {
+                    NoteKind::Note => "note",
+                    NoteKind::Help => "help",
+                },
+                text,
+            )
         })
         .collect();
-    children.push(json!({"message": d.level_note, "code": null, "level": "note", "spans": [], "children": [], "rendered": null}));
+    children.push(child("note", &d.level_note));
     let mut g = serde_json::Map::new();
     g.insert("lint".into(), json!(f.lint.name));
     // the kernel as its source names it; the PTX symbol beside it (a C++ kernel's is mangled)
@@ -79,42 +165,44 @@ pub fn message(d: &Diagnostic, origin: &Origin, rendered: &str) -> Value {
     if let Some(r) = replay_json(&f.replay) {
         g.insert("replay".into(), r);
     }
-    // (the parts built above are moved in: `json!` would copy each by serialising it)
-    let mut message = serde_json::Map::new();
-    message.insert("$message_type".into(), json!("diagnostic"));
-    message.insert("message".into(), Value::String(f.message.clone()));
-    message.insert("code".into(), json!({"code": format!("gpucheck::{}", f.lint.name), "explanation": explanation(f.lint)}));
-    message.insert("level".into(), json!(level(d.level)));
-    message.insert("spans".into(), Value::Array(spans));
-    message.insert("children".into(), Value::Array(children));
-    message.insert("rendered".into(), Value::String(rendered.to_string()));
-    let mut out = serde_json::Map::new();
-    out.insert("reason".into(), json!("compiler-message"));
-    out.insert("package_id".into(), json!(origin.package_id));
-    out.insert("manifest_path".into(), json!(origin.manifest_path));
-    out.insert(
-        "target".into(),
-        json!({
-            "kind": ["lib"],
-            "crate_types": ["lib"],
-            "name": origin.target_name,
-            "src_path": origin.src_path,
-            "edition": origin.edition,
-            "doc": true,
-            "doctest": false,
-            "test": false
-        }),
-    );
-    out.insert("message".into(), Value::Object(message));
-    out.insert("gpucheck".into(), Value::Object(g));
-    Value::Object(out)
+    Message {
+        gpucheck: g,
+        manifest_path: &origin.manifest_path,
+        message: Inner {
+            message_type: "diagnostic",
+            children,
+            code: Code { code: format!("gpucheck::{}", f.lint.name), explanation: explanation(f.lint) },
+            level: level(d.level),
+            message: &f.message,
+            rendered,
+            spans,
+        },
+        package_id: &origin.package_id,
+        reason: "compiler-message",
+        target: Target {
+            crate_types: ["lib"],
+            doc: true,
+            doctest: false,
+            edition: &origin.edition,
+            kind: ["lib"],
+            name: &origin.target_name,
+            src_path: &origin.src_path,
+            test: false,
+        },
+    }
 }
 
-/// A lint's explanation, made once per lint (every message of it carries it).
-fn explanation(lint: &'static gpucheck_analysis::lints::Lint) -> &'static str {
-    static MADE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let made = MADE.get_or_init(|| gpucheck_analysis::lints::LINTS.iter().map(|l| l.explanation()).collect());
-    gpucheck_analysis::lints::LINTS.iter().position(|l| std::ptr::eq(*l, lint)).and_then(|k| made.get(k)).map_or("", String::as_str)
+/// A lint's explanation as a JSON string, made and escaped once per lint
+/// (every message of it carries it).
+fn explanation(lint: &'static gpucheck_analysis::lints::Lint) -> &'static RawValue {
+    static MADE: std::sync::OnceLock<Vec<Box<RawValue>>> = std::sync::OnceLock::new();
+    // (each lint's, then an empty one)
+    let made = MADE.get_or_init(|| {
+        let texts = gpucheck_analysis::lints::LINTS.iter().map(|l| l.explanation()).chain([String::new()]);
+        texts.map(|t| serde_json::value::to_raw_value(&t).expect("a string serialises")).collect()
+    });
+    let k = gpucheck_analysis::lints::LINTS.iter().position(|l| std::ptr::eq(*l, lint)).unwrap_or(made.len() - 1);
+    &made[k]
 }
 
 /// A finding's assumptions, one object each: what (`name`, `kind`, the PTX

@@ -7,6 +7,7 @@
 pub mod human;
 pub mod json;
 pub mod sarif;
+pub mod source;
 
 /// What a package a diagnostic belongs to looks like to cargo's JSON format.
 #[derive(Clone, Debug)]

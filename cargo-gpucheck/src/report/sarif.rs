@@ -55,7 +55,6 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
                 .build()
         })
         .collect();
-    let mut lines = SourceLines::default();
     let mut seen: BTreeMap<u64, u32> = BTreeMap::new();
     let results: Vec<sarif::Result> = diags
         .iter()
@@ -85,7 +84,12 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
             let level = if d.level.is_error() { sarif::ResultLevel::Error } else { sarif::ResultLevel::Warning };
             // the same finding across commits: lint, file, kernel and the text of the line (not
             // its number), and which of the identical ones it is
-            let text_of_line = d.abs_file.as_ref().and_then(|p| lines.get(p, d.line)).unwrap_or_default();
+            let text_of_line = d
+                .abs_file
+                .as_deref()
+                .and_then(super::source::file)
+                .and_then(|t| Some(t.text().line(d.line)?.1.to_string()))
+                .unwrap_or_default();
             let key = fnv1a(&[f.lint.name, &file, &f.kernel, text_of_line.trim()]);
             let n = seen.entry(key).or_insert(0);
             *n += 1;
@@ -129,20 +133,4 @@ fn fnv1a(parts: &[&str]) -> u64 {
         }
     }
     h
-}
-
-/// Source files read once, for the text of a finding's line.
-#[derive(Default)]
-struct SourceLines {
-    files: BTreeMap<std::path::PathBuf, Vec<String>>,
-}
-
-impl SourceLines {
-    fn get(&mut self, path: &std::path::Path, line: u32) -> Option<String> {
-        let lines = self
-            .files
-            .entry(path.to_path_buf())
-            .or_insert_with(|| std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default());
-        lines.get((line as usize).checked_sub(1)?).cloned()
-    }
 }
