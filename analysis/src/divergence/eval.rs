@@ -166,6 +166,10 @@ pub struct Evaluator<'f, 'a> {
     /// sample: those it computed are this one's too, but for the few that
     /// rest on a sample of a loop counter ([`Self::unsampled`]).
     unsampled: Option<Cache>,
+    /// The values of the same threads' evaluator that gives parameter `.1`
+    /// the sample this one pins it away from: those that do not rest on
+    /// that sample are this one's too ([`Self::unpinned`]).
+    unpinned: Option<(Cache, ValueId)>,
     /// The per-thread value lists cached, each once: a large function
     /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
     /// values, and keeps them all.
@@ -210,6 +214,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             cache: Default::default(),
             first: None,
             unsampled: None,
+            unpinned: None,
             lists: RefCell::new(Default::default()),
             same: SameThreads::default(),
             first_iteration: false,
@@ -301,9 +306,24 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         self.unsampled = Some(other.cache.clone());
     }
 
+    /// Take the values `other` (the same threads, block index, iteration
+    /// and samples) computed without resting on the sample it gave `pinned`
+    /// (a leaf this evaluator gives another value): they are this one's
+    /// too, rather than computing them again.
+    pub fn unpinned(&mut self, other: &Evaluator<'_, '_>, pinned: ValueId) {
+        self.unpinned = Some((other.cache.clone(), pinned));
+    }
+
     fn value_d(&self, v: ValueId, depth: u32) -> Result<Vals, EvalErr> {
         if let Some(r) = self.cache.borrow().get(&v) {
             return r.clone();
+        }
+        if let Some((cache, pinned)) = &self.unpinned {
+            if let Some(Ok(x)) = cache.borrow().get(&v) {
+                if !x.leaves.iter().any(|l| l == *pinned) {
+                    return Ok(x.clone());
+                }
+            }
         }
         if let Some(Some(Ok(x))) = self.unsampled.as_ref().map(|c| c.borrow().get(&v).cloned()) {
             if x.leaves.is_empty() {

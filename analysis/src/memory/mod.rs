@@ -420,6 +420,14 @@ impl<'f, 'a> Evals<'f, 'a> {
         (out, got)
     }
 
+    /// Record `leaves` as what the values evaluated so far rest on (a
+    /// result computed before, under a recording of its own, used again).
+    pub fn note(&self, leaves: &Leaves) {
+        if let Some(r) = self.recording.borrow_mut().as_mut() {
+            *r = r.union(leaves);
+        }
+    }
+
     /// Run `work` without recording what its values rest on (a variant
     /// explored on purpose, not what the prediction says).
     pub fn unrecorded<T>(&self, work: impl FnOnce() -> T) -> T {
@@ -550,6 +558,13 @@ impl<'f, 'a> Evals<'f, 'a> {
             if let (Some(_), None) = (q.scalar, q.pin) {
                 if let Some(other) = pool.get(&Query { scalar: None, ..q }) {
                     ev.unsampled(other);
+                }
+            }
+            // a parameter pinned: what the same query with its sample computed without resting
+            // on that sample is this one's too
+            if let Some((p, _)) = q.pin {
+                if let Some(other) = pool.get(&Query { pin: None, ..q }) {
+                    ev.unpinned(other, p);
                 }
             }
             pool.insert(q, ev);

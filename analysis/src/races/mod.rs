@@ -615,12 +615,13 @@ fn pairs_racing(
         .copied()
         .filter(|&(a, b)| !(raced.contains(&(a, b)) || params[a].is_empty() && params[b].is_empty() || b >= n))
         .collect();
+    let mut linear = param::Linear::default();
     for (ka, kb) in apart {
         let at = |k: usize| f.cfg.block_of(accesses[k].inst);
         for it in 0..2 {
             let mut on = |k: usize| active(at(k), it);
-            let (solved, rests_on) =
-                evals.recorded(|| param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb))));
+            let (solved, rests_on) = evals
+                .recorded(|| param::solve(evals, accesses, &params, ka, kb, it, &mut on, warp_synced.contains(&(ka, kb)), &mut linear));
             if let Some(mut r) = solved {
                 r.rests_on = rests_on;
                 // two parameters, one on each side: the relation, not one's value for the other's sample

@@ -23,9 +23,11 @@
 //! threads that execute each access (the caller's), or the message.
 
 use super::Race;
+use crate::divergence::eval::Leaves;
 use crate::ir::{FunctionIr, ValueId};
 use crate::memory::{Access, Evals, Query, SCALAR_SAMPLE};
 use crate::races::RaceKind;
+use std::rc::Rc;
 
 /// The parameter values for which a pair races (names as in the PTX).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +114,7 @@ pub(super) fn solve(
     it: usize,
     on: &mut dyn FnMut(usize) -> Vec<bool>,
     warp_synced: bool,
+    memo: &mut Linear,
 ) -> Option<Race> {
     let f = evals.f;
     let (a, b) = (&accs[ka], &accs[kb]);
@@ -132,8 +135,10 @@ pub(super) fn solve(
         }
         let on_a = on_a.get_or_insert_with(|| on(ka));
         let on_b = on_b.get_or_insert_with(|| on(kb));
-        let Some((la, da)) = linear_in(evals, va, a.offset, p, it) else { continue };
-        let Some((lb, db)) = linear_in(evals, vb, b.offset, p, it) else { continue };
+        let Some(xa) = linear_in(evals, memo, va, p, it) else { continue };
+        let Some(xb) = linear_in(evals, memo, vb, p, it) else { continue };
+        let (la, da): (Vec<i64>, &[i64]) = (xa.0.iter().map(|x| x + a.offset).collect(), &xa.1);
+        let (lb, db): (Vec<i64>, &[i64]) = (xb.0.iter().map(|x| x + b.offset).collect(), &xb.1);
         // an offset in elements (added to an index), not a size or a row pitch that
         // scales one: a pitch smaller than the row it separates is not a launch to judge;
         // a parameter that moves both alike leaves the sampled check to decide
@@ -147,7 +152,7 @@ pub(super) fn solve(
         }
         let (lo_ty, hi_ty) = type_range(f, p);
         let (wa, wb) = (a.width.max(1) as i64, b.width.max(1) as i64);
-        let values = racing_values((&la, &da, &ta, wa), (&lb, &db, &tb, wb), warp_synced, (lo_ty, hi_ty));
+        let values = racing_values((&la, da, &ta, wa), (&lb, db, &tb, wb), warp_synced, (lo_ty, hi_ty));
         let (Some(&lo), Some(&hi)) = (values.keys().next(), values.keys().next_back()) else { continue };
         let example = *values.keys().min_by_key(|s| (s.abs(), **s < 0)).expect("not empty");
         let (t1, t2) = values[&example];
@@ -322,15 +327,30 @@ pub(super) fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
     (lo.div_euclid(d) + 1, (hi - 1).div_euclid(d))
 }
 
-/// Every thread's address at `p = S` and the amount it moves per unit of
-/// `p` (each thread's own: a join of two parameters moves one thread with
-/// one, another with the other), when linear over three values.
-fn linear_in(evals: &Evals<'_, '_>, v: ValueId, offset: i64, p: ValueId, it: usize) -> Option<(Vec<i64>, Vec<i64>)> {
-    let at = |s: i64| pinned(evals, v, p, s, Query::block(it));
-    let (x0, x1, x2) = (at(SCALAR_SAMPLE)?, at(SCALAR_SAMPLE + 1)?, at(SCALAR_SAMPLE + 2)?);
-    let linear = x0.iter().zip(x1.iter()).zip(x2.iter()).all(|((a, b), c)| b - a == c - b);
-    linear.then(|| (x0.iter().map(|x| x + offset).collect(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect()))
+/// Every thread's value of `v` at `p = S` and the amount it moves per
+/// unit of `p` (each thread's own: a join of two parameters moves one
+/// thread with one, another with the other), when linear over three
+/// values. Asked once per value, parameter and iteration (`memo`: an
+/// access is in many pairs), with what its evaluations rest on recorded
+/// again at each asking.
+fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, it: usize) -> Option<Rc<(Vec<i64>, Vec<i64>)>> {
+    if let Some((x, on)) = memo.get(&(v, p, it)) {
+        evals.note(on);
+        return x.clone();
+    }
+    let (x, on) = evals.recorded(|| {
+        let at = |s: i64| pinned(evals, v, p, s, Query::block(it));
+        let (x0, x1, x2) = (at(SCALAR_SAMPLE)?, at(SCALAR_SAMPLE + 1)?, at(SCALAR_SAMPLE + 2)?);
+        let linear = x0.iter().zip(x1.iter()).zip(x2.iter()).all(|((a, b), c)| b - a == c - b);
+        linear.then(|| Rc::new((x0.to_vec(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect())))
+    });
+    memo.insert((v, p, it), (x.clone(), on));
+    x
 }
+
+/// [`linear_in`]'s answers so far, by value, parameter and iteration,
+/// with what their evaluations rested on.
+pub(super) type Linear = rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<Rc<(Vec<i64>, Vec<i64>)>>, Leaves)>;
 
 /// The values a parameter of its PTX type can hold.
 fn type_range(f: &FunctionIr<'_>, p: ValueId) -> (i64, i64) {
@@ -345,6 +365,58 @@ fn type_range(f: &FunctionIr<'_>, p: ValueId) -> (i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::{open_interval, racing_values, Side, SCALAR_SAMPLE};
+
+    /// An address `4·(t·q + p)` moves by 4 bytes per unit of `p` in every
+    /// thread; found again from the memo, it records the sample of `q` it
+    /// rests on as the first asking did; the values pinned at `p` = S + 1
+    /// and S + 2 that do not rest on `p` (`t·q`) are the unpinned
+    /// evaluator's.
+    #[test]
+    fn linear_in_once_per_value_with_what_it_rests_on() {
+        use crate::ir::{ValueDef, ValueId};
+        use crate::memory::{Evals, Query};
+        let ptx = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u32 k_p, .param .u32 k_q) {
+    .reg .b32 %r<8>;
+    ld.param.u32 %r1, [k_p];
+    ld.param.u32 %r2, [k_q];
+    mov.u32 %r3, %tid.x;
+    mul.lo.s32 %r4, %r3, %r2;
+    add.s32 %r5, %r4, %r1;
+    shl.b32 %r6, %r5, 2;
+    st.global.u32 [%r6], %r3;
+    ret;
+}"#;
+        let m = crate::ptx::parse(ptx).unwrap();
+        let fs = crate::ir::lower(&m);
+        let f = &fs[0];
+        let value = |reg: &str| {
+            (0..f.ssa.values.len())
+                .map(ValueId::new)
+                .find(|&v| matches!(f.ssa.values[v], ValueDef::Inst { .. }) && f.ssa.reg_of(v, &f.insts) == reg)
+                .unwrap()
+        };
+        let (p, q, tq, addr) = (value("%r1"), value("%r2"), value("%r4"), value("%r6"));
+        let sums = crate::divergence::Summaries::compute(&fs);
+        let d = crate::divergence::Divergence::analyze(f, &sums);
+        let shape = crate::model::Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
+        let evals = Evals::new(f, &d, &shape);
+        let unpinned = evals.eval(tq, Query::block(0)).unwrap();
+        let mut memo = super::Linear::default();
+        let (first, on_first) = evals.recorded(|| super::linear_in(&evals, &mut memo, addr, p, 0));
+        let (again, on_again) = evals.recorded(|| super::linear_in(&evals, &mut memo, addr, p, 0));
+        let (first, again) = (first.unwrap(), again.unwrap());
+        assert!(std::rc::Rc::ptr_eq(&first, &again));
+        assert_eq!(first.1, vec![4; 64]);
+        assert_eq!(first.0[..3], [4 * SCALAR_SAMPLE, 4 * (SCALAR_SAMPLE + SCALAR_SAMPLE), 4 * (2 * SCALAR_SAMPLE + SCALAR_SAMPLE)]);
+        assert_eq!(on_first.iter().collect::<Vec<_>>(), vec![q]);
+        assert_eq!(on_again, on_first);
+        let pinned = evals.eval(tq, Query { pin: Some((p, SCALAR_SAMPLE + 1)), ..Query::block(0) }).unwrap();
+        assert!(std::rc::Rc::ptr_eq(&pinned, &unpinned), "t·q computed again where `p` is pinned");
+    }
 
     /// The integers k with lo < k·d < hi, by brute force.
     fn brute(lo: i64, hi: i64, d: i64) -> Vec<i64> {
