@@ -1400,7 +1400,58 @@ pub const RUNTIME_ITERATIONS: usize = 16;
 
 #[cfg(test)]
 mod tests {
-    use super::by_address;
+    use super::{by_address, sweep};
+
+    /// The sweep against every pair of threads: the pair with the
+    /// smallest (larger thread, first, second) whose bytes overlap, the
+    /// byte both touch first, whether some pair is of two warps, and the
+    /// distinct addresses of the first list in a pair; for lists with
+    /// broadcasts, shifts and wide accesses, and each kind of pair the
+    /// race check asks for (any two, two threads, threads of two warps).
+    #[test]
+    fn sweep_finds_what_every_pair_gives() {
+        let kinds: [&dyn Fn(usize, usize) -> bool; 3] = [&|_, _| true, &|t1, t2| t1 != t2, &|t1, t2| t1 / 32 != t2 / 32];
+        let mut next = crate::xorshift(0x51_7cc1_b727_220a);
+        for round in 0..4_000 {
+            let list = |next: &mut dyn FnMut(u64) -> u64| {
+                let n = 1 + next(96) as usize;
+                let (group, stride) = (1 + next(40) as usize, [0i64, 1, 4, 8, 16][next(5) as usize]);
+                let mut v: Vec<(i64, usize)> = Vec::new();
+                for t in 0..n {
+                    if next(6) != 0 {
+                        // rows of `group` threads at one address, a few threads off their row
+                        let off = if next(4) == 0 { 4 * next(3) as i64 } else { 0 };
+                        v.push((stride * (t / group) as i64 + off, t));
+                    }
+                }
+                v.sort_unstable();
+                v
+            };
+            let (va, vb) = (list(&mut next), list(&mut next));
+            let (sa, sb) = (next(9) as i64 - 4, next(9) as i64 - 4);
+            let (wa, wb) = ([1u32, 4, 8][next(3) as usize], [1u32, 4, 8][next(3) as usize]);
+            let ok = kinds[round % 3];
+            let mut want: Option<(usize, usize, i64)> = None;
+            let (mut cross, mut xs) = (false, Vec::new());
+            for &(x, t1) in &va {
+                for &(y, t2) in &vb {
+                    let (x, y) = (x + sa, y + sb);
+                    if x < y + wb as i64 && y < x + wa as i64 && ok(t1, t2) {
+                        cross |= t1 / 32 != t2 / 32;
+                        xs.push(x);
+                        if want.is_none_or(|(u, w, _)| (t1.max(t2), t1, t2) < (u.max(w), u, w)) {
+                            want = Some((t1, t2, x.max(y)));
+                        }
+                    }
+                }
+            }
+            xs.sort_unstable();
+            xs.dedup();
+            let got = sweep((&va, sa), (&vb, sb), wa, wb, ok, false).map(|w| (w.threads.0, w.threads.1, w.byte, w.cross, w.elements));
+            assert_eq!(got, want.map(|(t1, t2, byte)| (t1, t2, byte, cross, xs.len())), "{} {va:?}+{sa} {vb:?}+{sb} {wa} {wb}", round % 3);
+            assert_eq!(sweep((&va, sa), (&vb, sb), wa, wb, ok, true).is_some(), want.is_some());
+        }
+    }
 
     /// Placing by counting gives the order a sort gives: rows, strides,
     /// broadcasts, a few threads off, negative and far-apart addresses.
