@@ -936,11 +936,20 @@ impl Cx<'_, '_> {
     /// each, in order).
     fn observe(&mut self, w: &mut Warp, pc: usize, at: &[(usize, Where)], len: u32, touch: Touch, bytes: &[u8]) {
         let Some(&(_, first)) = at.first() else { return };
+        // the lanes' addresses in `first`'s space (a warp's lanes at most: on the stack)
+        let mut buf = [(0i64, 0u32); crate::model::WARP];
+        let mut n = 0;
+        for &(_, a) in at {
+            if let (Where::Global(x), Where::Global(_)) | (Where::Shared(x), Where::Shared(_)) = (a, first) {
+                if let Some(slot) = buf.get_mut(n) {
+                    (*slot, n) = ((x as i64, len), n + 1);
+                }
+            }
+        }
+        let addrs = &buf[..n];
         match first {
             Where::Global(_) => {
-                let addrs: Vec<(i64, u32)> =
-                    at.iter().filter_map(|(_, a)| if let Where::Global(x) = a { Some((*x as i64, len)) } else { None }).collect();
-                let s = crate::model::sectors(&addrs).0;
+                let s = crate::model::sectors(addrs).0;
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "global";
                 site.hist.add(s);
@@ -954,15 +963,13 @@ impl Cx<'_, '_> {
                         seen.clear();
                     }
                     seen.push(pc);
-                    for &(a, n) in &addrs {
+                    for &(a, n) in addrs {
                         sectors.extend(a.div_euclid(crate::model::SECTOR)..=(a + n as i64 - 1).div_euclid(crate::model::SECTOR));
                     }
                 }
             }
             Where::Shared(_) => {
-                let addrs: Vec<(i64, u32)> =
-                    at.iter().filter_map(|(_, a)| if let Where::Shared(x) = a { Some((*x as i64, len)) } else { None }).collect();
-                let c = crate::model::conflict_degree(&addrs, len);
+                let c = crate::model::conflict_degree(addrs, len);
                 let site = self.obs.sites.entry(pc).or_default();
                 site.space = "shared";
                 site.hist.add(c);
@@ -1004,10 +1011,12 @@ impl Cx<'_, '_> {
         }
         // a load every lane makes from the same bytes: recorded at once when no write can race with it
         if touch == Touch::Read && at.len() > 1 && at.iter().all(|&(_, a)| a == first) {
-            let tids: Vec<u32> = at.iter().map(|&(l, _)| w.first + l as u32).collect();
+            let mut tids = [0u32; crate::model::WARP];
+            let tids = &mut tids[..at.len().min(crate::model::WARP)];
+            tids.iter_mut().zip(at).for_each(|(t, &(l, _))| *t = w.first + l as u32);
             let done = match first {
-                Where::Global(x) => self.shadow.read_by_all(false, x, len, &tids, pc),
-                Where::Shared(x) => self.shadow.read_by_all(true, x, len, &tids, pc),
+                Where::Global(x) => self.shadow.read_by_all(false, x, len, tids, pc),
+                Where::Shared(x) => self.shadow.read_by_all(true, x, len, tids, pc),
                 _ => true,
             };
             if done {
