@@ -36,10 +36,9 @@ use std::path::{Path, PathBuf};
 /// check runs: the analysis makes and drops tables of a block's threads
 /// over and over, on several threads, and by default glibc shrinks each
 /// thread's heap when its top is free and grows it again at the next
-/// table (a system call and fresh zeroed pages each time: a quarter of
-/// the CPU time of the larger files, none of it in the program's own
-/// instructions). A short process keeps what it has had; a few tables of
-/// a large kernel are not mapped on their own either.
+/// table (system calls and fresh zeroed pages, none of it in the
+/// program's own instructions: histogram 11,123 page faults, 7,888 so).
+/// A short process keeps what it has had, up to a few megabytes free.
 fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt sets allocator parameters; called first, before any thread starts
