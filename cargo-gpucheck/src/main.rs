@@ -532,6 +532,9 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     let bytes = std::fs::read(&u.ptx).with_context(|| format!("cannot read PTX `{}`", u.ptx.display()))?;
     // (valid UTF-8 is taken as it is, without the lossy decoder's copy)
     let src = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let ptx_display = paths.display(&std::path::absolute(&u.ptx).unwrap_or_else(|_| u.ptx.clone()).to_string_lossy());
+    let started = std::time::Instant::now();
+    let module = gpucheck_analysis::driver::parse(&src).map_err(|e| anyhow::anyhow!("{ptx_display}:{e}"))?;
     let opts = Options {
         block: o.block(),
         cli_kernel_blocks: o.kernel_blocks().into_iter().collect(),
@@ -554,13 +557,12 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
                 (kn.clone(), vs.iter().filter(|(n, _)| !o.assume.iter().any(|(a, _)| a == *n)).map(|(n, v)| (n.clone(), *v)).collect())
             })
             .collect(),
-        source_names: confirm::launch::source_names(u, &src, paths),
+        source_names: confirm::launch::source_names(u, &module, paths),
         replay: !o.no_replay,
     };
     let is_local = |f: &str| k.is_local(f);
-    let started = std::time::Instant::now();
-    let ptx_display = paths.display(&std::path::absolute(&u.ptx).unwrap_or_else(|_| u.ptx.clone()).to_string_lossy());
-    let mut report = gpucheck_analysis::check(&src, &opts, &is_local).map_err(|e| anyhow::anyhow!("{ptx_display}:{e}"))?;
+    let mut report = gpucheck_analysis::check_module(&module, &opts, &is_local);
+    drop(module);
     let status = match u.kind {
         build::UnitKind::PtxFile => format!(
             "    Checking {ptx_display} ({}; {}, {}, {})",

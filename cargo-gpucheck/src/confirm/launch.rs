@@ -206,16 +206,26 @@ pub struct Field {
     pub size: usize,
 }
 
-/// The source's parameter names of unit `u`'s kernels (PTX text `ptx`),
-/// one per PTX parameter: a Rust crate's `extern "ptx-kernel"` signatures,
-/// and the `__global__` signatures of the package's CUDA C sources the
-/// PTX's line information names.
-pub fn source_names(u: &crate::build::Unit, ptx: &str, paths: &crate::diagnostic::PathStyle) -> HashMap<String, Vec<String>> {
+/// The source's parameter names of unit `u`'s kernels (PTX module
+/// `ptx`), one per PTX parameter: a Rust crate's `extern "ptx-kernel"`
+/// signatures, and the `__global__` signatures of the package's CUDA C
+/// sources the PTX's line information names (its `.file`s).
+pub fn source_names(
+    u: &crate::build::Unit,
+    ptx: &gpucheck_analysis::ptx::Module<'_>,
+    paths: &crate::diagnostic::PathStyle,
+) -> HashMap<String, Vec<String>> {
     let k = &u.krate;
     let mut out = if u.kind == crate::build::UnitKind::PtxFile { HashMap::new() } else { rust_kernel_params(&k.root) };
     // (a `.rs` file: CUDA C in a string literal, compiled with NVRTC)
     let c_like = |p: &str| [".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".rs"].iter().any(|x| p.ends_with(x));
-    for file in gpucheck_analysis::ptx::file_paths(ptx).into_iter().filter(|f| c_like(f) && k.is_local(f)) {
+    let mut seen: Vec<&str> = Vec::new();
+    for file in ptx.files.iter().map(|f| f.path).filter(|f| c_like(f) && k.is_local(f)) {
+        // (a file named twice is read once)
+        if seen.contains(&file) {
+            continue;
+        }
+        seen.push(file);
         if let Ok(text) = std::fs::read_to_string(paths.absolute(file)) {
             for (name, params) in gpucheck_analysis::names::c_kernel_params(&text) {
                 out.entry(name).or_insert(params);

@@ -3,32 +3,39 @@
 //! (a file with hundreds of findings is not read, nor its lines found,
 //! hundreds of times).
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// A source text with its line starts indexed once.
+/// A source text with its line starts indexed once, when first asked for
+/// (a module's PTX is indexed only when a diagnostic quotes it).
 pub struct SourceText<'a> {
     pub text: &'a str,
-    starts: Cow<'a, [usize]>,
+    /// (a file's, indexed when it was read; else made here)
+    given: Option<&'a [usize]>,
+    made: std::cell::OnceCell<Vec<usize>>,
 }
 
 impl<'a> SourceText<'a> {
     pub fn new(text: &'a str) -> Self {
-        SourceText { text, starts: Cow::Owned(starts(text)) }
+        SourceText { text, given: None, made: std::cell::OnceCell::new() }
+    }
+
+    fn starts(&self) -> &[usize] {
+        self.given.unwrap_or_else(|| self.made.get_or_init(|| starts(self.text)))
     }
 
     /// Lines `first..=last` (1-based), with their ends.
     pub fn window(&self, first: u32, last: u32) -> Option<&'a str> {
-        let s = *self.starts.get(first.checked_sub(1)? as usize)?;
-        let e = self.starts.get(last as usize).copied().unwrap_or(self.text.len());
+        let starts = self.starts();
+        let s = *starts.get(first.checked_sub(1)? as usize)?;
+        let e = starts.get(last as usize).copied().unwrap_or(self.text.len());
         self.text.get(s..e.max(s))
     }
 
     /// Line `line` (1-based) without its end, and where it starts: the
     /// lines `str::lines` gives.
     pub fn line(&self, line: u32) -> Option<(usize, &'a str)> {
-        let s = *self.starts.get(line.checked_sub(1)? as usize)?;
+        let s = *self.starts().get(line.checked_sub(1)? as usize)?;
         (s < self.text.len()).then(|| (s, self.text[s..].lines().next().unwrap_or("")))
     }
 }
@@ -46,7 +53,7 @@ pub struct File {
 
 impl File {
     pub fn text(&self) -> SourceText<'_> {
-        SourceText { text: &self.text, starts: Cow::Borrowed(&self.starts) }
+        SourceText { text: &self.text, given: Some(&self.starts), made: std::cell::OnceCell::new() }
     }
 }
 
