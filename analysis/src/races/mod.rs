@@ -539,12 +539,12 @@ fn pairs_racing(
     let mut sites = Sites::new(evals, accesses, imported);
     let addrs: Vec<Option<Addresses>> =
         (0..accesses.len()).map(|k| if in_pair[k] { sites.sampled(k, &mut Some(&mut *active)) } else { None }).collect();
-    // the scalar parameters of each own access's address (a callee's offsets are sampled
-    // values: its accesses are not solved for)
+    // the scalar parameters of each own access's address that some possible pair holds (a
+    // callee's offsets are sampled values: its accesses are not solved for)
     let params: Vec<Vec<ValueId>> = accesses
         .iter()
         .enumerate()
-        .map(|(k, a)| a.addr_value.filter(|_| k < n).map(|v| crate::ir::values::scalar_parameters(f, v)).unwrap_or_default())
+        .map(|(k, a)| a.addr_value.filter(|_| k < n && in_pair[k]).map(|v| crate::ir::values::scalar_parameters(f, v)).unwrap_or_default())
         .collect();
     let mut loops = LaterLoops::default();
     // the pairs to compare: those whose addresses meet at the samples, and those that need other
