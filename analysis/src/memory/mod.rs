@@ -299,10 +299,10 @@ pub type OffsetLists = crate::ir::entity::Shared<std::sync::Arc<[i64]>>;
 
 impl Offsets {
     pub fn new(mut vals: Vec<i64>, active: impl Fn(usize) -> bool, lists: &mut OffsetLists) -> Offsets {
-        let mut bits = vec![0u64; vals.len().div_ceil(64)];
-        for t in (0..vals.len()).filter(|&t| active(t)) {
-            bits[t / 64] |= 1 << (t % 64);
-        }
+        // (a word of 64 threads at a time, without a branch per thread)
+        let n = vals.len();
+        let bits: Vec<u64> =
+            (0..n.div_ceil(64)).map(|k| (k * 64..(k * 64 + 64).min(n)).fold(0u64, |w, t| w | (active(t) as u64) << (t % 64))).collect();
         let shift = vals.first().copied().unwrap_or(0);
         vals.iter_mut().for_each(|x| *x -= shift);
         Offsets { vals: lists.share(vals.into()), shift, active: bits }
@@ -1037,6 +1037,25 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread's offset is its own where it runs the access, none where
+    /// it does not; lists equal but for a constant are one.
+    #[test]
+    fn offsets_keep_each_threads_own() {
+        let mut next = crate::xorshift(0x2f6b_1d3c);
+        let mut lists = OffsetLists::default();
+        for n in [0usize, 1, 63, 64, 65, 130, 256] {
+            let vals: Vec<i64> = (0..n).map(|_| next(1000) as i64 - 500).collect();
+            let on: Vec<bool> = (0..n).map(|_| next(3) != 0).collect();
+            let o = Offsets::new(vals.clone(), |t| on[t], &mut lists);
+            assert_eq!(o.len(), n);
+            for t in 0..n + 70 {
+                assert_eq!(o.get(t), vals.get(t).copied().filter(|_| on[t]), "{n} {t}");
+            }
+            let moved = Offsets::new(vals.iter().map(|x| x + 12).collect(), |t| on[t], &mut lists);
+            assert!(n == 0 || std::sync::Arc::ptr_eq(&o.vals, &moved.vals));
+        }
+    }
 
     /// What `predict` takes from the warp before: a request moved by whole
     /// sectors touches as many sectors (and as many at its worst alignment),
