@@ -300,12 +300,12 @@ pub type Addresses = Vec<Option<Sorted>>;
 /// and that constant.
 #[derive(Clone, Debug)]
 pub struct Sorted {
-    list: std::rc::Rc<[(i64, usize)]>,
+    list: std::rc::Rc<Vec<(i64, usize)>>,
     shift: i64,
 }
 
 /// The address lists made so far, each once ([`Sorted`]).
-pub type Lists = crate::ir::entity::Shared<std::rc::Rc<[(i64, usize)]>>;
+pub type Lists = crate::ir::entity::Shared<std::rc::Rc<Vec<(i64, usize)>>>;
 
 impl Sorted {
     /// Sort per-thread addresses (`None`: the thread does not execute it).
@@ -315,7 +315,7 @@ impl Sorted {
         let mut v = by_address(v);
         let shift = v.first().map_or(0, |x| x.0);
         v.iter_mut().for_each(|x| x.0 -= shift);
-        Sorted { list: lists.share(v.into()), shift }
+        Sorted { list: lists.share(std::rc::Rc::new(v)), shift }
     }
 
     pub fn first(&self) -> Option<(i64, usize)> {
@@ -359,16 +359,18 @@ impl Sorted {
 /// sorted.
 fn by_address(mut v: Vec<(i64, usize)>) -> Vec<(i64, usize)> {
     let Some(&(first, _)) = v.first() else { return v };
-    let (mut lo, mut hi, mut ascending) = (first, first, true);
+    // (the step: the power of two every difference from the first is a multiple of, so
+    // every difference from the lowest too; differences as unsigned: every pair of `i64`s has one)
+    let (mut lo, mut hi, mut ascending, mut bits) = (first, first, true, 0u64);
     for &(a, _) in &v[1..] {
         ascending &= a >= hi;
         (lo, hi) = (lo.min(a), hi.max(a));
+        bits |= a.wrapping_sub(first) as u64;
     }
     if ascending {
         return v; // (one address, a row: in thread order already)
     }
-    // (differences from the lowest as unsigned: every pair of `i64`s has one)
-    let step = v.iter().fold(0u64, |acc, &(a, _)| acc | a.wrapping_sub(lo) as u64).trailing_zeros();
+    let step = bits.trailing_zeros();
     let at = |a: i64| (a.wrapping_sub(lo) as u64 >> step) as usize;
     let span = hi.wrapping_sub(lo) as u64 >> step;
     if span >= 4 * v.len() as u64 {
