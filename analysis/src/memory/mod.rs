@@ -414,14 +414,13 @@ impl<'f, 'a> Evals<'f, 'a> {
         let outer = self.recording.replace(Some(Leaves::none()));
         let out = work();
         let got = self.recording.replace(outer).unwrap_or_default();
-        if let Some(o) = self.recording.borrow_mut().as_mut() {
-            *o = o.union(&got);
-        }
+        self.note(&got);
         (out, got)
     }
 
-    /// Record `leaves` as what the values evaluated so far rest on (a
-    /// result computed before, under a recording of its own, used again).
+    /// Record `leaves` as what the values evaluated so far rest on (in a
+    /// recording, if one runs: a value evaluated, an inner recording's
+    /// leaves, a result computed before and used again).
     pub fn note(&self, leaves: &Leaves) {
         if let Some(r) = self.recording.borrow_mut().as_mut() {
             *r = r.union(leaves);
@@ -573,9 +572,7 @@ impl<'f, 'a> Evals<'f, 'a> {
         let pointers =
             self.pointers.get_or_init(|| crate::ir::values::loaded_pointers(f, accesses_of(f).filter_map(|(i, k)| f.operand_value(i, k))));
         let out = evaluate_with(ev, pointers, &mut self.sampled.borrow_mut(), v, q)?;
-        if let Some(r) = self.recording.borrow_mut().as_mut() {
-            *r = r.union(&out.1);
-        }
+        self.note(&out.1);
         Some(out)
     }
 

@@ -137,8 +137,9 @@ pub(super) fn solve(
         let on_b = on_b.get_or_insert_with(|| on(kb));
         let Some(xa) = linear_in(evals, memo, va, p, it) else { continue };
         let Some(xb) = linear_in(evals, memo, vb, p, it) else { continue };
-        let (la, da): (Vec<i64>, &[i64]) = (xa.0.iter().map(|x| x + a.offset).collect(), &xa.1);
-        let (lb, db): (Vec<i64>, &[i64]) = (xb.0.iter().map(|x| x + b.offset).collect(), &xb.1);
+        // (each thread's address: the value plus the access's constant offset)
+        let plus = |x: &[i64], offset: i64| -> Vec<i64> { x.iter().map(|x| x + offset).collect() };
+        let (la, da, lb, db) = (plus(&xa.0, a.offset), &xa.1[..], plus(&xb.0, b.offset), &xb.1[..]);
         // an offset in elements (added to an index), not a size or a row pitch that
         // scales one: a pitch smaller than the row it separates is not a launch to judge;
         // a parameter that moves both alike leaves the sampled check to decide

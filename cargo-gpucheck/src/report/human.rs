@@ -12,10 +12,7 @@ fn offset(src: &str, line: u32, col: u32) -> Option<usize> {
     let mut off = 0;
     for (i, l) in src.split_inclusive('\n').enumerate() {
         if i + 1 == line as usize {
-            let text = l.trim_end_matches(['\n', '\r']);
-            let c = (col.max(1) - 1) as usize;
-            let byte = text.char_indices().nth(c).map(|(b, _)| b).unwrap_or(text.len());
-            return Some(off + byte);
+            return Some(off + source::column_byte(l.trim_end_matches(['\n', '\r']), col));
         }
         off += l.len();
     }

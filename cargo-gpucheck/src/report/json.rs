@@ -101,8 +101,7 @@ fn span<'d>(name: &'d str, abs: Option<&std::path::Path>, line: u32, col: u32, c
         Some(s) => {
             // (a line past the end: the text's end, empty)
             let (start, text) = s.line(line.max(1)).unwrap_or((s.text.len(), ""));
-            let at = |col: u32| start + text.char_indices().nth(col.saturating_sub(1) as usize).map_or(text.len(), |(b, _)| b);
-            (text.to_string(), (at(col), at(col_end)))
+            (text.to_string(), (start + super::source::column_byte(text, col), start + super::source::column_byte(text, col_end)))
         }
         None => (String::new(), (0, 0)),
     };

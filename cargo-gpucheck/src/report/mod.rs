@@ -1,5 +1,6 @@
 //! Reporters: rustc-style text (`human`), cargo's JSON messages (`json`)
-//! and SARIF 2.1.0 (`sarif`).
+//! and SARIF 2.1.0 (`sarif`); the source texts they quote, each file read
+//! once (`source`).
 //!
 //! Owns: turning `Diagnostic`s into bytes on stdout/stderr and the closing
 //! summary. Does not own: deciding what is reported (see `diagnostic`).

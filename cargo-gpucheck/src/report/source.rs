@@ -40,6 +40,12 @@ impl<'a> SourceText<'a> {
     }
 }
 
+/// The byte of column `col` (1-based, in characters) of line `text`, or
+/// the line's end past it.
+pub fn column_byte(text: &str, col: u32) -> usize {
+    text.char_indices().nth(col.saturating_sub(1) as usize).map_or(text.len(), |(b, _)| b)
+}
+
 /// Where each line of `text` starts.
 fn starts(text: &str) -> Vec<usize> {
     std::iter::once(0).chain(gpucheck_analysis::ptx::newlines(text).map(|i| i + 1)).collect()
