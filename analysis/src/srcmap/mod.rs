@@ -67,16 +67,18 @@ pub struct SourceMap<'m> {
 impl<'m> SourceMap<'m> {
     pub fn new<L: crate::ir::Listing<'m>>(module: &'m Module<'m>, fns: &[L]) -> SourceMap<'m> {
         let mut base = FxHashMap::default();
-        let mut labels: FxHashMap<&str, u64> = FxHashMap::with_capacity_and_hasher(1024, Default::default());
+        let has_info = module.section(".debug_info").is_some_and(|s| s.body.trim().len() > 2);
+        // labels by their module-wide instruction index, for the DWARF
+        // decoder alone (no table where the module carries none)
+        let mut labels: FxHashMap<&str, u64> = FxHashMap::default();
         let mut next = 0u64;
         for f in fns {
             base.insert(f.index(), next);
-            for (l, &i) in f.labels() {
-                labels.insert(l, next + i.index() as u64);
+            if has_info {
+                labels.extend(f.labels().iter().map(|(&l, &i)| (l, next + i.index() as u64)));
             }
             next += f.insts().len() as u64 + 1;
         }
-        let has_info = module.section(".debug_info").is_some_and(|s| s.body.trim().len() > 2);
         let inline = if has_info {
             let secs: Vec<(&str, &str)> = module.sections.iter().map(|s| (s.name, s.body)).collect();
             dwarf::inline_ranges(&secs, &labels)
