@@ -39,6 +39,12 @@ use std::path::{Path, PathBuf};
 /// table (system calls and fresh zeroed pages, none of it in the
 /// program's own instructions: histogram 11,123 page faults, 7,888 so).
 /// A short process keeps what it has had, up to a few megabytes free.
+///
+/// And one heap per analysis thread, not one more for the main thread:
+/// the main thread waits while the analysis threads work, so the memory
+/// it freed (the parse's) serves one of them, rather than that thread
+/// touching fresh pages of a heap of its own (lud at 32×32 threads: 6,072
+/// → 4,589 page faults, CPU time 0.92 of before).
 fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt sets allocator parameters; called first, before any thread starts
@@ -46,7 +52,16 @@ fn tune_allocator() {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 8 << 20);
         libc::mallopt(libc::M_TOP_PAD, 512 << 10);
+        libc::mallopt(libc::M_ARENA_MAX, analysis_threads());
     }
+}
+
+/// The threads rayon's pool starts: `RAYON_NUM_THREADS` when set (and not
+/// 0), else one per CPU this process may use.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn analysis_threads() -> i32 {
+    let given = std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.trim().parse::<i32>().ok()).filter(|&n| n > 0);
+    given.or_else(|| std::thread::available_parallelism().ok().and_then(|n| i32::try_from(n.get()).ok())).unwrap_or(1)
 }
 
 fn main() {
