@@ -1,6 +1,6 @@
 //! Control-flow graph of one PTX function: basic blocks and their edges,
-//! dominator and post-dominator trees (computed with `petgraph` over a
-//! virtual exit node), reverse post-order and natural loops.
+//! dominator and post-dominator trees (the latter over a virtual exit
+//! node), reverse post-order and natural loops.
 //!
 //! Owns: block formation from the flat instruction list, and the graph
 //! facts every analysis asks for (`dominates`, `ipdom`, loop membership).
@@ -8,9 +8,6 @@
 
 use super::entity::{BlockId, IdVec, InstId, LoopId};
 use super::inst::{Flow, Inst};
-use petgraph::algo::dominators::{simple_fast, Dominators};
-use petgraph::graph::{DiGraph, NodeIndex};
-use petgraph::visit::Reversed;
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Clone)]
@@ -56,8 +53,12 @@ pub struct Cfg {
     pub rpo: Vec<BlockId>,
     /// Block of each instruction.
     block_of: IdVec<InstId, BlockId>,
-    dom: Dominators<NodeIndex>,
-    pdom: Dominators<NodeIndex>,
+    /// Immediate dominator of each block (`NONE`: the entry, and blocks
+    /// it does not reach).
+    dom: Vec<u32>,
+    /// Immediate post-dominator of each block and of the virtual exit
+    /// (index `blocks.len()`; `NONE` for the exit).
+    pdom: Vec<u32>,
     /// Position of each block in `rpo` (`u32::MAX` if unreachable).
     rpo_index: IdVec<BlockId, u32>,
     /// Innermost loop of each block.
@@ -243,12 +244,12 @@ impl Cfg {
     }
 
     pub fn idom(&self, b: BlockId) -> Option<BlockId> {
-        self.dom.immediate_dominator(node(b)).map(|n| BlockId::new(n.index()))
+        Some(self.dom[b.index()]).filter(|&d| d != NONE).map(|d| BlockId::new(d as usize))
     }
 
     /// Immediate post-dominator; `None` when it is the virtual exit.
     pub fn ipdom(&self, b: BlockId) -> Option<BlockId> {
-        self.pdom.immediate_dominator(node(b)).map(|n| n.index()).filter(|&i| i < self.blocks.len()).map(BlockId::new)
+        Some(self.pdom[b.index()] as usize).filter(|&i| i < self.blocks.len()).map(BlockId::new)
     }
 
     /// The loop whose header is `b`.
@@ -370,7 +371,7 @@ impl Cfg {
 /// dominator tree from the entry (unreachable blocks: `u32::MAX`).
 fn dominator_intervals(
     blocks: &IdVec<BlockId, Block>,
-    dom: &Dominators<NodeIndex>,
+    dom: &[u32],
     rpo_index: &IdVec<BlockId, u32>,
 ) -> (IdVec<BlockId, u32>, IdVec<BlockId, u32>) {
     let nb = blocks.len();
@@ -378,9 +379,9 @@ fn dominator_intervals(
     let mut children: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
     let mut root = None;
     for b in blocks.keys().filter(|&b| rpo_index[b] != u32::MAX) {
-        match dom.immediate_dominator(node(b)) {
-            Some(p) => children[BlockId::new(p.index())].push(b),
-            None => root = root.or(Some(b)),
+        match dom[b.index()] {
+            NONE => root = root.or(Some(b)),
+            p => children[BlockId::new(p as usize)].push(b),
         }
     }
     let Some(root) = root else { return (tin, tout) };
@@ -402,45 +403,130 @@ fn dominator_intervals(
     (tin, tout)
 }
 
-fn node(b: BlockId) -> NodeIndex {
-    NodeIndex::new(b.index())
-}
+/// No node (an immediate dominator of none).
+const NONE: u32 = u32::MAX;
 
-/// Dominator and post-dominator trees (petgraph's, over a temporary graph
-/// of the blocks plus a virtual exit node; blocks that cannot reach an exit,
-/// endless loops, get an edge to it).
-fn dominator_trees(blocks: &IdVec<BlockId, Block>) -> (Dominators<NodeIndex>, Dominators<NodeIndex>) {
+/// Immediate dominators and post-dominators of the blocks. Post-dominance
+/// is over a virtual exit node (index `blocks.len()`) that every block
+/// without successors goes to; blocks that cannot reach an exit (endless
+/// loops) get an edge to it too.
+fn dominator_trees(blocks: &IdVec<BlockId, Block>) -> (Vec<u32>, Vec<u32>) {
     let nb = blocks.len();
-    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(nb + 1, nb * 2);
-    for _ in 0..=nb {
-        graph.add_node(());
-    }
-    let exit = NodeIndex::new(nb);
-    for (b, blk) in blocks.iter_enumerated() {
-        for &s in &blk.succs {
-            graph.add_edge(node(b), node(s), ());
-        }
-        if blk.succs.is_empty() {
-            graph.add_edge(node(b), exit, ());
-        }
-    }
-    let mut reaches = vec![false; nb + 1];
-    let mut stack = vec![nb];
-    reaches[nb] = true;
+    let exit = nb as u32;
+    // the blocks that reach an exit: backwards from the exits
+    let mut reaches = vec![false; nb];
+    let mut stack: Vec<BlockId> = blocks.iter_enumerated().filter(|(_, b)| b.succs.is_empty()).map(|(b, _)| b).collect();
+    stack.iter().for_each(|b| reaches[b.index()] = true);
     while let Some(x) = stack.pop() {
-        for p in graph.neighbors_directed(NodeIndex::new(x), petgraph::Direction::Incoming) {
+        for &p in &blocks[x].preds {
             if !reaches[p.index()] {
                 reaches[p.index()] = true;
-                stack.push(p.index());
+                stack.push(p);
             }
         }
     }
-    for (b, r) in reaches.iter().enumerate().take(nb) {
-        if !r {
-            graph.add_edge(NodeIndex::new(b), exit, ());
+    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(nb * 2);
+    for (b, blk) in blocks.iter_enumerated() {
+        edges.extend(blk.succs.iter().map(|s| (b.index() as u32, s.index() as u32)));
+        if blk.succs.is_empty() || !reaches[b.index()] {
+            edges.push((b.index() as u32, exit));
         }
     }
-    (simple_fast(&graph, NodeIndex::new(0)), simple_fast(Reversed(&graph), exit))
+    let forward = Adjacency::new(nb + 1, edges.iter().copied());
+    let backward = Adjacency::new(nb + 1, edges.iter().map(|&(a, b)| (b, a)));
+    let mut dom = immediate_dominators(&forward, &backward, 0);
+    dom.truncate(nb);
+    (dom, immediate_dominators(&backward, &forward, exit))
+}
+
+/// A graph's edges out of each node, in one list.
+struct Adjacency {
+    start: Vec<u32>,
+    to: Vec<u32>,
+}
+
+impl Adjacency {
+    fn new(n: usize, edges: impl Iterator<Item = (u32, u32)> + Clone) -> Adjacency {
+        let mut start = vec![0u32; n + 1];
+        edges.clone().for_each(|(a, _)| start[a as usize + 1] += 1);
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut to = vec![0u32; start[n] as usize];
+        for (a, b) in edges {
+            to[fill[a as usize] as usize] = b;
+            fill[a as usize] += 1;
+        }
+        Adjacency { start, to }
+    }
+
+    fn of(&self, a: u32) -> &[u32] {
+        &self.to[self.start[a as usize] as usize..self.start[a as usize + 1] as usize]
+    }
+}
+
+/// The immediate dominator of every node of a graph (`succs`, with its
+/// reverse `preds`) entered at `root`: `NONE` for the root and for the
+/// nodes it does not reach. Cooper, Harvey and Kennedy's iteration over
+/// reverse post-order ("A Simple, Fast Dominance Algorithm").
+fn immediate_dominators(succs: &Adjacency, preds: &Adjacency, root: u32) -> Vec<u32> {
+    let n = succs.start.len() - 1;
+    // reverse post-order from the root, and each node's place in it
+    let mut order = vec![NONE; n];
+    let mut post: Vec<u32> = Vec::with_capacity(n);
+    let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
+    order[root as usize] = 0;
+    while let Some(&mut (x, ref mut next)) = stack.last_mut() {
+        match succs.of(x).get(*next) {
+            Some(&s) => {
+                *next += 1;
+                if order[s as usize] == NONE {
+                    order[s as usize] = 0;
+                    stack.push((s, 0));
+                }
+            }
+            None => {
+                post.push(x);
+                stack.pop();
+            }
+        }
+    }
+    post.reverse();
+    for (i, &x) in post.iter().enumerate() {
+        order[x as usize] = i as u32;
+    }
+    let mut idom = vec![NONE; n];
+    idom[root as usize] = root;
+    let intersect = |idom: &[u32], mut a: u32, mut b: u32| {
+        while a != b {
+            while order[a as usize] > order[b as usize] {
+                a = idom[a as usize];
+            }
+            while order[b as usize] > order[a as usize] {
+                b = idom[b as usize];
+            }
+        }
+        a
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &x in &post[1..] {
+            let mut new = NONE;
+            for &p in preds.of(x) {
+                if idom[p as usize] != NONE {
+                    new = if new == NONE { p } else { intersect(&idom, p, new) };
+                }
+            }
+            if idom[x as usize] != new {
+                idom[x as usize] = new;
+                changed = true;
+            }
+        }
+    }
+    idom[root as usize] = NONE;
+    idom
 }
 
 fn reverse_post_order(blocks: &IdVec<BlockId, Block>) -> (Vec<BlockId>, IdVec<BlockId, u32>) {
@@ -490,12 +576,96 @@ mod tests {
             assert!(!cfg.loops.is_empty());
             for a in cfg.blocks.keys() {
                 for b in cfg.blocks.keys() {
-                    let chain = cfg.reachable(b) && cfg.dom.dominators(node(b)).is_some_and(|mut it| it.any(|d| d.index() == a.index()));
+                    let chain = cfg.reachable(b) && std::iter::successors(Some(b), |&x| cfg.idom(x)).any(|d| d == a);
                     assert_eq!(cfg.dominates(a, b), chain, "{a:?} dominates {b:?}");
                 }
                 let header = cfg.loops.iter_enumerated().find(|(_, l)| l.header == a).map(|(k, _)| k);
                 assert_eq!(cfg.loop_with_header(a), header);
             }
+        }
+    }
+
+    /// The nodes `root` reaches in a graph of `n` nodes without node `cut`.
+    fn reached(n: usize, edges: &[(u32, u32)], root: u32, cut: Option<u32>) -> Vec<bool> {
+        let mut seen = vec![false; n];
+        let mut stack = vec![root];
+        seen[root as usize] = Some(root) != cut;
+        while let Some(x) = stack.pop().filter(|_| Some(root) != cut) {
+            for &(a, b) in edges {
+                if a == x && Some(b) != cut && !seen[b as usize] {
+                    seen[b as usize] = true;
+                    stack.push(b);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Immediate dominators by their definition: `d` dominates `x` when
+    /// removing `d` cuts `x` off the root; the immediate one is the strict
+    /// dominator every other strict dominator of `x` dominates.
+    fn idoms_by_definition(n: usize, edges: &[(u32, u32)], root: u32) -> Vec<u32> {
+        let reach = reached(n, edges, root, None);
+        let doms: Vec<Vec<bool>> =
+            (0..n as u32).map(|d| reached(n, edges, root, Some(d)).iter().zip(&reach).map(|(c, r)| *r && !c).collect()).collect();
+        (0..n)
+            .map(|x| {
+                if x == root as usize || !reach[x] {
+                    return NONE;
+                }
+                let strict: Vec<usize> = (0..n).filter(|&d| d != x && doms[d][x]).collect();
+                let closest = strict.iter().find(|&&d| strict.iter().all(|&e| doms[e][d]));
+                closest.map_or(NONE, |&d| d as u32)
+            })
+            .collect()
+    }
+
+    /// A small generator of random numbers (the tests' own, repeatable).
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *state >> 33
+    }
+
+    /// The immediate dominators and post-dominators of random graphs (with
+    /// unreachable nodes, endless loops and nodes with no successor) are
+    /// those of the definition: post-dominance over a virtual exit that
+    /// every block without successors, or that reaches none, goes to.
+    #[test]
+    fn dominator_trees_are_the_definitions() {
+        let mut state = 7u64;
+        for _ in 0..400 {
+            let nb = 1 + next(&mut state) as usize % 14;
+            let mut blocks: IdVec<BlockId, Block> = IdVec::new();
+            for _ in 0..nb {
+                blocks.push(Block { start: InstId::new(0), end: InstId::new(0), succs: vec![], preds: vec![] });
+            }
+            for b in 0..nb {
+                let k = next(&mut state) % 4;
+                for _ in 0..k {
+                    let s = BlockId::new(next(&mut state) as usize % nb);
+                    if !blocks[BlockId::new(b)].succs.contains(&s) {
+                        blocks[BlockId::new(b)].succs.push(s);
+                        blocks[s].preds.push(BlockId::new(b));
+                    }
+                }
+            }
+            let (dom, pdom) = dominator_trees(&blocks);
+            let edges: Vec<(u32, u32)> =
+                blocks.iter_enumerated().flat_map(|(b, x)| x.succs.iter().map(move |s| (b.index() as u32, s.index() as u32))).collect();
+            assert_eq!(dom, idoms_by_definition(nb, &edges, 0), "dominators of {edges:?}");
+            // the graph with the exit, reversed
+            let exit = nb as u32;
+            let ends: Vec<u32> = (0..nb as u32).filter(|&b| blocks[BlockId::new(b as usize)].succs.is_empty()).collect();
+            let reversed: Vec<(u32, u32)> = edges.iter().map(|&(a, b)| (b, a)).collect();
+            let mut with_exit = edges.clone();
+            for b in 0..nb as u32 {
+                let reaches_end = ends.iter().any(|&e| reached(nb, &reversed, e, None)[b as usize]);
+                if ends.contains(&b) || !reaches_end {
+                    with_exit.push((b, exit));
+                }
+            }
+            let back: Vec<(u32, u32)> = with_exit.iter().map(|&(a, b)| (b, a)).collect();
+            assert_eq!(pdom, idoms_by_definition(nb + 1, &back, exit), "post-dominators of {edges:?}");
         }
     }
 }
