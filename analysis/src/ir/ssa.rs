@@ -153,13 +153,110 @@ fn live_in_sets(
     LiveIn { dense, sets: IdVec::from_vec(sets) }
 }
 
+/// Phis at the iterated dominance frontiers of the registers written in
+/// one block and read in another (semi-pruned global names), where the
+/// register is live on entry (pruned).
+fn place_phis(
+    insts: &[Inst<'_>],
+    cfg: &Cfg,
+    (use_regs, use_start): (&[RegId], &[u32]),
+    (def_regs, def_start): (&[RegId], &[u32]),
+    values: &mut IdVec<ValueId, ValueDef>,
+    phis: &mut IdVec<PhiId, Phi>,
+    block_phis: &mut IdVec<BlockId, Vec<PhiId>>,
+) {
+    let nb = cfg.len();
+    // (every register is read or written somewhere)
+    let nr = use_regs.iter().chain(def_regs).map(|&r| r as usize + 1).max().unwrap_or(0);
+    let mut def_pairs: Vec<(RegId, BlockId)> = Vec::with_capacity(def_regs.len());
+    let mut last_def: Vec<Option<BlockId>> = vec![None; nr];
+    let mut global = vec![false; nr];
+    let mut killed: Vec<Option<BlockId>> = vec![None; nr];
+    for (b, blk) in cfg.blocks.iter_enumerated() {
+        for i in blk.start.index()..blk.end.index() {
+            for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
+                if killed[r as usize] != Some(b) {
+                    global[r as usize] = true;
+                }
+            }
+            for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
+                // a guarded write does not kill the previous value
+                if insts[i].ast.guard.is_none() {
+                    killed[r as usize] = Some(b);
+                } else {
+                    global[r as usize] = true;
+                }
+                if last_def[r as usize] != Some(b) {
+                    last_def[r as usize] = Some(b);
+                    def_pairs.push((r, b));
+                }
+            }
+        }
+    }
+    let def_blocks: IdLists<RegId, BlockId> = IdLists::from_pairs(nr, &def_pairs);
+    // dominance frontiers
+    let mut df: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
+    for b in cfg.blocks.keys() {
+        if cfg.blocks[b].preds.len() < 2 || !cfg.reachable(b) {
+            continue;
+        }
+        let Some(idom_b) = cfg.idom(b) else { continue };
+        for &p in &cfg.blocks[b].preds {
+            if !cfg.reachable(p) {
+                continue;
+            }
+            let mut runner = p;
+            while runner != idom_b {
+                if df[runner].last() != Some(&b) {
+                    df[runner].push(b);
+                }
+                match cfg.idom(runner) {
+                    Some(x) if x != runner => runner = x,
+                    _ => break,
+                }
+            }
+        }
+    }
+    let live_in = live_in_sets(insts, cfg, &global, use_regs, use_start, def_regs, def_start);
+    // phi placement (pruned: only where the register is live on entry)
+    let mut has_phi: IdVec<BlockId, usize> = IdVec::filled(nb, usize::MAX);
+    let mut in_work: IdVec<BlockId, usize> = IdVec::filled(nb, usize::MAX);
+    let mut work = Vec::new();
+    for r in 0..nr {
+        if !global[r] || def_blocks[r as RegId].is_empty() {
+            continue;
+        }
+        work.clear();
+        for &b in &def_blocks[r as RegId] {
+            in_work[b] = r;
+            work.push(b);
+        }
+        while let Some(x) = work.pop() {
+            for &y in &df[x] {
+                if has_phi[y] != r && live_in.contains(y, r) {
+                    has_phi[y] = r;
+                    let p = PhiId::new(phis.len());
+                    let v = values.push(ValueDef::Phi(p));
+                    block_phis[y].push(p);
+                    phis.push(Phi { block: y, reg: r as RegId, value: v, incoming: Vec::new() });
+                    if in_work[y] != r {
+                        in_work[y] = r;
+                        work.push(y);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl<'a> Ssa<'a> {
     pub fn build(insts: &IdVec<InstId, Inst<'a>>, cfg: &Cfg) -> Ssa<'a> {
         let insts = insts.as_slice();
         let n = insts.len();
         let nb = cfg.len();
-        let mut reg_index: FxHashMap<&'a str, RegId> = FxHashMap::default();
-        let mut regs: Vec<&'a str> = Vec::new();
+        // (about a register per instruction: sized once, not grown)
+        let mut reg_index: FxHashMap<&'a str, RegId> = FxHashMap::with_capacity_and_hasher(n, Default::default());
+        let mut regs: Vec<&'a str> = Vec::with_capacity(n);
         let mut intern = |r: &'a str, regs: &mut Vec<&'a str>| -> RegId {
             *reg_index.entry(r).or_insert_with(|| {
                 regs.push(r);
@@ -187,89 +284,13 @@ impl<'a> Ssa<'a> {
         def_start.push(def_regs.len() as u32);
         let nr = regs.len();
         let specials: Vec<Option<Special>> = regs.iter().map(|r| Special::parse(r)).collect();
-
-        // def blocks and global names
-        let mut def_pairs: Vec<(RegId, BlockId)> = Vec::with_capacity(def_regs.len());
-        let mut last_def: Vec<Option<BlockId>> = vec![None; nr];
-        let mut global = vec![false; nr];
-        let mut killed: Vec<Option<BlockId>> = vec![None; nr];
-        for (b, blk) in cfg.blocks.iter_enumerated() {
-            for i in blk.start.index()..blk.end.index() {
-                for &r in &use_regs[use_start[i] as usize..use_start[i + 1] as usize] {
-                    if killed[r as usize] != Some(b) {
-                        global[r as usize] = true;
-                    }
-                }
-                for &r in &def_regs[def_start[i] as usize..def_start[i + 1] as usize] {
-                    // a guarded write does not kill the previous value
-                    if insts[i].ast.guard.is_none() {
-                        killed[r as usize] = Some(b);
-                    } else {
-                        global[r as usize] = true;
-                    }
-                    if last_def[r as usize] != Some(b) {
-                        last_def[r as usize] = Some(b);
-                        def_pairs.push((r, b));
-                    }
-                }
-            }
-        }
-        let def_blocks: IdLists<RegId, BlockId> = IdLists::from_pairs(nr, &def_pairs);
-        // dominance frontiers
-        let mut df: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
-        for b in cfg.blocks.keys() {
-            if cfg.blocks[b].preds.len() < 2 || !cfg.reachable(b) {
-                continue;
-            }
-            let Some(idom_b) = cfg.idom(b) else { continue };
-            for &p in &cfg.blocks[b].preds {
-                if !cfg.reachable(p) {
-                    continue;
-                }
-                let mut runner = p;
-                while runner != idom_b {
-                    if df[runner].last() != Some(&b) {
-                        df[runner].push(b);
-                    }
-                    match cfg.idom(runner) {
-                        Some(x) if x != runner => runner = x,
-                        _ => break,
-                    }
-                }
-            }
-        }
-        let live_in = live_in_sets(insts, cfg, &global, &use_regs, &use_start, &def_regs, &def_start);
-        // phi placement (pruned: only where the register is live on entry)
         let mut values: IdVec<ValueId, ValueDef> = IdVec::with_capacity(n + 16);
         let mut phis: IdVec<PhiId, Phi> = IdVec::new();
         let mut block_phis: IdVec<BlockId, Vec<PhiId>> = IdVec::filled(nb, Vec::new());
-        let mut has_phi: IdVec<BlockId, usize> = IdVec::filled(nb, usize::MAX);
-        let mut in_work: IdVec<BlockId, usize> = IdVec::filled(nb, usize::MAX);
-        let mut work = Vec::new();
-        for r in 0..nr {
-            if !global[r] || def_blocks[r as RegId].is_empty() {
-                continue;
-            }
-            work.clear();
-            for &b in &def_blocks[r as RegId] {
-                in_work[b] = r;
-                work.push(b);
-            }
-            while let Some(x) = work.pop() {
-                for &y in &df[x] {
-                    if has_phi[y] != r && live_in.contains(y, r) {
-                        has_phi[y] = r;
-                        let p = PhiId::new(phis.len());
-                        let v = values.push(ValueDef::Phi(p));
-                        block_phis[y].push(p);
-                        phis.push(Phi { block: y, reg: r as RegId, value: v, incoming: Vec::new() });
-                        if in_work[y] != r {
-                            in_work[y] = r;
-                            work.push(y);
-                        }
-                    }
-                }
-            }
+        // phis go where paths join: a function with no block of two predecessors (most
+        // device functions are one block) has none
+        if cfg.blocks.iter().any(|b| b.preds.len() >= 2) {
+            place_phis(insts, cfg, (&use_regs, &use_start), (&def_regs, &def_start), &mut values, &mut phis, &mut block_phis);
         }
         // renaming along the dominator tree
         let mut children: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());
@@ -383,6 +404,7 @@ impl<'a> Ssa<'a> {
             }
         }
         let users = IdLists::from_pairs(values.len(), &user_pairs);
+        regs.shrink_to_fit();
         Ssa { regs, values, phis, block_phis, use_regs, use_vals, use_start, def_vals, def_prior, def_start, users, specials }
     }
 
