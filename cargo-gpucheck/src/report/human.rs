@@ -4,7 +4,7 @@
 
 use super::source::{self, SourceText};
 use crate::diagnostic::Diagnostic;
-use annotate_snippets::{AnnotationKind, Level as SLevel, Renderer, Snippet};
+use annotate_snippets::{AnnotationKind, Group, Level as SLevel, Renderer, Snippet};
 use gpucheck_analysis::{Level, NoteKind};
 
 /// Byte offset of (line, col) in `src` (1-based), clamped to the line.
@@ -59,17 +59,76 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
             None => notes.push((NoteKind::Note, format!("{label} at {file}:{l}:{c}"))),
         }
     }
-    notes.extend(d.notes.iter().cloned());
-    notes.push((NoteKind::Note, d.level_note.clone()));
-    let mut group = level(d).primary_title(f.message.as_str()).element(snippet);
-    for (k, t) in &notes {
-        group = group.element(match k {
-            NoteKind::Note => SLevel::NOTE.message(t.as_str()),
-            NoteKind::Help => SLevel::HELP.message(t.as_str()),
-        });
-    }
-    let r = if color { Renderer::styled() } else { Renderer::plain() };
+    let notes: Vec<(&NoteKind, &str)> =
+        notes.iter().chain(&d.notes).map(|(k, t)| (k, t.as_str())).chain([(&NoteKind::Note, d.level_note.as_str())]).collect();
+    with_notes(level(d).primary_title(f.message.as_str()).element(snippet), &notes, color)
+}
 
+/// A note annotate-snippets prints as it is: no blank line, no line
+/// break at either end, no control character but the line breaks, none
+/// of the invisible characters it may replace.
+fn plain_note(t: &str) -> bool {
+    let b = t.as_bytes();
+    if b.first().is_none_or(|&c| c == b'\n') || b.last() == Some(&b'\n') {
+        return false;
+    }
+    let mut prev = 0u8;
+    for &c in b {
+        if (c < b' ' && c != b'\n') || c == 0x7f || (c == b'\n' && prev == b'\n') {
+            return false;
+        }
+        prev = c;
+    }
+    t.is_ascii()
+        || t.chars().all(|c| {
+            !(c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'))
+        })
+}
+
+/// A diagnostic's text: its title and snippet (`group`) and then its
+/// notes and helps, `= note: …` under the gutter. annotate-snippets lays
+/// every character of a note out in a grid of styled cells; in plain text
+/// a note whose characters it prints as they are is appended here instead,
+/// byte for byte what it would render (`notes_as_annotate_snippets_renders`):
+/// with 4,000 diagnostics, their notes had been most of the run.
+fn with_notes<'a>(group: Group<'a>, notes: &[(&NoteKind, &'a str)], color: bool) -> String {
+    let note_level = |k: &NoteKind| match k {
+        NoteKind::Note => SLevel::NOTE,
+        NoteKind::Help => SLevel::HELP,
+    };
+    if !color && !notes.is_empty() && notes.iter().all(|(_, t)| plain_note(t)) {
+        let head = Renderer::plain().render(std::slice::from_ref(&group)).to_string();
+        // the gutter: the empty one under `-->`, or none (a title alone)
+        let pad = match head.lines().find(|l| l.trim_start() == "|") {
+            Some(l) => Some(l.len() - 1),
+            None => (!head.contains('\n')).then_some(1),
+        };
+        if let Some(pad) = pad {
+            let mut out = head;
+            out.reserve(pad + 2 + notes.iter().map(|(_, t)| t.len() + pad + 9).sum::<usize>());
+            // (continuation lines align under the text, after `= note: `)
+            let spaces = " ".repeat(pad + 8);
+            out.push('\n');
+            out.push_str(&spaces[..pad]);
+            out.push('|');
+            for (k, t) in notes {
+                let name = if matches!(k, NoteKind::Note) { "note" } else { "help" };
+                for (i, line) in t.split('\n').enumerate() {
+                    out.push('\n');
+                    out.push_str(&spaces[..pad + if i == 0 { 0 } else { name.len() + 4 }]);
+                    if i == 0 {
+                        out.push_str("= ");
+                        out.push_str(name);
+                        out.push_str(": ");
+                    }
+                    out.push_str(line);
+                }
+            }
+            return out;
+        }
+    }
+    let group = group.elements(notes.iter().map(|(k, t)| note_level(k).message(*t)));
+    let r = if color { Renderer::styled() } else { Renderer::plain() };
     r.render(&[group]).to_string()
 }
 
@@ -77,17 +136,12 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
 fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
     let f = &d.finding;
     let loc = format!("at {origin}:{}:{}", d.line, d.col);
-    let mut group = level(d).primary_title(f.message.as_str()).element(SLevel::NOTE.message(loc.as_str()));
-    for (kind, text) in &d.notes {
-        group = group.element(match kind {
-            NoteKind::Note => SLevel::NOTE.message(text.as_str()),
-            NoteKind::Help => SLevel::HELP.message(text.as_str()),
-        });
-    }
-    group = group.element(SLevel::NOTE.message(d.level_note.as_str()));
-    let r = if color { Renderer::styled() } else { Renderer::plain() };
-
-    r.render(&[group]).to_string()
+    let notes: Vec<(&NoteKind, &str)> = [(&NoteKind::Note, loc.as_str())]
+        .into_iter()
+        .chain(d.notes.iter().map(|(k, t)| (k, t.as_str())))
+        .chain([(&NoteKind::Note, d.level_note.as_str())])
+        .collect();
+    with_notes(Group::with_title(level(d).primary_title(f.message.as_str())), &notes, color)
 }
 
 /// cargo's closing line for one package: `warning: `x` (lib) generated 3
@@ -172,4 +226,65 @@ pub fn coverage_note(cov: &[gpucheck_analysis::CoverageReport]) {
         cov.len(),
         why.join("; ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What annotate-snippets renders for `group` with `notes`, in plain text.
+    fn rendered(group: Group<'_>, notes: &[(&NoteKind, &str)]) -> String {
+        let group = group.elements(notes.iter().map(|(k, t)| match k {
+            NoteKind::Note => SLevel::NOTE.message(*t),
+            NoteKind::Help => SLevel::HELP.message(*t),
+        }));
+        Renderer::plain().render(&[group]).to_string()
+    }
+
+    /// The notes appended to a title and snippet are what annotate-snippets
+    /// renders, for gutters of every width, one annotation or two, a title
+    /// alone, and notes of one line or several, long, with tabs, wide or
+    /// invisible characters (the last ones left to annotate-snippets).
+    #[test]
+    fn notes_as_annotate_snippets_renders() {
+        let src = "let a = 1;\n\tst.shared.f32 \t[%r8+0], %f1; // ×\nlast line here\n";
+        let long = "a note of many words ".repeat(30);
+        let note_sets: Vec<Vec<(&NoteKind, &str)>> = vec![
+            vec![],
+            vec![(&NoteKind::Note, "one")],
+            vec![
+                (&NoteKind::Note, "one"),
+                (&NoteKind::Help, "do this: `x[i]` ≤ 4×4"),
+                (&NoteKind::Note, "`#[warn(gpucheck::x)]` on by default"),
+            ],
+            vec![(&NoteKind::Help, "two\nlines"), (&NoteKind::Note, "three\nlines\n here")],
+            vec![(&NoteKind::Note, long.as_str()), (&NoteKind::Note, "tab\tinside "), (&NoteKind::Help, " leading space")],
+            vec![(&NoteKind::Note, "blank\n\nline"), (&NoteKind::Note, "zero\u{200b}width")],
+            vec![(&NoteKind::Note, "carriage\rreturn"), (&NoteKind::Help, "\u{202e}bidi")],
+        ];
+        let mut checked = 0;
+        for line_start in [1, 9, 10, 99, 100, 9_998, 10_000, 123_456] {
+            for two in [false, true] {
+                for notes in &note_sets {
+                    let group = || {
+                        let mut snippet = Snippet::source(src)
+                            .line_start(line_start)
+                            .path("kernel.cu")
+                            .fold(true)
+                            .annotation(AnnotationKind::Primary.span(12..25).label("stride 16 × 4 bytes"));
+                        if two {
+                            let last = src.find("last").unwrap_or(0);
+                            snippet = snippet.annotation(AnnotationKind::Context.span(last..last + 4).label("the other access"));
+                        }
+                        SLevel::WARNING.primary_title("16-way shared memory bank conflict").element(snippet)
+                    };
+                    assert_eq!(with_notes(group(), notes, false), rendered(group(), notes), "line {line_start}, notes {notes:?}");
+                    let title = || Group::with_title(SLevel::ERROR.primary_title("data race on shared memory"));
+                    assert_eq!(with_notes(title(), notes, false), rendered(title(), notes), "title alone, notes {notes:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 8 * 2 * note_sets.len());
+    }
 }
