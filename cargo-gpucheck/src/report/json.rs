@@ -23,12 +23,40 @@ fn level(l: Level) -> &'static str {
 
 #[derive(Serialize)]
 pub struct Message<'d> {
-    gpucheck: serde_json::Map<String, Value>,
+    gpucheck: Fields,
     manifest_path: &'d str,
     message: Inner<'d>,
     package_id: &'d str,
     reason: &'static str,
     target: Target<'d>,
+}
+
+/// The `gpucheck` object of a message: its entries, written with their
+/// keys sorted (as `serde_json::Map` wrote them), a later entry of a key
+/// replacing an earlier one; no map of owned keys built per message.
+#[derive(Default)]
+pub struct Fields(Vec<(&'static str, Value)>);
+
+impl Fields {
+    fn insert(&mut self, key: &'static str, value: Value) {
+        self.0.push((key, value));
+    }
+}
+
+impl Serialize for Fields {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        // (a stable sort: entries of one key stay in the order given, the last kept)
+        let mut order: Vec<usize> = (0..self.0.len()).collect();
+        order.sort_by_key(|&i| self.0[i].0);
+        let last = |k: usize| order.get(k + 1).is_none_or(|&next| self.0[next].0 != self.0[order[k]].0);
+        let kept: Vec<usize> = (0..order.len()).filter(|&k| last(k)).map(|k| order[k]).collect();
+        let mut m = s.serialize_map(Some(kept.len()))?;
+        for i in kept {
+            m.serialize_entry(self.0[i].0, &self.0[i].1)?;
+        }
+        m.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -144,25 +172,25 @@ pub fn message<'d>(d: &'d Diagnostic, origin: &'d Origin, rendered: &'d str) -> 
         })
         .collect();
     children.push(child("note", &d.level_note));
-    let mut g = serde_json::Map::new();
-    g.insert("lint".into(), json!(f.lint.name));
+    let mut g = Fields::default();
+    g.insert("lint", json!(f.lint.name));
     // the kernel as its source names it; the PTX symbol beside it (a C++ kernel's is mangled)
-    g.insert("kernel".into(), json!(gpucheck_analysis::names::bare(&f.kernel)));
-    g.insert("ptx_kernel".into(), json!(&*f.kernel));
-    g.insert("ptx_file".into(), json!(d.ptx_file));
-    g.insert("ptx_line".into(), json!(f.ptx_line));
-    g.insert("duplicates".into(), json!(d.duplicates));
+    g.insert("kernel", json!(gpucheck_analysis::names::bare(&f.kernel)));
+    g.insert("ptx_kernel", json!(&*f.kernel));
+    g.insert("ptx_file", json!(d.ptx_file));
+    g.insert("ptx_line", json!(f.ptx_line));
+    g.insert("duplicates", json!(d.duplicates));
     // the copies' range of the number the message leads with (the headline is the worst)
     if let (Some(r), Some((lo, hi))) = (d.finding.rank, d.ranks) {
-        g.insert("copies_range".into(), json!({"low": lo, "high": hi, "unit": r.unit.trim_start_matches(['-', ' '])}));
+        g.insert("copies_range", json!({"low": lo, "high": hi, "unit": r.unit.trim_start_matches(['-', ' '])}));
     }
     for (k, v) in &f.metrics {
-        g.insert((*k).into(), metric_json(v));
+        g.insert(k, metric_json(v));
     }
     // the values the finding's numbers or witness rest on that the kernel does not fix
-    g.insert("assumes".into(), assumes_json(&f.assumes));
+    g.insert("assumes", assumes_json(&f.assumes));
     if let Some(r) = replay_json(&f.replay) {
-        g.insert("replay".into(), r);
+        g.insert("replay", r);
     }
     Message {
         gpucheck: g,
@@ -301,5 +329,32 @@ pub fn print_coverage(cov: &[gpucheck_analysis::CoverageReport], ptx_file: &str,
             "assumed_global_sites": c.assumed_global.iter().map(|s| site(s, "assumed_global")).collect::<Vec<_>>(),
         });
         let _ = std::io::Write::write_all(&mut out, format!("{v}\n").as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `gpucheck` object is written as the map of its entries: keys
+    /// sorted, the last entry of a key kept.
+    #[test]
+    fn fields_are_the_map_of_their_entries() {
+        let entries: [(&'static str, Value); 6] = [
+            ("lint", json!("x")),
+            ("assumes", json!([])),
+            ("kernel", json!("k")),
+            ("lint", json!("y")),
+            ("a_b", json!(1)),
+            ("kernel", json!(2)),
+        ];
+        let mut fields = Fields::default();
+        let mut map = serde_json::Map::new();
+        for (k, v) in entries {
+            fields.insert(k, v.clone());
+            map.insert(k.to_string(), v);
+        }
+        assert_eq!(serde_json::to_string(&fields).unwrap(), serde_json::to_string(&map).unwrap());
+        assert_eq!(serde_json::to_string(&fields).unwrap(), r#"{"a_b":1,"assumes":[],"kernel":2,"lint":"y"}"#);
     }
 }
