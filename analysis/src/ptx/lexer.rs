@@ -212,9 +212,8 @@ impl<'a> Lexer<'a> {
         } else if ident_start(c) {
             self.i += 1;
             loop {
-                while self.i < b.len() && ident_cont(b[self.i]) {
-                    self.i += 1;
-                }
+                let rest = &b[self.i..];
+                self.i += rest.iter().position(|&c| !ident_cont(c)).unwrap_or(rest.len());
                 // `shared::cta`, `cta_group::1`: `::` joins identifier parts
                 if self.i + 2 < b.len() && b[self.i] == b':' && b[self.i + 1] == b':' && (ident_cont(b[self.i + 2])) {
                     self.i += 2;
