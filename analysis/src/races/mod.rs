@@ -543,10 +543,16 @@ fn pairs_racing(
         (0..accesses.len()).map(|k| if in_pair[k] { sites.sampled(k, &mut Some(&mut *active)) } else { None }).collect();
     // the scalar parameters of each own access's address that some possible pair holds (a
     // callee's offsets are sampled values: its accesses are not solved for)
+    // (accesses at one address, a load and a store of `a[i] += x`, share them)
+    let mut of_value: FxHashMap<ValueId, Vec<ValueId>> = FxHashMap::default();
     let params: Vec<Vec<ValueId>> = accesses
         .iter()
         .enumerate()
-        .map(|(k, a)| a.addr_value.filter(|_| k < n && in_pair[k]).map(|v| crate::ir::values::scalar_parameters(f, v)).unwrap_or_default())
+        .map(|(k, a)| {
+            let v = a.addr_value.filter(|_| k < n && in_pair[k])?;
+            Some(of_value.entry(v).or_insert_with(|| crate::ir::values::scalar_parameters(f, v)).clone())
+        })
+        .map(Option::unwrap_or_default)
         .collect();
     let mut loops = LaterLoops::default();
     // the pairs to compare: those whose addresses meet at the samples, and those that need other
@@ -1196,7 +1202,7 @@ fn concurrent(
     let path = |x: InstId, y: InstId, ry: &BitSet| {
         let blk = &cfg.blocks[cfg.block_of(x)];
         // `y` later in the block before a barrier; a barrier first ends the path
-        for i in blk.insts().skip_while(|&i| i != x).skip(1) {
+        for i in (x.index() + 1..blk.end.index()).map(InstId::new) {
             if is_bar(i) {
                 return false;
             }
