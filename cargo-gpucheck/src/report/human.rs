@@ -259,6 +259,12 @@ mod tests {
             ],
             vec![(&NoteKind::Help, "two\nlines"), (&NoteKind::Note, "three\nlines\n here")],
             vec![(&NoteKind::Note, long.as_str()), (&NoteKind::Note, "tab\tinside "), (&NoteKind::Help, " leading space")],
+            vec![(&NoteKind::Note, " "), (&NoteKind::Help, "\u{a0}no-break\u{a0}"), (&NoteKind::Note, "wide 漢字 and é")],
+            vec![
+                (&NoteKind::Note, "trailing space "),
+                (&NoteKind::Help, "spaces  \n  then more  "),
+                (&NoteKind::Note, "`s[t]` and `s[t + 1]` — ok"),
+            ],
             vec![(&NoteKind::Note, "blank\n\nline"), (&NoteKind::Note, "zero\u{200b}width")],
             vec![(&NoteKind::Note, "carriage\rreturn"), (&NoteKind::Help, "\u{202e}bidi")],
         ];
