@@ -57,7 +57,8 @@ fn tune_allocator() {
 }
 
 /// The threads rayon's pool starts: `RAYON_NUM_THREADS` when set (and not
-/// 0), else one per CPU this process may use.
+/// 0), else one per CPU this process may use. (Read here as rayon reads
+/// them: asking rayon would start its pool before the allocator is set.)
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn analysis_threads() -> i32 {
     let given = std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.trim().parse::<i32>().ok()).filter(|&n| n > 0);

@@ -179,8 +179,11 @@ impl Cfg {
                 blocks[s].preds.push(b);
             }
         }
-        let (dom, pdom) = dominator_trees(&blocks);
-        let (rpo, rpo_index) = reverse_post_order(&blocks);
+        let Trees { rpo, dom, pdom } = dominator_trees(&blocks);
+        let mut rpo_index: IdVec<BlockId, u32> = IdVec::filled(nb, u32::MAX);
+        for (i, &b) in rpo.iter().enumerate() {
+            rpo_index[b] = i as u32;
+        }
         let (dom_in, dom_out) = dominator_intervals(&blocks, &dom, &rpo_index);
         let mut cfg = Cfg {
             blocks,
@@ -406,11 +409,18 @@ fn dominator_intervals(
 /// No node (an immediate dominator of none).
 const NONE: u32 = u32::MAX;
 
-/// Immediate dominators and post-dominators of the blocks. Post-dominance
-/// is over a virtual exit node (index `blocks.len()`) that every block
-/// without successors goes to; blocks that cannot reach an exit (endless
-/// loops) get an edge to it too.
-fn dominator_trees(blocks: &IdVec<BlockId, Block>) -> (Vec<u32>, Vec<u32>) {
+/// The blocks' reverse post-order from the entry and their immediate
+/// dominators and post-dominators.
+struct Trees {
+    rpo: Vec<BlockId>,
+    dom: Vec<u32>,
+    pdom: Vec<u32>,
+}
+
+/// The blocks' [`Trees`]. Post-dominance is over a virtual exit node
+/// (index `blocks.len()`) that every block without successors goes to;
+/// blocks that cannot reach an exit (endless loops) get an edge to it too.
+fn dominator_trees(blocks: &IdVec<BlockId, Block>) -> Trees {
     let nb = blocks.len();
     let exit = nb as u32;
     // the blocks that reach an exit: backwards from the exits
@@ -434,9 +444,13 @@ fn dominator_trees(blocks: &IdVec<BlockId, Block>) -> (Vec<u32>, Vec<u32>) {
     }
     let forward = Adjacency::new(nb + 1, edges.iter().copied());
     let backward = Adjacency::new(nb + 1, edges.iter().map(|&(a, b)| (b, a)));
-    let mut dom = immediate_dominators(&forward, &backward, 0);
+    let order = reverse_post_order(&forward, 0);
+    let mut dom = immediate_dominators(&order, &backward);
     dom.truncate(nb);
-    (dom, immediate_dominators(&backward, &forward, exit))
+    let pdom = immediate_dominators(&reverse_post_order(&backward, exit), &forward);
+    // (the exit has no successors: leaving it out leaves the blocks' order as it was)
+    let rpo = order.into_iter().filter(|&x| x != exit).map(|x| BlockId::new(x as usize)).collect();
+    Trees { rpo, dom, pdom }
 }
 
 /// A graph's edges out of each node, in one list.
@@ -466,23 +480,20 @@ impl Adjacency {
     }
 }
 
-/// The immediate dominator of every node of a graph (`succs`, with its
-/// reverse `preds`) entered at `root`: `NONE` for the root and for the
-/// nodes it does not reach. Cooper, Harvey and Kennedy's iteration over
-/// reverse post-order ("A Simple, Fast Dominance Algorithm").
-fn immediate_dominators(succs: &Adjacency, preds: &Adjacency, root: u32) -> Vec<u32> {
+/// The nodes `root` reaches in a graph (`succs`), in reverse post-order of
+/// a depth-first walk that takes each node's successors in order.
+fn reverse_post_order(succs: &Adjacency, root: u32) -> Vec<u32> {
     let n = succs.start.len() - 1;
-    // reverse post-order from the root, and each node's place in it
-    let mut order = vec![NONE; n];
+    let mut seen = vec![false; n];
     let mut post: Vec<u32> = Vec::with_capacity(n);
     let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
-    order[root as usize] = 0;
+    seen[root as usize] = true;
     while let Some(&mut (x, ref mut next)) = stack.last_mut() {
         match succs.of(x).get(*next) {
             Some(&s) => {
                 *next += 1;
-                if order[s as usize] == NONE {
-                    order[s as usize] = 0;
+                if !seen[s as usize] {
+                    seen[s as usize] = true;
                     stack.push((s, 0));
                 }
             }
@@ -493,6 +504,19 @@ fn immediate_dominators(succs: &Adjacency, preds: &Adjacency, root: u32) -> Vec<
         }
     }
     post.reverse();
+    post
+}
+
+/// The immediate dominator of every node of a graph (its reverse
+/// post-order from the root, `post`, and each node's predecessors):
+/// `NONE` for the root and for the nodes it does not reach. Cooper,
+/// Harvey and Kennedy's iteration over reverse post-order ("A Simple,
+/// Fast Dominance Algorithm").
+fn immediate_dominators(post: &[u32], preds: &Adjacency) -> Vec<u32> {
+    let n = preds.start.len() - 1;
+    let Some(&root) = post.first() else { return vec![NONE; n] };
+    // each node's place in the order
+    let mut order = vec![NONE; n];
     for (i, &x) in post.iter().enumerate() {
         order[x as usize] = i as u32;
     }
@@ -527,37 +551,6 @@ fn immediate_dominators(succs: &Adjacency, preds: &Adjacency, root: u32) -> Vec<
     }
     idom[root as usize] = NONE;
     idom
-}
-
-fn reverse_post_order(blocks: &IdVec<BlockId, Block>) -> (Vec<BlockId>, IdVec<BlockId, u32>) {
-    let n = blocks.len();
-    let mut visited: IdVec<BlockId, bool> = IdVec::filled(n, false);
-    let mut post = Vec::with_capacity(n);
-    // iterative DFS
-    let entry = BlockId::new(0);
-    let mut stack: Vec<(BlockId, usize)> = vec![(entry, 0)];
-    if n > 0 {
-        visited[entry] = true;
-    }
-    while let Some(&mut (b, ref mut i)) = stack.last_mut() {
-        if *i < blocks[b].succs.len() {
-            let s = blocks[b].succs[*i];
-            *i += 1;
-            if !visited[s] {
-                visited[s] = true;
-                stack.push((s, 0));
-            }
-        } else {
-            post.push(b);
-            stack.pop();
-        }
-    }
-    post.reverse();
-    let mut idx: IdVec<BlockId, u32> = IdVec::filled(n, u32::MAX);
-    for (i, &b) in post.iter().enumerate() {
-        idx[b] = i as u32;
-    }
-    (post, idx)
 }
 
 #[cfg(test)]
@@ -620,36 +613,29 @@ mod tests {
             .collect()
     }
 
-    /// A small generator of random numbers (the tests' own, repeatable).
-    fn next(state: &mut u64) -> u64 {
-        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        *state >> 33
-    }
-
     /// The immediate dominators and post-dominators of random graphs (with
     /// unreachable nodes, endless loops and nodes with no successor) are
     /// those of the definition: post-dominance over a virtual exit that
     /// every block without successors, or that reaches none, goes to.
     #[test]
     fn dominator_trees_are_the_definitions() {
-        let mut state = 7u64;
+        let mut next = crate::xorshift(0x6a09_e667_f3bc_c908);
         for _ in 0..400 {
-            let nb = 1 + next(&mut state) as usize % 14;
+            let nb = 1 + next(14) as usize;
             let mut blocks: IdVec<BlockId, Block> = IdVec::new();
             for _ in 0..nb {
                 blocks.push(Block { start: InstId::new(0), end: InstId::new(0), succs: vec![], preds: vec![] });
             }
             for b in 0..nb {
-                let k = next(&mut state) % 4;
-                for _ in 0..k {
-                    let s = BlockId::new(next(&mut state) as usize % nb);
+                for _ in 0..next(4) {
+                    let s = BlockId::new(next(nb as u64) as usize);
                     if !blocks[BlockId::new(b)].succs.contains(&s) {
                         blocks[BlockId::new(b)].succs.push(s);
                         blocks[s].preds.push(BlockId::new(b));
                     }
                 }
             }
-            let (dom, pdom) = dominator_trees(&blocks);
+            let Trees { dom, pdom, .. } = dominator_trees(&blocks);
             let edges: Vec<(u32, u32)> =
                 blocks.iter_enumerated().flat_map(|(b, x)| x.succs.iter().map(move |s| (b.index() as u32, s.index() as u32))).collect();
             assert_eq!(dom, idoms_by_definition(nb, &edges, 0), "dominators of {edges:?}");

@@ -153,21 +153,19 @@ fn live_in_sets(
     LiveIn { dense, sets: IdVec::from_vec(sets) }
 }
 
-/// Phis at the iterated dominance frontiers of the registers written in
-/// one block and read in another (semi-pruned global names), where the
-/// register is live on entry (pruned).
+/// Phis at the iterated dominance frontiers of the `nr` registers'
+/// names written in one block and read in another (semi-pruned global
+/// names), where the register is live on entry (pruned); each phi's value
+/// is the one of its own index (phis are the first values).
 fn place_phis(
     insts: &[Inst<'_>],
     cfg: &Cfg,
+    nr: usize,
     (use_regs, use_start): (&[RegId], &[u32]),
     (def_regs, def_start): (&[RegId], &[u32]),
-    values: &mut IdVec<ValueId, ValueDef>,
-    phis: &mut IdVec<PhiId, Phi>,
-    block_phis: &mut IdVec<BlockId, Vec<PhiId>>,
-) {
+) -> IdVec<PhiId, Phi> {
     let nb = cfg.len();
-    // (every register is read or written somewhere)
-    let nr = use_regs.iter().chain(def_regs).map(|&r| r as usize + 1).max().unwrap_or(0);
+    let mut phis: IdVec<PhiId, Phi> = IdVec::new();
     let mut def_pairs: Vec<(RegId, BlockId)> = Vec::with_capacity(def_regs.len());
     let mut last_def: Vec<Option<BlockId>> = vec![None; nr];
     let mut global = vec![false; nr];
@@ -235,10 +233,8 @@ fn place_phis(
             for &y in &df[x] {
                 if has_phi[y] != r && live_in.contains(y, r) {
                     has_phi[y] = r;
-                    let p = PhiId::new(phis.len());
-                    let v = values.push(ValueDef::Phi(p));
-                    block_phis[y].push(p);
-                    phis.push(Phi { block: y, reg: r as RegId, value: v, incoming: Vec::new() });
+                    let value = ValueId::new(phis.len());
+                    phis.push(Phi { block: y, reg: r as RegId, value, incoming: Vec::new() });
                     if in_work[y] != r {
                         in_work[y] = r;
                         work.push(y);
@@ -247,6 +243,7 @@ fn place_phis(
             }
         }
     }
+    phis
 }
 
 impl<'a> Ssa<'a> {
@@ -284,13 +281,18 @@ impl<'a> Ssa<'a> {
         def_start.push(def_regs.len() as u32);
         let nr = regs.len();
         let specials: Vec<Option<Special>> = regs.iter().map(|r| Special::parse(r)).collect();
-        let mut values: IdVec<ValueId, ValueDef> = IdVec::with_capacity(n + 16);
-        let mut phis: IdVec<PhiId, Phi> = IdVec::new();
-        let mut block_phis: IdVec<BlockId, Vec<PhiId>> = IdVec::filled(nb, Vec::new());
         // phis go where paths join: a function with no block of two predecessors (most
         // device functions are one block) has none
-        if cfg.blocks.iter().any(|b| b.preds.len() >= 2) {
-            place_phis(insts, cfg, (&use_regs, &use_start), (&def_regs, &def_start), &mut values, &mut phis, &mut block_phis);
+        let mut phis = if cfg.blocks.iter().any(|b| b.preds.len() >= 2) {
+            place_phis(insts, cfg, nr, (&use_regs, &use_start), (&def_regs, &def_start))
+        } else {
+            IdVec::new()
+        };
+        let mut values: IdVec<ValueId, ValueDef> = IdVec::with_capacity(n + phis.len() + 16);
+        let mut block_phis: IdVec<BlockId, Vec<PhiId>> = IdVec::filled(nb, Vec::new());
+        for (p, ph) in phis.iter_enumerated() {
+            values.push(ValueDef::Phi(p));
+            block_phis[ph.block].push(p);
         }
         // renaming along the dominator tree
         let mut children: IdVec<BlockId, Vec<BlockId>> = IdVec::filled(nb, Vec::new());

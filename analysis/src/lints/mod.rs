@@ -140,6 +140,16 @@ pub enum NoteKind {
     Help,
 }
 
+impl NoteKind {
+    /// The word rustc's messages give it: `note`, `help`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            NoteKind::Note => "note",
+            NoteKind::Help => "help",
+        }
+    }
+}
+
 /// Texts that many findings say alike (a fix, a condition), each kept
 /// once and shared ([`Text::Plain`] is an `Arc`).
 #[derive(Default)]

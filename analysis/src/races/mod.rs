@@ -548,11 +548,10 @@ fn pairs_racing(
     let params: Vec<Vec<ValueId>> = accesses
         .iter()
         .enumerate()
-        .map(|(k, a)| {
-            let v = a.addr_value.filter(|_| k < n && in_pair[k])?;
-            Some(of_value.entry(v).or_insert_with(|| crate::ir::values::scalar_parameters(f, v)).clone())
+        .map(|(k, a)| match a.addr_value.filter(|_| k < n && in_pair[k]) {
+            Some(v) => of_value.entry(v).or_insert_with(|| crate::ir::values::scalar_parameters(f, v)).clone(),
+            None => Vec::new(),
         })
-        .map(Option::unwrap_or_default)
         .collect();
     let mut loops = LaterLoops::default();
     // the pairs to compare: those whose addresses meet at the samples, and those that need other

@@ -1,6 +1,7 @@
 //! rustc-style text rendered with `annotate-snippets` (the renderer rustc
 //! uses): `warning: …`, `--> file:line:col`, the source line with the span
-//! underlined, `= note:` / `= help:` footers, and cargo's summary line.
+//! underlined, `= note:` / `= help:` footers (in plain text appended as it
+//! would render them, [`with_notes`]), and cargo's summary line.
 
 use super::source::{self, SourceText};
 use crate::diagnostic::Diagnostic;
@@ -17,6 +18,14 @@ fn offset(src: &str, line: u32, col: u32) -> Option<usize> {
         off += l.len();
     }
     None
+}
+
+/// The level annotate-snippets gives a note or a help.
+fn note_level(k: &NoteKind) -> SLevel<'static> {
+    match k {
+        NoteKind::Note => SLevel::NOTE,
+        NoteKind::Help => SLevel::HELP,
+    }
 }
 
 fn level(d: &Diagnostic) -> SLevel<'static> {
@@ -72,14 +81,15 @@ fn plain_note(t: &str) -> bool {
     if b.first().is_none_or(|&c| c == b'\n') || b.last() == Some(&b'\n') {
         return false;
     }
-    let mut prev = 0u8;
+    let (mut prev, mut ascii) = (0u8, true);
     for &c in b {
         if (c < b' ' && c != b'\n') || c == 0x7f || (c == b'\n' && prev == b'\n') {
             return false;
         }
+        ascii &= c.is_ascii();
         prev = c;
     }
-    t.is_ascii()
+    ascii
         || t.chars().all(|c| {
             !(c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'))
         })
@@ -92,10 +102,6 @@ fn plain_note(t: &str) -> bool {
 /// byte for byte what it would render (`notes_as_annotate_snippets_renders`):
 /// with 4,000 diagnostics, their notes had been most of the run.
 fn with_notes<'a>(group: Group<'a>, notes: &[(&NoteKind, &'a str)], color: bool) -> String {
-    let note_level = |k: &NoteKind| match k {
-        NoteKind::Note => SLevel::NOTE,
-        NoteKind::Help => SLevel::HELP,
-    };
     if !color && !notes.is_empty() && notes.iter().all(|(_, t)| plain_note(t)) {
         let head = Renderer::plain().render(std::slice::from_ref(&group)).to_string();
         // the gutter: the empty one under `-->`, or none (a title alone)
@@ -112,7 +118,7 @@ fn with_notes<'a>(group: Group<'a>, notes: &[(&NoteKind, &'a str)], color: bool)
             out.push_str(&spaces[..pad]);
             out.push('|');
             for (k, t) in notes {
-                let name = if matches!(k, NoteKind::Note) { "note" } else { "help" };
+                let name = k.name();
                 for (i, line) in t.split('\n').enumerate() {
                     out.push('\n');
                     out.push_str(&spaces[..pad + if i == 0 { 0 } else { name.len() + 4 }]);
@@ -234,10 +240,7 @@ mod tests {
 
     /// What annotate-snippets renders for `group` with `notes`, in plain text.
     fn rendered(group: Group<'_>, notes: &[(&NoteKind, &str)]) -> String {
-        let group = group.elements(notes.iter().map(|(k, t)| match k {
-            NoteKind::Note => SLevel::NOTE.message(*t),
-            NoteKind::Help => SLevel::HELP.message(*t),
-        }));
+        let group = group.elements(notes.iter().map(|(k, t)| note_level(k).message(*t)));
         Renderer::plain().render(&[group]).to_string()
     }
 

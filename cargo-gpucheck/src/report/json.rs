@@ -5,7 +5,7 @@
 
 use super::Origin;
 use crate::diagnostic::{metric_json, Diagnostic};
-use gpucheck_analysis::{Level, NoteKind};
+use gpucheck_analysis::Level;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -158,19 +158,7 @@ pub fn message<'d>(d: &'d Diagnostic, origin: &'d Origin, rendered: &'d str) -> 
         spans.push(span(sf, Some(abs), *l, *c, *ce, false, label));
     }
     let child = |level: &'static str, message: &'d str| Child { children: [], code: (), level, message, rendered: (), spans: [] };
-    let mut children: Vec<Child<'d>> = d
-        .notes
-        .iter()
-        .map(|(kind, text)| {
-            child(
-                match kind {
-                    NoteKind::Note => "note",
-                    NoteKind::Help => "help",
-                },
-                text,
-            )
-        })
-        .collect();
+    let mut children: Vec<Child<'d>> = d.notes.iter().map(|(kind, text)| child(kind.name(), text)).collect();
     children.push(child("note", &d.level_note));
     let mut g = Fields::default();
     g.insert("lint", json!(f.lint.name));
