@@ -7,6 +7,7 @@
 //! analysis → levels → suppression → report. Does not own: analysis
 //! (`gpucheck-analysis`), builds (`build`), levels (`levels`), comments
 //! (`suppress`), rendering (`report`), confirmation runs (`confirm`).
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 mod build;
 mod cli;
@@ -22,7 +23,6 @@ mod suppress;
 mod view;
 
 use anyhow::{Context, Result};
-use clap::Parser;
 use cli::{Cargo, ColorChoice, Command, MessageFormat, OutputArgs};
 use diagnostic::{prepare, Diagnostic, PathStyle};
 use gpucheck_analysis::lints::registry;
@@ -57,15 +57,62 @@ fn tune_allocator() {
 }
 
 /// The threads rayon's pool starts: `RAYON_NUM_THREADS` when set (and not
-/// 0), else one per CPU this process may use. (Read here as rayon reads
-/// them: asking rayon would start its pool before the allocator is set.)
+/// 0), else one per CPU this process may run on. (Read here as rayon reads
+/// them: asking rayon would start its pool before the allocator is set.
+/// The CPUs are the affinity mask's, one system call: the standard
+/// library's count also reads the cgroup's CPU quota from `/proc`, 40 µs
+/// in a container, a thirtieth of a one-kernel file's check, and rayon
+/// asks it again only where it starts its pool. Where a quota leaves
+/// rayon fewer threads than CPUs, the main thread keeps a heap of its own.)
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn analysis_threads() -> i32 {
     let given = std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.trim().parse::<i32>().ok()).filter(|&n| n > 0);
-    given.or_else(|| std::thread::available_parallelism().ok().and_then(|n| i32::try_from(n.get()).ok())).unwrap_or(1)
+    given
+        .or_else(|| {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set, and the call writes at most its size
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+                    .then(|| libc::CPU_COUNT(&set))
+                    .filter(|&n| n > 0)
+            }
+        })
+        .unwrap_or(1)
 }
 
+/// The process's entry, called by the C runtime itself on Linux with
+/// glibc. The standard library's own entry first finds the main thread's
+/// stack, for its stack-overflow message, by reading and parsing
+/// `/proc/self/maps` (`pthread_getattr_np`): a tenth of a millisecond, a
+/// twelfth of a one-kernel file's whole check. Here a stack overflow ends
+/// the process with the signal's plain message instead, a panic still
+/// prints its message and exits with status 101, and arguments still come
+/// from `std::env` (glibc hands them to the standard library before this).
+#[cfg(all(not(test), target_os = "linux", target_env = "gnu"))]
+#[no_mangle]
+pub extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
+    // what the standard library's entry does that this program needs: standard
+    // streams closed by the caller opened on /dev/null (so that no file this
+    // program opens becomes its output)
+    for fd in 0..3 {
+        // SAFETY: fcntl and open on plain descriptors and a constant NUL-terminated path
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF) {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+    }
+    let code = std::panic::catch_unwind(start).unwrap_or(101);
+    std::process::exit(code)
+}
+
+#[cfg(not(all(not(test), target_os = "linux", target_env = "gnu")))]
 fn main() {
+    std::process::exit(start());
+}
+
+/// Run the command line; its exit status.
+fn start() -> i32 {
     // a reader that closes the pipe early (`| head`) ends the process quietly, as
     // cargo and ripgrep do, instead of a panic in the next print
     #[cfg(unix)]
@@ -74,14 +121,13 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     tune_allocator();
-    let code = match run() {
+    match run() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e:#}");
             2
         }
-    };
-    std::process::exit(code);
+    }
 }
 
 fn run() -> Result<i32> {
@@ -106,7 +152,7 @@ fn run() -> Result<i32> {
         print!("{help}");
         return Ok(0);
     }
-    let Cargo::Gpucheck(a) = match Cargo::try_parse_from(args) {
+    let Cargo::Gpucheck(a) = match cli::parse(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
