@@ -50,7 +50,10 @@ fn setp_of(f: &FunctionIr<'_>, v: ValueId) -> Option<(InstId, Cmp)> {
     Some((i, inst.cmp?))
 }
 
-pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Split {
+/// How branch `br` splits warps. `ev`: an evaluator over the block's
+/// threads, the same for every branch of the function (the values its
+/// conditions share, and those that rest on no sample, computed once).
+pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape, ev: &mut Evaluator<'_, '_>) -> Split {
     let setp = setp_of(f, br.cond);
     let diff = setp.map(|(i, _)| {
         let ops = f.insts[i].operands();
@@ -64,7 +67,7 @@ pub fn classify(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shap
             return Split::TripCount;
         }
     }
-    match exact(f, d, br, shape) {
+    match exact(f, br, ev) {
         Ok(s) => return s,
         Err(EvalErr::Opaque) | Err(EvalErr::Leaf(_)) => {}
     }
@@ -158,8 +161,7 @@ fn iv_step(f: &FunctionIr<'_>, d: &Divergence, i: InstId, l: LoopId) -> Option<A
     None
 }
 
-fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> Result<Split, EvalErr> {
-    let mut ev = Evaluator::new(f, d, shape.block, shape.lanes());
+fn exact(f: &FunctionIr<'_>, br: &DivBranch, ev: &mut Evaluator<'_, '_>) -> Result<Split, EvalErr> {
     let mut best: Option<Split> = None;
     // assignments of sampled leaves, explored depth-first (at most 3 leaves, 64 tries)
     let mut pending: Vec<Vec<(ValueId, i64)>> = vec![vec![]];
@@ -178,9 +180,14 @@ fn exact(f: &FunctionIr<'_>, d: &Divergence, br: &DivBranch, shape: &Shape) -> R
             Some(EvalErr::Opaque) => return Err(EvalErr::Opaque),
             Some(EvalErr::Leaf(v)) => {
                 if assign.len() >= 3 {
+                    // which leaves a value needs is its expression's, whatever they are
+                    // given: no other assignment of three leaves gives the condition either
+                    if best.is_none() {
+                        return Err(EvalErr::Opaque);
+                    }
                     continue;
                 }
-                let s = samples(f, &ev, v);
+                let s = samples(f, ev, v);
                 if s.is_empty() {
                     if best.is_none() {
                         return Err(EvalErr::Leaf(v));

@@ -300,14 +300,16 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         grid: Option<[u32; 3]>,
         imports: &mut dyn FnMut(&[CallFact<'a>]) -> Imports,
     ) -> KernelFacts<'f, 'a> {
+        let mut ev = crate::divergence::eval::Evaluator::new(f, d, shape.block, shape.lanes());
         let mut branches: Vec<BranchFact> = d
             .branches
             .iter()
             .map(|br| {
                 let controlled = crate::ir::cfg::BlockSet::new(controlled_blocks(f, br.block), f.cfg.len());
-                BranchFact { br: *br, controlled, split: classify(f, d, br, shape), cost: branch_cost(f, br) }
+                BranchFact { br: *br, controlled, split: classify(f, d, br, shape, &mut ev), cost: branch_cost(f, br) }
             })
             .collect();
+        drop(ev);
         let barrier_call = |i: InstId| f.insts[i].call_target().is_some_and(|t| sums.has_barrier.contains(t));
         let mut barriers: Vec<BarrierFact> = f
             .insts
