@@ -95,11 +95,13 @@ impl Leaves {
 /// What the evaluators over one set of threads (of one block and grid
 /// shape) compute once for all of them ([`Evaluator::share_threads`]):
 /// the special registers' values (`%tid.x`, `%laneid`…), and the uniform
-/// lists by their value (found without hashing the list, and made without
-/// allocating one for every value that is the same in every thread).
+/// values by their value, as kept (one lane) and as given to callers
+/// (every lane): found without hashing a list, and made without
+/// allocating one for every value that is the same in every thread.
 #[derive(Clone, Default)]
 pub struct SameThreads {
     specials: Rc<RefCell<FxHashMap<Special, Option<Vals>>>>,
+    ones: Rc<RefCell<FxHashMap<i64, Rc<Vec<i64>>>>>,
     splats: Rc<RefCell<FxHashMap<i64, Rc<Vec<i64>>>>>,
 }
 
@@ -107,38 +109,46 @@ pub struct SameThreads {
 type Cache = Rc<RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>>;
 
 /// A value in every lane, with the sampled leaves it was computed from.
+/// A value the same in every lane (most of a kernel's values) is kept as
+/// that one lane: an instruction over such sources is computed once, and
+/// one over others takes it in every lane
+/// ([`crate::ir::scalar::Prepared::apply_lanes`]); only the evaluator's
+/// callers get it spread over every lane ([`Evaluator::values`]).
 #[derive(Clone, Debug)]
 struct Vals {
+    /// One value per lane, or the one value of every lane.
     lanes: Rc<Vec<i64>>,
     leaves: Leaves,
-    /// Every lane holds the same value (most of a kernel's values: an
-    /// instruction over such sources is computed once, in lane 0).
-    uniform: bool,
 }
 
 impl Vals {
+    /// The values of every lane (kept as one when they are equal).
     fn new(lanes: Vec<i64>, leaves: Leaves) -> Vals {
-        let uniform = lanes.iter().all(|&x| x == lanes[0]);
-        Vals { lanes: Rc::new(lanes), leaves, uniform }
-    }
-
-    /// The lanes an operation over these values needs to compute: the
-    /// first alone when every source is uniform (and there is one).
-    fn needed<'v>(srcs: impl IntoIterator<Item = &'v Vals>) -> usize {
-        let mut srcs = srcs.into_iter().peekable();
-        let n = srcs.peek().map_or(0, |x| x.lanes.len());
-        if srcs.all(|s| s.uniform) {
-            n.min(1)
-        } else {
-            n
+        match lanes.split_first() {
+            Some((&k, rest)) if !rest.is_empty() && rest.iter().all(|&x| x == k) => Vals::one(k, leaves),
+            _ => Vals { lanes: Rc::new(lanes), leaves },
         }
     }
-}
 
-impl std::ops::Deref for Vals {
-    type Target = [i64];
-    fn deref(&self) -> &[i64] {
-        &self.lanes
+    /// `k` in every lane.
+    fn one(k: i64, leaves: Leaves) -> Vals {
+        Vals { lanes: Rc::new(vec![k]), leaves }
+    }
+
+    /// Every lane holds the same value.
+    fn uniform(&self) -> bool {
+        self.lanes.len() == 1
+    }
+
+    /// Lane `t`'s value.
+    fn at(&self, t: usize) -> i64 {
+        self.lanes[if self.uniform() { 0 } else { t }]
+    }
+
+    /// The lanes an operation over these values computes: the first alone
+    /// when every source is uniform, else every lane of the one that is not.
+    fn needed<'v>(srcs: impl IntoIterator<Item = &'v Vals>) -> usize {
+        srcs.into_iter().map(|x| x.lanes.len()).max().unwrap_or(0)
     }
 }
 
@@ -277,29 +287,42 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// Values of `v` for every thread.
     pub fn values(&self, v: ValueId) -> Result<Rc<Vec<i64>>, EvalErr> {
-        self.value_d(v, 0).map(|x| x.lanes)
+        self.value_d(v, 0).map(|x| self.spread(x))
     }
 
     /// [`Self::values`], with the sampled leaves they were computed from.
     pub fn values_resting(&self, v: ValueId) -> Result<(Rc<Vec<i64>>, Leaves), EvalErr> {
-        self.value_d(v, 0).map(|x| (x.lanes, x.leaves))
+        self.value_d(v, 0).map(|x| {
+            let leaves = x.leaves.clone();
+            (self.spread(x), leaves)
+        })
+    }
+
+    /// Every lane's value (a uniform value's one list for each value).
+    fn spread(&self, x: Vals) -> Rc<Vec<i64>> {
+        match x.lanes[..] {
+            [k] if self.lanes.len() != 1 => {
+                self.same.splats.borrow_mut().entry(k).or_insert_with(|| Rc::new(vec![k; self.lanes.len()])).clone()
+            }
+            _ => x.lanes,
+        }
     }
 
     fn splat(&self, k: i64) -> Vals {
-        self.splat_resting(k, Leaves::none())
+        self.one(k, Leaves::none())
     }
 
     /// `k` in every lane, resting on `leaves` (one list for each value).
-    fn splat_resting(&self, k: i64, leaves: Leaves) -> Vals {
-        let lanes = self.same.splats.borrow_mut().entry(k).or_insert_with(|| Rc::new(vec![k; self.lanes.len()])).clone();
-        Vals { lanes, leaves, uniform: true }
+    fn one(&self, k: i64, leaves: Leaves) -> Vals {
+        let lanes = self.same.ones.borrow_mut().entry(k).or_insert_with(|| Rc::new(vec![k])).clone();
+        Vals { lanes, leaves }
     }
 
-    /// The values of every lane from those of the first `out.len()`: all
-    /// of them, or the first alone when the sources were uniform.
+    /// The values of every lane from those an operation computed: one
+    /// for all of them when its sources were uniform.
     fn widen(&self, out: Vec<i64>, leaves: Leaves) -> Vals {
-        match out[..] {
-            [k] if self.lanes.len() != 1 => self.splat_resting(k, leaves),
+        match out.split_first() {
+            Some((&k, rest)) if rest.iter().all(|&x| x == k) => self.one(k, leaves),
             _ => Vals::new(out, leaves),
         }
     }
@@ -307,7 +330,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// A leaf's value in every lane, resting on what it rests on.
     fn leaf_vals(&self, v: ValueId) -> Option<Vals> {
         let (k, on) = self.leaves.get(&v)?;
-        Some(self.splat_resting(*k, on.clone()))
+        Some(self.one(*k, on.clone()))
     }
 
     /// Take the values `first` (the same threads' evaluator of the loops'
@@ -354,11 +377,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
         }
         let mut r = self.compute(v, depth);
-        if let Ok(x) = &mut r {
-            x.lanes = match x.lanes.first() {
-                Some(&k) if x.uniform => self.same.splats.borrow_mut().entry(k).or_insert_with(|| x.lanes.clone()).clone(),
-                _ => self.lists.borrow_mut().share(x.lanes.clone()),
-            };
+        if let Some(x) = r.as_mut().ok().filter(|x| !x.uniform()) {
+            x.lanes = self.lists.borrow_mut().share(x.lanes.clone());
         }
         self.cache.borrow_mut().insert(v, r.clone());
         r
@@ -442,9 +462,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             let mut x = self.value_d(ind.init.ok_or(EvalErr::Opaque)?, depth + 1)?;
             let step = self.operand(ind.update, inst.operand(ind.step_operand).ok_or(EvalErr::Opaque)?, depth + 1)?;
             for _ in 0..n {
-                let k = Vals::needed([&x, &step]);
-                let mut out = Vec::with_capacity(k);
-                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x[..k], &step[..k]] } else { [&step[..k], &x[..k]] };
+                let mut out = Vec::with_capacity(Vals::needed([&x, &step]));
+                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x.lanes, &step.lanes] } else { [&step.lanes, &x.lanes] };
                 op.apply_lanes(&args, ty, &mut out).ok_or(EvalErr::Opaque)?;
                 x = self.widen(out, x.leaves.union(&step.leaves));
             }
@@ -520,7 +539,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
         let leaves = cond.leaves.union(&xa.leaves).union(&xb.leaves);
         let n = Vals::needed([&cond, &xa, &xb]);
-        Ok(self.widen((0..n).map(|t| if (cond[t] != 0) != g.negated { xa[t] } else { xb[t] }).collect(), leaves))
+        Ok(self.widen((0..n).map(|t| if (cond.at(t) != 0) != g.negated { xa.at(t) } else { xb.at(t) }).collect(), leaves))
     }
 
     /// Per-lane values of a special register (`None`: not known per lane,
@@ -569,7 +588,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             },
             Operand::Not(r) => {
                 let x = self.operand(i, &Operand::Reg(r), depth)?;
-                Ok(self.widen(x[..Vals::needed([&x])].iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
+                Ok(self.widen(x.lanes.iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
             }
             Operand::Imm(k) => Ok(self.splat(*k)),
             Operand::Sym(s) => crate::ir::inst::predefined_constant(s).map(|k| self.splat(k)).ok_or(EvalErr::Opaque),
@@ -591,7 +610,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         };
         let leaves = value.leaves.union(&gv.leaves).union(&prior.leaves);
         let n = Vals::needed([&gv, &value, &prior]);
-        Ok(self.widen((0..n).map(|t| if (gv[t] != 0) != g.negated { value[t] } else { prior[t] }).collect(), leaves))
+        Ok(self.widen((0..n).map(|t| if (gv.at(t) != 0) != g.negated { value.at(t) } else { prior.at(t) }).collect(), leaves))
     }
 
     /// The instruction's value in every lane, from its sources' values, by
@@ -609,7 +628,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let n = Vals::needed(&srcs);
         let mut refs: [&[i64]; 5] = [&[]; 5];
         for (r, s) in refs.iter_mut().zip(&srcs) {
-            *r = &s[..n];
+            *r = &s.lanes;
         }
         let mut out = Vec::with_capacity(n);
         op.apply_lanes(&refs[..srcs.len().min(5)], ty, &mut out).ok_or(EvalErr::Opaque)?;

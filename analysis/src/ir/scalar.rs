@@ -988,20 +988,39 @@ impl Prepared {
     }
 
     /// [`Prepared::apply`] over many lanes: `srcs[k][t]` is source `k` of
-    /// lane `t` (as the integers the evaluator keeps); each result is
-    /// pushed as [`to_i64`] of `ty`. `None` if some lane is undefined.
+    /// lane `t` (as the integers the evaluator keeps; a source of one lane
+    /// holds it in every lane); each result is pushed as [`to_i64`] of
+    /// `ty`. `None` if some lane is undefined.
     /// Integer binary operations run in a loop specialised to the
     /// operation (the same [`bin`] semantics, inlined).
     pub fn apply_lanes(&self, srcs: &[&[i64]], ty: Ty, out: &mut Vec<i64>) -> Option<()> {
-        let n = srcs.first().map_or(0, |x| x.len());
+        let n = srcs.iter().map(|x| x.len()).max().unwrap_or(0);
+        // a source of one lane holds that value in every lane
+        let at = |s: &[i64], t: usize| s[if s.len() == 1 { 0 } else { t }];
         if let (Prepared::Bin { op, ty: oty, sat, .. }, [a, b]) = (*self, srcs) {
             if !oty.is_float() {
                 if matches!(op, Bin::Div | Bin::Rem) && b.iter().any(|&x| x as u64 & mask(oty.bits()) == 0) {
                     return None;
                 }
+                // (a loop for each way the sources hold their lanes)
+                macro_rules! lanes {
+                    (|$x:ident, $y:ident| $e:expr) => {
+                        match (a.len() == n, b.len() == n) {
+                            (true, true) => out.extend(a.iter().zip(b.iter()).map(|(&$x, &$y)| $e)),
+                            (false, _) => {
+                                let $x = a[0];
+                                out.extend(b.iter().map(|&$y| $e))
+                            }
+                            (true, false) => {
+                                let $y = b[0];
+                                out.extend(a.iter().map(|&$x| $e))
+                            }
+                        }
+                    };
+                }
                 macro_rules! every_op {
                     ($oty:expr, $ty:expr) => {
-                        per_bin_op!(op, o => out.extend((0..n).map(|t| to_i64($ty, bin_int(o, $oty, a[t] as u64, b[t] as u64, sat)))))
+                        per_bin_op!(op, o => lanes!(|x, y| to_i64($ty, bin_int(o, $oty, x as u64, y as u64, sat))))
                     };
                 }
                 // the common types as constants: each loop is compiled for its width and signedness
@@ -1026,17 +1045,17 @@ impl Prepared {
                 out.extend(a.iter().map(|&x| out_of(cvt_int(dty, sty, x as u64, sat))))
             }
             (Prepared::Mad { ty: mty, mode, sat, .. }, [a, b, c]) if !mty.is_float() => {
-                out.extend((0..n).map(|t| out_of(mad_int(mty, mode, a[t] as u64, b[t] as u64, c[t] as u64, sat))))
+                out.extend((0..n).map(|t| out_of(mad_int(mty, mode, at(a, t) as u64, at(b, t) as u64, at(c, t) as u64, sat))))
             }
             (Prepared::Cmp { cmp: c, ty: cty, negate, combine: None, set: None, .. }, [a, b]) if !cty.is_float() => {
-                out.extend((0..n).map(|t| (cmp_int(c, cty, a[t] as u64, b[t] as u64) != negate) as i64))
+                out.extend((0..n).map(|t| (cmp_int(c, cty, at(a, t) as u64, at(b, t) as u64) != negate) as i64))
             }
             _ => {
                 let mut args = [0u64; 5];
                 let k = srcs.len().min(args.len());
                 for t in 0..n {
                     for (x, s) in args.iter_mut().zip(srcs) {
-                        *x = s[t] as u64;
+                        *x = at(s, t) as u64;
                     }
                     out.push(out_of(self.apply(&args[..k])?));
                 }
@@ -1178,7 +1197,56 @@ mod tests {
                     p.apply_lanes(&[&a, &b], ty, &mut out).unwrap();
                     let one: Vec<i64> = (0..a.len()).map(|t| to_i64(ty, p.apply(&[a[t] as u64, b[t] as u64]).unwrap())).collect();
                     assert_eq!(out, one, "{op:?} {oty:?} sat {sat}");
+                    // a source of one lane holds it in every lane, on either side
+                    for (k, &x) in values.iter().enumerate().step_by(5) {
+                        let spread = vec![x; b.len()];
+                        let mut out = Vec::new();
+                        p.apply_lanes(&[&[x], &b], ty, &mut out).unwrap();
+                        let mut want = Vec::new();
+                        p.apply_lanes(&[&spread, &b], ty, &mut want).unwrap();
+                        assert_eq!(out, want, "{op:?} {oty:?} sat {sat}: lane 0 {x} on the left");
+                        let y = b[k];
+                        let mut out = Vec::new();
+                        p.apply_lanes(&[&a, &[y]], ty, &mut out).unwrap();
+                        let mut want = Vec::new();
+                        p.apply_lanes(&[&a, &vec![y; a.len()]], ty, &mut want).unwrap();
+                        assert_eq!(out, want, "{op:?} {oty:?} sat {sat}: lane 0 {y} on the right");
+                    }
                 }
+            }
+        }
+    }
+
+    /// Sources of one lane among others (a value the same in every
+    /// thread, kept once) hold it in every lane: `mad`, comparisons and
+    /// the lane-by-lane loop (`selp`) as over the value spread.
+    #[test]
+    fn one_lane_sources_hold_in_every_lane() {
+        let full: Vec<i64> = vec![5, -3, 0, 17, 1 << 40, -1];
+        let n = full.len();
+        let u32t = Ty::U(32);
+        let cases = [
+            Prepared::Mad { ty: u32t, mode: Bin::MulLo, round: Round::Rn, ftz: false, sat: false },
+            Prepared::Selp,
+            Prepared::Cmp { cmp: Cmp::Lt, ty: Ty::S(32), ftz: false, negate: false, combine: None, set: None },
+        ];
+        for p in cases {
+            let arity = if matches!(p, Prepared::Mad { .. } | Prepared::Selp) { 3 } else { 2 };
+            // every way of keeping some sources as one lane (not all of them)
+            for shape in 0..(1u32 << arity) - 1 {
+                let srcs: Vec<Vec<i64>> = (0..arity)
+                    .map(|k| if shape >> k & 1 == 1 { vec![7 - k as i64] } else { full.iter().map(|x| x + k as i64).collect() })
+                    .collect();
+                let spread: Vec<Vec<i64>> = srcs.iter().map(|s| if s.len() == 1 { vec![s[0]; n] } else { s.clone() }).collect();
+                let (mut out, mut want) = (Vec::new(), Vec::new());
+                let refs: Vec<&[i64]> = srcs.iter().map(|s| &s[..]).collect();
+                p.apply_lanes(&refs, u32t, &mut out).unwrap();
+                let refs: Vec<&[i64]> = spread.iter().map(|s| &s[..]).collect();
+                p.apply_lanes(&refs, u32t, &mut want).unwrap();
+                let one: Vec<i64> =
+                    (0..n).map(|t| to_i64(u32t, p.apply(&spread.iter().map(|s| s[t] as u64).collect::<Vec<_>>()).unwrap())).collect();
+                assert_eq!(want, one, "{p:?}");
+                assert_eq!(out, want, "{p:?} with sources {shape:b} of one lane");
             }
         }
     }
