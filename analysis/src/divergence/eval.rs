@@ -548,17 +548,13 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         if let Some(v) = self.same.specials.borrow().get(&s) {
             return v.clone();
         }
-        let ntid = self.ntid.map(|x| x as u32);
-        let v = self
-            .lanes
-            .iter()
-            .map(|l| {
-                let pos =
-                    ThreadPos { tid: l.tid.map(|x| x as u32), ntid, nctaid: self.nctaid, lane: l.lane as u32, ..ThreadPos::default() };
-                scalar::special_value(s, &pos).map(|x| x as i64)
-            })
-            .collect::<Option<Vec<i64>>>()
-            .map(|x| Vals::new(x, Leaves::none()));
+        let mut pos = ThreadPos { ntid: self.ntid.map(|x| x as u32), nctaid: self.nctaid, ..ThreadPos::default() };
+        let mut lanes = Vec::with_capacity(self.lanes.len());
+        let all = self.lanes.iter().all(|l| {
+            (pos.tid, pos.lane) = (l.tid.map(|x| x as u32), l.lane as u32);
+            scalar::special_value(s, &pos).map(|x| lanes.push(x as i64)).is_some()
+        });
+        let v = all.then(|| self.widen(lanes, Leaves::none()));
         self.same.specials.borrow_mut().insert(s, v.clone());
         v
     }

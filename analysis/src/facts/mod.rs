@@ -300,7 +300,12 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
         grid: Option<[u32; 3]>,
         imports: &mut dyn FnMut(&[CallFact<'a>]) -> Imports,
     ) -> KernelFacts<'f, 'a> {
+        let evals = Evals::new(f, d, shape).with_grid(grid);
         let mut ev = crate::divergence::eval::Evaluator::new(f, d, shape.block, shape.lanes());
+        if grid.is_none() {
+            // (the same threads, and no grid: the same special registers)
+            ev.share_threads(evals.block_threads());
+        }
         let mut branches: Vec<BranchFact> = d
             .branches
             .iter()
@@ -322,7 +327,6 @@ impl<'f, 'a> KernelFacts<'f, 'a> {
                 witness: None,
             })
             .collect();
-        let evals = Evals::new(f, d, shape).with_grid(grid);
         let mut lanes = Lanes::new(&evals, &branches);
         // lanes that never reach a branch (returned, or outside an outer guard) do not split it
         let recount: Vec<Option<(usize, bool)>> = branches

@@ -396,13 +396,19 @@ impl<'f, 'a> Evals<'f, 'a> {
         t
     }
 
-    /// The evaluators of a kernel whose grid is known: `%nctaid` is its
-    /// dimensions, not a sample.
+    /// What the pool's evaluators over the block's threads compute once
+    /// for all of them (for an evaluator over the same threads and grid).
+    pub fn block_threads(&self) -> &crate::divergence::eval::SameThreads {
+        &self.same[0]
+    }
+
     /// The grid's dimensions, when the launch is known.
     pub fn grid(&self) -> Option<[u32; 3]> {
         self.grid
     }
 
+    /// The evaluators of a kernel whose grid is known: `%nctaid` is its
+    /// dimensions, not a sample.
     pub fn with_grid(mut self, grid: Option<[u32; 3]>) -> Self {
         self.grid = grid;
         self
