@@ -99,10 +99,13 @@ impl Leaves {
 /// (every lane): found without hashing a list, and made without
 /// allocating one for every value that is the same in every thread.
 #[derive(Clone, Default)]
-pub struct SameThreads {
-    specials: Rc<RefCell<FxHashMap<Special, Option<Vals>>>>,
-    ones: Rc<RefCell<FxHashMap<i64, Rc<Vec<i64>>>>>,
-    splats: Rc<RefCell<FxHashMap<i64, Rc<Vec<i64>>>>>,
+pub struct SameThreads(Rc<RefCell<Same>>);
+
+#[derive(Default)]
+struct Same {
+    specials: FxHashMap<Special, Option<Vals>>,
+    ones: FxHashMap<i64, Rc<Vec<i64>>>,
+    splats: FxHashMap<i64, Rc<Vec<i64>>>,
 }
 
 /// The values an evaluator computed (or failed to), by SSA value.
@@ -302,7 +305,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     fn spread(&self, x: Vals) -> Rc<Vec<i64>> {
         match x.lanes[..] {
             [k] if self.lanes.len() != 1 => {
-                self.same.splats.borrow_mut().entry(k).or_insert_with(|| Rc::new(vec![k; self.lanes.len()])).clone()
+                self.same.0.borrow_mut().splats.entry(k).or_insert_with(|| Rc::new(vec![k; self.lanes.len()])).clone()
             }
             _ => x.lanes,
         }
@@ -314,7 +317,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// `k` in every lane, resting on `leaves` (one list for each value).
     fn one(&self, k: i64, leaves: Leaves) -> Vals {
-        let lanes = self.same.ones.borrow_mut().entry(k).or_insert_with(|| Rc::new(vec![k])).clone();
+        let lanes = self.same.0.borrow_mut().ones.entry(k).or_insert_with(|| Rc::new(vec![k])).clone();
         Vals { lanes, leaves }
     }
 
@@ -545,7 +548,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// Per-lane values of a special register (`None`: not known per lane,
     /// e.g. the block index, which is a leaf).
     fn special(&self, s: Special) -> Option<Vals> {
-        if let Some(v) = self.same.specials.borrow().get(&s) {
+        if let Some(v) = self.same.0.borrow().specials.get(&s) {
             return v.clone();
         }
         let mut pos = ThreadPos { ntid: self.ntid.map(|x| x as u32), nctaid: self.nctaid, ..ThreadPos::default() };
@@ -555,7 +558,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             scalar::special_value(s, &pos).map(|x| lanes.push(x as i64)).is_some()
         });
         let v = all.then(|| self.widen(lanes, Leaves::none()));
-        self.same.specials.borrow_mut().insert(s, v.clone());
+        self.same.0.borrow_mut().specials.insert(s, v.clone());
         v
     }
 
