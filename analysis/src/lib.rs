@@ -45,6 +45,35 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
+/// A kernel whose stored address is affine in the thread index and two
+/// scalar parameters, `4·(t·q + p)` (`%r1` = p, `%r2` = q, `%r4` = t·q,
+/// `%r5` = t·q + p, `%r6` the address), for the tests.
+#[cfg(test)]
+pub(crate) const AFFINE_IN_TWO_PARAMS: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u32 k_p, .param .u32 k_q) {
+    .reg .b32 %r<8>;
+    ld.param.u32 %r1, [k_p];
+    ld.param.u32 %r2, [k_q];
+    mov.u32 %r3, %tid.x;
+    mul.lo.s32 %r4, %r3, %r2;
+    add.s32 %r5, %r4, %r1;
+    shl.b32 %r6, %r5, 2;
+    st.global.u32 [%r6], %r3;
+    ret;
+}"#;
+
+/// The value an instruction of `f` writes to register `reg`, for the tests.
+#[cfg(test)]
+pub(crate) fn value_written(f: &ir::FunctionIr<'_>, reg: &str) -> ir::ValueId {
+    (0..f.ssa.values.len())
+        .map(ir::ValueId::new)
+        .find(|&v| matches!(f.ssa.values[v], ir::ValueDef::Inst { .. }) && f.ssa.reg_of(v, &f.insts) == reg)
+        .expect("a value written to the register")
+}
+
 pub use driver::{check, check_module, given_shape, grid_for, shape_for, Options};
 pub use lints::{Finding, Level, Lint, Metric, Note, NoteKind, Place, Text, LINTS};
 pub use model::{Shape, ShapeSource};

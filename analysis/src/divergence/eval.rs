@@ -709,56 +709,35 @@ fn threshold_samples(f: &FunctionIr<'_>, v: ValueId) -> Vec<i64> {
 #[cfg(test)]
 mod tests {
     use super::Evaluator;
-    use crate::ir::{ValueDef, ValueId};
 
     /// Leaves given again: what rests on a leaf whose sample changed is
-    /// computed anew (`t·p + q` with `p` 3, then 5), what rests only on
-    /// those that kept theirs stays computed (`t·p` when `q` alone
+    /// computed anew (`t·q + p` with `q` 3, then 5), what rests only on
+    /// those that kept theirs stays computed (`t·q` when `p` alone
     /// changes), and a leaf no longer given makes its values need it again.
     #[test]
     fn set_leaves_keeps_what_rests_on_unchanged_samples() {
-        let ptx = r#"
-.version 7.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u32 k_p, .param .u32 k_q) {
-    .reg .b32 %r<8>;
-    ld.param.u32 %r1, [k_p];
-    ld.param.u32 %r2, [k_q];
-    mov.u32 %r3, %tid.x;
-    mul.lo.s32 %r4, %r3, %r1;
-    add.s32 %r5, %r4, %r2;
-    shl.b32 %r6, %r5, 2;
-    st.global.u32 [%r6], %r3;
-    ret;
-}"#;
-        let m = crate::ptx::parse(ptx).unwrap();
+        let m = crate::ptx::parse(crate::AFFINE_IN_TWO_PARAMS).unwrap();
         let fs = crate::ir::lower(&m);
         let f = &fs[0];
-        let value = |reg: &str| {
-            (0..f.ssa.values.len())
-                .map(ValueId::new)
-                .find(|&v| matches!(f.ssa.values[v], ValueDef::Inst { .. }) && f.ssa.reg_of(v, &f.insts) == reg)
-                .unwrap()
-        };
-        let (p, q, tp, sum) = (value("%r1"), value("%r2"), value("%r4"), value("%r5"));
+        let value = |reg: &str| crate::value_written(f, reg);
+        let (p, q, tq, sum) = (value("%r1"), value("%r2"), value("%r4"), value("%r5"));
         let sums = crate::divergence::Summaries::compute(&fs);
         let d = crate::divergence::Divergence::analyze(f, &sums);
         let shape = crate::model::Shape::new([8, 1, 1], crate::model::ShapeSource::Cli);
         let mut ev = Evaluator::new(f, &d, shape.block, shape.lanes());
         let at = |ev: &Evaluator<'_, '_>, v| ev.values(v).map(|x| x.to_vec());
         let expect = |a: i64, b: i64| Ok((0..8).map(|t| t * a + b).collect::<Vec<i64>>());
-        ev.set_leaves([(p, 3), (q, 10)]);
+        ev.set_leaves([(q, 3), (p, 10)]);
         assert_eq!(at(&ev, sum), expect(3, 10));
-        ev.set_leaves([(p, 3), (q, 20)]);
-        assert!(ev.computed(tp), "t·p dropped though p kept its sample");
-        assert!(!ev.computed(sum), "t·p + q kept though q changed");
+        ev.set_leaves([(q, 3), (p, 20)]);
+        assert!(ev.computed(tq), "t·q dropped though q kept its sample");
+        assert!(!ev.computed(sum), "t·q + p kept though p changed");
         assert_eq!(at(&ev, sum), expect(3, 20));
-        ev.set_leaves([(p, 5), (q, 20)]);
+        ev.set_leaves([(q, 5), (p, 20)]);
         assert_eq!(at(&ev, sum), expect(5, 20));
-        assert_eq!(at(&ev, tp), expect(5, 0));
-        ev.set_leaves([(q, 20)]);
-        assert_eq!(at(&ev, tp), Err(super::EvalErr::Leaf(p)));
-        assert_eq!(at(&ev, sum), Err(super::EvalErr::Leaf(p)));
+        assert_eq!(at(&ev, tq), expect(5, 0));
+        ev.set_leaves([(p, 20)]);
+        assert_eq!(at(&ev, tq), Err(super::EvalErr::Leaf(q)));
+        assert_eq!(at(&ev, sum), Err(super::EvalErr::Leaf(q)));
     }
 }

@@ -374,32 +374,11 @@ mod tests {
     /// evaluator's.
     #[test]
     fn linear_in_once_per_value_with_what_it_rests_on() {
-        use crate::ir::{ValueDef, ValueId};
         use crate::memory::{Evals, Query};
-        let ptx = r#"
-.version 7.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u32 k_p, .param .u32 k_q) {
-    .reg .b32 %r<8>;
-    ld.param.u32 %r1, [k_p];
-    ld.param.u32 %r2, [k_q];
-    mov.u32 %r3, %tid.x;
-    mul.lo.s32 %r4, %r3, %r2;
-    add.s32 %r5, %r4, %r1;
-    shl.b32 %r6, %r5, 2;
-    st.global.u32 [%r6], %r3;
-    ret;
-}"#;
-        let m = crate::ptx::parse(ptx).unwrap();
+        let m = crate::ptx::parse(crate::AFFINE_IN_TWO_PARAMS).unwrap();
         let fs = crate::ir::lower(&m);
         let f = &fs[0];
-        let value = |reg: &str| {
-            (0..f.ssa.values.len())
-                .map(ValueId::new)
-                .find(|&v| matches!(f.ssa.values[v], ValueDef::Inst { .. }) && f.ssa.reg_of(v, &f.insts) == reg)
-                .unwrap()
-        };
+        let value = |reg: &str| crate::value_written(f, reg);
         let (p, q, tq, addr) = (value("%r1"), value("%r2"), value("%r4"), value("%r6"));
         let sums = crate::divergence::Summaries::compute(&fs);
         let d = crate::divergence::Divergence::analyze(f, &sums);
