@@ -201,6 +201,9 @@ pub struct Evaluator<'f, 'a> {
     pub through_data: bool,
 }
 
+/// The most source operands of an instruction the evaluator computes.
+const MAX_SOURCES: usize = 5;
+
 /// How deep the evaluation of one value recurses (a guard for the stack,
 /// not a walk: each value is computed once and cached).
 const MAX_DEPTH: u32 = 48;
@@ -617,21 +620,27 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     fn unguarded(&self, i: InstId, slot: usize, op: scalar::Prepared, depth: u32) -> Result<Vals, EvalErr> {
         let inst = &self.f.insts[i];
         let ty = scalar::dest_ty(inst, slot).ok_or(EvalErr::Opaque)?;
-        let mut srcs: Vec<Vals> = Vec::with_capacity(inst.operands().len());
-        for (k, o) in inst.operands().iter().enumerate().skip(1) {
-            srcs.push(match (o, self.f.operand_value(i, k)) {
+        // (the sources on the stack: no instruction the scalar semantics computes has more)
+        let mut srcs: [Option<Vals>; MAX_SOURCES] = Default::default();
+        let ops = inst.operands();
+        if ops.len() > MAX_SOURCES + 1 {
+            return Err(EvalErr::Opaque);
+        }
+        for (k, o) in ops.iter().enumerate().skip(1) {
+            srcs[k - 1] = Some(match (o, self.f.operand_value(i, k)) {
                 (Operand::Reg(_), Some(v)) => self.reg_value(i, v, depth)?,
                 (o, _) => self.operand(i, o, depth)?,
             });
         }
-        let n = Vals::needed(&srcs);
-        let mut refs: [&[i64]; 5] = [&[]; 5];
-        for (r, s) in refs.iter_mut().zip(&srcs) {
+        let srcs = &srcs[..ops.len().saturating_sub(1)];
+        let n = Vals::needed(srcs.iter().flatten());
+        let mut refs: [&[i64]; MAX_SOURCES] = [&[]; MAX_SOURCES];
+        for (r, s) in refs.iter_mut().zip(srcs.iter().flatten()) {
             *r = &s.lanes;
         }
         let mut out = Vec::with_capacity(n);
-        op.apply_lanes(&refs[..srcs.len().min(5)], ty, &mut out).ok_or(EvalErr::Opaque)?;
-        let leaves = srcs.iter().fold(Leaves::none(), |acc, s| acc.union(&s.leaves));
+        op.apply_lanes(&refs[..srcs.len()], ty, &mut out).ok_or(EvalErr::Opaque)?;
+        let leaves = srcs.iter().flatten().fold(Leaves::none(), |acc, s| acc.union(&s.leaves));
         Ok(self.widen(out, leaves))
     }
 }
