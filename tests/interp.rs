@@ -501,3 +501,26 @@ fn uniform_registers_split_where_lanes_write_their_own() {
         .collect();
     assert_eq!(u32s(&mem.read(po, n * 5 * 4).unwrap()), want);
 }
+
+/// A launch of several blocks run on the calling thread
+/// (`par::alone`, a small module's replay) observes what the thread pool's
+/// run observes: the blocks' tallies and races merged alike.
+#[test]
+fn blocks_run_alone_as_in_the_pool() {
+    let Some(src) = corpus_file("JuliaGPU-CUDA.jl-reduce.cu.ptx") else { return };
+    let m = ptx::parse(&src).unwrap();
+    let input: Vec<u32> = rand_u32(4096, 9).iter().map(|v| v % 100).collect();
+    let run = || {
+        let mut mem = Global::default();
+        let (pi, po) = (mem.alloc(&bytes_u32(&input)), mem.alloc(&[0u8; 4 * 4]));
+        let args = [Arg::Bits(pi), Arg::Bits(po), Arg::Bits(4096)];
+        let launch = Launch { grid: [4, 1, 1], block: [256, 1, 1], dynamic_shared: 0 };
+        let obs = interp::run(&m, "_Z14sumReduce_gridPiS_i", &launch, &args, &mut mem).unwrap();
+        let mut races: Vec<String> = obs.races.iter().map(|r| format!("{r:?}")).collect();
+        races.sort();
+        (format!("{:?} {:?} {:?} {}", obs.sites, obs.branches, obs.barriers, obs.warp_insts), races, mem.read(po, 16).unwrap())
+    };
+    let pooled = run();
+    let alone = gpucheck_analysis::par::alone(run);
+    assert_eq!(alone, pooled);
+}

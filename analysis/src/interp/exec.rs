@@ -482,11 +482,11 @@ pub fn run(
             }
             match only[..] {
                 [b] => run_one_block(&k, 1, b)?,
-                _ => run_blocks(&k, only.len() as u64, only.par_iter().copied())?,
+                _ => run_blocks(&k, only.len() as u64, only.par_iter().copied(), only.iter().copied())?,
             }
         }
         None if nblocks == 1 => run_one_block(&k, 1, 0)?,
-        None => run_blocks(&k, nblocks, (0..nblocks).into_par_iter())?,
+        None => run_blocks(&k, nblocks, (0..nblocks).into_par_iter(), 0..nblocks)?,
     };
     let key = |x: usize| k.keys[x];
     let mut races: Vec<RaceSeen> = tally
@@ -573,7 +573,17 @@ impl Kernel<'_> {
 }
 
 /// Blocks `which` (`nblocks` of them) run to their end, in parallel.
-fn run_blocks(k: &Kernel<'_>, nblocks: u64, which: impl ParallelIterator<Item = u64>) -> Result<Tally, InterpError> {
+/// (`here`: the same blocks, run on the calling thread where work is not
+/// shared out: [`crate::par::alone`].)
+fn run_blocks(
+    k: &Kernel<'_>,
+    nblocks: u64,
+    which: impl ParallelIterator<Item = u64>,
+    mut here: impl Iterator<Item = u64>,
+) -> Result<Tally, InterpError> {
+    if !crate::par::parallel() {
+        return here.try_fold((Tally::default(), shadow_for(k, nblocks)), |acc, b| block_into(k, acc, b)).map(tally_of);
+    }
     which.try_fold(|| (Tally::default(), shadow_for(k, nblocks)), |acc, b| block_into(k, acc, b)).map(|r| r.map(tally_of)).try_reduce(
         Tally::default,
         |mut a, b| {
