@@ -239,7 +239,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
     }
 
-    /// Replace the sample values of uniform leaves (clears the cache).
+    /// Replace the sample values of uniform leaves.
     ///
     /// The values computed stay where the samples they rest on are given
     /// the same values again (an assignment explored after another that
