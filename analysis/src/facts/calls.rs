@@ -83,7 +83,7 @@ pub(super) fn call_facts<'a>(
                         _ => {
                             let v = argument_value(f, i, name)?;
                             let abs = d.at(f, v, b);
-                            let q = Query { first_thread_only: false, ctaid: [0; 3], scalar: None, iteration: 0, pin: None };
+                            let q = Query { leading: None, ctaid: [0; 3], scalar: None, iteration: 0, pin: None };
                             let lanes = if abs.is_uniform() || abs.data() { None } else { evals.eval(v, q) };
                             Some(ArgValue {
                                 abs: abs.without_symbols(),

@@ -120,7 +120,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             .entry((br.block, iteration))
             .or_insert_with(|| {
                 evals
-                    .eval_partial(br.cond, Query { first_thread_only: false, ctaid, scalar: None, iteration, pin: None })
+                    .eval_partial(br.cond, Query { leading: None, ctaid, scalar: None, iteration, pin: None })
                     .map(|c| Rc::new(c.iter().map(|c| c.map(|c| (c != 0) != br.negated)).collect()))
             })
             .clone()

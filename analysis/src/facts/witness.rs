@@ -122,7 +122,7 @@ pub(super) fn consistent(
     }
     let (ia, ib) = r.iterations();
     let holds = |cond: ValueId, it: usize| {
-        let q = Query { first_thread_only: true, pin, ..Query::block(it) };
+        let q = Query { leading: Some(1), pin, ..Query::block(it) };
         evals.eval(cond, q).and_then(|x| x.first().copied()).map(|x| x != 0)
     };
     for v in r.rests_on.iter() {
@@ -157,7 +157,7 @@ pub(super) fn allowed_value(evals: &Evals<'_, '_>, p: ValueId, r: &Race, site: &
         [r.first, r.second].iter().flat_map(|&k| super::assume::preconditions(f, evals.d, p, site(k))).collect();
     for &(cond, value) in &tests {
         let Some((c, ty, _, p_left, other)) = comparison(f, cond).filter(|x| x.2 == p) else { continue };
-        let Some((vals, leaves)) = evals.eval_resting(other, Query { first_thread_only: true, ..Query::block(0) }) else { continue };
+        let Some((vals, leaves)) = evals.eval_resting(other, Query { leading: Some(1), ..Query::block(0) }) else { continue };
         let Some(&x) = vals.first().filter(|_| leaves.is_empty()) else { continue };
         let (l, h) = crate::ir::scalar::solve_cmp(c, ty, x as u64, p_left, value)?;
         (lo, hi) = (lo.max(l), hi.min(h));
@@ -229,7 +229,7 @@ fn ty_range(ty: Ty) -> (i64, i64) {
 /// iteration `it` (with `pin`'s parameter at its value)? An unknown one
 /// passes.
 fn passes(evals: &Evals<'_, '_>, cond: ValueId, value: bool, it: usize, pin: Option<(ValueId, i64)>) -> bool {
-    let q = Query { first_thread_only: true, pin, ..Query::block(it) };
+    let q = Query { leading: Some(1), pin, ..Query::block(it) };
     evals.eval(cond, q).and_then(|x| x.first().copied()).is_none_or(|x| (x != 0) == value)
 }
 

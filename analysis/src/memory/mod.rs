@@ -253,14 +253,16 @@ pub const SCALAR_SAMPLE: i64 = 1024;
 const PARTIAL_DEPTH: u32 = 4;
 
 /// What an evaluation fixes besides the value: the threads (the whole
-/// block, or only its first thread), `%ctaid`, the value given to other
+/// block, or only its first few), `%ctaid`, the value given to other
 /// uniform values (`None`: give up on them), one of them pinned to a value
 /// of its own, and the loop iteration (loop counters at their
 /// `iteration`-th value, first: 0). Pointers (by the space inference) are
 /// 0 — allocations are 256-byte aligned — and `%ntid` comes from the shape.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Query {
-    pub first_thread_only: bool,
+    /// Only the block's first this many threads (`None`: every thread):
+    /// the first thread's address, or two witness threads' values.
+    pub leading: Option<u32>,
     /// `%ctaid` in each dimension.
     pub ctaid: [i64; 3],
     pub scalar: Option<i64>,
@@ -273,12 +275,18 @@ pub struct Query {
 impl Query {
     /// Every thread of block 0, parameters at [`SCALAR_SAMPLE`].
     pub fn block(iteration: usize) -> Query {
-        Query { first_thread_only: false, ctaid: [0; 3], scalar: Some(SCALAR_SAMPLE), iteration, pin: None }
+        Query { leading: None, ctaid: [0; 3], scalar: Some(SCALAR_SAMPLE), iteration, pin: None }
     }
 
     /// The first thread of block `ctaid`, parameters at [`SCALAR_SAMPLE`].
     pub fn first_thread(ctaid: [i64; 3], iteration: usize) -> Query {
-        Query { first_thread_only: true, ctaid, ..Query::block(iteration) }
+        Query { leading: Some(1), ctaid, ..Query::block(iteration) }
+    }
+
+    /// How many of the shape's threads the query evaluates.
+    pub fn threads(&self, shape: &Shape) -> usize {
+        let all = shape.lanes().len();
+        self.leading.map_or(all, |n| (n as usize).min(all))
     }
 }
 
@@ -482,7 +490,7 @@ impl<'f, 'a> Evals<'f, 'a> {
         }
         let op = scalar::prepare(inst, slot as usize)?;
         let ty = scalar::dest_ty(inst, slot as usize)?;
-        let n = if q.first_thread_only { 1 } else { self.shape.lanes().len() };
+        let n = q.threads(self.shape);
         // a source's values at this use (a value leaving a loop whose exits
         // diverge is not the one it had inside: unknown)
         let at_use = |x: ValueId| -> Vec<Option<i64>> {
@@ -540,10 +548,15 @@ impl<'f, 'a> Evals<'f, 'a> {
         let mut pool = self.pool.borrow_mut();
         if !pool.contains_key(&q) {
             let make = |q: Query| {
-                let lanes = if q.first_thread_only { &shape.lanes()[..1] } else { shape.lanes() };
-                let mut ev = Evaluator::new(f, d, shape.block, lanes);
+                let mut ev = Evaluator::new(f, d, shape.block, &shape.lanes()[..q.threads(shape)]);
                 ev.nctaid = self.grid;
-                ev.share_threads(&self.same[q.first_thread_only as usize]);
+                // (the block's threads and its first thread are asked for most: their
+                // evaluators share what they compute alike)
+                match q.leading {
+                    None => ev.share_threads(&self.same[0]),
+                    Some(1) => ev.share_threads(&self.same[1]),
+                    Some(_) => {}
+                }
                 ev.first_iteration = q.iteration == 0;
                 ev.iteration = (q.iteration > 0).then_some(q.iteration);
                 ev
@@ -1040,6 +1053,28 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A query of the block's first threads gives those threads' values of
+    /// the whole block's query, pinned or not (fewer than asked for in a
+    /// smaller block).
+    #[test]
+    fn leading_threads_are_the_blocks_first() {
+        let m = crate::ptx::parse(crate::AFFINE_IN_TWO_PARAMS).unwrap();
+        let fs = crate::ir::lower(&m);
+        let f = &fs[0];
+        let (p, addr) = (crate::value_written(f, "%r1"), crate::value_written(f, "%r6"));
+        let sums = crate::divergence::Summaries::compute(&fs);
+        let d = crate::divergence::Divergence::analyze(f, &sums);
+        let shape = Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
+        let evals = Evals::new(f, &d, &shape);
+        for pin in [None, Some((p, 7))] {
+            let all = evals.eval(addr, Query { pin, ..Query::block(0) }).unwrap();
+            for n in [1, 2, 33, 64, 100] {
+                let some = evals.eval(addr, Query { pin, leading: Some(n), ..Query::block(0) }).unwrap();
+                assert_eq!(some[..], all[..(n as usize).min(64)], "{n} threads, pin {pin:?}");
+            }
+        }
+    }
 
     /// A thread's offset is its own where it runs the access, none where
     /// it does not; lists equal but for a constant are one.

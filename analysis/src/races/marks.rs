@@ -206,9 +206,11 @@ pub(super) fn settle(evals: &Evals<'_, '_>, accesses: &[Access], own: usize, r: 
         other[dim as usize % 3] = r.block_apart as i64;
     }
     let (t1, t2) = r.threads;
-    // do the witness threads touch the same bytes, with `pin` given?
+    // do the witness threads touch the same bytes, with `pin` given? (a parameter pinned:
+    // the block's first threads up to the two alone, not every thread of the block)
+    let leading = Some(t1.max(t2) as u32 + 1);
     let overlap = |pin: Option<(crate::ir::ValueId, i64)>| -> Option<bool> {
-        let qa = Query { pin, ..Query::block(it) };
+        let qa = Query { pin, leading: if pin.is_some() { leading } else { None }, ..Query::block(it) };
         let qb = Query { ctaid: other, ..qa };
         let x = evals.eval(va, qa)?.get(t1)? + a.offset;
         let y = evals.eval(vb, qb)?.get(t2)? + b.offset;
