@@ -65,6 +65,16 @@ pub(crate) const AFFINE_IN_TWO_PARAMS: &str = r#"
     ret;
 }"#;
 
+/// [`AFFINE_IN_TWO_PARAMS`]'s kernel, lowered, and its divergence, for
+/// the tests (kept for the test process's life).
+#[cfg(test)]
+pub(crate) fn affine_in_two_params() -> (&'static ir::FunctionIr<'static>, divergence::Divergence) {
+    let m: &'static ptx::Module<'static> = Box::leak(Box::new(ptx::parse(AFFINE_IN_TWO_PARAMS).expect("the test kernel parses")));
+    let fs: &'static [ir::FunctionIr<'static>] = Box::leak(ir::lower(m).into_boxed_slice());
+    let sums = divergence::Summaries::compute(fs);
+    (&fs[0], divergence::Divergence::analyze(&fs[0], &sums))
+}
+
 /// The value an instruction of `f` writes to register `reg`, for the tests.
 #[cfg(test)]
 pub(crate) fn value_written(f: &ir::FunctionIr<'_>, reg: &str) -> ir::ValueId {

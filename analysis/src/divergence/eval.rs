@@ -725,13 +725,9 @@ mod tests {
     /// changes), and a leaf no longer given makes its values need it again.
     #[test]
     fn set_leaves_keeps_what_rests_on_unchanged_samples() {
-        let m = crate::ptx::parse(crate::AFFINE_IN_TWO_PARAMS).unwrap();
-        let fs = crate::ir::lower(&m);
-        let f = &fs[0];
+        let (f, d) = crate::affine_in_two_params();
         let value = |reg: &str| crate::value_written(f, reg);
         let (p, q, tq, sum) = (value("%r1"), value("%r2"), value("%r4"), value("%r5"));
-        let sums = crate::divergence::Summaries::compute(&fs);
-        let d = crate::divergence::Divergence::analyze(f, &sums);
         let shape = crate::model::Shape::new([8, 1, 1], crate::model::ShapeSource::Cli);
         let mut ev = Evaluator::new(f, &d, shape.block, shape.lanes());
         let at = |ev: &Evaluator<'_, '_>, v| ev.values(v).map(|x| x.to_vec());

@@ -1059,12 +1059,8 @@ mod tests {
     /// smaller block).
     #[test]
     fn leading_threads_are_the_blocks_first() {
-        let m = crate::ptx::parse(crate::AFFINE_IN_TWO_PARAMS).unwrap();
-        let fs = crate::ir::lower(&m);
-        let f = &fs[0];
+        let (f, d) = crate::affine_in_two_params();
         let (p, addr) = (crate::value_written(f, "%r1"), crate::value_written(f, "%r6"));
-        let sums = crate::divergence::Summaries::compute(&fs);
-        let d = crate::divergence::Divergence::analyze(f, &sums);
         let shape = Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
         let evals = Evals::new(f, &d, &shape);
         for pin in [None, Some((p, 7))] {

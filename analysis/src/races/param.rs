@@ -375,13 +375,9 @@ mod tests {
     #[test]
     fn linear_in_once_per_value_with_what_it_rests_on() {
         use crate::memory::{Evals, Query};
-        let m = crate::ptx::parse(crate::AFFINE_IN_TWO_PARAMS).unwrap();
-        let fs = crate::ir::lower(&m);
-        let f = &fs[0];
+        let (f, d) = crate::affine_in_two_params();
         let value = |reg: &str| crate::value_written(f, reg);
         let (p, q, tq, addr) = (value("%r1"), value("%r2"), value("%r4"), value("%r6"));
-        let sums = crate::divergence::Summaries::compute(&fs);
-        let d = crate::divergence::Divergence::analyze(f, &sums);
         let shape = crate::model::Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
         let evals = Evals::new(f, &d, &shape);
         let unpinned = evals.eval(tq, Query::block(0)).unwrap();
