@@ -6,12 +6,14 @@
 //! Each operation is computed with the one scalar semantics
 //! (`crate::ir::scalar::apply`), lane by lane, on the register bits, so the
 //! width and signedness are exactly PTX's. Each SSA value is evaluated once
-//! per leaf assignment, as a vector over the block's threads (over sources
-//! the same in every thread, in lane 0 alone; and not at all where an
-//! evaluator of the first iteration or of no samples, linked to this one,
-//! has it already and it cannot differ here; the special registers and
-//! the uniform lists once for every evaluator over the same threads,
-//! `SameThreads`). Uniform values
+//! per leaf assignment, as a vector over the evaluator's threads (a prefix
+//! of the block's), kept as one lane when it is the same in every thread
+//! (over such sources, computed once); not at all where an evaluator of
+//! the first iteration or of no samples, linked to this one, has it
+//! already and it cannot differ here; the special registers and the
+//! uniform values once for every evaluator over the same threads,
+//! `SameThreads`. A new assignment of the leaves keeps the values that
+//! rest on none of those it changes. Uniform values
 //! that are not constants are *leaves*: the caller supplies sample values
 //! for them or evaluation stops with `EvalErr::Leaf`.
 //!
@@ -329,7 +331,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     fn widen(&self, out: Vec<i64>, leaves: Leaves) -> Vals {
         match out.split_first() {
             Some((&k, rest)) if rest.iter().all(|&x| x == k) => self.one(k, leaves),
-            _ => Vals::new(out, leaves),
+            _ => Vals { lanes: Rc::new(out), leaves },
         }
     }
 

@@ -1,7 +1,10 @@
 //! How many warps of a block a divergent branch splits.
 //!
 //! A branch is classified exactly by evaluating its condition for every
-//! thread (sampling loop counters and block indices where needed), or, when
+//! thread (sampling loop counters and block indices where needed, at most
+//! three of them: a condition that needs a fourth is given up on, as every
+//! assignment would need it; one evaluator serves every branch of a
+//! function), or, when
 //! the condition is `affine(tid) CMP uniform` with an unknown uniform side,
 //! bounded by the worst threshold; loop exits whose trip count varies between
 //! lanes are recognised separately.

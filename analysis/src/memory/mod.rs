@@ -288,6 +288,15 @@ impl Query {
         let all = shape.lanes().len();
         self.leading.map_or(all, |n| (n as usize).min(all))
     }
+
+    /// The same query, with leading threads that cover the whole block
+    /// asked as the whole block (one evaluator for both).
+    fn within(self, shape: &Shape) -> Query {
+        match self.leading {
+            Some(n) if n as usize >= shape.lanes().len() => Query { leading: None, ..self },
+            _ => self,
+        }
+    }
 }
 
 /// Per-thread byte offsets of an access, none for a thread that does not
@@ -345,7 +354,8 @@ pub struct Evals<'f, 'a> {
     pub shape: &'f Shape,
     pool: RefCell<rustc_hash::FxHashMap<Query, Evaluator<'f, 'a>>>,
     /// What the pool's evaluators over the block's threads, and those over
-    /// its first thread alone, compute once for all of them.
+    /// its first thread alone, compute once for all of them (those over
+    /// other leading threads compute it for themselves).
     same: [crate::divergence::eval::SameThreads; 2],
     /// The loaded pointers addresses are computed from
     /// ([`crate::ir::values::loaded_pointers`]).
@@ -545,6 +555,7 @@ impl<'f, 'a> Evals<'f, 'a> {
     /// [`Self::eval`], with the sampled leaves the values rest on.
     pub fn eval_resting(&self, v: ValueId, q: Query) -> Option<(Rc<Vec<i64>>, Leaves)> {
         let (f, d, shape) = (self.f, self.d, self.shape);
+        let q = q.within(shape);
         let mut pool = self.pool.borrow_mut();
         if !pool.contains_key(&q) {
             let make = |q: Query| {
