@@ -12,8 +12,9 @@
 //! the first iteration or of no samples, linked to this one, has it
 //! already and it cannot differ here; the special registers and the
 //! uniform values once for every evaluator over the same threads,
-//! `SameThreads`. A new assignment of the leaves keeps the values that
-//! rest on none of those it changes. Uniform values
+//! `SameThreads`, with the per-thread lists they keep, each once while
+//! some kept value holds it. A new assignment of the leaves keeps the
+//! values that rest on none of those it changes. Uniform values
 //! that are not constants are *leaves*: the caller supplies sample values
 //! for them or evaluation stops with `EvalErr::Leaf`.
 //!
@@ -108,6 +109,11 @@ struct Same {
     specials: FxHashMap<Special, Option<Vals>>,
     ones: FxHashMap<i64, Rc<Vec<i64>>>,
     splats: FxHashMap<i64, Rc<Vec<i64>>>,
+    /// The per-thread value lists the evaluators keep, each once: a large
+    /// function computes the same few lists (`t & 4`, `t < 16`) in
+    /// thousands of values, and its evaluators (of other samples, of the
+    /// first iteration) many of the same.
+    lists: crate::ir::entity::Shared<Rc<Vec<i64>>>,
 }
 
 /// The values an evaluator computed (or failed to), by SSA value.
@@ -185,10 +191,6 @@ pub struct Evaluator<'f, 'a> {
     /// the sample this one pins it away from: those that do not rest on
     /// that sample are this one's too ([`Self::unpinned`]).
     unpinned: Option<(Cache, ValueId)>,
-    /// The per-thread value lists cached, each once: a large function
-    /// computes the same few lists (`t & 4`, `t < 16`) in thousands of
-    /// values, and keeps them all.
-    lists: RefCell<crate::ir::entity::Shared<Rc<Vec<i64>>>>,
     /// The special registers' values and the uniform lists over `lanes`.
     same: SameThreads,
     /// Evaluate loop-header phis as in the first iteration (their value
@@ -233,7 +235,6 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             first: None,
             unsampled: None,
             unpinned: None,
-            lists: RefCell::new(Default::default()),
             same: SameThreads::default(),
             first_iteration: false,
             iteration: None,
@@ -256,8 +257,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             self.cache.borrow_mut().retain(|_, r| r.as_ref().is_ok_and(|x| x.leaves.iter().all(kept)));
         } else {
             self.cache.borrow_mut().clear();
-            self.lists.borrow_mut().clear();
         }
+        self.drop_lists();
     }
 
     /// Whether `v`'s values are computed and kept.
@@ -285,7 +286,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     pub fn bind(&mut self, v: ValueId, k: i64) {
         self.bound.insert(v, self.splat(k));
         self.cache.borrow_mut().clear();
-        self.lists.borrow_mut().clear();
+        self.drop_lists();
     }
 
     /// The value given to a leaf, if any.
@@ -386,7 +387,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         }
         let mut r = self.compute(v, depth);
         if let Some(x) = r.as_mut().ok().filter(|x| !x.uniform()) {
-            x.lanes = self.lists.borrow_mut().share(x.lanes.clone());
+            x.lanes = self.same.0.borrow_mut().lists.share(x.lanes.clone());
         }
         self.cache.borrow_mut().insert(v, r.clone());
         r
@@ -570,6 +571,11 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// Take what evaluators over the same threads compute once from (and
     /// give it to) the others of `same`: only those over the same threads,
     /// block shape and grid may share one.
+    /// Forget the kept lists no value holds any more.
+    fn drop_lists(&self) {
+        self.same.0.borrow_mut().lists.retain(|l| Rc::strong_count(l) > 1);
+    }
+
     pub fn share_threads(&mut self, same: &SameThreads) {
         self.same = same.clone();
     }
@@ -717,6 +723,14 @@ fn threshold_samples(f: &FunctionIr<'_>, v: ValueId) -> Vec<i64> {
     out
 }
 
+impl Drop for Evaluator<'_, '_> {
+    fn drop(&mut self) {
+        // its values gone, the lists only they held
+        drop(std::mem::take(&mut self.cache));
+        self.drop_lists();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Evaluator;
@@ -746,5 +760,35 @@ mod tests {
         ev.set_leaves([(p, 20)]);
         assert_eq!(at(&ev, tq), Err(super::EvalErr::Leaf(q)));
         assert_eq!(at(&ev, sum), Err(super::EvalErr::Leaf(q)));
+    }
+
+    /// Evaluators over the same threads keep one copy of a list they both
+    /// compute (`t·q` for the same `q`), and a list stays kept only while
+    /// a kept value holds it: not after the evaluators that held it are
+    /// gone, nor after a new sample replaced the value.
+    #[test]
+    fn evaluators_over_the_same_threads_keep_a_list_once() {
+        let (f, d) = crate::affine_in_two_params();
+        let (q, tq) = (crate::value_written(f, "%r2"), crate::value_written(f, "%r4"));
+        let shape = crate::model::Shape::new([8, 1, 1], crate::model::ShapeSource::Cli);
+        let same = super::SameThreads::default();
+        let kept = || same.0.borrow().lists.len();
+        let mut a = Evaluator::new(f, &d, shape.block, shape.lanes());
+        let mut b = Evaluator::new(f, &d, shape.block, shape.lanes());
+        a.share_threads(&same);
+        b.share_threads(&same);
+        a.set_leaves([(q, 3)]);
+        b.set_leaves([(q, 3)]);
+        let (x, y) = (a.values(tq).unwrap(), b.values(tq).unwrap());
+        assert!(std::rc::Rc::ptr_eq(&x, &y), "the same list made twice");
+        assert_eq!(kept(), 2, "`%tid.x` and t·q");
+        drop((x, y));
+        a.set_leaves([(q, 5)]);
+        assert_eq!(a.values(tq).unwrap().to_vec(), (0..8).map(|t| 5 * t).collect::<Vec<i64>>());
+        assert_eq!(kept(), 3, "t·3 still held by the second evaluator");
+        drop(b);
+        assert_eq!(kept(), 2, "t·3 kept after its last holder went");
+        drop(a);
+        assert_eq!(kept(), 1, "t, which the shared special registers hold, alone");
     }
 }

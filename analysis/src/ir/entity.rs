@@ -325,6 +325,23 @@ impl<P: Clone + std::ops::Deref> Shared<P> {
     pub fn clear(&mut self) {
         self.0.clear();
     }
+
+    /// How many values are kept.
+    pub fn len(&self) -> usize {
+        self.0.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Keep only the values `keep` says are still wanted.
+    pub fn retain(&mut self, keep: impl Fn(&P) -> bool) {
+        self.0.retain(|_, kept| {
+            kept.retain(&keep);
+            !kept.is_empty()
+        });
+    }
 }
 
 /// An element of a [`Shared`] table: its bits for the digest.
