@@ -53,6 +53,10 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
     let rel = |l: u32| l + 1 - first;
     let Some(start) = offset(window, rel(line.max(1)), col) else { return plain(d, &origin, color) };
     let end = offset(window, rel(line.max(1)), col_end).unwrap_or(start + 1).max(start + 1).min(window.len());
+    // (one line, one span: the head written as annotate-snippets lays it out)
+    let head = (!color && same_file.is_empty())
+        .then(|| one_line_head(level(d), &f.message, &origin, first as usize, window.trim_end_matches('\n'), start..end, &f.label))
+        .flatten();
     let mut primary = AnnotationKind::Primary.span(start..end.max(start));
     if !f.label.is_empty() {
         primary = primary.label(f.label.as_str());
@@ -70,7 +74,70 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
     }
     let notes: Vec<(&NoteKind, &str)> =
         notes.iter().chain(&d.notes).map(|(k, t)| (k, t.as_str())).chain([(&NoteKind::Note, d.level_note.as_str())]).collect();
-    with_notes(level(d).primary_title(f.message.as_str()).element(snippet), &notes, color)
+    with_notes(level(d).primary_title(f.message.as_str()).element(snippet), head, &notes, color)
+}
+
+/// The title and snippet annotate-snippets renders in plain text for
+/// `text`, line `line` of `path`, with one primary span (and its label),
+/// written directly where annotate-snippets prints the line as it is: a
+/// one-line title, the line ASCII with tabs (four spaces each) and no
+/// space at its end, the span within it and over no tab, and the line and
+/// label short enough that nothing is cut. Laying the snippet out in its
+/// grid of styled cells takes annotate-snippets 40,000 instructions a
+/// diagnostic, most of a run that reports thousands
+/// (`one_line_heads_as_annotate_snippets_renders`). `None` otherwise.
+fn one_line_head(
+    level: SLevel<'_>,
+    message: &str,
+    path: &str,
+    line: usize,
+    text: &str,
+    span: std::ops::Range<usize>,
+    label: &str,
+) -> Option<String> {
+    let name = if level == SLevel::ERROR {
+        "error"
+    } else if level == SLevel::WARNING {
+        "warning"
+    } else {
+        return None;
+    };
+    let printable = |t: &str| t.bytes().all(|b| (b' '..=b'~').contains(&b) || b == b'\t');
+    let (start, end) = (span.start, span.end);
+    if message.contains('\n')
+        || !plain_note(message)
+        || !printable(path)
+        || path.contains('\t')
+        || text.is_empty()
+        || !printable(text)
+        || text.ends_with([' ', '\t'])
+        || start >= end
+        || end > text.len()
+        || text[start..end].contains('\t')
+        || label.contains('\n')
+        || !(label.is_empty() || plain_note(label))
+        || label.ends_with(' ')
+    {
+        return None;
+    }
+    let columns = |t: &str| t.len() + 3 * t.bytes().filter(|&b| b == b'\t').count();
+    // (a character past ASCII counted twice: the widest it may be)
+    let label_width: usize = label.chars().map(|c| if c.is_ascii() { 1 } else { 2 }).sum();
+    let w = line.to_string().len();
+    if w + 3 + columns(text) + 1 + label_width > 100 {
+        return None;
+    }
+    let col = text[..start].chars().count() + 1;
+    let mut out = String::with_capacity(2 * (message.len() + path.len() + text.len() + label.len()) + 64);
+    use std::fmt::Write as _;
+    let _ = write!(out, "{name}: {message}\n{:w$}--> {path}:{line}:{col}\n{:w$} |\n{line} | ", "", "");
+    out.push_str(&text.replace('\t', "    "));
+    let _ = write!(out, "\n{:w$} | {:pad$}{:^<carets$}", "", "", "", pad = columns(&text[..start]), carets = end - start);
+    if !label.is_empty() {
+        out.push(' ');
+        out.push_str(label);
+    }
+    Some(out)
 }
 
 /// A note annotate-snippets prints as it is: no blank line, no line
@@ -81,18 +148,31 @@ fn plain_note(t: &str) -> bool {
     if b.first().is_none_or(|&c| c == b'\n') || b.last() == Some(&b'\n') {
         return false;
     }
-    let (mut prev, mut ascii) = (0u8, true);
-    for &c in b {
-        if (c < b' ' && c != b'\n') || c == 0x7f || (c == b'\n' && prev == b'\n') {
+    // most notes: no control, no line break, no byte that may start an invisible character
+    // (one pass the compiler makes wide, where the one below goes byte by byte)
+    let clear = |c: u8| ((b' '..0x7f).contains(&c) || c >= 0x80) & (c != 0xc2) & (c != 0xe2) & (c != 0xef);
+    if b.chunks(32).all(|k| k.iter().fold(true, |all, &c| all & clear(c))) {
+        return true;
+    }
+    // (the characters past ASCII it would not print as they are, by their UTF-8 bytes: the
+    // controls U+0080–U+009F, U+200B–U+200F, U+202A–U+202E, U+2066–U+2069, U+FEFF)
+    let shown = |i: usize| match b[i] {
+        0xc2 => !matches!(b.get(i + 1), Some(0x80..=0x9f)),
+        0xe2 => !matches!((b.get(i + 1), b.get(i + 2)), (Some(0x80), Some(0x8b..=0x8f | 0xaa..=0xae)) | (Some(0x81), Some(0xa6..=0xa9))),
+        0xef => !(b.get(i + 1) == Some(&0xbb) && b.get(i + 2) == Some(&0xbf)),
+        _ => true,
+    };
+    let (mut prev, mut ascii, mut lines) = (0u8, true, false);
+    for (i, &c) in b.iter().enumerate() {
+        if (c < b' ' && c != b'\n') || c == 0x7f || (c == b'\n' && prev == b'\n') || (c >= 0xc2 && !shown(i)) {
             return false;
         }
         ascii &= c.is_ascii();
+        lines |= c == b'\n';
         prev = c;
     }
-    ascii
-        || t.chars().all(|c| {
-            !(c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'))
-        })
+    // (a line break in a note past ASCII: left to annotate-snippets)
+    ascii || !lines
 }
 
 /// A diagnostic's text: its title and snippet (`group`) and then its
@@ -101,9 +181,9 @@ fn plain_note(t: &str) -> bool {
 /// a note whose characters it prints as they are is appended here instead,
 /// byte for byte what it would render (`notes_as_annotate_snippets_renders`):
 /// with 4,000 diagnostics, their notes had been most of the run.
-fn with_notes<'a>(group: Group<'a>, notes: &[(&NoteKind, &'a str)], color: bool) -> String {
+fn with_notes<'a>(group: Group<'a>, head: Option<String>, notes: &[(&NoteKind, &'a str)], color: bool) -> String {
     if !color && !notes.is_empty() && notes.iter().all(|(_, t)| plain_note(t)) {
-        let head = Renderer::plain().render(std::slice::from_ref(&group)).to_string();
+        let head = head.unwrap_or_else(|| Renderer::plain().render(std::slice::from_ref(&group)).to_string());
         // the gutter: the empty one under `-->`, or none (a title alone)
         let pad = match head.lines().find(|l| l.trim_start() == "|") {
             Some(l) => Some(l.len() - 1),
@@ -147,7 +227,7 @@ fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
         .chain(d.notes.iter().map(|(k, t)| (k, t.as_str())))
         .chain([(&NoteKind::Note, d.level_note.as_str())])
         .collect();
-    with_notes(Group::with_title(level(d).primary_title(f.message.as_str())), &notes, color)
+    with_notes(Group::with_title(level(d).primary_title(f.message.as_str())), None, &notes, color)
 }
 
 /// cargo's closing line for one package: `warning: `x` (lib) generated 3
@@ -287,13 +367,99 @@ mod tests {
                         }
                         SLevel::WARNING.primary_title("16-way shared memory bank conflict").element(snippet)
                     };
-                    assert_eq!(with_notes(group(), notes, false), rendered(group(), notes), "line {line_start}, notes {notes:?}");
+                    assert_eq!(with_notes(group(), None, notes, false), rendered(group(), notes), "line {line_start}, notes {notes:?}");
                     let title = || Group::with_title(SLevel::ERROR.primary_title("data race on shared memory"));
-                    assert_eq!(with_notes(title(), notes, false), rendered(title(), notes), "title alone, notes {notes:?}");
+                    assert_eq!(with_notes(title(), None, notes, false), rendered(title(), notes), "title alone, notes {notes:?}");
                     checked += 1;
                 }
             }
         }
         assert_eq!(checked, 8 * 2 * note_sets.len());
+    }
+
+    /// The head written directly is what annotate-snippets renders, for
+    /// lines with tabs and spaces, spans anywhere in them, labels empty,
+    /// short, long or past ASCII, gutters of every width, and lines and
+    /// labels near the length where it would cut them; and it is written
+    /// for most such diagnostics.
+    #[test]
+    fn one_line_heads_as_annotate_snippets_renders() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n.max(1)
+        };
+        let alphabet = b"ab%[]+-,; \t\t.0123456789xyz_(){}*/";
+        let labels = ["", "here", "stride 16 × 4 bytes along threadIdx.x", "thread 1 writes here (in `f`)", "a"];
+        let (mut written, mut checked) = (0, 0);
+        for _ in 0..6_000 {
+            let most = if next(4) == 0 { 130 } else { 40 };
+            let n = 1 + next(most) as usize;
+            let mut text: String = (0..n).map(|_| alphabet[next(alphabet.len() as u64) as usize] as char).collect();
+            if next(3) == 0 {
+                text = text.trim_end().to_string();
+            }
+            if text.is_empty() {
+                continue;
+            }
+            let start = next(text.len() as u64 + 1) as usize;
+            let end = (start + 1 + next(6) as usize).min(text.len() + 1);
+            let long = "long label ".repeat(1 + next(9) as usize);
+            let label = if next(5) == 0 { long.trim_end() } else { labels[next(labels.len() as u64) as usize] };
+            let line = [1, 9, 10, 99, 100, 9_999, 10_000, 123_456][next(8) as usize];
+            let level = if next(2) == 0 { SLevel::WARNING } else { SLevel::ERROR };
+            let message =
+                ["16-way shared memory bank conflict: lanes stride 64 bytes", "data race on shared memory", "x"][next(3) as usize];
+            let window = format!("{text}\n");
+            let mut primary = AnnotationKind::Primary.span(start..end.min(window.len()));
+            if !label.is_empty() {
+                primary = primary.label(label);
+            }
+            let snippet = Snippet::source(&window).line_start(line).path("src/kernel.ptx").fold(true).annotation(primary);
+            let want = Renderer::plain().render(&[level.clone().primary_title(message).element(snippet)]).to_string();
+            if let Some(got) = one_line_head(level, message, "src/kernel.ptx", line, &text, start..end, label) {
+                assert_eq!(got, want, "{text:?} {start}..{end} {label:?} {line}");
+                written += 1;
+            }
+            checked += 1;
+        }
+        assert!(written > checked / 3, "{written} of {checked}");
+    }
+
+    /// The note check by bytes agrees with one by characters, for every
+    /// character that is a control or invisible, its neighbours, and text
+    /// around them.
+    #[test]
+    fn plain_notes_by_their_bytes() {
+        // (the check as it was, a pass over the characters past ASCII)
+        let by_chars = |t: &str| {
+            let b = t.as_bytes();
+            if b.first().is_none_or(|&c| c == b'\n') || b.last() == Some(&b'\n') {
+                return false;
+            }
+            let (mut prev, mut ascii) = (0u8, true);
+            for &c in b {
+                if (c < b' ' && c != b'\n') || c == 0x7f || (c == b'\n' && prev == b'\n') {
+                    return false;
+                }
+                ascii &= c.is_ascii();
+                prev = c;
+            }
+            ascii
+                || t.chars().all(|c| {
+                    !(c.is_control()
+                        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'))
+                })
+        };
+        let mut checked = 0;
+        for c in (0u32..0x3000).chain(0xfe00..0x10000).chain([0x1f600, 0x10ffff]).filter_map(char::from_u32) {
+            for t in [format!("a{c}b"), format!("{c}"), format!("x × {c}\nnext"), format!("x {c}\nnext"), format!("{c}{c}")] {
+                assert_eq!(plain_note(&t), by_chars(&t), "{:?}", t);
+                checked += 1;
+            }
+        }
+        assert!(checked > 40_000);
     }
 }
