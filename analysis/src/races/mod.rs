@@ -1248,8 +1248,12 @@ struct Sites<'e, 'f, 'a, 'x> {
     /// that their place names them) and the threads that run it (a block
     /// in an iteration, or every thread): the accesses through one address
     /// at other constant offsets (an unrolled loop's) take it shifted.
-    through: FxHashMap<(usize, Option<(BlockId, usize)>), (std::rc::Rc<Vec<i64>>, Sorted)>,
+    through: FxHashMap<Through, (std::rc::Rc<Vec<i64>>, Sorted)>,
 }
+
+/// The values of an address (where they are kept) and the threads that
+/// run it: a block in an iteration, or every thread.
+type Through = (usize, Option<(BlockId, usize)>);
 
 /// The threads that execute a CFG block in an iteration (every thread when
 /// not given).
