@@ -375,6 +375,11 @@ pub struct Evals<'f, 'a> {
     varying: OnceCell<Rc<BitSet>>,
     /// Each loop's trip count, as far as [`Evals::trips`] was asked.
     trips: RefCell<rustc_hash::FxHashMap<crate::ir::LoopId, Option<crate::ir::loops::Trips>>>,
+    /// Whether a runtime value moves an address value's first thread by
+    /// other than whole sectors, by the value and the loop around the
+    /// access ([`moved_by_runtime_value`]: the access's constant offset
+    /// cancels out), as far as asked.
+    moved: RefCell<rustc_hash::FxHashMap<(ValueId, Option<crate::ir::LoopId>), bool>>,
 }
 
 /// The most iterations [`Evals::trips`] follows a loop's exit test for.
@@ -399,6 +404,7 @@ impl<'f, 'a> Evals<'f, 'a> {
             offset_lists: RefCell::new(OffsetLists::default()),
             varying: OnceCell::new(),
             trips: RefCell::new(Default::default()),
+            moved: RefCell::new(Default::default()),
         }
     }
 
@@ -854,10 +860,18 @@ fn first_thread_address_at(ev: &Evals<'_, '_>, a: &Access, ctaid: i64, scalar: i
 /// than a whole number of sectors? Then its alignment is only known at
 /// run time.
 fn moved_by_runtime_value(ev: &Evals<'_, '_>, a: &Access) -> bool {
-    (0..2).any(|ctaid| {
+    let Some(v) = a.addr_value else { return false };
+    // (the accesses through one address at other offsets, an unrolled loop's: asked once)
+    let key = (v, ev.f.cfg.loop_of(ev.f.cfg.block_of(a.inst)));
+    if let Some(&moved) = ev.moved.borrow().get(&key) {
+        return moved;
+    }
+    let moved = (0..2).any(|ctaid| {
         let at = |scalar| first_thread_address(ev, a, ctaid, scalar);
         matches!((at(SCALAR_SAMPLE), at(SCALAR_SAMPLE + 1)), (Some(x), Some(y)) if (x - y).rem_euclid(SECTOR) != 0)
-    }) || moved_by_iteration(ev, a)
+    }) || moved_by_iteration(ev, a);
+    ev.moved.borrow_mut().insert(key, moved);
+    moved
 }
 
 /// Does a runtime value move where a warp other than the first starts, by
@@ -1138,6 +1152,58 @@ mod tests {
             let mut more = a.clone();
             more.push((a[0].0, w));
             assert!(!moved_by(&a, &more, SECTOR) && !moved_by(&a, &[], SECTOR) && !moved_by(&[], &a, SECTOR));
+        }
+    }
+
+    /// Accesses through one address at other constant offsets are moved
+    /// by a runtime value alike (an offset parameter `x[t + off]` moves
+    /// them by other than whole sectors; `x[t + 8·off]` by whole sectors
+    /// does not), asked once or each with evaluators of its own.
+    #[test]
+    fn accesses_through_one_address_are_moved_alike() {
+        for (scale, moved) in [("1", true), ("8", false)] {
+            let src = format!(
+                r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_x, .param .u32 k_off) {{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [k_x];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u32 %r1, [k_off];
+    mov.u32 %r2, %tid.x;
+    mul.lo.s32 %r3, %r1, {scale};
+    add.s32 %r4, %r2, %r3;
+    mul.wide.s32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.u32 %r5, [%rd4];
+    ld.global.u32 %r6, [%rd4+4];
+    ld.global.u32 %r7, [%rd4+36];
+    add.s32 %r5, %r5, %r6;
+    add.s32 %r5, %r5, %r7;
+    st.global.u32 [%rd4], %r5;
+    ret;
+}}
+"#
+            );
+            let m = crate::ptx::parse(&src).expect("the test kernel parses");
+            let fs = crate::ir::lower(&m);
+            let d = Divergence::analyze(&fs[0], &crate::divergence::Summaries::compute(&fs));
+            let shape = Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
+            let accs = accesses(&fs[0], &d);
+            assert_eq!(accs.len(), 4);
+            let shared = Evals::new(&fs[0], &d, &shape);
+            for a in &accs {
+                let alone = Evals::new(&fs[0], &d, &shape);
+                assert_eq!(
+                    (moved_by_runtime_value(&shared, a), moved_by_runtime_value(&alone, a)),
+                    (moved, moved),
+                    "×{scale} +{}",
+                    a.offset
+                );
+            }
         }
     }
 }
