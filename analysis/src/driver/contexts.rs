@@ -140,6 +140,11 @@ impl<'m, 'a> Contexts<'m, 'a> {
                 Imports::default()
             }
         });
+        // a kernel whose witnesses the replay runs takes it as lowered here (where the launch's
+        // dynamic shared memory did not size its arrays: the replay's own lowering does not)
+        if entry && m.opts.replay && m.opts.shared_for(f.func).is_none() && r.findings.iter().any(|fd| fd.witness.is_some()) {
+            m.mcx.keep(f);
+        }
         (r, uses)
     }
 

@@ -84,6 +84,10 @@ pub struct ModuleCx<'a> {
     /// Functions lowered already (to find the spaces their calls pass),
     /// each taken by the first [`lower_one`] of it.
     lowered: std::sync::Mutex<FxHashMap<usize, FunctionIr<'a>>>,
+    /// The instructions of the functions [`ModuleCx::keep`] kept, and the
+    /// most it keeps: an eighth of the module's (one function at least).
+    kept: std::sync::atomic::AtomicUsize,
+    keep_budget: usize,
 }
 
 impl<'a> ModuleCx<'a> {
@@ -96,7 +100,25 @@ impl<'a> ModuleCx<'a> {
         let noreturn = noreturn(m);
         let (params, lowered) = space::ParamSpaces::compute(m, bodies, &noreturn);
         let lowered = std::sync::Mutex::new(lowered.into_iter().map(|f| (f.index, f)).collect());
-        ModuleCx { noreturn, params, lowered }
+        let keep_budget = bodies.iter().map(|b| b.insts.len()).sum::<usize>() / 8;
+        ModuleCx { noreturn, params, lowered, kept: Default::default(), keep_budget }
+    }
+}
+
+impl<'a> ModuleCx<'a> {
+    /// Keep function `f`, lowered and analysed, for the next [`lower_one`]
+    /// of it (a kernel the replay runs: lowered once, not twice), within
+    /// the budget: kernels waiting for their replay do not hold much of
+    /// the module twice (the replays come after every analysis).
+    pub fn keep(&self, f: FunctionIr<'a>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = f.insts.len();
+        let before = self.kept.fetch_add(n, Relaxed);
+        if before > 0 && before + n > self.keep_budget {
+            self.kept.fetch_sub(n, Relaxed);
+            return;
+        }
+        self.lowered.lock().unwrap_or_else(|e| e.into_inner()).insert(f.index, f);
     }
 }
 
@@ -590,5 +612,41 @@ $L_exit:
         let m = parse(src).unwrap();
         let fs = lower(&m);
         assert!(fs[0].cfg.is_irreducible());
+    }
+
+    /// A kept function is the next lowering of it (once), and what is kept
+    /// stays within an eighth of the module's instructions, though the
+    /// first function kept may be larger.
+    #[test]
+    fn kept_functions_within_the_budget_are_lowered_once() {
+        let body = |n: usize| "    add.s32 %r1, %r1, 1;\n".repeat(n);
+        let src = format!(
+            ".version 7.0\n.target sm_80\n.visible .entry big() {{\n    .reg .b32 %r<2>;\n{}    ret;\n}}\n.visible .entry small() {{\n    .reg .b32 %r<2>;\n{}    ret;\n}}\n.visible .entry other() {{\n    .reg .b32 %r<2>;\n{}    ret;\n}}\n",
+            body(60),
+            body(5),
+            body(20)
+        );
+        let m = parse(&src).unwrap();
+        fn marked<'a>(m: &'a crate::ptx::Module<'a>, cx: &ModuleCx<'a>, i: usize) -> FunctionIr<'a> {
+            let mut f = lower_one(m, i, cx);
+            f.source_params = vec![format!("kept {i}")];
+            f
+        }
+        fn kept<'a>(m: &'a crate::ptx::Module<'a>, cx: &ModuleCx<'a>) -> Vec<bool> {
+            (0..3).map(|i| !lower_one(m, i, cx).source_params.is_empty()).collect()
+        }
+        // (88 instructions: an eighth is 11) the small one fits, the others do not beside it
+        let cx = ModuleCx::new(&m);
+        for i in [1, 2, 0] {
+            cx.keep(marked(&m, &cx, i));
+        }
+        assert_eq!(kept(&m, &cx), [false, true, false]);
+        // the first kept is kept whatever its size, and then nothing more
+        let cx = ModuleCx::new(&m);
+        for i in [0, 1, 2] {
+            cx.keep(marked(&m, &cx, i));
+        }
+        assert_eq!(kept(&m, &cx), [true, false, false]);
+        assert!(lower_one(&m, 0, &cx).source_params.is_empty(), "kept for one lowering only");
     }
 }
