@@ -988,12 +988,12 @@ struct Witness {
 /// by the shift beside it) and `vb` (`wb` wide) whose bytes overlap and
 /// that `ok` accepts; with `first`, the first such pair (whether there is
 /// one at all).
-fn sweep(
+fn sweep<F: Fn(usize, usize) -> bool + ?Sized>(
     (va, sa): (&[(i64, usize)], i64),
     (vb, sb): (&[(i64, usize)], i64),
     wa: u32,
     wb: u32,
-    ok: &dyn Fn(usize, usize) -> bool,
+    ok: &F,
     first: bool,
 ) -> Option<Witness> {
     thread_local! {
@@ -1031,7 +1031,7 @@ fn sweep(
                     // `t2`, nor another element: past them, once a pair of two warps is seen
                     // (a broadcast address read by the whole block is not n² pairs)
                     if cross {
-                        i += va[i..].partition_point(|e| e.0 == va[i].0) - 1;
+                        i = run_end(va, i) - 1;
                     }
                 }
                 i += 1;
@@ -1041,6 +1041,21 @@ fn sweep(
         hit.dedup();
         best.map(|(t1, t2, byte)| Witness { threads: (t1, t2), byte, cross, elements: hit.len() })
     })
+}
+
+/// Where the run of pairs at `v[i]`'s address ends (`v` sorted by address):
+/// by steps that double, then halving, so that a few threads at one address
+/// cost a few steps and a whole block at one address its logarithm.
+fn run_end(v: &[(i64, usize)], i: usize) -> usize {
+    let at = v[i].0;
+    let (mut lo, mut step) = (i + 1, 1);
+    // every pair before `lo` is at the address; the run ends at `lo + step` or before
+    while lo + step <= v.len() && v[lo + step - 1].0 == at {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(v.len());
+    lo + v[lo..hi].partition_point(|e| e.0 == at)
 }
 
 /// The race between accesses `ka` (first) and `kb` at the witness threads
@@ -1582,6 +1597,23 @@ mod tests {
             let (a, b) = (super::Sorted::new(&per_thread, &mut lists).shifted(by), super::Sorted::new(&moved, &mut lists));
             assert_eq!(a.key(), b.key(), "{per_thread:?} + {by}");
             assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
+        }
+    }
+
+    /// The run of pairs at an address ends where a search of the whole
+    /// list says, for runs of every length at every place.
+    #[test]
+    fn runs_end_where_the_address_changes() {
+        let mut next = crate::xorshift(0xbb67_ae85_84ca_a73b);
+        for _ in 0..3_000 {
+            let mut v: Vec<(i64, usize)> = Vec::new();
+            while v.len() < 1 + next(300) as usize {
+                let run = 1 + if next(4) == 0 { next(200) } else { next(5) } as usize;
+                let a = v.last().map_or(0, |x| x.0 + 1 + next(3) as i64);
+                v.extend((0..run).map(|t| (a, t)));
+            }
+            let i = next(v.len() as u64) as usize;
+            assert_eq!(super::run_end(&v, i), i + v[i..].partition_point(|e| e.0 == v[i].0), "{i} in {} pairs", v.len());
         }
     }
 }
