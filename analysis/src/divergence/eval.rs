@@ -81,6 +81,9 @@ impl Leaves {
             (None, _) => o.clone(),
             (_, None) => self.clone(),
             (Some(a), Some(b)) if Rc::ptr_eq(a, b) || a == b => self.clone(),
+            // (one within the other, as most are: the larger, not a new list)
+            (Some(a), Some(b)) if a.len() >= b.len() && b.iter().all(|x| a.binary_search(x).is_ok()) => self.clone(),
+            (Some(a), Some(b)) if a.len() < b.len() && a.iter().all(|x| b.binary_search(x).is_ok()) => o.clone(),
             (Some(a), Some(b)) => {
                 let mut v: Vec<ValueId> = a.iter().chain(b.iter()).copied().collect();
                 v.sort_unstable();
@@ -646,10 +649,26 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         for (r, s) in refs.iter_mut().zip(srcs.iter().flatten()) {
             *r = &s.lanes;
         }
+        let leaves = || srcs.iter().flatten().fold(Leaves::none(), |acc, s| acc.union(&s.leaves));
+        if n == 1 {
+            // every source one lane: the one value, computed in a list kept for it (most of a
+            // kernel's values; their value is kept once, `Self::one`)
+            thread_local! {
+                static ONE: RefCell<Vec<i64>> = const { RefCell::new(Vec::new()) };
+            }
+            let k = ONE.with(|c| {
+                let out = &mut *c.borrow_mut();
+                out.clear();
+                op.apply_lanes(&refs[..srcs.len()], ty, out)?;
+                out.first().copied().filter(|_| out.len() == 1)
+            });
+            if let Some(k) = k {
+                return Ok(self.one(k, leaves()));
+            }
+        }
         let mut out = Vec::with_capacity(n);
         op.apply_lanes(&refs[..srcs.len()], ty, &mut out).ok_or(EvalErr::Opaque)?;
-        let leaves = srcs.iter().flatten().fold(Leaves::none(), |acc, s| acc.union(&s.leaves));
-        Ok(self.widen(out, leaves))
+        Ok(self.widen(out, leaves()))
     }
 }
 
@@ -790,5 +809,28 @@ mod tests {
         assert_eq!(kept(), 2, "t·3 kept after its last holder went");
         drop(a);
         assert_eq!(kept(), 1, "t, which the shared special registers hold, alone");
+    }
+
+    /// The union of two leaf sets is the set union, each leaf once and in
+    /// order; where one holds the other it is that one, not a new list.
+    #[test]
+    fn leaf_unions_are_set_unions() {
+        use crate::ir::ValueId;
+        let mut next = crate::xorshift(0x3c6e_f372_fe94_f82b);
+        let mut reused = 0;
+        for _ in 0..2_000 {
+            let mut set = |n: u64| super::Leaves::of((0..next(n)).map(|_| ValueId::new(next(12) as usize)).collect());
+            let (a, b) = (set(6), set(6));
+            let want: std::collections::BTreeSet<ValueId> = a.iter().chain(b.iter()).collect();
+            let u = a.union(&b);
+            assert_eq!(u.iter().collect::<Vec<_>>(), want.iter().copied().collect::<Vec<_>>(), "{a:?} ∪ {b:?}");
+            let holds_all = |x: &super::Leaves| x.iter().count() == want.len();
+            if !want.is_empty() && (holds_all(&a) || holds_all(&b)) {
+                let same = |x: &super::Leaves| matches!((&x.0, &u.0), (Some(p), Some(q)) if std::rc::Rc::ptr_eq(p, q));
+                assert!(same(&a) || same(&b), "{a:?} ∪ {b:?} made a new list");
+                reused += 1;
+            }
+        }
+        assert!(reused > 500, "{reused}");
     }
 }
