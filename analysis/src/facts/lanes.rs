@@ -119,9 +119,14 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         self.directions
             .entry((br.block, iteration))
             .or_insert_with(|| {
-                evals
-                    .eval_partial(br.cond, Query { leading: None, ctaid, scalar: None, iteration, pin: None })
-                    .map(|c| Rc::new(c.iter().map(|c| c.map(|c| (c != 0) != br.negated)).collect()))
+                let q = Query { leading: None, ctaid, scalar: None, iteration, pin: None };
+                let side = |c: i64| (c != 0) != br.negated;
+                // known in every thread (most conditions): read as it is, not first made a list of
+                // values each known (`eval_partial` gives those where it is not)
+                match evals.eval(br.cond, q) {
+                    Some(c) => (!c.is_empty()).then(|| Rc::new(c.iter().map(|&c| Some(side(c))).collect())),
+                    None => evals.eval_partial(br.cond, q).map(|c| Rc::new(c.iter().map(|c| c.map(side)).collect())),
+                }
             })
             .clone()
     }
