@@ -107,9 +107,9 @@ impl Shape {
 }
 
 /// Number of bytes covered by the union of half-open ranges `[start, end)`.
-pub fn covered_bytes(mut ranges: Vec<(i64, i64)>) -> i64 {
+pub fn covered_bytes(ranges: &mut [(i64, i64)]) -> i64 {
     let mut n = 0;
-    merge_each(&mut ranges, |(s, e)| n += e - s);
+    merge_each(ranges, |(s, e)| n += e - s);
     n
 }
 

@@ -115,7 +115,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
             mine.dedup();
             requested += mine.iter().map(|r| (r.1 - r.0) as u64).sum::<u64>();
         }
-        let footprint = covered_bytes(runs);
+        let footprint = covered_bytes(&mut runs);
         if footprint <= 0 || (requested as i64) < 2 * footprint {
             continue;
         }

@@ -35,7 +35,6 @@ use crate::ir::inst::Space;
 use crate::ir::values::root;
 use crate::ir::{LoopId, ValueId};
 use crate::model::{covered_bytes, SECTOR, WARP};
-use std::collections::BTreeSet;
 
 /// The footprint per warp (bytes) up to which a group's loads are assumed
 /// to find each other's sectors in L1.
@@ -165,9 +164,12 @@ fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, l
 fn warps(ev: &Evals<'_, '_>, addrs: &[Member<'_>], widths: &[i64]) -> Vec<(u32, u32, u32)> {
     let threads = ev.shape.threads();
     let mut per_warp: Vec<(u32, u32, u32)> = Vec::new();
+    // (one warp's sectors and byte ranges, in lists kept for every warp: sorted once, each
+    // sector counted once)
+    let (mut sectors, mut bytes): (Vec<i64>, Vec<(i64, i64)>) = (Vec::new(), Vec::new());
     for w in 0..threads.div_ceil(WARP) {
-        let mut sectors = BTreeSet::new();
-        let mut bytes = Vec::new();
+        sectors.clear();
+        bytes.clear();
         for (m, a) in addrs.iter().enumerate() {
             for addr in (w * WARP..((w + 1) * WARP).min(threads)).filter_map(|t| a.get(t)) {
                 let end = addr + widths[m];
@@ -178,7 +180,9 @@ fn warps(ev: &Evals<'_, '_>, addrs: &[Member<'_>], widths: &[i64]) -> Vec<(u32, 
         if bytes.is_empty() {
             continue;
         }
-        let used = covered_bytes(bytes) as u32;
+        sectors.sort_unstable();
+        sectors.dedup();
+        let used = covered_bytes(&mut bytes) as u32;
         per_warp.push((sectors.len() as u32, used.div_ceil(SECTOR as u32), used));
     }
     per_warp
