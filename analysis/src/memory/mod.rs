@@ -1010,7 +1010,13 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     for w in 0..shape.warps() {
         let range = w * WARP..((w + 1) * WARP).min(lanes.len());
         act.clear();
-        act.extend(range.clone().filter(|&t| active.get(t).copied().unwrap_or(true)).map(|t| (addrs[t], a.width)));
+        // (the warp's lanes and their flags as slices: a lane past `active` runs it)
+        let on = active.get(range.start..range.end.min(active.len())).unwrap_or(&[]);
+        for (k, &x) in addrs[range.clone()].iter().enumerate() {
+            if on.get(k).copied().unwrap_or(true) {
+                act.push((x, a.width));
+            }
+        }
         if act.is_empty() {
             continue;
         }
@@ -1071,7 +1077,7 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
         assumed_strides,
         rests_on,
         aligned_on,
-        offsets: Offsets::new(addrs.to_vec(), |t| active.get(t).copied().unwrap_or(true), &mut ev.offset_lists.borrow_mut()),
+        offsets: Offsets::new(addrs, |t| active.get(t).copied().unwrap_or(true), &mut ev.offset_lists.borrow_mut()),
     })
 }
 
