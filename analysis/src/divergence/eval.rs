@@ -80,8 +80,8 @@ impl Leaves {
         match (&self.0, &o.0) {
             (None, _) => o.clone(),
             (_, None) => self.clone(),
-            (Some(a), Some(b)) if Rc::ptr_eq(a, b) || a == b => self.clone(),
-            // (one within the other, as most are: the larger, not a new list)
+            (Some(a), Some(b)) if Rc::ptr_eq(a, b) => self.clone(),
+            // (one within the other, as most are, equal ones too: the larger, not a new list)
             (Some(a), Some(b)) if a.len() >= b.len() && b.iter().all(|x| a.binary_search(x).is_ok()) => self.clone(),
             (Some(a), Some(b)) if a.len() < b.len() && a.iter().all(|x| b.binary_search(x).is_ok()) => o.clone(),
             (Some(a), Some(b)) => {
@@ -136,19 +136,6 @@ struct Vals {
 }
 
 impl Vals {
-    /// The values of every lane (kept as one when they are equal).
-    fn new(lanes: Vec<i64>, leaves: Leaves) -> Vals {
-        match lanes.split_first() {
-            Some((&k, rest)) if !rest.is_empty() && rest.iter().all(|&x| x == k) => Vals::one(k, leaves),
-            _ => Vals { lanes: Rc::new(lanes), leaves },
-        }
-    }
-
-    /// `k` in every lane.
-    fn one(k: i64, leaves: Leaves) -> Vals {
-        Vals { lanes: Rc::new(vec![k]), leaves }
-    }
-
     /// Every lane holds the same value.
     fn uniform(&self) -> bool {
         self.lanes.len() == 1
@@ -218,16 +205,8 @@ const MAX_DEPTH: u32 = 48;
 impl<'f, 'a> Evaluator<'f, 'a> {
     /// An evaluator over the given threads.
     pub fn new(f: &'f FunctionIr<'a>, d: &'f Divergence, ntid: [u32; 3], lanes: &'f [Lane]) -> Self {
-        let bound = d
-            .call
-            .values
-            .iter()
-            .filter_map(|(v, a)| {
-                a.lanes.as_ref().filter(|x| x.len() >= lanes.len()).map(|x| (*v, Vals::new(x[..lanes.len()].to_vec(), Leaves::none())))
-            })
-            .collect();
-        Evaluator {
-            bound,
+        let mut ev = Evaluator {
+            bound: FxHashMap::default(),
             f,
             d,
             ntid: ntid.map(|x| x as i64),
@@ -242,7 +221,17 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             first_iteration: false,
             iteration: None,
             through_data: false,
-        }
+        };
+        // (kept as every other value is: one lane when the same in every thread)
+        ev.bound = d
+            .call
+            .values
+            .iter()
+            .filter_map(|(v, a)| {
+                a.lanes.as_ref().filter(|x| x.len() >= lanes.len()).map(|x| (*v, ev.widen(x[..lanes.len()].to_vec(), Leaves::none())))
+            })
+            .collect();
+        ev
     }
 
     /// Replace the sample values of uniform leaves.
@@ -571,14 +560,14 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         v
     }
 
-    /// Take what evaluators over the same threads compute once from (and
-    /// give it to) the others of `same`: only those over the same threads,
-    /// block shape and grid may share one.
     /// Forget the kept lists no value holds any more.
     fn drop_lists(&self) {
         self.same.0.borrow_mut().lists.retain(|l| Rc::strong_count(l) > 1);
     }
 
+    /// Take what evaluators over the same threads compute once from (and
+    /// give it to) the others of `same`: only those over the same threads,
+    /// block shape and grid may share one.
     pub fn share_threads(&mut self, same: &SameThreads) {
         self.same = same.clone();
     }

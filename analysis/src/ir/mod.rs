@@ -103,9 +103,7 @@ impl<'a> ModuleCx<'a> {
         let keep_budget = bodies.iter().map(|b| b.insts.len()).sum::<usize>() / 8;
         ModuleCx { noreturn, params, lowered, kept: Default::default(), keep_budget }
     }
-}
 
-impl<'a> ModuleCx<'a> {
     /// Keep function `f`, lowered and analysed, for the next [`lower_one`]
     /// of it (a kernel the replay runs: lowered once, not twice), within
     /// the budget: kernels waiting for their replay do not hold much of
