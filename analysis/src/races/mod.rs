@@ -11,7 +11,10 @@
 //! loops; loop counters also at their next values, and at every later
 //! iteration of a loop whose trip count is known), the byte ranges
 //! overlap and at least one access writes; atomics do not race with
-//! atomics. Decided by enumerating the block's threads; a pair that the
+//! atomics. Decided over the block's threads, each access's addresses
+//! sorted once per address value and swept against the other's (the
+//! copies of an access at other constant offsets take the list shifted,
+//! [`Sorted`]); a pair that the
 //! sampled parameter values leave apart is solved exactly for a parameter
 //! that offsets its index (`param`: the values that race). The accesses
 //! of the device functions a kernel calls take part at their calls

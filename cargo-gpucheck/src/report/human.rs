@@ -1,7 +1,10 @@
 //! rustc-style text rendered with `annotate-snippets` (the renderer rustc
 //! uses): `warning: …`, `--> file:line:col`, the source line with the span
-//! underlined, `= note:` / `= help:` footers (in plain text appended as it
-//! would render them, [`with_notes`]), and cargo's summary line.
+//! underlined, `= note:` / `= help:` footers, and cargo's summary line. In
+//! plain text, what it would print as it is is written here byte for byte
+//! as it renders it (each tested against its own rendering): a one-line
+//! snippet with one span ([`one_line_head`]), and the footers
+//! ([`with_notes`]).
 
 use super::source::{self, SourceText};
 use crate::diagnostic::Diagnostic;
