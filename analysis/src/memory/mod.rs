@@ -331,6 +331,11 @@ impl Offsets {
         self.vals.get(t).map(|x| x + self.shift).filter(|_| on)
     }
 
+    /// Thread `t`'s offset, whether it executes the access or not.
+    fn at(&self, t: usize) -> i64 {
+        self.vals[t] + self.shift
+    }
+
     pub fn len(&self) -> usize {
         self.vals.len()
     }
@@ -380,6 +385,9 @@ pub struct Evals<'f, 'a> {
     /// access ([`moved_by_runtime_value`]: the access's constant offset
     /// cancels out), as far as asked.
     moved: RefCell<rustc_hash::FxHashMap<(ValueId, Option<crate::ir::LoopId>), bool>>,
+    /// What the warps of the accesses predicted so far cost, each request
+    /// once up to a move that costs nothing ([`warp_counts`]).
+    counted: RefCell<rustc_hash::FxHashMap<CountKey, Option<WarpCounts>>>,
 }
 
 /// The most iterations [`Evals::trips`] follows a loop's exit test for.
@@ -405,6 +413,7 @@ impl<'f, 'a> Evals<'f, 'a> {
             varying: OnceCell::new(),
             trips: RefCell::new(Default::default()),
             moved: RefCell::new(Default::default()),
+            counted: RefCell::new(Default::default()),
         }
     }
 
@@ -912,7 +921,7 @@ fn active_of(active: &[bool], n: usize) -> Vec<bool> {
 
 /// The lane stride of an affine global access when it is a multiple of a
 /// value loaded from memory, with the cost when that value is 1.
-fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &[i64], active: &[bool], stride: i64) -> Option<RuntimeStride> {
+fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &Offsets, active: &[bool], stride: i64) -> Option<RuntimeStride> {
     let f = ev.f;
     let AbsVal::Affine { c, .. } = a.addr else { return None };
     let Coef::Lin { k: 0, m, sym } = c[0] else { return None };
@@ -923,7 +932,7 @@ fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &[i64], active: &[bool]
     let load = f.def_inst(crate::ir::values::through_copies(f, value)).filter(|&i| f.insts[i].access() == Some(AccessKind::Load))?;
     // the same lanes with neighbouring lanes `m` bytes apart (the value at 1)
     let lanes = ev.shape.lanes();
-    let sectors_at_one = typical_sectors(ev, a, active, |t| addrs[t] - stride * lanes[t].tid[0] + m * lanes[t].tid[0]);
+    let sectors_at_one = typical_sectors(ev, a, active, |t| addrs.at(t) - stride * lanes[t].tid[0] + m * lanes[t].tid[0]);
     Some(RuntimeStride { value, load, bytes_per_unit: m, sectors_at_one })
 }
 
@@ -996,7 +1005,83 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     let shape = ev.shape;
     let (addresses, rests_on) = ev.recorded(|| lane_addresses(ev, a, ctaid));
     let (addrs, method, strides, assumed_strides, aligned_on, cause) = addresses?;
-    let lanes = shape.lanes();
+    let offsets = Offsets::new(addrs, |t| active.get(t).copied().unwrap_or(true), &mut ev.offset_lists.borrow_mut());
+    let counts = warp_counts(ev, a, &offsets, cause.is_some())?;
+    let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
+    let on = active_of(active, offsets.len());
+    let runtime_stride = runtime_stride(ev, a, &offsets, &on, strides[0])
+        // (only where the sample makes it cost more than the ideal: the question is whether it must)
+        .or_else(|| (counts.typical.0 > counts.typical.1).then(|| loaded_lane_stride(ev, a, &rests_on, &on, ctaid)).flatten());
+    Some(Prediction {
+        method,
+        runtime_stride,
+        requests: counts.requests,
+        sectors: (counts.typical.0, counts.worst_sectors),
+        ideal: counts.typical.1,
+        misaligned: cause
+            .zip(counts.misaligned)
+            .map(|(cause, sectors)| Misaligned { sectors, cause })
+            .filter(|m| m.sectors > counts.typical.0),
+        conflict: counts.conflict,
+        lane_stride,
+        strides,
+        assumed_strides,
+        rests_on,
+        aligned_on,
+        offsets,
+    })
+}
+
+/// What the warps of one access's request cost ([`predict`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct WarpCounts {
+    /// Warps with at least one active lane.
+    requests: usize,
+    /// Global: the typical warp's sectors and ideal sectors.
+    typical: (u32, u32),
+    /// Global: the worst warp's sectors.
+    worst_sectors: u32,
+    /// Shared: conflict degree (typical warp, worst warp).
+    conflict: (u32, u32),
+    /// Global, with an offset known only at run time: the typical warp's
+    /// sectors at the worst alignment.
+    misaligned: Option<u32>,
+}
+
+/// The accesses whose warps were counted, by what decides the counts:
+/// their per-thread offsets (the list kept once: its address), the first
+/// thread's offset modulo the unit a request moved by costs the same
+/// (words for shared banks, sectors for global), the threads that run them,
+/// their width and space, and whether the worst alignment is asked.
+type CountKey = (usize, i64, Vec<u64>, u32, bool, bool);
+
+/// [`WarpCounts`] of access `a` at `offsets`: an access whose request is
+/// one counted before moved by whole words (shared) or sectors (global),
+/// with the same threads, width and space, costs what that one did (the
+/// copies of an unrolled loop, the accesses through one address at other
+/// constant offsets); `None` when no thread runs it.
+fn warp_counts(ev: &Evals<'_, '_>, a: &Access, offsets: &Offsets, worst: bool) -> Option<WarpCounts> {
+    let shared = a.space == Space::Shared;
+    let unit = if shared { 4 } else { SECTOR };
+    let key: CountKey = (
+        std::sync::Arc::as_ptr(&offsets.vals) as *const i64 as usize,
+        offsets.shift.rem_euclid(unit),
+        offsets.active.clone(),
+        a.width,
+        shared,
+        worst,
+    );
+    if let Some(c) = ev.counted.borrow().get(&key) {
+        return *c;
+    }
+    let c = count_warps(ev.shape, a, offsets, worst);
+    ev.counted.borrow_mut().insert(key, c);
+    c
+}
+
+/// [`warp_counts`], counted.
+fn count_warps(shape: &Shape, a: &Access, offsets: &Offsets, worst: bool) -> Option<WarpCounts> {
+    let n = offsets.len();
     let mut per_warp: Vec<(u32, u32)> = Vec::with_capacity(shape.warps());
     let mut per_warp_conf: Vec<(u32, u32)> = Vec::new();
     let mut misaligned: Vec<(u32, u32)> = Vec::new();
@@ -1008,15 +1093,9 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     let mut counted: Vec<(i64, u32)> = Vec::with_capacity(WARP);
     let mut counts = ((0u32, 0u32), 0u32);
     for w in 0..shape.warps() {
-        let range = w * WARP..((w + 1) * WARP).min(lanes.len());
+        let range = w * WARP..((w + 1) * WARP).min(n);
         act.clear();
-        // (the warp's lanes and their flags as slices: a lane past `active` runs it)
-        let on = active.get(range.start..range.end.min(active.len())).unwrap_or(&[]);
-        for (k, &x) in addrs[range.clone()].iter().enumerate() {
-            if on.get(k).copied().unwrap_or(true) {
-                act.push((x, a.width));
-            }
-        }
+        act.extend(range.filter_map(|t| offsets.get(t)).map(|x| (x, a.width)));
         if act.is_empty() {
             continue;
         }
@@ -1034,50 +1113,32 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
                     let here = sectors(&act);
                     // worst alignment of an offset known only at run time, in steps of the element width
                     // (moved by none: `here`)
-                    let worst = cause.map_or(0, |_| {
+                    let worst = if worst {
                         (0..SECTOR).step_by(a.width.max(1) as usize).skip(1).fold(here.0, |worst, s| {
                             moved.clear();
                             moved.extend(act.iter().map(|&(x, w)| (x + s, w)));
                             worst.max(sectors(&moved).0)
                         })
-                    });
+                    } else {
+                        0
+                    };
                     counts = (here, worst);
                     std::mem::swap(&mut counted, &mut act);
                 }
                 per_warp.push(counts.0);
-                if cause.is_some() {
+                if worst {
                     misaligned.push((counts.1, 0));
                 }
             }
         }
     }
     let requests = per_warp.len().max(per_warp_conf.len());
-    if requests == 0 {
-        return None;
-    }
-    let typical = mode(&per_warp);
-    let conf = mode(&per_warp_conf).0;
-    let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
-    let on = active_of(active, addrs.len());
-    let runtime_stride = runtime_stride(ev, a, &addrs, &on, strides[0])
-        // (only where the sample makes it cost more than the ideal: the question is whether it must)
-        .or_else(|| (typical.0 > typical.1).then(|| loaded_lane_stride(ev, a, &rests_on, &on, ctaid)).flatten());
-    Some(Prediction {
-        method,
-        runtime_stride,
+    (requests > 0).then(|| WarpCounts {
         requests,
-        sectors: (typical.0, per_warp.iter().map(|x| x.0).max().unwrap_or(0)),
-        ideal: typical.1,
-        misaligned: cause
-            .map(|cause| Misaligned { sectors: mode(&misaligned).0, cause })
-            .filter(|m| !misaligned.is_empty() && m.sectors > typical.0),
-        conflict: (conf, per_warp_conf.iter().map(|x| x.0).max().unwrap_or(0)),
-        lane_stride,
-        strides,
-        assumed_strides,
-        rests_on,
-        aligned_on,
-        offsets: Offsets::new(addrs, |t| active.get(t).copied().unwrap_or(true), &mut ev.offset_lists.borrow_mut()),
+        typical: mode(&per_warp),
+        worst_sectors: per_warp.iter().map(|x| x.0).max().unwrap_or(0),
+        conflict: (mode(&per_warp_conf).0, per_warp_conf.iter().map(|x| x.0).max().unwrap_or(0)),
+        misaligned: (!misaligned.is_empty()).then(|| mode(&misaligned).0),
     })
 }
 
@@ -1158,6 +1219,51 @@ mod tests {
             let mut more = a.clone();
             more.push((a[0].0, w));
             assert!(!moved_by(&a, &more, SECTOR) && !moved_by(&a, &[], SECTOR) && !moved_by(&[], &a, SECTOR));
+        }
+    }
+
+    /// The warps of an access counted before at offsets moved by whole
+    /// words (shared) or sectors (global), with the same threads, width and
+    /// space, are what counting its own gives; moved by other amounts they
+    /// are counted again.
+    #[test]
+    fn warps_counted_once_are_every_moved_requests() {
+        let (f, d) = crate::affine_in_two_params();
+        let mut next = crate::xorshift(0x51ed_270b);
+        for n in [32usize, 96, 256] {
+            let shape = Shape::new([n as u32, 1, 1], crate::model::ShapeSource::Cli);
+            let ev = Evals::new(f, &d, &shape);
+            let lists: Vec<Vec<i64>> = (0..6)
+                .map(|k| {
+                    let stride = [1i64, 4, 8, 12, 32, 0][k];
+                    (0..n).map(|t| t as i64 * stride + if next(6) == 0 { 4 * next(8) as i64 } else { 0 }).collect()
+                })
+                .collect();
+            let masks: Vec<Vec<bool>> = (0..3).map(|k| (0..n).map(|t| k == 0 || next(k as u64 + 1) != 0 || t > n - 8).collect()).collect();
+            let mut calls = 0;
+            for _ in 0..600 {
+                let width = [1u32, 2, 4, 8, 16][next(5) as usize];
+                let space = if next(2) == 0 { Space::Shared } else { Space::Global };
+                let a = Access {
+                    inst: InstId::new(0),
+                    kind: AccessKind::Load,
+                    space,
+                    assumed: false,
+                    width,
+                    addr: AbsVal::Top { data: false },
+                    addr_value: None,
+                    offset: 0,
+                };
+                // (mostly whole sectors: most requests were counted before)
+                let shift = 32 * (next(12) as i64 - 6) + if next(4) == 0 { next(32) as i64 } else { 0 };
+                let mask = &masks[next(3) as usize];
+                let vals: Vec<i64> = lists[next(6) as usize].iter().map(|x| x * width as i64 + shift).collect();
+                let offsets = Offsets::new(vals, |t| mask[t], &mut ev.offset_lists.borrow_mut());
+                let worst = next(2) == 0;
+                assert_eq!(warp_counts(&ev, &a, &offsets, worst), count_warps(&shape, &a, &offsets, worst), "{n} threads, {a:?}");
+                calls += 1;
+            }
+            assert!(ev.counted.borrow().len() < calls * 2 / 3, "{} requests counted of {calls}", ev.counted.borrow().len());
         }
     }
 
