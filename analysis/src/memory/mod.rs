@@ -315,14 +315,17 @@ pub struct Offsets {
 pub type OffsetLists = crate::ir::entity::Shared<std::sync::Arc<[i64]>>;
 
 impl Offsets {
-    pub fn new(mut vals: Vec<i64>, active: impl Fn(usize) -> bool, lists: &mut OffsetLists) -> Offsets {
-        // (a word of 64 threads at a time, without a branch per thread)
-        let n = vals.len();
-        let bits: Vec<u64> =
-            (0..n.div_ceil(64)).map(|k| (k * 64..(k * 64 + 64).min(n)).fold(0u64, |w, t| w | (active(t) as u64) << (t % 64))).collect();
-        let shift = vals.first().copied().unwrap_or(0);
-        vals.iter_mut().for_each(|x| *x -= shift);
-        Offsets { vals: lists.share(vals.into()), shift, active: bits }
+    /// The offsets `vals` of the threads, those past `active` running the
+    /// access.
+    pub fn new(vals: Vec<i64>, active: &[bool], lists: &mut OffsetLists) -> Offsets {
+        let (vals, shift) = relative(vals, lists);
+        Offsets::moved(vals, shift, active)
+    }
+
+    /// The offsets `vals` (a list kept once) moved by `shift`.
+    fn moved(vals: std::sync::Arc<[i64]>, shift: i64, active: &[bool]) -> Offsets {
+        let active = (0..vals.len().div_ceil(64)).map(|k| thread_bits(active, k * 64..(k * 64 + 64).min(vals.len()))).collect();
+        Offsets { vals, shift, active }
     }
 
     /// Thread `t`'s offset, if it executes the access.
@@ -347,6 +350,30 @@ impl Offsets {
     /// Every thread's offset, in order.
     pub fn iter(&self) -> impl Iterator<Item = Option<i64>> + '_ {
         (0..self.vals.len()).map(|t| self.get(t))
+    }
+}
+
+/// Per-thread values as those from the first thread's (a list kept once)
+/// and the first thread's.
+fn relative(mut vals: Vec<i64>, lists: &mut OffsetLists) -> (std::sync::Arc<[i64]>, i64) {
+    let shift = vals.first().copied().unwrap_or(0);
+    vals.iter_mut().for_each(|x| *x -= shift);
+    (lists.share(vals.into()), shift)
+}
+
+/// The threads of `range` (at most 64) that run an access, a bit each
+/// (those past `active` run it): eight flags at a time, gathered by one
+/// multiplication, where `active` holds all of them.
+fn thread_bits(active: &[bool], range: std::ops::Range<usize>) -> u64 {
+    let start = range.start;
+    match active.get(range.clone()) {
+        Some(flags) => flags.chunks(8).enumerate().fold(0u64, |w, (k, c)| {
+            let mut bytes = [0u8; 8];
+            bytes.iter_mut().zip(c).for_each(|(b, &on)| *b = on as u8);
+            // (byte i's low bit lands at bit 56 + i)
+            w | (u64::from_le_bytes(bytes).wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k)
+        }),
+        None => range.fold(0u64, |w, t| w | (active.get(t).copied().unwrap_or(true) as u64) << (t - start)),
     }
 }
 
@@ -388,6 +415,9 @@ pub struct Evals<'f, 'a> {
     /// What the warps of the accesses predicted so far cost, each request
     /// once up to a move that costs nothing ([`warp_counts`]).
     counted: RefCell<rustc_hash::FxHashMap<CountKey, Option<WarpCounts>>>,
+    /// The per-thread offsets of affine addresses, by their byte strides
+    /// ([`Evals::affine_offsets`]).
+    affine: RefCell<rustc_hash::FxHashMap<[i64; 3], (std::sync::Arc<[i64]>, i64)>>,
 }
 
 /// The most iterations [`Evals::trips`] follows a loop's exit test for.
@@ -414,7 +444,21 @@ impl<'f, 'a> Evals<'f, 'a> {
             trips: RefCell::new(Default::default()),
             moved: RefCell::new(Default::default()),
             counted: RefCell::new(Default::default()),
+            affine: RefCell::new(Default::default()),
         }
+    }
+
+    /// The offsets `st · tid` of an affine address with byte strides `st`
+    /// from the first thread's (a list kept once), and the first thread's:
+    /// made once for every access with those strides.
+    fn affine_offsets(&self, st: [i64; 3]) -> (std::sync::Arc<[i64]>, i64) {
+        if let Some(x) = self.affine.borrow().get(&st) {
+            return x.clone();
+        }
+        let vals = self.shape.lanes().iter().map(|l| st[0] * l.tid[0] + st[1] * l.tid[1] + st[2] * l.tid[2]).collect();
+        let x = relative(vals, &mut self.offset_lists.borrow_mut());
+        self.affine.borrow_mut().insert(st, x.clone());
+        x
     }
 
     /// How many iterations loop `l` runs (`crate::ir::loops::Loops::trip_count`
@@ -760,12 +804,12 @@ pub enum StrideSymbol {
 /// unknown symbols taken as large for them, the sampled leaves the base's
 /// alignment rests on (affine addresses), and why the warps' alignment may
 /// differ from the one evaluated (`None`: it is known).
-type LaneAddresses = (Vec<i64>, Method, [i64; 3], Vec<(StrideSymbol, i64)>, Leaves, Option<MisalignCause>);
+type LaneAddresses = ((std::sync::Arc<[i64]>, i64), Method, [i64; 3], Vec<(StrideSymbol, i64)>, Leaves, Option<MisalignCause>);
 
 /// Per-thread byte addresses for the whole block `ctaid` (the same index
 /// in each dimension), or `None` when they depend on data.
 fn lane_addresses(ev: &Evals<'_, '_>, a: &Access, ctaid: i64) -> Option<LaneAddresses> {
-    let (lanes, block) = (ev.shape.lanes(), ev.shape.block);
+    let block = ev.shape.block;
     match a.addr {
         AbsVal::Affine { c, .. } => {
             let mut symbolic = [false; 3];
@@ -808,8 +852,8 @@ fn lane_addresses(ev: &Evals<'_, '_>, a: &Access, ctaid: i64) -> Option<LaneAddr
                     unknown.then_some(MisalignCause::UnknownBase)
                 }
             });
-            let addrs = lanes.iter().map(|l| base + st[0] * l.tid[0] + st[1] * l.tid[1] + st[2] * l.tid[2]).collect();
-            Some((addrs, Method::Affine { symbolic: symbolic.contains(&true) }, st, taken, aligned_on, cause))
+            let (vals, first) = ev.affine_offsets(st);
+            Some(((vals, base + first), Method::Affine { symbolic: symbolic.contains(&true) }, st, taken, aligned_on, cause))
         }
         AbsVal::Top { data: false } | AbsVal::WarpUniform => {
             let vals = ev.eval(a.addr_value?, Query { ctaid: [ctaid; 3], ..Query::block(0) })?;
@@ -817,7 +861,7 @@ fn lane_addresses(ev: &Evals<'_, '_>, a: &Access, ctaid: i64) -> Option<LaneAddr
             let st = [addrs.get(1).zip(addrs.first()).map(|(b, a)| b - a).unwrap_or(0), 0, 0];
             let cause =
                 ev.unrecorded(|| moved_by_runtime_value(ev, a) || warps_moved_by_runtime_value(ev, a)).then_some(MisalignCause::Offset);
-            Some((addrs, Method::Evaluated, st, Vec::new(), Leaves::none(), cause))
+            Some((relative(addrs, &mut ev.offset_lists.borrow_mut()), Method::Evaluated, st, Vec::new(), Leaves::none(), cause))
         }
         _ => None,
     }
@@ -1004,8 +1048,8 @@ fn mode(v: &[(u32, u32)]) -> (u32, u32) {
 pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> Option<Prediction> {
     let shape = ev.shape;
     let (addresses, rests_on) = ev.recorded(|| lane_addresses(ev, a, ctaid));
-    let (addrs, method, strides, assumed_strides, aligned_on, cause) = addresses?;
-    let offsets = Offsets::new(addrs, |t| active.get(t).copied().unwrap_or(true), &mut ev.offset_lists.borrow_mut());
+    let ((vals, shift), method, strides, assumed_strides, aligned_on, cause) = addresses?;
+    let offsets = Offsets::moved(vals, shift, active);
     let counts = warp_counts(ev, a, &offsets, cause.is_some())?;
     let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
     let on = active_of(active, offsets.len());
@@ -1164,21 +1208,27 @@ mod tests {
         }
     }
 
-    /// A thread's offset is its own where it runs the access, none where
-    /// it does not; lists equal but for a constant are one.
+    /// A thread's offset is its own where it runs the access (flagged, or
+    /// past the flags), none where it does not; lists equal but for a
+    /// constant are one.
     #[test]
     fn offsets_keep_each_threads_own() {
         let mut next = crate::xorshift(0x2f6b_1d3c);
         let mut lists = OffsetLists::default();
         for n in [0usize, 1, 63, 64, 65, 130, 256] {
             let vals: Vec<i64> = (0..n).map(|_| next(1000) as i64 - 500).collect();
-            let on: Vec<bool> = (0..n).map(|_| next(3) != 0).collect();
-            let o = Offsets::new(vals.clone(), |t| on[t], &mut lists);
-            assert_eq!(o.len(), n);
-            for t in 0..n + 70 {
-                assert_eq!(o.get(t), vals.get(t).copied().filter(|_| on.get(t) == Some(&true)), "{n} {t}");
+            // (flags for every thread, and for the first few: the others run it)
+            for known in [n, n / 3, n.saturating_sub(9)] {
+                let on: Vec<bool> = (0..known).map(|_| next(3) != 0).collect();
+                let o = Offsets::new(vals.clone(), &on, &mut lists);
+                assert_eq!(o.len(), n);
+                for t in 0..n + 70 {
+                    assert_eq!(o.get(t), vals.get(t).copied().filter(|_| on.get(t).copied().unwrap_or(true)), "{n} {known} {t}");
+                }
             }
-            let moved = Offsets::new(vals.iter().map(|x| x + 12).collect(), |t| on[t], &mut lists);
+            let on: Vec<bool> = (0..n).map(|_| next(3) != 0).collect();
+            let o = Offsets::new(vals.clone(), &on, &mut lists);
+            let moved = Offsets::new(vals.iter().map(|x| x + 12).collect(), &on, &mut lists);
             assert!(n == 0 || std::sync::Arc::ptr_eq(&o.vals, &moved.vals));
         }
     }
@@ -1258,7 +1308,7 @@ mod tests {
                 let shift = 32 * (next(12) as i64 - 6) + if next(4) == 0 { next(32) as i64 } else { 0 };
                 let mask = &masks[next(3) as usize];
                 let vals: Vec<i64> = lists[next(6) as usize].iter().map(|x| x * width as i64 + shift).collect();
-                let offsets = Offsets::new(vals, |t| mask[t], &mut ev.offset_lists.borrow_mut());
+                let offsets = Offsets::new(vals, mask, &mut ev.offset_lists.borrow_mut());
                 let worst = next(2) == 0;
                 assert_eq!(warp_counts(&ev, &a, &offsets, worst), count_warps(&shape, &a, &offsets, worst), "{n} threads, {a:?}");
                 calls += 1;
