@@ -59,8 +59,7 @@ const MAX_MODULE_GLOBAL_BYTES: u64 = 1 << 30;
 /// A caller's frame while a device function runs.
 struct Saved {
     prog: usize,
-    regs: Vec<u64>,
-    uni: Vec<bool>,
+    regs: Regs,
     stack: Vec<Entry>,
     scratch: Vec<u8>,
     local_base: u64,
@@ -76,11 +75,8 @@ const MAX_DEPTH: usize = 64;
 struct Warp {
     /// Function (module index) the current frame runs.
     prog: usize,
-    regs: Vec<u64>,
-    /// Per register of the current frame: every lane holds the same value
-    /// (a write of one value to the whole warp makes it so; a lane's own
-    /// write ends it). An operation over such sources computes once.
-    uni: Vec<bool>,
+    /// The current frame's registers.
+    regs: Regs,
     stack: Vec<Entry>,
     /// Call scratch of the current frame, per lane.
     scratch: Vec<u8>,
@@ -100,12 +96,77 @@ struct Warp {
     first: u32,
 }
 
+/// A frame's registers. A register that holds the same value in every
+/// lane (every register at the start, at 0; a write of one value to the
+/// whole warp makes it so; a lane's own write ends it) is kept as that
+/// value: an operation over such sources computes once. A register whose
+/// lanes differ has a row of its own, made the first time they do and kept
+/// for the frame: a block's warps hold rows only for the registers a run
+/// made differ, not for every register of a large kernel.
+struct Regs {
+    regs: Vec<Reg>,
+    rows: Vec<[u64; 32]>,
+}
+
+/// A register without a row of lanes.
+const NO_ROW: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Reg {
+    /// The value of every lane, while they hold one.
+    one: u64,
+    /// The lanes' row in [`Regs::rows`] ([`NO_ROW`]: none yet).
+    row: u32,
+    uniform: bool,
+}
+
+impl Regs {
+    fn new(n: usize) -> Regs {
+        Regs { regs: vec![Reg { one: 0, row: NO_ROW, uniform: true }; n], rows: Vec::new() }
+    }
+
+    #[inline(always)]
+    fn get(&self, r: u32, l: usize) -> u64 {
+        let x = self.regs[r as usize];
+        if x.uniform {
+            x.one
+        } else {
+            self.rows[x.row as usize][l]
+        }
+    }
+
+    /// Register `r`'s row, to write its lanes one by one: made (holding
+    /// its value in every lane) while it holds one value.
+    #[inline]
+    fn row(&mut self, r: u32) -> usize {
+        let x = &mut self.regs[r as usize];
+        if x.row == NO_ROW {
+            x.row = self.rows.len() as u32;
+            self.rows.push([0; 32]);
+        }
+        let row = x.row as usize;
+        if x.uniform {
+            x.uniform = false;
+            self.rows[row] = [x.one; 32];
+        }
+        row
+    }
+
+    /// Every lane of `r` holds `v`.
+    #[inline]
+    fn fill(&mut self, r: u32, v: u64) {
+        let x = &mut self.regs[r as usize];
+        x.one = v;
+        x.uniform = true;
+    }
+}
+
 impl Warp {
     #[inline(always)]
     fn get(&self, s: Src, l: usize) -> u64 {
         match s {
-            Src::Reg(r) => self.regs[r as usize * 32 + l],
-            Src::NotReg(r) => (self.regs[r as usize * 32 + l] == 0) as u64,
+            Src::Reg(r) => self.regs.get(r, l),
+            Src::NotReg(r) => (self.regs.get(r, l) == 0) as u64,
             Src::Imm(v) => v,
             Src::Local(off) => self.local_base + off,
         }
@@ -113,15 +174,15 @@ impl Warp {
 
     #[inline]
     fn set(&mut self, r: u32, l: usize, v: u64) {
-        self.regs[r as usize * 32 + l] = v;
-        self.uni[r as usize] = false;
+        let row = self.regs.row(r);
+        self.regs.rows[row][l] = v;
     }
 
     /// Does `s` hold the same value in every lane?
     #[inline]
     fn uniform(&self, s: Src) -> bool {
         match s {
-            Src::Reg(r) | Src::NotReg(r) => self.uni[r as usize],
+            Src::Reg(r) | Src::NotReg(r) => self.regs.regs[r as usize].uniform,
             Src::Imm(_) | Src::Local(_) => true,
         }
     }
@@ -142,11 +203,11 @@ impl Warp {
     #[inline]
     fn put(&mut self, r: u32, m: u32, v: u64) {
         if m == u32::MAX {
-            self.regs[r as usize * 32..r as usize * 32 + 32].fill(v);
-            self.uni[r as usize] = true;
-        } else {
+            self.regs.fill(r, v);
+        } else if m != 0 {
+            let row = self.regs.row(r);
             for l in lanes(m) {
-                self.set(r, l, v);
+                self.regs.rows[row][l] = v;
             }
         }
     }
@@ -165,10 +226,10 @@ macro_rules! per_lane {
                 $w.put($d, m, v);
             }
         } else {
-            $w.uni[$d as usize] = false;
+            let row = $w.regs.row($d);
             for $l in lanes(m) {
                 let v = $v;
-                $w.regs[$d as usize * 32 + $l] = v;
+                $w.regs.rows[row][$l] = v;
             }
         }
     }};
@@ -711,8 +772,7 @@ fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
             let valid = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
             let mut warp = Warp {
                 prog: k.entry,
-                regs: vec![0u64; prog.nregs * 32],
-                uni: vec![true; prog.nregs],
+                regs: Regs::new(prog.nregs),
                 stack: vec![Entry { pc: 0, rpc: NO_RPC, mask: valid, origin: None }],
                 scratch: vec![0u8; 32 * prog.scratch_bytes as usize],
                 saved: Vec::new(),
@@ -1249,8 +1309,7 @@ impl Cx<'_, '_> {
         }
         let saved = Saved {
             prog: w.prog,
-            regs: std::mem::replace(&mut w.regs, vec![0u64; callee.nregs * 32]),
-            uni: std::mem::replace(&mut w.uni, vec![true; callee.nregs]),
+            regs: std::mem::replace(&mut w.regs, Regs::new(callee.nregs)),
             stack: std::mem::replace(&mut w.stack, vec![Entry { pc: 0, rpc: NO_RPC, mask: m, origin: None }]),
             scratch: std::mem::replace(&mut w.scratch, scratch),
             local_base: w.local_base,
@@ -1282,7 +1341,6 @@ impl Cx<'_, '_> {
         }
         w.prog = sv.prog;
         w.regs = sv.regs;
-        w.uni = sv.uni;
         w.stack = sv.stack;
         w.scratch = caller_scratch;
         w.local_base = sv.local_base;
@@ -1536,5 +1594,57 @@ fn shift(w: Where, by: u64) -> Where {
         Where::Shared(a) => Where::Shared(a + by),
         Where::Local(a) => Where::Local(a + by),
         Where::Param(a) => Where::Param(a + by),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Registers read what was last written to each lane, whichever way:
+    /// one value to the whole warp, one to some lanes, a lane's own; a
+    /// register is uniform exactly while its lanes were last written by
+    /// one value to the whole warp (or never), and has a row only once a
+    /// write made its lanes differ.
+    #[test]
+    fn registers_read_what_each_lane_was_given() {
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
+        for n in [1usize, 3, 40] {
+            let mut regs = Regs::new(n);
+            let mut model = vec![[0u64; 32]; n];
+            let mut uniform = vec![true; n];
+            for _ in 0..4000 {
+                let r = next(n as u64) as u32;
+                let v = next(5);
+                match next(3) {
+                    0 => {
+                        regs.fill(r, v);
+                        model[r as usize] = [v; 32];
+                        uniform[r as usize] = true;
+                    }
+                    1 => {
+                        let l = next(32) as usize;
+                        let row = regs.row(r);
+                        regs.rows[row][l] = v;
+                        model[r as usize][l] = v;
+                        uniform[r as usize] = false;
+                    }
+                    _ => {
+                        let row = regs.row(r);
+                        regs.rows[row] = [v; 32];
+                        model[r as usize] = [v; 32];
+                        uniform[r as usize] = false;
+                    }
+                }
+                for (k, lanes) in model.iter().enumerate() {
+                    assert_eq!(regs.regs[k].uniform, uniform[k], "register {k}");
+                    assert!(regs.regs[k].uniform || regs.regs[k].row != NO_ROW);
+                    for (l, &x) in lanes.iter().enumerate() {
+                        assert_eq!(regs.get(k as u32, l), x, "register {k} lane {l}");
+                    }
+                }
+            }
+            assert!(regs.rows.len() <= n, "{} rows for {n} registers", regs.rows.len());
+        }
     }
 }
