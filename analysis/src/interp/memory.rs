@@ -260,6 +260,9 @@ const NONE: u32 = 0;
 /// Bytes of one page of the global shadow (larger pages, 32 and 128 bytes,
 /// measured no faster: what a fresh page costs to clear, a lookup saves).
 const PAGE: u64 = 8;
+
+/// Bytes of shared memory whose shadow cells are made at once ([`Shadow`]).
+const SHARED_RUN: u64 = 512;
 const MANY: u32 = u32::MAX;
 
 /// Who touched one byte in the current barrier interval (thread ids + 1).
@@ -475,7 +478,12 @@ pub fn grid_conflicts(mut footprints: Vec<Footprint>) -> Vec<GridConflict> {
 /// reader(s) and atomic user of the current barrier interval.
 #[derive(Default)]
 pub struct Shadow {
-    shared: Vec<Cell>,
+    /// Shared bytes' cells, per aligned run of [`SHARED_RUN`] bytes of the
+    /// block's shared memory, made when a byte of it is first touched (a
+    /// block declaring much shared memory and touching some holds cells only
+    /// for what it touches).
+    shared: Vec<Option<Box<[Cell]>>>,
+    shared_len: u64,
     /// Global bytes' cells in aligned pages of [`PAGE`] bytes, all in one
     /// vector (`pages`), found by page number; `last_page`: the page the
     /// last global access was on (a warp's lanes touch neighbouring bytes).
@@ -516,7 +524,8 @@ pub enum Touch {
 impl Shadow {
     pub fn reset(&mut self, shared_bytes: usize) {
         self.shared.clear();
-        self.shared.resize(shared_bytes, Cell::default());
+        self.shared.resize((shared_bytes as u64).div_ceil(SHARED_RUN) as usize, None);
+        self.shared_len = shared_bytes as u64;
         self.global.clear();
         self.pages.clear();
         self.last_page = None;
@@ -635,7 +644,7 @@ impl Shadow {
         if !shared && (self.track_grid || self.skip.contains(&addr)) {
             return false;
         }
-        if shared && addr.saturating_add(len as u64) > self.shared.len() as u64 {
+        if shared && addr.saturating_add(len as u64) > self.shared_len {
             return false;
         }
         let epoch = self.epoch;
@@ -644,7 +653,7 @@ impl Shadow {
         let cur = self.warp_epoch.get(my_warp as usize).copied().unwrap_or(0);
         let quiet = |c: &Cell| c.epoch != epoch || (c.writer == NONE && c.atomic == NONE);
         if shared {
-            if !self.shared[addr as usize..(addr + len as u64) as usize].iter().all(quiet) {
+            if !(0..len as u64).all(|k| self.shared_cell(addr + k).is_none_or(&quiet)) {
                 return false;
             }
         } else if !(0..len as u64).all(|k| self.global_cell(addr + k).is_none_or(&quiet)) {
@@ -652,7 +661,10 @@ impl Shadow {
         }
         let first = t0 + 1;
         for k in 0..len as u64 {
-            let cell = if shared { &mut self.shared[(addr + k) as usize] } else { self.global_cell_mut(addr + k) };
+            let cell = match shared {
+                true => self.shared_cell_mut(addr + k).expect("a shared byte (the range was checked)"),
+                false => self.global_cell_mut(addr + k),
+            };
             if cell.epoch != epoch {
                 *cell = Cell { epoch, ..Cell::default() };
             }
@@ -686,6 +698,22 @@ impl Shadow {
     /// The cell of global byte `a`, if its page exists.
     fn global_cell(&self, a: u64) -> Option<&Cell> {
         Some(&self.pages[self.page_of(a)? as usize][(a % PAGE) as usize])
+    }
+
+    /// The cell of shared byte `a`, if its page exists.
+    fn shared_cell(&self, a: u64) -> Option<&Cell> {
+        self.shared.get((a / SHARED_RUN) as usize)?.as_ref().map(|run| &run[(a % SHARED_RUN) as usize])
+    }
+
+    /// The cell of shared byte `a` (its page made if new); `None` past the
+    /// block's shared bytes.
+    fn shared_cell_mut(&mut self, a: u64) -> Option<&mut Cell> {
+        if a >= self.shared_len {
+            return None;
+        }
+        let run =
+            self.shared[(a / SHARED_RUN) as usize].get_or_insert_with(|| vec![Cell::default(); SHARED_RUN as usize].into_boxed_slice());
+        Some(&mut run[(a % SHARED_RUN) as usize])
     }
 
     /// The cell of global byte `a` (its page made if new, and kept as the last).
@@ -723,7 +751,7 @@ impl Shadow {
         for k in 0..len as u64 {
             let a = addr + k;
             let cell = if shared {
-                match self.shared.get_mut(a as usize) {
+                match self.shared_cell_mut(a) {
                     Some(c) => c,
                     None => return,
                 }
@@ -896,6 +924,63 @@ mod tests {
             let mut same: Vec<(usize, bool)> = s.races.values().map(|c| (c.second, c.same_value)).collect();
             same.sort_unstable();
             assert_eq!(same, [(11, true), (12, false)], "shared: {shared}");
+        }
+    }
+
+    /// Shared bytes are judged as global ones are wherever they lie in the
+    /// block's shared memory (their cells made when first touched, runs of
+    /// them apart), reads of all a warp's lanes at once included; bytes past
+    /// its end are not judged.
+    #[test]
+    fn shared_bytes_are_judged_as_global_ones() {
+        let mut next = crate::xorshift(0x6a09_e667_f3bc_c908);
+        for size in [5u64, 512, 513, 3000] {
+            let (mut sh, mut gl) = (Shadow::default(), Shadow::default());
+            sh.reset(size as usize);
+            gl.reset(0);
+            for step in 0..400 {
+                // (most touches near a few places, so that threads meet)
+                let addr = [0, size / 2, size.saturating_sub(3), 511, 1024][next(5) as usize] + next(6);
+                let len = [1u32, 2, 4, 8][next(4) as usize];
+                let (tid, site) = (next(64) as u32, step);
+                let kind = [Touch::Read, Touch::Write, Touch::Atomic][next(3) as usize];
+                let bytes: Vec<u8> = (0..len).map(|_| next(2) as u8).collect();
+                let inside = size.saturating_sub(addr).min(len as u64) as u32;
+                if kind == Touch::Read && next(4) == 0 {
+                    let tids: Vec<u32> = (0..4).map(|l| (tid / 32) * 32 + l).collect();
+                    let at_once = sh.read_by_all(true, addr, len, &tids, site);
+                    let global = addr + len as u64 <= size && gl.read_by_all(false, addr, len, &tids, site);
+                    assert_eq!(at_once, global, "{size}: read by all at {addr}");
+                    if at_once {
+                        continue;
+                    }
+                    for &t in &tids {
+                        sh.touch(true, addr, len, t, site, kind, &bytes);
+                        if inside > 0 {
+                            gl.touch(false, addr, inside, t, site, kind, &bytes);
+                        }
+                    }
+                    continue;
+                }
+                sh.touch(true, addr, len, tid, site, kind, &bytes);
+                if inside > 0 {
+                    gl.touch(false, addr, inside, tid, site, kind, &bytes);
+                }
+                if next(20) == 0 {
+                    sh.epoch += 1;
+                    gl.epoch += 1;
+                }
+            }
+            let races = |s: &Shadow| {
+                let mut r: Vec<_> =
+                    s.races.values().map(|c| (c.kind as u8, c.first, c.second, c.first_thread, c.second_thread, c.same_value)).collect();
+                r.sort_unstable();
+                r
+            };
+            assert!(!sh.races.is_empty(), "{size}: some races");
+            assert_eq!(races(&sh), races(&gl), "{size} shared bytes");
+            // (0, 511 and 1024 in the first three runs, the middle and the end)
+            assert!(sh.shared.iter().filter(|r| r.is_some()).count() <= 4, "{size}: runs made only where touched");
         }
     }
 
