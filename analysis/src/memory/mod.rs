@@ -355,7 +355,10 @@ impl Offsets {
 
 /// Per-thread values as those from the first thread's (a list kept once)
 /// and the first thread's.
-fn relative(mut vals: Vec<i64>, lists: &mut OffsetLists) -> (std::sync::Arc<[i64]>, i64) {
+type Relative = (std::sync::Arc<[i64]>, i64);
+
+/// [`Relative`] values of `vals`.
+fn relative(mut vals: Vec<i64>, lists: &mut OffsetLists) -> Relative {
     let shift = vals.first().copied().unwrap_or(0);
     vals.iter_mut().for_each(|x| *x -= shift);
     (lists.share(vals.into()), shift)
@@ -417,7 +420,7 @@ pub struct Evals<'f, 'a> {
     counted: RefCell<rustc_hash::FxHashMap<CountKey, Option<WarpCounts>>>,
     /// The per-thread offsets of affine addresses, by their byte strides
     /// ([`Evals::affine_offsets`]).
-    affine: RefCell<rustc_hash::FxHashMap<[i64; 3], (std::sync::Arc<[i64]>, i64)>>,
+    affine: RefCell<rustc_hash::FxHashMap<[i64; 3], Relative>>,
 }
 
 /// The most iterations [`Evals::trips`] follows a loop's exit test for.
@@ -451,7 +454,7 @@ impl<'f, 'a> Evals<'f, 'a> {
     /// The offsets `st · tid` of an affine address with byte strides `st`
     /// from the first thread's (a list kept once), and the first thread's:
     /// made once for every access with those strides.
-    fn affine_offsets(&self, st: [i64; 3]) -> (std::sync::Arc<[i64]>, i64) {
+    fn affine_offsets(&self, st: [i64; 3]) -> Relative {
         if let Some(x) = self.affine.borrow().get(&st) {
             return x.clone();
         }
@@ -804,7 +807,7 @@ pub enum StrideSymbol {
 /// unknown symbols taken as large for them, the sampled leaves the base's
 /// alignment rests on (affine addresses), and why the warps' alignment may
 /// differ from the one evaluated (`None`: it is known).
-type LaneAddresses = ((std::sync::Arc<[i64]>, i64), Method, [i64; 3], Vec<(StrideSymbol, i64)>, Leaves, Option<MisalignCause>);
+type LaneAddresses = (Relative, Method, [i64; 3], Vec<(StrideSymbol, i64)>, Leaves, Option<MisalignCause>);
 
 /// Per-thread byte addresses for the whole block `ctaid` (the same index
 /// in each dimension), or `None` when they depend on data.
