@@ -105,7 +105,8 @@ struct Warp {
 /// made differ, not for every register of a large kernel.
 struct Regs {
     regs: Vec<Reg>,
-    rows: Vec<[u64; 32]>,
+    /// The rows, one after another.
+    lanes: Vec<u64>,
 }
 
 /// A register without a row of lanes.
@@ -115,14 +116,14 @@ const NO_ROW: u32 = u32::MAX;
 struct Reg {
     /// The value of every lane, while they hold one.
     one: u64,
-    /// The lanes' row in [`Regs::rows`] ([`NO_ROW`]: none yet).
+    /// Where the lanes' row starts in [`Regs::lanes`] ([`NO_ROW`]: none yet).
     row: u32,
     uniform: bool,
 }
 
 impl Regs {
     fn new(n: usize) -> Regs {
-        Regs { regs: vec![Reg { one: 0, row: NO_ROW, uniform: true }; n], rows: Vec::new() }
+        Regs { regs: vec![Reg { one: 0, row: NO_ROW, uniform: true }; n], lanes: Vec::new() }
     }
 
     #[inline(always)]
@@ -131,7 +132,7 @@ impl Regs {
         if x.uniform {
             x.one
         } else {
-            self.rows[x.row as usize][l]
+            self.lanes[x.row as usize + l]
         }
     }
 
@@ -141,13 +142,13 @@ impl Regs {
     fn row(&mut self, r: u32) -> usize {
         let x = &mut self.regs[r as usize];
         if x.row == NO_ROW {
-            x.row = self.rows.len() as u32;
-            self.rows.push([0; 32]);
+            x.row = self.lanes.len() as u32;
+            self.lanes.resize(self.lanes.len() + 32, 0);
         }
         let row = x.row as usize;
         if x.uniform {
             x.uniform = false;
-            self.rows[row] = [x.one; 32];
+            self.lanes[row..row + 32].fill(x.one);
         }
         row
     }
@@ -175,7 +176,7 @@ impl Warp {
     #[inline]
     fn set(&mut self, r: u32, l: usize, v: u64) {
         let row = self.regs.row(r);
-        self.regs.rows[row][l] = v;
+        self.regs.lanes[row + l] = v;
     }
 
     /// Does `s` hold the same value in every lane?
@@ -207,7 +208,7 @@ impl Warp {
         } else if m != 0 {
             let row = self.regs.row(r);
             for l in lanes(m) {
-                self.regs.rows[row][l] = v;
+                self.regs.lanes[row + l] = v;
             }
         }
     }
@@ -229,7 +230,7 @@ macro_rules! per_lane {
             let row = $w.regs.row($d);
             for $l in lanes(m) {
                 let v = $v;
-                $w.regs.rows[row][$l] = v;
+                $w.regs.lanes[row + $l] = v;
             }
         }
     }};
@@ -1625,13 +1626,13 @@ mod tests {
                     1 => {
                         let l = next(32) as usize;
                         let row = regs.row(r);
-                        regs.rows[row][l] = v;
+                        regs.lanes[row + l] = v;
                         model[r as usize][l] = v;
                         uniform[r as usize] = false;
                     }
                     _ => {
                         let row = regs.row(r);
-                        regs.rows[row] = [v; 32];
+                        regs.lanes[row..row + 32].fill(v);
                         model[r as usize] = [v; 32];
                         uniform[r as usize] = false;
                     }
@@ -1644,7 +1645,7 @@ mod tests {
                     }
                 }
             }
-            assert!(regs.rows.len() <= n, "{} rows for {n} registers", regs.rows.len());
+            assert!(regs.lanes.len() <= n * 32, "{} rows for {n} registers", regs.lanes.len() / 32);
         }
     }
 }
