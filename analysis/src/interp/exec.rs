@@ -1,7 +1,9 @@
 //! Execution: the grid's blocks (in parallel), each block's warps
 //! (interleaved between barriers), each warp's reconvergence stack, and the
 //! per-lane semantics of every decoded operation, with the observations.
-//! A register every lane holds alike (`Warp::uni`) is computed once.
+//! A register every lane holds alike is kept as that one value, and an
+//! operation over such sources computed once; a register gets a row of
+//! lanes only when a run makes them differ (`Regs`).
 //!
 //! Owns: scheduling, SIMT masks, memory-space resolution of addresses,
 //! observation counting. Does not own: decoding or scalar arithmetic.
@@ -153,6 +155,12 @@ impl Regs {
         row
     }
 
+    /// Does every lane of `r` hold one value?
+    #[inline]
+    fn uniform(&self, r: u32) -> bool {
+        self.regs[r as usize].uniform
+    }
+
     /// Every lane of `r` holds `v`.
     #[inline]
     fn fill(&mut self, r: u32, v: u64) {
@@ -183,7 +191,7 @@ impl Warp {
     #[inline]
     fn uniform(&self, s: Src) -> bool {
         match s {
-            Src::Reg(r) | Src::NotReg(r) => self.regs.regs[r as usize].uniform,
+            Src::Reg(r) | Src::NotReg(r) => self.regs.uniform(r),
             Src::Imm(_) | Src::Local(_) => true,
         }
     }

@@ -700,13 +700,13 @@ impl Shadow {
         Some(&self.pages[self.page_of(a)? as usize][(a % PAGE) as usize])
     }
 
-    /// The cell of shared byte `a`, if its page exists.
+    /// The cell of shared byte `a`, if its run of cells exists.
     fn shared_cell(&self, a: u64) -> Option<&Cell> {
         self.shared.get((a / SHARED_RUN) as usize)?.as_ref().map(|run| &run[(a % SHARED_RUN) as usize])
     }
 
-    /// The cell of shared byte `a` (its page made if new); `None` past the
-    /// block's shared bytes.
+    /// The cell of shared byte `a` (its run of cells made if new); `None`
+    /// past the block's shared bytes.
     fn shared_cell_mut(&mut self, a: u64) -> Option<&mut Cell> {
         if a >= self.shared_len {
             return None;

@@ -10,7 +10,10 @@
 //! counts exactly. Coefficients in a symbol are resolved from the launch
 //! shape (`%ntid`) or a loop counter's first value; other symbolic strides
 //! are taken as large (4096 bytes) and said so. Non-affine thread-only
-//! addresses (`(t & 31) * 33`) are evaluated for every lane.
+//! addresses (`(t & 31) * 33`) are evaluated for every lane. A request
+//! that is one counted before moved by whole sectors (global) or words
+//! (shared banks), by the same threads, costs what that one did: the
+//! copies of an unrolled loop are counted once (`warp_counts`).
 //!
 //! A generic address whose space is not known is analysed as global and
 //! marked `assumed`. In a device function analysed for one call context,
@@ -330,8 +333,12 @@ impl Offsets {
 
     /// Thread `t`'s offset, if it executes the access.
     pub fn get(&self, t: usize) -> Option<i64> {
-        let on = self.active.get(t / 64).is_some_and(|w| w >> (t % 64) & 1 == 1);
-        self.vals.get(t).map(|x| x + self.shift).filter(|_| on)
+        self.vals.get(t).map(|x| x + self.shift).filter(|_| self.runs(t))
+    }
+
+    /// Does thread `t` execute the access?
+    fn runs(&self, t: usize) -> bool {
+        self.active.get(t / 64).is_some_and(|w| w >> (t % 64) & 1 == 1)
     }
 
     /// Thread `t`'s offset, whether it executes the access or not.
@@ -962,13 +969,9 @@ fn moved_by(a: &[(i64, u32)], b: &[(i64, u32)], unit: i64) -> bool {
     a.len() == b.len() && d.rem_euclid(unit) == 0 && a.iter().zip(b).all(|(x, y)| x.1 == y.1 && y.0.checked_sub(x.0) == Some(d))
 }
 
-fn active_of(active: &[bool], n: usize) -> Vec<bool> {
-    (0..n).map(|t| active.get(t).copied().unwrap_or(true)).collect()
-}
-
 /// The lane stride of an affine global access when it is a multiple of a
 /// value loaded from memory, with the cost when that value is 1.
-fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &Offsets, active: &[bool], stride: i64) -> Option<RuntimeStride> {
+fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &Offsets, stride: i64) -> Option<RuntimeStride> {
     let f = ev.f;
     let AbsVal::Affine { c, .. } = a.addr else { return None };
     let Coef::Lin { k: 0, m, sym } = c[0] else { return None };
@@ -979,17 +982,17 @@ fn runtime_stride(ev: &Evals<'_, '_>, a: &Access, addrs: &Offsets, active: &[boo
     let load = f.def_inst(crate::ir::values::through_copies(f, value)).filter(|&i| f.insts[i].access() == Some(AccessKind::Load))?;
     // the same lanes with neighbouring lanes `m` bytes apart (the value at 1)
     let lanes = ev.shape.lanes();
-    let sectors_at_one = typical_sectors(ev, a, active, |t| addrs.at(t) - stride * lanes[t].tid[0] + m * lanes[t].tid[0]);
+    let sectors_at_one = typical_sectors(ev, a, addrs, |t| addrs.at(t) - stride * lanes[t].tid[0] + m * lanes[t].tid[0]);
     Some(RuntimeStride { value, load, bytes_per_unit: m, sectors_at_one })
 }
 
 /// The typical warp's sectors per request of access `a` with thread `t` at
-/// address `addr(t)`, for the `active` threads.
-fn typical_sectors(ev: &Evals<'_, '_>, a: &Access, active: &[bool], addr: impl Fn(usize) -> i64) -> u32 {
+/// address `addr(t)`, for the threads that run it (`on`'s).
+fn typical_sectors(ev: &Evals<'_, '_>, a: &Access, on: &Offsets, addr: impl Fn(usize) -> i64) -> u32 {
     let n = ev.shape.lanes().len();
     let mut per_warp = Vec::new();
     for w in 0..ev.shape.warps() {
-        let warp: Vec<(i64, u32)> = (w * WARP..((w + 1) * WARP).min(n)).filter(|&t| active[t]).map(|t| (addr(t), a.width)).collect();
+        let warp: Vec<(i64, u32)> = (w * WARP..((w + 1) * WARP).min(n)).filter(|&t| on.runs(t)).map(|t| (addr(t), a.width)).collect();
         if !warp.is_empty() {
             per_warp.push(sectors(&warp));
         }
@@ -1005,14 +1008,14 @@ fn typical_sectors(ev: &Evals<'_, '_>, a: &Access, active: &[bool], addr: impl F
 /// and 3) and that moves neighbouring lanes apart, with the cost when it
 /// is one. A loaded value that does not (a dimension taken modulo) keeps
 /// its sample.
-fn loaded_lane_stride(ev: &Evals<'_, '_>, a: &Access, rests_on: &Leaves, active: &[bool], ctaid: i64) -> Option<RuntimeStride> {
+fn loaded_lane_stride(ev: &Evals<'_, '_>, a: &Access, rests_on: &Leaves, on: &Offsets, ctaid: i64) -> Option<RuntimeStride> {
     let f = ev.f;
     let v = a.addr_value?;
     if a.space != Space::Global || matches!(a.addr, AbsVal::Affine { .. }) {
         return None;
     }
     let lanes = ev.shape.lanes();
-    let first_lanes = (0..lanes.len()).find(|&t| active[t] && t + 1 < lanes.len() && active[t + 1])?;
+    let first_lanes = (0..lanes.len()).find(|&t| on.runs(t) && t + 1 < lanes.len() && on.runs(t + 1))?;
     for leaf in rests_on.iter() {
         let Some(load) = f.def_inst(leaf).filter(|&i| f.insts[i].access() == Some(AccessKind::Load)) else { continue };
         let at = |x: i64| ev.eval(v, Query { pin: Some((leaf, x)), ctaid: [ctaid; 3], ..Query::block(0) });
@@ -1026,7 +1029,7 @@ fn loaded_lane_stride(ev: &Evals<'_, '_>, a: &Access, rests_on: &Leaves, active:
         if bytes_per_unit == 0 {
             continue;
         }
-        let sectors_at_one = typical_sectors(ev, a, active, |t| one[t] + a.offset);
+        let sectors_at_one = typical_sectors(ev, a, on, |t| one[t] + a.offset);
         return Some(RuntimeStride { value: leaf, load, bytes_per_unit, sectors_at_one });
     }
     None
@@ -1055,10 +1058,9 @@ pub fn predict(ev: &Evals<'_, '_>, a: &Access, active: &[bool], ctaid: i64) -> O
     let offsets = Offsets::moved(vals, shift, active);
     let counts = warp_counts(ev, a, &offsets, cause.is_some())?;
     let lane_stride = if shape.block[0] >= 2 { Some(strides[0]) } else { None };
-    let on = active_of(active, offsets.len());
-    let runtime_stride = runtime_stride(ev, a, &offsets, &on, strides[0])
+    let runtime_stride = runtime_stride(ev, a, &offsets, strides[0])
         // (only where the sample makes it cost more than the ideal: the question is whether it must)
-        .or_else(|| (counts.typical.0 > counts.typical.1).then(|| loaded_lane_stride(ev, a, &rests_on, &on, ctaid)).flatten());
+        .or_else(|| (counts.typical.0 > counts.typical.1).then(|| loaded_lane_stride(ev, a, &rests_on, &offsets, ctaid)).flatten());
     Some(Prediction {
         method,
         runtime_stride,
