@@ -296,6 +296,23 @@ mod tests {
         }
     }
 
+    /// A request whose lanes are all at one address counts as its first
+    /// lane alone: the sectors it touches and its bank-conflict degree are
+    /// the distinct addresses' (the interpreter counts a whole-warp load
+    /// through one address so: `interp::exec`'s `one_place`).
+    #[test]
+    fn one_place_counts_as_its_first_lane() {
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..5_000 {
+            let w = [1u32, 2, 4, 8, 12, 16, 32, 64][next(8) as usize];
+            let a = next(4096) as i64 - 2048;
+            let n = 2 + next(31) as usize;
+            let all = vec![(a, w); n];
+            assert_eq!(sectors(&all), sectors(&all[..1]), "{a} {w} {n}");
+            assert_eq!(conflict_degree(&all, w), conflict_degree(&all[..1], w), "{a} {w} {n}");
+        }
+    }
+
     #[test]
     fn bank_conflicts() {
         let lanes = |stride: i64, w: u32| (0..32).map(|l| (l * stride, w)).collect::<Vec<_>>();

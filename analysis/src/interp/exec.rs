@@ -77,6 +77,9 @@ const MAX_DEPTH: usize = 64;
 struct Warp {
     /// Function (module index) the current frame runs.
     prog: usize,
+    /// Where each lane of the current memory instruction's request lands,
+    /// in lane order (kept between instructions: not allocated for each).
+    places: Vec<(usize, Where)>,
     /// The current frame's registers.
     regs: Regs,
     stack: Vec<Entry>,
@@ -789,6 +792,7 @@ fn start_block(k: &Kernel<'_>, ctaid: [u32; 3]) -> BlockRun {
                 local_base: 0,
                 state: State::Running,
                 footprint: FxHashMap::default(),
+                places: Vec::with_capacity(crate::model::WARP),
                 at_barrier: None,
                 index: w,
                 first,
@@ -922,6 +926,16 @@ impl Where {
     }
 }
 
+/// One warp request of a memory instruction: where each lane of it lands
+/// (`at`, in lane order; with `one_place`, lane 0's place, where every lane
+/// of the warp is) and the bytes each lane touches.
+#[derive(Clone, Copy)]
+struct Request<'r> {
+    at: &'r [(usize, Where)],
+    len: u32,
+    one_place: bool,
+}
+
 impl Cx<'_, '_> {
     fn thread(&self, w: &Warp, l: usize) -> [u32; 3] {
         let [bx, by, _] = self.k.launch.block;
@@ -1012,9 +1026,16 @@ impl Cx<'_, '_> {
 
     /// Count one warp request of a memory site and feed the race shadow
     /// (`bytes`: for a store, what each lane of `at` stored, `len` bytes
-    /// each, in order).
-    fn observe(&mut self, w: &mut Warp, pc: usize, at: &[(usize, Where)], len: u32, touch: Touch, bytes: &[u8]) {
+    /// each, in order). With `one_place`, `at` is lane 0's place, and every
+    /// lane of the warp is there (a load of the whole warp through one
+    /// address): the request counts as lane 0's bytes alone, since the
+    /// sectors a request touches and its bank conflicts are those of its
+    /// distinct addresses (`model::tests::one_place_counts_as_its_first_lane`).
+    fn observe(&mut self, w: &mut Warp, pc: usize, req: Request<'_>, touch: Touch, bytes: &[u8]) {
+        let Request { at, len, one_place } = req;
         let Some(&(_, first)) = at.first() else { return };
+        // the lanes of the request
+        let count = if one_place { crate::model::WARP } else { at.len() };
         // the lanes' addresses in `first`'s space (a warp's lanes at most: on the stack)
         let mut buf = [(0i64, 0u32); crate::model::WARP];
         let mut n = 0;
@@ -1089,10 +1110,13 @@ impl Cx<'_, '_> {
             _ => {}
         }
         // a load every lane makes from the same bytes: recorded at once when no write can race with it
-        if touch == Touch::Read && at.len() > 1 && at.iter().all(|&(_, a)| a == first) {
+        if touch == Touch::Read && count > 1 && (one_place || at.iter().all(|&(_, a)| a == first)) {
             let mut tids = [0u32; crate::model::WARP];
-            let tids = &mut tids[..at.len().min(crate::model::WARP)];
-            tids.iter_mut().zip(at).for_each(|(t, &(l, _))| *t = w.first + l as u32);
+            let tids = &mut tids[..count.min(crate::model::WARP)];
+            match one_place {
+                true => tids.iter_mut().enumerate().for_each(|(l, t)| *t = w.first + l as u32),
+                false => tids.iter_mut().zip(at).for_each(|(t, &(l, _))| *t = w.first + l as u32),
+            }
             let done = match first {
                 Where::Global(x) => self.shadow.read_by_all(false, x, len, tids, pc),
                 Where::Shared(x) => self.shadow.read_by_all(true, x, len, tids, pc),
@@ -1102,14 +1126,19 @@ impl Cx<'_, '_> {
                 return;
             }
         }
-        for (k, &(l, a)) in at.iter().enumerate() {
+        let shadow = &mut *self.shadow;
+        let mut each = |k: usize, l: usize, a: Where| {
             let tid = w.first + l as u32;
             let stored = bytes.get(k * len as usize..(k + 1) * len as usize).unwrap_or(&[]);
             match a {
-                Where::Global(x) => self.shadow.touch(false, x, len, tid, pc, touch, stored),
-                Where::Shared(x) => self.shadow.touch(true, x, len, tid, pc, touch, stored),
+                Where::Global(x) => shadow.touch(false, x, len, tid, pc, touch, stored),
+                Where::Shared(x) => shadow.touch(true, x, len, tid, pc, touch, stored),
                 _ => {}
             }
+        };
+        match one_place {
+            true => (0..count).for_each(|l| each(l, l, first)),
+            false => at.iter().enumerate().for_each(|(k, &(l, a))| each(k, l, a)),
         }
     }
 
@@ -1427,7 +1456,8 @@ impl Cx<'_, '_> {
             }
             Op::Ld { space, ty, ds, addr } => {
                 let len = ty.bytes();
-                let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
+                let mut at = std::mem::take(&mut w.places);
+                at.clear();
                 // what the lane before loaded from memory every lane sees alike (not a thread's
                 // own local or call memory): a lane at the same place takes it again (one request)
                 let mut before: Option<(Where, [u64; 8])> = None;
@@ -1462,14 +1492,14 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                if let (true, Some(&(_, wh))) = (whole, at.first()) {
-                    at.extend((1..32).map(|l| (l, wh)));
-                }
-                self.observe(w, pc, &at, len * ds.len() as u32, Touch::Read, &[]);
+                // (the whole warp at one place: lane 0's alone, for every lane)
+                self.observe(w, pc, Request { at: &at, len: len * ds.len() as u32, one_place: whole }, Touch::Read, &[]);
+                w.places = at;
             }
             Op::St { space, ty, srcs, addr } => {
                 let len = ty.bytes();
-                let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
+                let mut at = std::mem::take(&mut w.places);
+                at.clear();
                 // what each lane stores, byte by byte (the race shadow tells a same-value write)
                 let mut bytes: Vec<u8> = Vec::with_capacity(32 * len as usize * srcs.len());
                 for l in lanes(m) {
@@ -1482,11 +1512,13 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, &at, len * srcs.len() as u32, Touch::Write, &bytes);
+                self.observe(w, pc, Request { at: &at, len: len * srcs.len() as u32, one_place: false }, Touch::Write, &bytes);
+                w.places = at;
             }
             Op::Atom { space, op, ty, d, addr, b, c, fences } => {
                 let len = ty.bytes();
-                let mut at: Vec<(usize, Where)> = Vec::with_capacity(32);
+                let mut at = std::mem::take(&mut w.places);
+                at.clear();
                 for l in lanes(m) {
                     let a = Self::addr_of(w, addr, l);
                     let wh = Self::resolve(*space, a);
@@ -1511,7 +1543,8 @@ impl Cx<'_, '_> {
                     }
                     at.push((l, wh));
                 }
-                self.observe(w, pc, &at, len, Touch::Atomic, &[]);
+                self.observe(w, pc, Request { at: &at, len, one_place: false }, Touch::Atomic, &[]);
+                w.places = at;
             }
             Op::Bfe { ty, d, a, b, c } => {
                 for l in lanes(m) {
