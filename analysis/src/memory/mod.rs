@@ -255,6 +255,68 @@ pub const SCALAR_SAMPLE: i64 = 1024;
 /// that decide a value no evaluation gives.
 const PARTIAL_DEPTH: u32 = 4;
 
+/// A value's per-thread values where known, as [`Evals::eval_partial`]
+/// works them out: kept whole where the evaluation gave every thread's, a
+/// constant gives them or no thread's is known, a list of each thread's
+/// (`None`: unknown) otherwise.
+enum Partial {
+    Known(Rc<Vec<i64>>),
+    Const(i64),
+    Unknown,
+    Threads(Vec<Option<i64>>),
+}
+
+impl Partial {
+    /// Thread `t`'s value, where known.
+    fn get(&self, t: usize) -> Option<i64> {
+        match self {
+            Partial::Known(x) => Some(x[t]),
+            Partial::Const(c) => Some(*c),
+            Partial::Unknown => None,
+            Partial::Threads(v) => v[t],
+        }
+    }
+
+    /// Some thread's value is known (of `n` threads).
+    fn any_known(&self, n: usize) -> bool {
+        match self {
+            Partial::Known(x) => !x.is_empty(),
+            Partial::Const(_) => n > 0,
+            Partial::Unknown => false,
+            Partial::Threads(v) => v.iter().any(Option::is_some),
+        }
+    }
+
+    /// Every thread holds the same (known or not).
+    fn same_in_all(&self) -> bool {
+        match self {
+            Partial::Known(x) => x.iter().all(|y| *y == x[0]),
+            Partial::Const(_) | Partial::Unknown => true,
+            Partial::Threads(v) => v.iter().all(|y| *y == v[0]),
+        }
+    }
+
+    /// Each value mapped by `f` (`!p` of a predicate).
+    fn map(self, f: impl Fn(i64) -> i64) -> Partial {
+        match self {
+            Partial::Known(x) => Partial::Known(Rc::new(x.iter().map(|&y| f(y)).collect())),
+            Partial::Const(c) => Partial::Const(f(c)),
+            Partial::Unknown => Partial::Unknown,
+            Partial::Threads(v) => Partial::Threads(v.into_iter().map(|y| y.map(&f)).collect()),
+        }
+    }
+
+    /// One entry per thread (of `n`; an evaluation's own list as it is).
+    fn into_threads(self, n: usize) -> Vec<Option<i64>> {
+        match self {
+            Partial::Known(x) => x.iter().map(|&y| Some(y)).collect(),
+            Partial::Const(c) => vec![Some(c); n],
+            Partial::Unknown => vec![None; n],
+            Partial::Threads(v) => v,
+        }
+    }
+}
+
 /// What an evaluation fixes besides the value: the threads (the whole
 /// block, or only its first few), `%ctaid`, the value given to other
 /// uniform values (`None`: give up on them), one of them pinned to a value
@@ -552,14 +614,15 @@ impl<'f, 'a> Evals<'f, 'a> {
     /// ([`crate::ir::scalar::Prepared::apply_partial`]): `t != 0 || !flag`
     /// is true in every thread but 0 however `flag` was loaded.
     pub fn eval_partial(&self, v: ValueId, q: Query) -> Option<Vec<Option<i64>>> {
+        let n = q.threads(self.shape);
         let out = self.partial_at(v, q, PARTIAL_DEPTH)?;
-        out.iter().any(Option::is_some).then_some(out)
+        out.any_known(n).then(|| out.into_threads(n))
     }
 
-    fn partial_at(&self, v: ValueId, q: Query, depth: u32) -> Option<Vec<Option<i64>>> {
+    fn partial_at(&self, v: ValueId, q: Query, depth: u32) -> Option<Partial> {
         use crate::ir::scalar;
         if let Some(x) = self.eval(v, q) {
-            return Some(x.iter().map(|&x| Some(x)).collect());
+            return Some(Partial::Known(x));
         }
         let f = self.f;
         let ValueDef::Inst { inst: i, slot } = f.ssa.values[v] else { return None };
@@ -572,53 +635,63 @@ impl<'f, 'a> Evals<'f, 'a> {
         let n = q.threads(self.shape);
         // a source's values at this use (a value leaving a loop whose exits
         // diverge is not the one it had inside: unknown)
-        let at_use = |x: ValueId| -> Vec<Option<i64>> {
+        let at_use = |x: ValueId| -> Partial {
             let seen = self.d.at(f, x, f.cfg.block_of(i));
-            (seen == self.d.vals[x]).then(|| self.partial_at(x, q, depth - 1)).flatten().unwrap_or_else(|| vec![None; n])
+            (seen == self.d.vals[x]).then(|| self.partial_at(x, q, depth - 1)).flatten().unwrap_or(Partial::Unknown)
         };
         // a register source as the instruction reads it (`!p`: negated)
-        let read = |o: &Operand<'_>, vals: Vec<Option<i64>>| match o {
-            Operand::Not(_) => vals.into_iter().map(|b| b.map(|b| (b == 0) as i64)).collect(),
+        let read = |o: &Operand<'_>, vals: Partial| match o {
+            Operand::Not(_) => vals.map(|b| (b == 0) as i64),
             _ => vals,
         };
         let ops = inst.operands();
         // the needed sources the same in every thread first: one unknown in every thread (a
         // parameter with no value) leaves the result unknown, whatever the others cost
-        let mut srcs: Vec<Option<Vec<Option<i64>>>> = vec![None; ops.len().saturating_sub(1)];
+        let mut srcs: Vec<Option<Partial>> = (1..ops.len()).map(|_| None).collect();
         for (k, o) in ops.iter().enumerate().skip(1) {
             let uniform = |x: &ValueId| self.d.vals[*x].is_uniform() && self.d.at(f, *x, f.cfg.block_of(i)) == self.d.vals[*x];
             let Some(x) = f.operand_value(i, k).filter(|x| matches!(o, Operand::Reg(_) | Operand::Not(_)) && op.needs(k - 1) && uniform(x))
             else {
                 continue;
             };
-            let vals = self.partial_at(x, q, depth - 1).filter(|s| s.iter().any(Option::is_some))?;
+            let vals = self.partial_at(x, q, depth - 1).filter(|s| s.any_known(n))?;
             srcs[k - 1] = Some(read(o, vals));
         }
-        let srcs: Vec<Vec<Option<i64>>> = srcs
+        let srcs: Vec<Partial> = srcs
             .into_iter()
             .zip(ops.iter().enumerate().skip(1))
             .map(|(done, (k, o))| match (done, o, f.operand_value(i, k)) {
                 (Some(s), ..) => Some(s),
                 (None, Operand::Reg(_) | Operand::Not(_), Some(x)) => Some(read(o, at_use(x))),
-                (None, Operand::Imm(c), _) => Some(vec![Some(*c); n]),
+                (None, Operand::Imm(c), _) => Some(Partial::Const(*c)),
                 _ => None,
             })
             .collect::<Option<_>>()?;
         // a source unknown in every thread that the operation cannot do without
-        if srcs.iter().enumerate().any(|(k, s)| op.needs(k) && s.iter().all(Option::is_none)) {
+        if srcs.iter().enumerate().any(|(k, s)| op.needs(k) && !s.any_known(n)) {
             return None;
         }
-        let mut args: Vec<Option<u64>> = Vec::with_capacity(srcs.len());
+        // (a thread whose sources are the thread before's takes its result: predicates and
+        // values known in a few threads repeat)
+        let (mut args, mut before): (Vec<Option<u64>>, Vec<Option<u64>>) = (Vec::with_capacity(srcs.len()), Vec::new());
+        let mut result = None;
         let mut at = |t: usize| {
             args.clear();
-            args.extend(srcs.iter().map(|s| s[t].map(|x| x as u64)));
-            op.apply_partial(&args).map(|bits| scalar::to_i64(ty, bits))
+            args.extend(srcs.iter().map(|s| s.get(t).map(|x| x as u64)));
+            if t == 0 || args != before {
+                result = op.apply_partial(&args).map(|bits| scalar::to_i64(ty, bits));
+                std::mem::swap(&mut args, &mut before);
+            }
+            result
         };
         // sources the same in every thread (known or not): one thread's result in all
-        if srcs.iter().all(|s| s.iter().all(|x| *x == s[0])) && n > 0 {
-            return Some(vec![at(0); n]);
+        if srcs.iter().all(Partial::same_in_all) && n > 0 {
+            return Some(match at(0) {
+                Some(c) => Partial::Const(c),
+                None => Partial::Unknown,
+            });
         }
-        Some((0..n).map(at).collect())
+        Some(Partial::Threads((0..n).map(at).collect()))
     }
 
     /// [`Self::eval`], with the sampled leaves the values rest on.
