@@ -287,6 +287,15 @@ impl Partial {
         }
     }
 
+    /// Thread `t` (past the first) holds other than thread `t - 1`.
+    fn changes_at(&self, t: usize) -> bool {
+        match self {
+            Partial::Known(x) => x[t] != x[t - 1],
+            Partial::Const(_) | Partial::Unknown => false,
+            Partial::Threads(v) => v[t] != v[t - 1],
+        }
+    }
+
     /// Every thread holds the same (known or not).
     fn same_in_all(&self) -> bool {
         match self {
@@ -671,18 +680,11 @@ impl<'f, 'a> Evals<'f, 'a> {
         if srcs.iter().enumerate().any(|(k, s)| op.needs(k) && !s.any_known(n)) {
             return None;
         }
-        // (a thread whose sources are the thread before's takes its result: predicates and
-        // values known in a few threads repeat)
-        let (mut args, mut before): (Vec<Option<u64>>, Vec<Option<u64>>) = (Vec::with_capacity(srcs.len()), Vec::new());
-        let mut result = None;
+        let mut args: Vec<Option<u64>> = Vec::with_capacity(srcs.len());
         let mut at = |t: usize| {
             args.clear();
             args.extend(srcs.iter().map(|s| s.get(t).map(|x| x as u64)));
-            if t == 0 || args != before {
-                result = op.apply_partial(&args).map(|bits| scalar::to_i64(ty, bits));
-                std::mem::swap(&mut args, &mut before);
-            }
-            result
+            op.apply_partial(&args).map(|bits| scalar::to_i64(ty, bits))
         };
         // sources the same in every thread (known or not): one thread's result in all
         if srcs.iter().all(Partial::same_in_all) && n > 0 {
@@ -691,7 +693,17 @@ impl<'f, 'a> Evals<'f, 'a> {
                 None => Partial::Unknown,
             });
         }
-        Some(Partial::Threads((0..n).map(at).collect()))
+        // (a thread whose sources are the thread before's takes its result: predicates and
+        // values known in a few threads repeat)
+        let mut out: Vec<Option<i64>> = Vec::with_capacity(n);
+        for t in 0..n {
+            let result = match out.last() {
+                Some(&before) if !srcs.iter().any(|s| s.changes_at(t)) => before,
+                _ => at(t),
+            };
+            out.push(result);
+        }
+        Some(Partial::Threads(out))
     }
 
     /// [`Self::eval`], with the sampled leaves the values rest on.
