@@ -103,7 +103,12 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     /// its loops (`None` unless every thread's direction is known).
     pub fn direction(&mut self, k: usize, iteration: usize) -> Option<Threads> {
         let known = self.direction_where_known(k, iteration)?;
-        known.iter().copied().collect::<Option<Vec<bool>>>().map(Rc::new)
+        // (sized once: collected through `Option`, the list would grow from nothing)
+        let mut out = Vec::with_capacity(known.len());
+        for t in known.iter() {
+            out.push((*t)?);
+        }
+        Some(Rc::new(out))
     }
 
     /// The direction branch `k` takes in each thread where the condition's
