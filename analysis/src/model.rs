@@ -106,6 +106,34 @@ impl Shape {
     }
 }
 
+/// The distinct sectors and the bytes that the union of half-open byte
+/// ranges `[start, end)` covers, where the ranges lie within 4 KB: marked
+/// in bits, a word to 64 bytes (two sectors), not sorted. `None` for
+/// ranges spread wider (or none).
+pub fn sectors_and_bytes_near(ranges: &[(i64, i64)]) -> Option<(u32, u32)> {
+    const WORDS: usize = 64;
+    let lo = ranges.iter().map(|r| r.0).min()?;
+    let hi = ranges.iter().map(|r| r.1).max()?;
+    let base = lo.div_euclid(2 * SECTOR) * 2 * SECTOR;
+    if hi.checked_sub(base)? > (WORDS * 64) as i64 {
+        return None;
+    }
+    let mut bits = [0u64; WORDS];
+    for &(s, e) in ranges {
+        let (mut s, e) = ((s - base) as usize, (e - base) as usize);
+        while s < e {
+            // the bytes of this range in the word of byte `s`
+            let (word, bit) = (s / 64, s % 64);
+            let n = (e - s).min(64 - bit);
+            bits[word] |= (u64::MAX >> (64 - n)) << bit;
+            s += n;
+        }
+    }
+    let bytes = bits.iter().map(|w| w.count_ones()).sum();
+    let sectors = bits.iter().map(|&w| (w as u32 != 0) as u32 + ((w >> 32) != 0) as u32).sum();
+    Some((sectors, bytes))
+}
+
 /// Number of bytes covered by the union of half-open ranges `[start, end)`.
 pub fn covered_bytes(ranges: &mut [(i64, i64)]) -> i64 {
     let mut n = 0;
@@ -294,6 +322,43 @@ mod tests {
         for (stride, w) in [(4, 4), (0, 4), (128, 4), (8, 8), (36, 4)] {
             assert_eq!(sectors_in_order(&lanes(stride, w)), Some(sorted(&lanes(stride, w))));
         }
+    }
+
+    /// Sectors and bytes marked in bits agree with the distinct sectors and
+    /// the union of the ranges counted by sorting, and give up on ranges
+    /// spread over more than 4 KB.
+    #[test]
+    fn sectors_and_bytes_near_agree_with_the_sort() {
+        let mut next = crate::xorshift(0x51ed_2701_a3c4_9b5f);
+        let (mut answered, mut declined) = (0, 0);
+        for _ in 0..20_000 {
+            let n = 1 + next(96) as usize;
+            let base = next(1 << 20) as i64 - (1 << 19);
+            let spread = [64, 512, 4096, 6000][next(4) as usize];
+            let ranges: Vec<(i64, i64)> = (0..n)
+                .map(|_| {
+                    let s = base + next(spread) as i64;
+                    (s, s + [1, 2, 4, 8, 12, 16, 64, 100][next(8) as usize])
+                })
+                .collect();
+            let mut sectors: Vec<i64> = ranges.iter().flat_map(|&(s, e)| s.div_euclid(SECTOR)..=(e - 1).div_euclid(SECTOR)).collect();
+            sectors.sort_unstable();
+            sectors.dedup();
+            let bytes = covered_bytes(&mut ranges.clone());
+            match sectors_and_bytes_near(&ranges) {
+                Some(got) => {
+                    answered += 1;
+                    assert_eq!(got, (sectors.len() as u32, bytes as u32), "{ranges:?}");
+                }
+                None => {
+                    declined += 1;
+                    let (lo, hi) = (ranges.iter().map(|r| r.0).min().unwrap(), ranges.iter().map(|r| r.1).max().unwrap());
+                    assert!(hi - lo.div_euclid(64) * 64 > 4096, "{ranges:?}");
+                }
+            }
+        }
+        assert!(answered > 10_000 && declined > 1_000, "{answered} {declined}");
+        assert_eq!(sectors_and_bytes_near(&[]), None);
     }
 
     /// A request whose lanes are all at one address counts as its first
