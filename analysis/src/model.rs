@@ -112,8 +112,14 @@ impl Shape {
 /// ranges spread wider (or none).
 pub fn sectors_and_bytes_near(ranges: &[(i64, i64)]) -> Option<(u32, u32)> {
     const WORDS: usize = 64;
-    let lo = ranges.iter().map(|r| r.0).min()?;
-    let hi = ranges.iter().map(|r| r.1).max()?;
+    // (one pass, given up as soon as the ranges spread too wide)
+    let (mut lo, mut hi) = *ranges.first()?;
+    for &(s, e) in &ranges[1..] {
+        (lo, hi) = (lo.min(s), hi.max(e));
+        if hi.saturating_sub(lo) > (WORDS * 64) as i64 {
+            return None;
+        }
+    }
     let base = lo.div_euclid(2 * SECTOR) * 2 * SECTOR;
     if hi.checked_sub(base)? > (WORDS * 64) as i64 {
         return None;
