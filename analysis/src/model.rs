@@ -107,10 +107,24 @@ impl Shape {
 }
 
 /// The distinct sectors and the bytes that the union of half-open byte
-/// ranges `[start, end)` covers, where the ranges lie within 4 KB: marked
-/// in bits, a word to 64 bytes (two sectors), not sorted. `None` for
-/// ranges spread wider (or none).
-pub fn sectors_and_bytes_near(ranges: &[(i64, i64)]) -> Option<(u32, u32)> {
+/// ranges `[start, end)` covers (a warp's footprint): marked in bits where
+/// the ranges lie within 4 KB ([`sectors_and_bytes_near`]), else counted
+/// by sorting (`ranges` sorted in place, `sectors` a list to count in).
+pub fn sectors_and_bytes(ranges: &mut [(i64, i64)], sectors: &mut Vec<i64>) -> (u32, u32) {
+    if let Some(near) = sectors_and_bytes_near(ranges) {
+        return near;
+    }
+    sectors.clear();
+    sectors.extend(ranges.iter().flat_map(|&(s, e)| s.div_euclid(SECTOR)..=(e - 1).div_euclid(SECTOR)));
+    sectors.sort_unstable();
+    sectors.dedup();
+    (sectors.len() as u32, covered_bytes(ranges) as u32)
+}
+
+/// [`sectors_and_bytes`] where the ranges lie within 4 KB: marked in bits,
+/// a word to 64 bytes (two sectors), not sorted. `None` for ranges spread
+/// wider (or none).
+fn sectors_and_bytes_near(ranges: &[(i64, i64)]) -> Option<(u32, u32)> {
     const WORDS: usize = 64;
     // (one pass, given up as soon as the ranges spread too wide)
     let (mut lo, mut hi) = *ranges.first()?;
@@ -347,14 +361,16 @@ mod tests {
                     (s, s + [1, 2, 4, 8, 12, 16, 64, 100][next(8) as usize])
                 })
                 .collect();
+            // the count by sorting: what the bits must give
             let mut sectors: Vec<i64> = ranges.iter().flat_map(|&(s, e)| s.div_euclid(SECTOR)..=(e - 1).div_euclid(SECTOR)).collect();
             sectors.sort_unstable();
             sectors.dedup();
-            let bytes = covered_bytes(&mut ranges.clone());
+            let sorted = (sectors.len() as u32, covered_bytes(&mut ranges.clone()) as u32);
+            assert_eq!(sectors_and_bytes(&mut ranges.clone(), &mut Vec::new()), sorted, "{ranges:?}");
             match sectors_and_bytes_near(&ranges) {
                 Some(got) => {
                     answered += 1;
-                    assert_eq!(got, (sectors.len() as u32, bytes as u32), "{ranges:?}");
+                    assert_eq!(got, sorted, "{ranges:?}");
                 }
                 None => {
                     declined += 1;

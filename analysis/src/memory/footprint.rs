@@ -34,7 +34,7 @@ use super::{AccessKind, Evals, Query};
 use crate::ir::inst::Space;
 use crate::ir::values::root;
 use crate::ir::{LoopId, ValueId};
-use crate::model::{covered_bytes, sectors_and_bytes_near, SECTOR, WARP};
+use crate::model::{sectors_and_bytes, SECTOR, WARP};
 
 /// The footprint per warp (bytes) up to which a group's loads are assumed
 /// to find each other's sectors in L1.
@@ -164,11 +164,9 @@ fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, l
 fn warps(ev: &Evals<'_, '_>, addrs: &[Member<'_>], widths: &[i64]) -> Vec<(u32, u32, u32)> {
     let threads = ev.shape.threads();
     let mut per_warp: Vec<(u32, u32, u32)> = Vec::new();
-    // (one warp's byte ranges, and where they spread wide its sectors, in lists kept for every
-    // warp: sorted once, each sector counted once)
+    // (one warp's byte ranges, and where they spread wide its sectors, in lists kept for every warp)
     let (mut sectors, mut bytes): (Vec<i64>, Vec<(i64, i64)>) = (Vec::new(), Vec::new());
     for w in 0..threads.div_ceil(WARP) {
-        sectors.clear();
         bytes.clear();
         for (m, a) in addrs.iter().enumerate() {
             for addr in (w * WARP..((w + 1) * WARP).min(threads)).filter_map(|t| a.get(t)) {
@@ -178,16 +176,7 @@ fn warps(ev: &Evals<'_, '_>, addrs: &[Member<'_>], widths: &[i64]) -> Vec<(u32, 
         if bytes.is_empty() {
             continue;
         }
-        // (most warps' bytes lie within a few KB: marked in bits, not sorted)
-        let (count, used) = match sectors_and_bytes_near(&bytes) {
-            Some(near) => near,
-            None => {
-                sectors.extend(bytes.iter().flat_map(|&(s, e)| s.div_euclid(SECTOR)..=(e - 1).div_euclid(SECTOR)));
-                sectors.sort_unstable();
-                sectors.dedup();
-                (sectors.len() as u32, covered_bytes(&mut bytes) as u32)
-            }
-        };
+        let (count, used) = sectors_and_bytes(&mut bytes, &mut sectors);
         per_warp.push((count, used.div_ceil(SECTOR as u32), used));
     }
     per_warp
