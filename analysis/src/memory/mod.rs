@@ -1183,7 +1183,8 @@ struct WarpCounts {
 }
 
 /// The accesses whose warps were counted, by what decides the counts:
-/// their per-thread offsets (the list kept once: its address), the first
+/// their per-thread offsets (the list kept once, and kept as long as the
+/// evaluators, `Evals::offset_lists`: its address), the first
 /// thread's offset modulo the unit a request moved by costs the same
 /// (words for shared banks, sectors for global), the threads that run them,
 /// their width and space, and whether the worst alignment is asked.
