@@ -7,15 +7,71 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-/// The command line parsed. The parser's tables (every subcommand's
-/// arguments, with the global ones copied into each) are left to the
-/// process's end rather than freed one by one: 60,000 instructions, a
-/// twentieth of a one-kernel file's whole check.
+/// The command line parsed.
+///
+/// `cargo gpucheck … ptx FILE…` naming no other subcommand and asking for
+/// no help or version is first parsed with a tree of that one subcommand
+/// ([`PtxOnly`]): clap copies every global option into every subcommand
+/// before it parses (about 90 KB and 150,000 instructions, a tenth of a
+/// one-kernel file's check, most of it in page faults). A command line that
+/// tree does not accept is parsed again with the whole tree, so that every
+/// error and help text is the whole tree's.
 pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cargo, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let mut cmd = std::mem::ManuallyDrop::new(Cargo::command());
-    let mut m = std::mem::ManuallyDrop::new(cmd.try_get_matches_from_mut(args)?);
-    Cargo::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut cmd))
+    if ptx_alone(&args) {
+        if let Ok(mut m) = PtxOnly::command().try_get_matches_from(args.iter()) {
+            if let Ok(PtxOnly::Gpucheck(a)) = PtxOnly::from_arg_matches_mut(&mut m) {
+                return Ok(Cargo::Gpucheck(GpucheckArgs {
+                    command: a.command.map(|PtxCommand::Ptx(p)| Command::Ptx(p)),
+                    build: a.build,
+                    output: a.output,
+                }));
+            }
+        }
+    }
+    let mut cmd = Cargo::command();
+    let m = cmd.try_get_matches_from_mut(args)?;
+    Cargo::from_arg_matches(&m).map_err(|e| e.format(&mut cmd))
+}
+
+/// Whether the arguments after `gpucheck` name `ptx` and no other
+/// subcommand (as any argument at all), and ask for neither help nor the
+/// version: the only command lines [`PtxOnly`] parses.
+fn ptx_alone(args: &[std::ffi::OsString]) -> bool {
+    let mut ptx = false;
+    for a in args.iter().skip(2).filter_map(|a| a.to_str()) {
+        if a == "ptx" {
+            ptx = true;
+        } else if NOT_PTX.contains(&a) || ["-h", "--help", "-V", "--version"].contains(&a) {
+            return false;
+        }
+    }
+    ptx
+}
+
+/// The subcommands besides `ptx` (clap's own `help` too).
+const NOT_PTX: [&str; 7] = ["confirm", "report", "instrument", "new", "lints", "explain", "help"];
+
+/// [`Cargo`] with `ptx` its only subcommand (see [`parse`]).
+#[derive(Parser, Debug)]
+#[command(name = "cargo", bin_name = "cargo")]
+enum PtxOnly {
+    Gpucheck(GpucheckPtxArgs),
+}
+
+#[derive(Args, Debug)]
+struct GpucheckPtxArgs {
+    #[command(subcommand)]
+    command: Option<PtxCommand>,
+    #[command(flatten)]
+    build: BuildArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum PtxCommand {
+    Ptx(PtxArgs),
 }
 
 #[derive(Parser, Debug)]
@@ -433,6 +489,41 @@ pub fn parse_block(s: &str) -> Result<[u32; 3], String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-subcommand tree knows every other subcommand's name, and
+    /// parses what the whole tree parses as the whole tree does.
+    #[test]
+    fn ptx_alone_is_the_whole_tree_on_its_command_lines() {
+        use clap::CommandFactory;
+        let top = Cargo::command();
+        let mut names: Vec<String> = top.find_subcommand("gpucheck").unwrap().get_subcommands().map(|c| c.get_name().to_string()).collect();
+        names.push("help".into());
+        names.retain(|n| n != "ptx");
+        names.sort();
+        let mut known: Vec<String> = NOT_PTX.iter().map(|s| s.to_string()).collect();
+        known.sort();
+        assert_eq!(names, known);
+        let line = |s: &str| -> Vec<std::ffi::OsString> { s.split(' ').map(Into::into).collect() };
+        for ok in [
+            "cargo gpucheck ptx a.ptx --message-format json",
+            "cargo gpucheck -W pedantic --block 32,8 ptx a.ptx b.ptx -q -D warnings --assume n=4",
+            "cargo gpucheck --grid 4 ptx --shared 64 a.ptx",
+            "cargo gpucheck -p ptx",
+        ] {
+            let (a, b) = (parse(line(ok)).unwrap(), Cargo::try_parse_from(line(ok)).unwrap());
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{ok}");
+        }
+        for not_alone in
+            ["cargo gpucheck ptx --help", "cargo gpucheck confirm --ptx a.ptx", "cargo gpucheck --version ptx", "cargo gpucheck lints"]
+        {
+            assert!(!ptx_alone(&line(not_alone)), "{not_alone}");
+        }
+        // an error is the whole tree's
+        for bad in ["cargo gpucheck ptx", "cargo gpucheck ptx a.ptx --bogus", "cargo gpucheck confrim ptx a.ptx"] {
+            let (a, b) = (parse(line(bad)).unwrap_err(), Cargo::try_parse_from(line(bad)).unwrap_err());
+            assert_eq!(a.to_string(), b.to_string(), "{bad}");
+        }
+    }
 
     #[test]
     fn block_args() {
