@@ -19,8 +19,10 @@
 //! for them or evaluation stops with `EvalErr::Leaf`.
 //!
 //! Loop counters (`crate::ir::loops`) evaluate at an asked iteration when
-//! they are additive, else as leaves whose first values (`samples`) the
-//! caller may try.
+//! they are additive (stepped on from the latest iteration an evaluator
+//! over the same threads computed from the same start and step: a trip
+//! count asks the iterations in turn), else as leaves whose first values
+//! (`samples`) the caller may try.
 //!
 //! Owns: the per-lane evaluation and its leaves. Does not own: what an
 //! operation computes (`crate::ir::scalar`), which values are loop counters
@@ -117,6 +119,45 @@ struct Same {
     /// thousands of values, and its evaluators (of other samples, of the
     /// first iteration) many of the same.
     lists: crate::ir::entity::Shared<Rc<Vec<i64>>>,
+    /// Stepped loop counters at the iterations computed so far, by counter
+    /// and the lists of its start and step ([`Evaluator::induction`]): an
+    /// evaluator of iteration `n` takes the counter at `n` from those of
+    /// earlier iterations rather than stepping it from its start again (a
+    /// trip count asks every iteration in turn).
+    counters: FxHashMap<(ValueId, *const Vec<i64>, *const Vec<i64>), Steps>,
+}
+
+impl Same {
+    /// `k` in every lane: one list for each value.
+    fn one(&mut self, k: i64) -> Rc<Vec<i64>> {
+        self.ones.entry(k).or_insert_with(|| Rc::new(vec![k])).clone()
+    }
+
+    /// The lanes an operation computed, kept as one when they are all the same.
+    fn kept(&mut self, out: Vec<i64>) -> Rc<Vec<i64>> {
+        match out.split_first() {
+            Some((&k, rest)) if rest.iter().all(|&x| x == k) => self.one(k),
+            _ => Rc::new(out),
+        }
+    }
+}
+
+/// A counter's value at the latest iteration computed from one start and
+/// step (both kept, so that the lists the key points at stay theirs; only
+/// the latest, so that a list per iteration is not: the iterations are asked
+/// in order, and one asked before the latest is stepped from the start).
+struct Steps {
+    start: Rc<Vec<i64>>,
+    step: Rc<Vec<i64>>,
+    latest: (usize, Rc<Vec<i64>>),
+}
+
+impl Steps {
+    /// Whether a value other than these steps still holds their start.
+    fn start_held(&self) -> bool {
+        let own = [&self.start, &self.step, &self.latest.1].into_iter().filter(|x| Rc::ptr_eq(x, &self.start)).count();
+        Rc::strong_count(&self.start) > own
+    }
 }
 
 /// The values an evaluator computed (or failed to), by SSA value.
@@ -315,17 +356,13 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// `k` in every lane, resting on `leaves` (one list for each value).
     fn one(&self, k: i64, leaves: Leaves) -> Vals {
-        let lanes = self.same.0.borrow_mut().ones.entry(k).or_insert_with(|| Rc::new(vec![k])).clone();
-        Vals { lanes, leaves }
+        Vals { lanes: self.same.0.borrow_mut().one(k), leaves }
     }
 
     /// The values of every lane from those an operation computed: one
     /// for all of them when its sources were uniform.
     fn widen(&self, out: Vec<i64>, leaves: Leaves) -> Vals {
-        match out.split_first() {
-            Some((&k, rest)) if rest.iter().all(|&x| x == k) => self.one(k, leaves),
-            _ => Vals { lanes: Rc::new(out), leaves },
-        }
+        Vals { lanes: self.same.0.borrow_mut().kept(out), leaves }
     }
 
     /// A leaf's value in every lane, resting on what it rests on.
@@ -460,15 +497,23 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let op = scalar::prepare(inst, 0)?;
         let ty = scalar::dest_ty(inst, 0)?;
         Some((|| {
-            let mut x = self.value_d(ind.init.ok_or(EvalErr::Opaque)?, depth + 1)?;
+            let start = self.value_d(ind.init.ok_or(EvalErr::Opaque)?, depth + 1)?;
             let step = self.operand(ind.update, inst.operand(ind.step_operand).ok_or(EvalErr::Opaque)?, depth + 1)?;
-            for _ in 0..n {
-                let mut out = Vec::with_capacity(Vals::needed([&x, &step]));
-                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x.lanes, &step.lanes] } else { [&step.lanes, &x.lanes] };
+            let leaves = if n == 0 { start.leaves.clone() } else { start.leaves.union(&step.leaves) };
+            let key = (v, Rc::as_ptr(&start.lanes), Rc::as_ptr(&step.lanes));
+            let mut same = self.same.0.borrow_mut();
+            let (mut k, mut x) = match same.counters.get(&key) {
+                Some(s) if s.latest.0 <= n => s.latest.clone(),
+                _ => (0, start.lanes.clone()),
+            };
+            while k < n {
+                let mut out = Vec::with_capacity(x.len().max(step.lanes.len()));
+                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x, &step.lanes] } else { [&step.lanes, &x] };
                 op.apply_lanes(&args, ty, &mut out).ok_or(EvalErr::Opaque)?;
-                x = self.widen(out, x.leaves.union(&step.leaves));
+                (k, x) = (k + 1, same.kept(out));
             }
-            Ok(x)
+            same.counters.insert(key, Steps { start: start.lanes.clone(), step: step.lanes.clone(), latest: (n, x.clone()) });
+            Ok(Vals { lanes: x, leaves })
         })())
     }
 
@@ -562,7 +607,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// Forget the kept lists no value holds any more.
     fn drop_lists(&self) {
-        self.same.0.borrow_mut().lists.retain(|l| Rc::strong_count(l) > 1);
+        let mut same = self.same.0.borrow_mut();
+        same.counters.retain(|_, s| s.start_held());
+        same.lists.retain(|l| Rc::strong_count(l) > 1);
     }
 
     /// Take what evaluators over the same threads compute once from (and
@@ -768,6 +815,52 @@ mod tests {
         ev.set_leaves([(p, 20)]);
         assert_eq!(at(&ev, tq), Err(super::EvalErr::Leaf(q)));
         assert_eq!(at(&ev, sum), Err(super::EvalErr::Leaf(q)));
+    }
+
+    /// A stepped counter asked at iterations in any order, by evaluators
+    /// over the same threads that each step it from the latest one
+    /// computed (or from its start when asked for an earlier one), has
+    /// the value it has when stepped from its start alone.
+    #[test]
+    fn a_counter_at_any_iteration_as_stepped_from_its_start() {
+        const LOOP: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u32 k_n) {
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    ld.param.u32 %r1, [k_n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, 0;
+L:
+    add.s32 %r2, %r2, 7;
+    add.s32 %r3, %r3, 1;
+    setp.lt.u32 %p1, %r3, %r1;
+    @%p1 bra L;
+    st.global.u32 [%r2], %r3;
+    ret;
+}"#;
+        let m: &'static crate::ptx::Module<'static> = Box::leak(Box::new(crate::ptx::parse(LOOP).unwrap()));
+        let fs: &'static [crate::ir::FunctionIr<'static>] = Box::leak(crate::ir::lower(m).into_boxed_slice());
+        let f = &fs[0];
+        let d = crate::divergence::Divergence::analyze(f, &crate::divergence::Summaries::compute(fs));
+        let counter = f.ssa.phis.iter().map(|p| p.value).find(|&v| f.ssa.reg_of(v, &f.insts) == "%r2").expect("the counter's phi");
+        let shape = crate::model::Shape::new([8, 1, 1], crate::model::ShapeSource::Cli);
+        let same = super::SameThreads::default();
+        let at = |n: usize, shared: bool| {
+            let mut ev = Evaluator::new(f, &d, shape.block, shape.lanes());
+            if shared {
+                ev.share_threads(&same);
+            }
+            ev.iteration = Some(n);
+            ev.values(counter).map(|x| x.to_vec())
+        };
+        for n in [3, 5, 2, 2, 6, 1, 9] {
+            let want: Vec<i64> = (0..8).map(|t| t + 7 * n as i64).collect();
+            assert_eq!(at(n, false), Ok(want.clone()), "iteration {n}, alone");
+            assert_eq!(at(n, true), Ok(want), "iteration {n}, after the others");
+        }
     }
 
     /// Evaluators over the same threads keep one copy of a list they both
