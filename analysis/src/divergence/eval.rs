@@ -119,11 +119,11 @@ struct Same {
     /// thousands of values, and its evaluators (of other samples, of the
     /// first iteration) many of the same.
     lists: crate::ir::entity::Shared<Rc<Vec<i64>>>,
-    /// Stepped loop counters at the iterations computed so far, by counter
+    /// Stepped loop counters at the latest iteration computed, by counter
     /// and the lists of its start and step ([`Evaluator::induction`]): an
-    /// evaluator of iteration `n` takes the counter at `n` from those of
-    /// earlier iterations rather than stepping it from its start again (a
-    /// trip count asks every iteration in turn).
+    /// evaluator of iteration `n` steps the counter on from an earlier
+    /// iteration's value rather than from its start again (a trip count
+    /// asks every iteration in turn).
     counters: FxHashMap<(ValueId, *const Vec<i64>, *const Vec<i64>), Steps>,
 }
 
