@@ -9,35 +9,45 @@ use std::path::PathBuf;
 
 /// The command line parsed.
 ///
-/// `cargo gpucheck … ptx FILE…` naming no other subcommand and asking for
-/// no help or version is first parsed with a tree of that one subcommand
-/// ([`PtxOnly`]): clap copies every global option into every subcommand
-/// before it parses (about 90 KB and 150,000 instructions, a tenth of a
-/// one-kernel file's check, most of it in page faults). A command line that
-/// tree does not accept is parsed again with the whole tree, so that every
-/// error and help text is the whole tree's.
+/// `cargo gpucheck ptx FILE… [OPTIONS]` is first parsed with a tree of that
+/// one subcommand ([`ptx_alone`]): clap copies every global option into
+/// every subcommand before it parses (about 90 KB and 150,000
+/// instructions, a tenth of a one-kernel file's check, most of it in page
+/// faults). Any other command line, and one that tree does not accept, is
+/// parsed with the whole tree, so that every error and help text is the
+/// whole tree's.
 pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cargo, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    if ptx_alone(&args) {
-        if let Ok(mut m) = PtxOnly::command().try_get_matches_from(args.iter()) {
-            if let Ok(PtxOnly::Gpucheck(a)) = PtxOnly::from_arg_matches_mut(&mut m) {
-                return Ok(Cargo::Gpucheck(GpucheckArgs {
-                    command: a.command.map(|PtxCommand::Ptx(p)| Command::Ptx(p)),
-                    build: a.build,
-                    output: a.output,
-                }));
-            }
-        }
+    if let Some(c) = ptx_alone(&args) {
+        return Ok(c);
     }
     let mut cmd = Cargo::command();
     let m = cmd.try_get_matches_from_mut(args)?;
     Cargo::from_arg_matches(&m).map_err(|e| e.format(&mut cmd))
 }
 
+/// The command line parsed with [`PtxOnly`], when it names `ptx` and no
+/// other subcommand (as any argument at all), asks for neither help nor
+/// the version, and gives the check's options after `ptx` (where the whole
+/// tree copies them to the level above: given before it, they are the
+/// whole tree's to parse); `None` for any other.
+fn ptx_alone(args: &[std::ffi::OsString]) -> Option<Cargo> {
+    use clap::{CommandFactory, FromArgMatches};
+    if !names_ptx_alone(args) {
+        return None;
+    }
+    let mut m = PtxOnly::command().try_get_matches_from(args.iter()).ok()?;
+    let PtxOnly::Gpucheck(GpucheckPtxArgs { command: Some(PtxCommand::Ptx(p)), build }) = PtxOnly::from_arg_matches_mut(&mut m).ok()?
+    else {
+        return None;
+    };
+    Some(Cargo::Gpucheck(GpucheckArgs { output: p.output.clone(), command: Some(Command::Ptx(p)), build }))
+}
+
 /// Whether the arguments after `gpucheck` name `ptx` and no other
 /// subcommand (as any argument at all), and ask for neither help nor the
-/// version: the only command lines [`PtxOnly`] parses.
-fn ptx_alone(args: &[std::ffi::OsString]) -> bool {
+/// version.
+fn names_ptx_alone(args: &[std::ffi::OsString]) -> bool {
     let mut ptx = false;
     for a in args.iter().skip(2).filter_map(|a| a.to_str()) {
         if a == "ptx" {
@@ -52,7 +62,8 @@ fn ptx_alone(args: &[std::ffi::OsString]) -> bool {
 /// The subcommands besides `ptx` (clap's own `help` too).
 const NOT_PTX: [&str; 7] = ["confirm", "report", "instrument", "new", "lints", "explain", "help"];
 
-/// [`Cargo`] with `ptx` its only subcommand (see [`parse`]).
+/// [`Cargo`] with `ptx` its only subcommand, and none of the check's
+/// options before it (see [`ptx_alone`]).
 #[derive(Parser, Debug)]
 #[command(name = "cargo", bin_name = "cargo")]
 enum PtxOnly {
@@ -65,8 +76,6 @@ struct GpucheckPtxArgs {
     command: Option<PtxCommand>,
     #[command(flatten)]
     build: BuildArgs,
-    #[command(flatten)]
-    output: OutputArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -504,19 +513,23 @@ mod tests {
         known.sort();
         assert_eq!(names, known);
         let line = |s: &str| -> Vec<std::ffi::OsString> { s.split(' ').map(Into::into).collect() };
-        for ok in [
-            "cargo gpucheck ptx a.ptx --message-format json",
-            "cargo gpucheck -W pedantic --block 32,8 ptx a.ptx b.ptx -q -D warnings --assume n=4",
-            "cargo gpucheck --grid 4 ptx --shared 64 a.ptx",
-            "cargo gpucheck -p ptx",
+        // (the first ones on the one-subcommand tree, the others on the whole tree)
+        for (ok, alone) in [
+            ("cargo gpucheck ptx a.ptx --message-format json", true),
+            ("cargo gpucheck ptx a.ptx b.ptx -q -W pedantic --block 32,8 -D warnings --assume n=4 --block k=64", true),
+            ("cargo gpucheck --manifest-path x/Cargo.toml ptx --shared 64 a.ptx --color never --no-replay", true),
+            ("cargo gpucheck -W pedantic --block 32,8 ptx a.ptx b.ptx -q -D warnings --assume n=4", false),
+            ("cargo gpucheck --grid 4 ptx --shared 64 a.ptx", false),
+            ("cargo gpucheck -p ptx", false),
         ] {
+            assert_eq!(ptx_alone(&line(ok)).is_some(), alone, "{ok}");
             let (a, b) = (parse(line(ok)).unwrap(), Cargo::try_parse_from(line(ok)).unwrap());
             assert_eq!(format!("{a:?}"), format!("{b:?}"), "{ok}");
         }
         for not_alone in
             ["cargo gpucheck ptx --help", "cargo gpucheck confirm --ptx a.ptx", "cargo gpucheck --version ptx", "cargo gpucheck lints"]
         {
-            assert!(!ptx_alone(&line(not_alone)), "{not_alone}");
+            assert!(!names_ptx_alone(&line(not_alone)), "{not_alone}");
         }
         // an error is the whole tree's
         for bad in ["cargo gpucheck ptx", "cargo gpucheck ptx a.ptx --bogus", "cargo gpucheck confrim ptx a.ptx"] {
