@@ -114,11 +114,17 @@ pub fn sectors_and_bytes(ranges: &mut [(i64, i64)], sectors: &mut Vec<i64>) -> (
     if let Some(near) = sectors_and_bytes_near(ranges) {
         return near;
     }
+    (distinct_sectors(ranges, sectors), covered_bytes(ranges) as u32)
+}
+
+/// The distinct sectors half-open byte ranges touch, counted by sorting
+/// them (`sectors`: a list to count in).
+fn distinct_sectors(ranges: &[(i64, i64)], sectors: &mut Vec<i64>) -> u32 {
     sectors.clear();
     sectors.extend(ranges.iter().flat_map(|&(s, e)| s.div_euclid(SECTOR)..=(e - 1).div_euclid(SECTOR)));
     sectors.sort_unstable();
     sectors.dedup();
-    (sectors.len() as u32, covered_bytes(ranges) as u32)
+    sectors.len() as u32
 }
 
 /// [`sectors_and_bytes`] where the ranges lie within 4 KB: marked in bits,
@@ -362,10 +368,7 @@ mod tests {
                 })
                 .collect();
             // the count by sorting: what the bits must give
-            let mut sectors: Vec<i64> = ranges.iter().flat_map(|&(s, e)| s.div_euclid(SECTOR)..=(e - 1).div_euclid(SECTOR)).collect();
-            sectors.sort_unstable();
-            sectors.dedup();
-            let sorted = (sectors.len() as u32, covered_bytes(&mut ranges.clone()) as u32);
+            let sorted = (distinct_sectors(&ranges, &mut Vec::new()), covered_bytes(&mut ranges.clone()) as u32);
             assert_eq!(sectors_and_bytes(&mut ranges.clone(), &mut Vec::new()), sorted, "{ranges:?}");
             match sectors_and_bytes_near(&ranges) {
                 Some(got) => {
