@@ -255,4 +255,27 @@ mod tests {
         // and the 25 loads of a[tid + i] are one stencil: a shared-memory opportunity per kernel
         assert_eq!(r.findings.iter().filter(|f| f.lint.name == "shared_memory_opportunity").count(), 3);
     }
+
+    #[test]
+    fn silent_lints_lose_their_findings_and_no_other() {
+        let src = super::module(2, 6);
+        let key = |f: &crate::Finding| (f.lint.name, f.ptx_line, f.ptx_col, f.message.clone());
+        let run = |silent: &[&'static str]| {
+            let opts = crate::Options { silent: silent.to_vec(), ..Default::default() };
+            let mut r: Vec<_> = crate::check(&src, &opts, &|_| true).unwrap().findings.iter().map(key).collect();
+            r.sort();
+            r
+        };
+        let all = run(&[]);
+        let without = |names: &[&str]| all.iter().filter(|k| !names.contains(&k.0)).cloned().collect::<Vec<_>>();
+        let has = |name: &str| all.iter().any(|k| k.0 == name);
+        assert!(has("shared_memory_opportunity") && has("cheap_divergent_branch") && !has("divergent_branch"));
+        // the passes of silent lints do not run: their findings, and only theirs, are gone
+        let pedantic = ["shared_memory_opportunity", "vectorizable_access", "stride_dependent_access"];
+        assert_eq!(run(&pedantic), without(&pedantic));
+        // a pass runs while a lint it finds is not silent: `divergent_branch`'s finds the cheap ones
+        assert_eq!(run(&["divergent_branch"]), all);
+        let branches = ["divergent_branch", "cheap_divergent_branch", "conditional_divergent_branch"];
+        assert_eq!(run(&branches), without(&branches));
+    }
 }

@@ -173,6 +173,16 @@ impl Levels {
         (self.level(f.lint), self.note(f.lint))
     }
 
+    /// The lints none of whose findings can be shown: allowed by the
+    /// defaults, tables and flags, and named by no attribute of the sources
+    /// (`named`), which could raise them (a comment only allows). The
+    /// analysis does not run the passes that find only these
+    /// (`Options::silent`). Correctness lints are never silent: their
+    /// findings' replays are counted at every level.
+    pub fn silent(&self, named: &dyn Fn(&str) -> bool) -> Vec<&'static str> {
+        LINTS.iter().filter(|l| l.group != Group::Correctness && self.level(l) == Level::Allow && !named(l.name)).map(|l| l.name).collect()
+    }
+
     /// A level set in the source (`#[warn(gpucheck::…)]`), with `-D
     /// warnings` (or `-A warnings`) applied as to every warning.
     pub fn promoted(&self, level: Level, note: String) -> (Level, String) {
@@ -271,6 +281,32 @@ mod tests {
         assert_eq!(l.note(&DIVERGENT_BRANCH), "`-W gpucheck::divergent_branch` implied by `-W gpucheck::perf`");
         assert_eq!(l.level(&BARRIER_DIVERGENCE), Level::Deny);
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    }
+
+    #[test]
+    fn silent_lints_are_those_no_level_shows() {
+        let allowed: Vec<&str> =
+            LINTS.iter().filter(|l| l.default == Level::Allow && l.group != Group::Correctness).map(|l| l.name).collect();
+        assert!(allowed.contains(&"shared_memory_opportunity"), "{allowed:?}");
+        // by default: the pedantic lints allowed by default
+        assert_eq!(Levels::default().silent(&|_| false), allowed);
+        // a level from a table, a flag, or an attribute that names the lint or its group shows it
+        let mut l = Levels::default();
+        l.apply_table(&json!({"shared_memory_opportunity": "warn"}), "package.metadata.gpucheck.lints", "Cargo.toml");
+        assert!(!l.silent(&|_| false).contains(&"shared_memory_opportunity"));
+        let mut l = Levels::default();
+        l.apply_flags(&[('W', "pedantic".into())]);
+        assert!(l.silent(&|_| false).is_empty(), "{:?}", l.silent(&|_| false));
+        assert!(!Levels::default().silent(&|n| n == "vectorizable_access").contains(&"vectorizable_access"));
+        // a lint allowed on the command line is silent; a correctness lint never is (its replays are counted)
+        let mut l = Levels::default();
+        l.apply_flags(&[('A', "all".into())]);
+        let s = l.silent(&|_| false);
+        assert!(s.contains(&"divergent_branch") && !s.contains(&"shared_memory_race"), "{s:?}");
+        // `-A warnings` hides every warning: the perf lints at warn are silent too
+        let mut l = Levels::default();
+        l.apply_flags(&[('A', "warnings".into())]);
+        assert!(l.silent(&|_| false).contains(&"uncoalesced_global_access"));
     }
 
     #[test]

@@ -338,6 +338,11 @@ impl Scopes {
         Scopes { attrs, used }
     }
 
+    /// Whether some attribute names `lint`, or a group that holds it.
+    pub fn names(&self, lint: &str) -> bool {
+        self.attrs.iter().flat_map(|a| &a.names).any(|n| expand(n).is_some_and(|ls| ls.iter().any(|l| l.name == lint)))
+    }
+
     /// The attributes covering a finding of `kernel` at `file:line` that name
     /// `lint`, innermost first: (attribute, name index).
     fn covering(&self, file: Option<&Path>, line: u32, kernel: &str, lint: &str) -> Vec<(usize, usize)> {
@@ -490,6 +495,12 @@ pub unsafe extern "ptx-kernel" fn k(x: *mut f32) {
                 (14, Kind::Allow, vec!["no_such_lint".into()], Scope::Kernel { name: "helper".into(), from: 14, to: 15 }),
             ]
         );
+        // the lints some attribute names, itself or through its group
+        let s = Scopes::new(a);
+        assert!(s.names("divergent_branch") && s.names("shared_bank_conflict"));
+        assert!(!s.names("shared_memory_opportunity") && !s.names("shared_memory_race"));
+        let group = Scopes::new(parse(Path::new("lib.rs"), "#[warn(gpucheck::pedantic)]\nfn k() {}\n", true));
+        assert!(group.names("shared_memory_opportunity") && !group.names("divergent_branch"));
         // not a crate root: the inner attributes cover the file
         assert_eq!(parse(Path::new("m.rs"), SRC, false)[0].scope, Scope::Lines { from: 1, to: u32::MAX });
         assert!(parse(Path::new("x.rs"), "fn f() { #[allow(unused)] let x = 1; }", true).is_empty());

@@ -597,6 +597,19 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     let ptx_display = paths.display(&std::path::absolute(&u.ptx).unwrap_or_else(|_| u.ptx.clone()).to_string_lossy());
     let started = std::time::Instant::now();
     let module = gpucheck_analysis::driver::parse(&src).map_err(|e| anyhow::anyhow!("{ptx_display}:{e}"))?;
+    // `// gpucheck: allow(…)` comments and `#[allow(gpucheck::…)]` attributes in the unit's
+    // sources: the package's files, and those the PTX's line information names
+    let named: Vec<PathBuf> = module.files.iter().filter(|f| k.is_local(f.path)).map(|f| paths.absolute(f.path)).collect();
+    let mut files = match u.kind {
+        build::UnitKind::PtxFile => Vec::new(),
+        build::UnitKind::Crate | build::UnitKind::PtxWithManifest => suppress::rust_files(&k.root),
+    };
+    files.extend(named);
+    files.sort();
+    files.dedup();
+    let crate_root = (u.kind != build::UnitKind::PtxFile).then_some(k.src_path.as_path());
+    let rust: Vec<PathBuf> = files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")).cloned().collect();
+    let attrs = lint_attrs::Scopes::new(lint_attrs::scan(&rust, crate_root));
     let opts = Options {
         block: o.block(),
         cli_kernel_blocks: o.kernel_blocks().into_iter().collect(),
@@ -621,6 +634,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
             .collect(),
         source_names: confirm::launch::source_names(u, &module, paths),
         replay: !o.no_replay,
+        silent: levels.silent(&|l| attrs.names(l)),
     };
     let is_local = |f: &str| k.is_local(f);
     let mut report = gpucheck_analysis::check_module(&module, &opts, &is_local);
@@ -659,19 +673,6 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     };
     let status = format!("{status}{no_lines}{unsized_shared}{}", replay_summary(&report.findings));
     let hint = if u.kind == build::UnitKind::PtxFile { diagnostic::ShapeHint::Cli } else { diagnostic::ShapeHint::Cargo };
-    // `// gpucheck: allow(…)` comments and `#[allow(gpucheck::…)]` attributes in the unit's
-    // sources: the package's files, and those the PTX's line information names
-    let named: Vec<PathBuf> = report.sources.iter().filter(|f| k.is_local(f)).map(|f| paths.absolute(f)).collect();
-    let mut files = match u.kind {
-        build::UnitKind::PtxFile => Vec::new(),
-        build::UnitKind::Crate | build::UnitKind::PtxWithManifest => suppress::rust_files(&k.root),
-    };
-    files.extend(named);
-    files.sort();
-    files.dedup();
-    let crate_root = (u.kind != build::UnitKind::PtxFile).then_some(k.src_path.as_path());
-    let rust: Vec<PathBuf> = files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")).cloned().collect();
-    let attrs = lint_attrs::Scopes::new(lint_attrs::scan(&rust, crate_root));
     let diags = prepare(std::mem::take(&mut report.findings), &ptx_display, paths, levels, &attrs, hint);
     let mut sup = suppress::Suppressions::new(suppress::scan_files(&files));
     let display = |p: &Path| paths.display(&p.to_string_lossy());

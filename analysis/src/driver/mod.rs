@@ -76,6 +76,10 @@ pub struct Options {
     /// it is reported (`crate::replay`); off by default in the library,
     /// on in the binary unless `--no-replay`.
     pub replay: bool,
+    /// Lints whose findings no level can show (every source of levels
+    /// leaves them allowed, see the binary's `levels`): their passes do not
+    /// run. Empty in the library: every pass runs.
+    pub silent: Vec<&'static str>,
 }
 
 impl Options {
@@ -412,7 +416,8 @@ fn check_function(
         inst: c.inst,
     };
     let facts = KernelFacts::compute_with(f, &d, m.sums, &shape, grid, &mut |cs| imports(&shape, &cs.iter().map(call).collect::<Vec<_>>()));
-    let lcx = lints::LintCx::new(&facts, m.srcmap, m.is_local, m.opts.coalescing_threshold.unwrap_or(2.0));
+    let mut lcx = lints::LintCx::new(&facts, m.srcmap, m.is_local, m.opts.coalescing_threshold.unwrap_or(2.0));
+    lcx.silent = &m.opts.silent;
     let findings = lints::run(&lcx);
     let kernel = cx.map_or_else(|| demangle(f.func.name), |c| c.kernel.to_string());
     let calls = facts.calls.iter().map(call).collect();

@@ -26,12 +26,14 @@ use crate::srcmap::{IsLocal, Resolved, SourceMap, SrcPos};
 pub use registry::{Group, Level, Lint};
 
 /// The lint modules, the registry and the pass list, from one list. A
-/// lint without a pass of its own is emitted by another pass
-/// (`cheap_divergent_branch` and `conditional_divergent_branch` by
-/// `divergent_branch`) or by the binary
-/// (`unused_gpucheck_allow`, which needs the package's source files).
+/// lint without a pass of its own is emitted by another pass, which names
+/// it after `+` (`cheap_divergent_branch` and
+/// `conditional_divergent_branch` by `divergent_branch`), or by the binary
+/// (`unused_gpucheck_allow`, which needs the package's source files). A
+/// pass runs unless every lint it finds is silent
+/// ([`crate::Options::silent`]); a debug build checks that it finds no other.
 macro_rules! lints {
-    ($($module:ident :: $lint:ident $(=> $check:ident)?),* $(,)?) => {
+    ($($module:ident :: $lint:ident $(=> $check:ident $(+ [$($also:ident),*])?)?),* $(,)?) => {
         $(mod $module;)*
         /// Every lint, in display order.
         pub static LINTS: &[&Lint] = &[$(&$module::$lint),*];
@@ -40,7 +42,20 @@ macro_rules! lints {
         /// Run every pass on one function.
         pub fn run(cx: &LintCx<'_, '_, '_>) -> Vec<Finding> {
             let mut out = Vec::new();
-            $($( $module::$check(cx, &mut out); )?)*
+            $($(
+                // the lints the pass finds: its own, then those it names after `+`; a pass none
+                // of whose lints a level shows is not run
+                let finds: &[&Lint] = &[&$module::$lint $($(, &$also)*)?];
+                if finds.iter().any(|l| !cx.silent.contains(&l.name)) {
+                    let from = out.len();
+                    $module::$check(cx, &mut out);
+                    debug_assert!(
+                        out[from..].iter().all(|f| finds.iter().any(|l| l.name == f.lint.name)),
+                        "the pass of `{}` finds a lint the list does not give it",
+                        stringify!($module)
+                    );
+                }
+            )?)*
             // findings live until the report is printed: no spare capacity, and the notes many
             // of them say alike (a fix, a condition, a shape) kept once
             let mut texts = Texts::default();
@@ -60,15 +75,15 @@ macro_rules! lints {
 
 lints! {
     barrier_divergence::BARRIER_DIVERGENCE => check,
-    shared_memory_race::SHARED_MEMORY_RACE => check,
-    global_memory_race::GLOBAL_MEMORY_RACE => check,
-    grid_memory_race::GRID_MEMORY_RACE => check,
+    shared_memory_race::SHARED_MEMORY_RACE => check + [BENIGN_RACE],
+    global_memory_race::GLOBAL_MEMORY_RACE => check + [BENIGN_RACE],
+    grid_memory_race::GRID_MEMORY_RACE => check + [BENIGN_RACE],
     missing_threadfence::MISSING_THREADFENCE => check,
     lost_update::LOST_UPDATE => check,
     shared_out_of_bounds::SHARED_OUT_OF_BOUNDS => check,
     uninitialized_shared_read::UNINITIALIZED_SHARED_READ => check,
     unused_gpucheck_allow::UNUSED_GPUCHECK_ALLOW,
-    divergent_branch::DIVERGENT_BRANCH => check,
+    divergent_branch::DIVERGENT_BRANCH => check + [CHEAP_DIVERGENT_BRANCH, CONDITIONAL_DIVERGENT_BRANCH],
     uncoalesced_global_access::UNCOALESCED_GLOBAL_ACCESS => check,
     shared_bank_conflict::SHARED_BANK_CONFLICT => check,
     data_dependent_access::DATA_DEPENDENT_ACCESS => check,
@@ -390,11 +405,13 @@ pub struct LintCx<'c, 'f, 'a> {
     pub coalescing_threshold: f64,
     /// The function's name, demangled (once: every finding shares it).
     name: std::sync::Arc<str>,
+    /// Lints whose passes do not run ([`crate::Options::silent`]).
+    pub silent: &'c [&'static str],
 }
 
 impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
     pub fn new(facts: &'c KernelFacts<'f, 'a>, srcmap: &'c SourceMap<'a>, is_local: &'c IsLocal<'c>, coalescing_threshold: f64) -> Self {
-        LintCx { facts, srcmap, is_local, coalescing_threshold, name: crate::names::demangle(facts.f.func.name).into() }
+        LintCx { facts, srcmap, is_local, coalescing_threshold, name: crate::names::demangle(facts.f.func.name).into(), silent: &[] }
     }
 
     pub fn resolve(&self, i: InstId) -> Resolved {
