@@ -272,20 +272,24 @@ fn shape_note(kernel: &str, [x, y, z]: [u32; 3], source: &ShapeSource, hint: Sha
 /// `attrs`: the `#[allow(gpucheck::…)]` and other lint attributes of the
 /// unit's Rust sources; the innermost covering a finding sets its level.
 pub fn prepare(
-    mut findings: Vec<Finding>,
+    findings: Vec<Finding>,
     ptx_file: &str,
     paths: &PathStyle,
     levels: &Levels,
     attrs: &Scopes,
     hint: ShapeHint,
 ) -> Vec<Diagnostic> {
-    // the worst of the compiler's copies of one place comes first, and headlines
-    findings.sort_by_key(|f| std::cmp::Reverse(f.rank.map(|r| r.value)));
+    // the worst of the compiler's copies of one place comes first, and headlines (their
+    // order sorted, not the findings: thousands of large records would move)
+    let mut order: Vec<(std::cmp::Reverse<Option<i64>>, usize)> =
+        findings.iter().enumerate().map(|(i, f)| (std::cmp::Reverse(f.rank.map(|r| r.value)), i)).collect();
+    order.sort_unstable();
+    let mut findings: Vec<Option<Finding>> = findings.into_iter().map(Some).collect();
     // each file the findings name, once (a module's findings may be thousands, on a few lines)
     let mut files: HashMap<String, Named> = HashMap::default();
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::default();
-    for f in findings {
+    for f in order.into_iter().filter_map(|(_, i)| findings[i].take()) {
         let scoped = if attrs.is_empty() {
             None
         } else {
