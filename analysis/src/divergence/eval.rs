@@ -5,7 +5,11 @@
 //!
 //! Each operation is computed with the one scalar semantics
 //! (`crate::ir::scalar::apply`), lane by lane, on the register bits, so the
-//! width and signedness are exactly PTX's. Each SSA value is evaluated once
+//! width and signedness are exactly PTX's; a value affine in the thread's
+//! coordinates (`%tid.x`, `4 * tid.x + base`) is kept as that form, which
+//! the operations that keep it compute at once where no lane's value wraps
+//! (`crate::ir::scalar::Prepared::apply_affine`), and made a list only when
+//! a caller or another operation takes it apart. Each SSA value is evaluated once
 //! per leaf assignment, as a vector over the evaluator's threads (a prefix
 //! of the block's), kept as one lane when it is the same in every thread
 //! (over such sources, computed once); not at all where an evaluator of
@@ -125,6 +129,8 @@ struct Same {
     /// iteration's value rather than from its start again (a trip count
     /// asks every iteration in turn).
     counters: FxHashMap<(ValueId, *const Vec<i64>, *const Vec<i64>), Steps>,
+    /// Each dimension's lowest and highest coordinate of the threads.
+    bounds: Option<[(i64, i64); 3]>,
 }
 
 impl Same {
@@ -167,31 +173,48 @@ type Cache = Rc<RefCell<rustc_hash::FxHashMap<ValueId, Result<Vals, EvalErr>>>>;
 /// A value the same in every lane (most of a kernel's values) is kept as
 /// that one lane: an instruction over such sources is computed once, and
 /// one over others takes it in every lane
-/// ([`crate::ir::scalar::Prepared::apply_lanes`]); only the evaluator's
-/// callers get it spread over every lane ([`Evaluator::values`]).
+/// ([`crate::ir::scalar::Prepared::apply_lanes`]); a value affine in the
+/// thread's coordinates (`%tid.x`, `4 * tid.x + base`) as that form, which
+/// the operations that keep it compute at once
+/// ([`crate::ir::scalar::Prepared::apply_affine`]), made a list only when
+/// a caller or another operation takes it apart ([`Evaluator::list`]);
+/// only the evaluator's callers get it spread over every lane
+/// ([`Evaluator::values`]).
 #[derive(Clone, Debug)]
 struct Vals {
-    /// One value per lane, or the one value of every lane.
-    lanes: Rc<Vec<i64>>,
+    form: Form,
     leaves: Leaves,
 }
 
+#[derive(Clone, Debug)]
+enum Form {
+    /// One value per lane, or the one value of every lane.
+    Lanes(Rc<Vec<i64>>),
+    /// Affine in the lane's coordinates, not the same in every lane.
+    Affine(Rc<AffineVals>),
+}
+
+/// An affine value, and its list once made (held as a computed list is:
+/// while a kept value holds it).
+#[derive(Debug)]
+struct AffineVals {
+    form: scalar::Affine,
+    list: std::cell::OnceCell<Rc<Vec<i64>>>,
+}
+
 impl Vals {
-    /// Every lane holds the same value.
-    fn uniform(&self) -> bool {
-        self.lanes.len() == 1
+    /// Every lane holds the same value: that value.
+    fn one_value(&self) -> Option<i64> {
+        match &self.form {
+            Form::Lanes(l) if l.len() == 1 => Some(l[0]),
+            _ => None,
+        }
     }
+}
 
-    /// Lane `t`'s value.
-    fn at(&self, t: usize) -> i64 {
-        self.lanes[if self.uniform() { 0 } else { t }]
-    }
-
-    /// The lanes an operation over these values computes: the first alone
-    /// when every source is uniform, else every lane of the one that is not.
-    fn needed<'v>(srcs: impl IntoIterator<Item = &'v Vals>) -> usize {
-        srcs.into_iter().map(|x| x.lanes.len()).max().unwrap_or(0)
-    }
+/// Lane `t`'s value in a list of every lane's, or of one for all.
+fn at(lanes: &[i64], t: usize) -> i64 {
+    lanes[if lanes.len() == 1 { 0 } else { t }]
 }
 
 pub struct Evaluator<'f, 'a> {
@@ -342,11 +365,46 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// Every lane's value (a uniform value's one list for each value).
     fn spread(&self, x: Vals) -> Rc<Vec<i64>> {
-        match x.lanes[..] {
-            [k] if self.lanes.len() != 1 => {
+        match x.one_value() {
+            Some(k) if self.lanes.len() != 1 => {
                 self.same.0.borrow_mut().splats.entry(k).or_insert_with(|| Rc::new(vec![k; self.lanes.len()])).clone()
             }
-            _ => x.lanes,
+            _ => self.list(&x),
+        }
+    }
+
+    /// The list a value's lanes are kept in: an affine value's made the
+    /// first time it is asked for, shared as every computed list is.
+    fn list(&self, x: &Vals) -> Rc<Vec<i64>> {
+        match &x.form {
+            Form::Lanes(l) => l.clone(),
+            Form::Affine(a) => a
+                .list
+                .get_or_init(|| self.same.0.borrow_mut().lists.share(Rc::new(self.lanes.iter().map(|l| a.form.at(l.tid)).collect())))
+                .clone(),
+        }
+    }
+
+    /// The lowest and highest coordinate of the threads, by dimension.
+    fn bounds(&self) -> [(i64, i64); 3] {
+        let mut same = self.same.0.borrow_mut();
+        *same.bounds.get_or_insert_with(|| {
+            let mut b = [(i64::MAX, i64::MIN); 3];
+            for l in self.lanes {
+                for (b, t) in b.iter_mut().zip(l.tid) {
+                    *b = (b.0.min(t), b.1.max(t));
+                }
+            }
+            b
+        })
+    }
+
+    /// The values of an affine form in every lane: one for all of them
+    /// when it is the same in every lane.
+    fn affine(&self, a: scalar::Affine, leaves: Leaves) -> Vals {
+        match a.range(&self.bounds()) {
+            (lo, hi) if lo == hi => self.one(lo as i64, leaves),
+            _ => Vals { form: Form::Affine(Rc::new(AffineVals { form: a, list: Default::default() })), leaves },
         }
     }
 
@@ -356,13 +414,13 @@ impl<'f, 'a> Evaluator<'f, 'a> {
 
     /// `k` in every lane, resting on `leaves` (one list for each value).
     fn one(&self, k: i64, leaves: Leaves) -> Vals {
-        Vals { lanes: self.same.0.borrow_mut().one(k), leaves }
+        Vals { form: Form::Lanes(self.same.0.borrow_mut().one(k)), leaves }
     }
 
     /// The values of every lane from those an operation computed: one
     /// for all of them when its sources were uniform.
     fn widen(&self, out: Vec<i64>, leaves: Leaves) -> Vals {
-        Vals { lanes: self.same.0.borrow_mut().kept(out), leaves }
+        Vals { form: Form::Lanes(self.same.0.borrow_mut().kept(out)), leaves }
     }
 
     /// A leaf's value in every lane, resting on what it rests on.
@@ -415,8 +473,8 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
         }
         let mut r = self.compute(v, depth);
-        if let Some(x) = r.as_mut().ok().filter(|x| !x.uniform()) {
-            x.lanes = self.same.0.borrow_mut().lists.share(x.lanes.clone());
+        if let Some(Form::Lanes(l)) = r.as_mut().ok().map(|x| &mut x.form).filter(|f| matches!(f, Form::Lanes(l) if l.len() != 1)) {
+            *l = self.same.0.borrow_mut().lists.share(l.clone());
         }
         self.cache.borrow_mut().insert(v, r.clone());
         r
@@ -500,20 +558,21 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             let start = self.value_d(ind.init.ok_or(EvalErr::Opaque)?, depth + 1)?;
             let step = self.operand(ind.update, inst.operand(ind.step_operand).ok_or(EvalErr::Opaque)?, depth + 1)?;
             let leaves = if n == 0 { start.leaves.clone() } else { start.leaves.union(&step.leaves) };
-            let key = (v, Rc::as_ptr(&start.lanes), Rc::as_ptr(&step.lanes));
+            let (start, step) = (self.list(&start), self.list(&step));
+            let key = (v, Rc::as_ptr(&start), Rc::as_ptr(&step));
             let mut same = self.same.0.borrow_mut();
             let (mut k, mut x) = match same.counters.get(&key) {
                 Some(s) if s.latest.0 <= n => s.latest.clone(),
-                _ => (0, start.lanes.clone()),
+                _ => (0, start.clone()),
             };
             while k < n {
-                let mut out = Vec::with_capacity(x.len().max(step.lanes.len()));
-                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x, &step.lanes] } else { [&step.lanes, &x] };
+                let mut out = Vec::with_capacity(x.len().max(step.len()));
+                let args: [&[i64]; 2] = if ind.step_operand == 2 { [&x, &step] } else { [&step, &x] };
                 op.apply_lanes(&args, ty, &mut out).ok_or(EvalErr::Opaque)?;
                 (k, x) = (k + 1, same.kept(out));
             }
-            same.counters.insert(key, Steps { start: start.lanes.clone(), step: step.lanes.clone(), latest: (n, x.clone()) });
-            Ok(Vals { lanes: x, leaves })
+            same.counters.insert(key, Steps { start, step, latest: (n, x.clone()) });
+            Ok(Vals { form: Form::Lanes(x), leaves })
         })())
     }
 
@@ -584,8 +643,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let cond = self.reg_value(br, cond, depth + 1)?;
         let (xa, xb) = (self.value_d(a, depth + 1)?, self.value_d(b, depth + 1)?);
         let leaves = cond.leaves.union(&xa.leaves).union(&xb.leaves);
-        let n = Vals::needed([&cond, &xa, &xb]);
-        Ok(self.widen((0..n).map(|t| if (cond.at(t) != 0) != g.negated { xa.at(t) } else { xb.at(t) }).collect(), leaves))
+        let (cond, xa, xb) = (self.list(&cond), self.list(&xa), self.list(&xb));
+        let n = cond.len().max(xa.len()).max(xb.len());
+        Ok(self.widen((0..n).map(|t| if (at(&cond, t) != 0) != g.negated { at(&xa, t) } else { at(&xb, t) }).collect(), leaves))
     }
 
     /// Per-lane values of a special register (`None`: not known per lane,
@@ -593,6 +653,14 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     fn special(&self, s: Special) -> Option<Vals> {
         if let Some(v) = self.same.0.borrow().specials.get(&s) {
             return v.clone();
+        }
+        // (a thread's coordinate is its own affine form)
+        if let (Special::Tid(d), true) = (s, self.lanes.len() > 1) {
+            let mut c = [0; 3];
+            c[d as usize] = 1;
+            let v = Some(self.affine(scalar::Affine { k: 0, c }, Leaves::none()));
+            self.same.0.borrow_mut().specials.insert(s, v.clone());
+            return v;
         }
         let mut pos = ThreadPos { ntid: self.ntid.map(|x| x as u32), nctaid: self.nctaid, ..ThreadPos::default() };
         let mut lanes = Vec::with_capacity(self.lanes.len());
@@ -637,7 +705,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             },
             Operand::Not(r) => {
                 let x = self.operand(i, &Operand::Reg(r), depth)?;
-                Ok(self.widen(x.lanes.iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
+                Ok(self.widen(self.list(&x).iter().map(|v| (*v == 0) as i64).collect(), x.leaves.clone()))
             }
             Operand::Imm(k) => Ok(self.splat(*k)),
             Operand::Sym(s) => crate::ir::inst::predefined_constant(s).map(|k| self.splat(k)).ok_or(EvalErr::Opaque),
@@ -658,8 +726,9 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             None => return Err(EvalErr::Opaque),
         };
         let leaves = value.leaves.union(&gv.leaves).union(&prior.leaves);
-        let n = Vals::needed([&gv, &value, &prior]);
-        Ok(self.widen((0..n).map(|t| if (gv.at(t) != 0) != g.negated { value.at(t) } else { prior.at(t) }).collect(), leaves))
+        let (gv, value, prior) = (self.list(&gv), self.list(&value), self.list(&prior));
+        let n = gv.len().max(value.len()).max(prior.len());
+        Ok(self.widen((0..n).map(|t| if (at(&gv, t) != 0) != g.negated { at(&value, t) } else { at(&prior, t) }).collect(), leaves))
     }
 
     /// The instruction's value in every lane, from its sources' values, by
@@ -680,12 +749,35 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             });
         }
         let srcs = &srcs[..ops.len().saturating_sub(1)];
-        let n = Vals::needed(srcs.iter().flatten());
-        let mut refs: [&[i64]; MAX_SOURCES] = [&[]; MAX_SOURCES];
-        for (r, s) in refs.iter_mut().zip(srcs.iter().flatten()) {
-            *r = &s.lanes;
-        }
         let leaves = || srcs.iter().flatten().fold(Leaves::none(), |acc, s| acc.union(&s.leaves));
+        // affine or uniform sources, one of them affine: the affine result, when the operation keeps it
+        if srcs.iter().flatten().any(|s| matches!(s.form, Form::Affine(_))) {
+            let mut forms = [scalar::Affine::uniform(0); MAX_SOURCES];
+            let affine = srcs.iter().flatten().zip(forms.iter_mut()).all(|(s, f)| match (&s.form, s.one_value()) {
+                (Form::Affine(a), _) => {
+                    *f = a.form;
+                    true
+                }
+                (_, Some(k)) => {
+                    *f = scalar::Affine::uniform(k);
+                    true
+                }
+                _ => false,
+            });
+            if let Some(a) = affine.then(|| op.apply_affine(&forms[..srcs.len()], &self.bounds(), ty)).flatten() {
+                return Ok(self.affine(a, leaves()));
+            }
+        }
+        // (the lists of affine sources, made: held here while the operation reads them)
+        let mut held: [Option<Rc<Vec<i64>>>; MAX_SOURCES] = Default::default();
+        for (h, s) in held.iter_mut().zip(srcs.iter().flatten()) {
+            *h = Some(self.list(s));
+        }
+        let n = held.iter().flatten().map(|l| l.len()).max().unwrap_or(0);
+        let mut refs: [&[i64]; MAX_SOURCES] = [&[]; MAX_SOURCES];
+        for (r, h) in refs.iter_mut().zip(held.iter().flatten()) {
+            *r = h;
+        }
         if n == 1 {
             // every source one lane: the one value, computed in a list kept for it (most of a
             // kernel's values; their value is kept once, `Self::one`)
@@ -864,9 +956,10 @@ L:
     }
 
     /// Evaluators over the same threads keep one copy of a list they both
-    /// compute (`t·q` for the same `q`), and a list stays kept only while
-    /// a kept value holds it: not after the evaluators that held it are
-    /// gone, nor after a new sample replaced the value.
+    /// give out (`t·q` for the same `q`), and a list stays kept only while
+    /// something holds it: not after its holders are gone. Affine values
+    /// (`%tid.x`, `t·q`) are kept as their forms, made lists only when
+    /// given out.
     #[test]
     fn evaluators_over_the_same_threads_keep_a_list_once() {
         let (f, d) = crate::affine_in_two_params();
@@ -882,15 +975,17 @@ L:
         b.set_leaves([(q, 3)]);
         let (x, y) = (a.values(tq).unwrap(), b.values(tq).unwrap());
         assert!(std::rc::Rc::ptr_eq(&x, &y), "the same list made twice");
-        assert_eq!(kept(), 2, "`%tid.x` and t·q");
-        drop((x, y));
+        assert_eq!(kept(), 1, "t·3 given out (`%tid.x` and t·q kept as forms)");
         a.set_leaves([(q, 5)]);
-        assert_eq!(a.values(tq).unwrap().to_vec(), (0..8).map(|t| 5 * t).collect::<Vec<i64>>());
-        assert_eq!(kept(), 3, "t·3 still held by the second evaluator");
+        let z = a.values(tq).unwrap();
+        assert_eq!(z.to_vec(), (0..8).map(|t| 5 * t).collect::<Vec<i64>>());
+        assert_eq!(kept(), 2, "t·3 still held by its callers");
+        drop((x, y));
         drop(b);
-        assert_eq!(kept(), 2, "t·3 kept after its last holder went");
+        assert_eq!(kept(), 1, "t·5 alone, after t·3's last holder went");
+        drop(z);
         drop(a);
-        assert_eq!(kept(), 1, "t, which the shared special registers hold, alone");
+        assert_eq!(kept(), 0, "nothing holds a list");
     }
 
     /// The union of two leaf sets is the set union, each leaf once and in

@@ -1065,6 +1065,120 @@ impl Prepared {
     }
 }
 
+/// A value per thread that is affine in the thread's coordinates,
+/// `k + c·tid`, as the integer each thread holds ([`to_i64`] of its bits):
+/// `%tid.x`, `4 * tid.x + base`, a row's start `ntid.x * tid.y`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Affine {
+    pub k: i64,
+    pub c: [i64; 3],
+}
+
+impl Affine {
+    /// The same `k` in every thread.
+    pub fn uniform(k: i64) -> Affine {
+        Affine { k, c: [0; 3] }
+    }
+
+    /// The value of the thread at `tid`.
+    pub fn at(&self, tid: [i64; 3]) -> i64 {
+        (0..3).fold(self.k, |v, d| v.wrapping_add(self.c[d].wrapping_mul(tid[d])))
+    }
+
+    /// The lowest and highest value over the threads whose coordinates lie
+    /// within `bounds` (each dimension's lowest and highest).
+    pub fn range(&self, bounds: &[(i64, i64); 3]) -> (i128, i128) {
+        (0..3).fold((self.k as i128, self.k as i128), |(lo, hi), d| {
+            let (a, b) = (self.c[d] as i128 * bounds[d].0 as i128, self.c[d] as i128 * bounds[d].1 as i128);
+            (lo + a.min(b), hi + a.max(b))
+        })
+    }
+
+    fn plus(self, o: Affine) -> Option<Affine> {
+        let c = [self.c[0].checked_add(o.c[0])?, self.c[1].checked_add(o.c[1])?, self.c[2].checked_add(o.c[2])?];
+        Some(Affine { k: self.k.checked_add(o.k)?, c })
+    }
+
+    fn times(self, m: i64) -> Option<Affine> {
+        let c = [self.c[0].checked_mul(m)?, self.c[1].checked_mul(m)?, self.c[2].checked_mul(m)?];
+        Some(Affine { k: self.k.checked_mul(m)?, c })
+    }
+
+    /// The product, when one side is the same in every thread.
+    fn product(self, o: Affine) -> Option<Affine> {
+        match (self.c == [0; 3], o.c == [0; 3]) {
+            (true, _) => o.times(self.k),
+            (_, true) => self.times(o.k),
+            _ => None,
+        }
+    }
+}
+
+/// The integers an integer type's bits denote where [`to_i64`] gives each
+/// unchanged and every operation reads it as that integer (an unsigned
+/// 64-bit value from 2⁶³ up is not one: its `i64` is negative).
+fn exact_range(ty: Ty) -> Option<(i128, i128)> {
+    match ty {
+        Ty::S(b) if (1..=64).contains(&b) => Some((-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1)),
+        Ty::U(b) | Ty::B(b) if (1..=64).contains(&b) => Some((0, (1i128 << b.min(63)) - 1)),
+        _ => None,
+    }
+}
+
+impl Prepared {
+    /// [`Prepared::apply_lanes`] over sources affine in the thread's
+    /// coordinates (one the same in every thread is too), as an affine
+    /// result, for the operations that keep the form: moves, integer
+    /// conversions, `add`, `sub`, `mul.lo`/`mul.wide` and `mad.lo`/`mad.wide`
+    /// by a value the same in every thread, `shl` by a constant. Exact: only
+    /// where no thread's value wraps or is read otherwise (every source
+    /// and the result, over the threads within `bounds`, integers their
+    /// types hold as they are), so that each thread's value is the one
+    /// `apply_lanes` computes; `None` otherwise (and for saturation), for
+    /// the caller to compute thread by thread.
+    pub fn apply_affine(&self, srcs: &[Affine], bounds: &[(i64, i64); 3], ty: Ty) -> Option<Affine> {
+        let within = |x: &Affine, t: Ty| -> Option<()> {
+            let (lo, hi) = exact_range(t)?;
+            let (a, b) = x.range(bounds);
+            (lo <= a && b <= hi).then_some(())
+        };
+        let r = match (*self, srcs) {
+            (Prepared::Copy, [a]) => *a,
+            (Prepared::Cvt { dty, sty, sat: false, .. }, [a]) if !dty.is_float() && !sty.is_float() => {
+                within(a, sty)?;
+                *a
+            }
+            (Prepared::Bin { op, ty: oty, sat: false, .. }, [a, b]) if !oty.is_float() => match op {
+                Bin::Add => a.plus(*b)?,
+                Bin::Sub => a.plus(b.times(-1)?)?,
+                Bin::MulLo => a.product(*b)?,
+                Bin::MulWide => {
+                    within(a, oty)?;
+                    within(b, oty)?;
+                    a.product(*b)?
+                }
+                Bin::Shl if b.c == [0; 3] && (0..(oty.bits() as i64).min(63)).contains(&b.k) => a.times(1 << b.k)?,
+                _ => return None,
+            },
+            (Prepared::Mad { ty: mty, mode, sat: false, .. }, [a, b, c]) if !mty.is_float() => {
+                match mode {
+                    Bin::MulLo => {}
+                    Bin::MulWide => {
+                        within(a, mty)?;
+                        within(b, mty)?;
+                    }
+                    _ => return None,
+                }
+                a.product(*b)?.plus(*c)?
+            }
+            _ => return None,
+        };
+        exact_range(ty)?;
+        within(&r, ty)?;
+        Some(r)
+    }
+}
+
 /// The value instruction `i` writes to destination `slot`, from the bits
 /// of its source operands in order ([`prepare`] then [`Prepared::apply`]).
 pub fn apply(i: &Inst<'_>, slot: usize, args: &[u64]) -> Option<u64> {
@@ -1138,6 +1252,86 @@ pub fn special_value(s: super::inst::Special, t: &ThreadPos) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    /// An affine result is every lane's value `apply_lanes` computes, over
+    /// random operations, types and forms (thread coordinates from a block
+    /// of 8×4×2 threads and one of 300×1×1); and it is found for the common
+    /// address arithmetic.
+    #[test]
+    fn affine_results_are_the_lanes_values() {
+        use super::{Affine, Bin, Prepared, Round, Ty};
+        let rng = std::cell::RefCell::new(crate::xorshift(0x9e37_79b9_7f4a_7c15));
+        let next = |n: u64| (rng.borrow_mut())(n);
+        let tys = [Ty::U(32), Ty::S(32), Ty::B(32), Ty::U(64), Ty::S(64), Ty::B(64), Ty::U(16), Ty::S(16)];
+        let (mut exact, mut checked) = (0, 0);
+        for block in [[8i64, 4, 2], [300, 1, 1]] {
+            let tids: Vec<[i64; 3]> =
+                (0..block[2]).flat_map(|z| (0..block[1]).flat_map(move |y| (0..block[0]).map(move |x| [x, y, z]))).collect();
+            let bounds = [(0, block[0] - 1), (0, block[1] - 1), (0, block[2] - 1)];
+            for _ in 0..4_000 {
+                let pick = |n: usize| next(n as u64) as usize;
+                let ty = tys[pick(tys.len())];
+                let sty = tys[pick(tys.len())];
+                let small = |wide: bool| -> i64 {
+                    let k = next(if wide { 1 << 40 } else { 1 << 12 }) as i64;
+                    if next(3) == 0 {
+                        -k
+                    } else {
+                        k
+                    }
+                };
+                let form = |uniform: bool| Affine {
+                    k: small(next(4) == 0),
+                    c: if uniform { [0; 3] } else { [small(false) % 64, small(false) % 64, small(false) % 8] },
+                };
+                let op = match pick(8) {
+                    0 => Prepared::Copy,
+                    1 => Prepared::Cvt { dty: ty, sty, round: None, int_round: false, sat: false, ftz: false },
+                    2 | 3 => {
+                        let op = [Bin::Add, Bin::Sub, Bin::MulLo, Bin::MulWide, Bin::Shl, Bin::MulHi][pick(6)];
+                        Prepared::Bin { op, ty, round: Round::Rn, ftz: false, sat: false }
+                    }
+                    4 => Prepared::Mad { ty, mode: [Bin::MulLo, Bin::MulWide][pick(2)], round: Round::Rn, ftz: false, sat: false },
+                    _ => Prepared::Bin { op: Bin::Add, ty, round: Round::Rn, ftz: false, sat: false },
+                };
+                let n = match op {
+                    Prepared::Copy | Prepared::Cvt { .. } => 1,
+                    Prepared::Mad { .. } => 3,
+                    _ => 2,
+                };
+                let mut srcs: Vec<Affine> = (0..n).map(|k| form(k == 1 && pick(3) != 0)).collect();
+                if let Prepared::Bin { op: Bin::Shl, .. } = op {
+                    srcs[1] = Affine::uniform(next(40) as i64);
+                }
+                let dty = match op {
+                    Prepared::Bin { op: Bin::MulWide, ty, .. } | Prepared::Mad { mode: Bin::MulWide, ty, .. } => ty.widened(),
+                    _ => ty,
+                };
+                let Some(r) = op.apply_affine(&srcs, &bounds, dty) else { continue };
+                let lists: Vec<Vec<i64>> = srcs.iter().map(|a| tids.iter().map(|&t| a.at(t)).collect()).collect();
+                let refs: Vec<&[i64]> = lists.iter().map(|l| l.as_slice()).collect();
+                let mut out = Vec::new();
+                op.apply_lanes(&refs, dty, &mut out).unwrap();
+                assert_eq!(out, tids.iter().map(|&t| r.at(t)).collect::<Vec<_>>(), "{op:?} {dty:?} over {srcs:?}");
+                exact += 1;
+                checked += 1;
+            }
+        }
+        assert!(exact > 2_000, "found for {exact} of {checked}");
+        // `4 * tid.x + base` in 64 bits, `ntid.x * tid.y + tid.x` in 32: affine
+        let b = [(0, 255), (0, 3), (0, 0)];
+        let tid = Affine { k: 0, c: [1, 0, 0] };
+        let add64 = Prepared::Bin { op: Bin::Add, ty: Ty::S(64), round: Round::Rn, ftz: false, sat: false };
+        let wide = Prepared::Bin { op: Bin::MulWide, ty: Ty::U(32), round: Round::Rn, ftz: false, sat: false };
+        let off = wide.apply_affine(&[tid, Affine::uniform(4)], &b, Ty::U(64)).unwrap();
+        assert_eq!(add64.apply_affine(&[Affine::uniform(1 << 40), off], &b, Ty::S(64)), Some(Affine { k: 1 << 40, c: [4, 0, 0] }));
+        let mad = Prepared::Mad { ty: Ty::S(32), mode: Bin::MulLo, round: Round::Rn, ftz: false, sat: false };
+        let row = mad.apply_affine(&[Affine::uniform(256), Affine { k: 0, c: [0, 1, 0] }, tid], &b, Ty::S(32));
+        assert_eq!(row, Some(Affine { k: 0, c: [1, 256, 0] }));
+        // a value that wraps in some thread is not: `tid.x - 1` as u32 in thread 0
+        let sub = Prepared::Bin { op: Bin::Sub, ty: Ty::U(32), round: Round::Rn, ftz: false, sat: false };
+        assert_eq!(sub.apply_affine(&[tid, Affine::uniform(1)], &b, Ty::U(32)), None);
+    }
+
     #[test]
     fn comparisons_solve_for_their_unknown_side() {
         use super::{solve_cmp, Cmp, Ty};
