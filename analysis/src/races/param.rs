@@ -334,7 +334,7 @@ pub(super) fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
 /// values. Asked once per value, parameter and iteration (`memo`: an
 /// access is in many pairs), with what its evaluations rest on recorded
 /// again at each asking.
-fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, it: usize) -> Option<Rc<(Vec<i64>, Vec<i64>)>> {
+fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, it: usize) -> Option<Rc<LinearForm>> {
     if let Some((x, on)) = memo.get(&(v, p, it)) {
         evals.note(on);
         return x.clone();
@@ -343,7 +343,8 @@ fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, i
         let at = |s: i64| pinned(evals, v, p, s, Query::block(it));
         let (x0, x1, x2) = (at(SCALAR_SAMPLE)?, at(SCALAR_SAMPLE + 1)?, at(SCALAR_SAMPLE + 2)?);
         let linear = x0.iter().zip(x1.iter()).zip(x2.iter()).all(|((a, b), c)| b - a == c - b);
-        linear.then(|| Rc::new((x0.to_vec(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect())))
+        // (the values at the sample: the evaluator's list, not a copy)
+        linear.then(|| Rc::new((x0.clone(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect())))
     });
     memo.insert((v, p, it), (x.clone(), on));
     x
@@ -351,7 +352,11 @@ fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, i
 
 /// [`linear_in`]'s answers so far, by value, parameter and iteration,
 /// with what their evaluations rested on.
-pub(super) type Linear = rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<Rc<(Vec<i64>, Vec<i64>)>>, Leaves)>;
+pub(super) type Linear = rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<Rc<LinearForm>>, Leaves)>;
+
+/// Every thread's value at the sample (the evaluator's list) and the
+/// amount it moves per unit of the parameter.
+pub(super) type LinearForm = (Rc<Vec<i64>>, Vec<i64>);
 
 /// The values a parameter of its PTX type can hold.
 fn type_range(f: &FunctionIr<'_>, p: ValueId) -> (i64, i64) {
