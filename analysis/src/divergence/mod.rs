@@ -175,7 +175,7 @@ pub struct DivBranch {
 }
 
 pub struct Divergence {
-    pub vals: IdVec<ValueId, AbsVal>,
+    pub vals: AbsVals,
     /// Divergent branches, in reverse post-order of their blocks.
     pub branches: Vec<DivBranch>,
     /// Loops with a thread-dependent exit: ⊤, or `WarpUniform` when whole
@@ -189,6 +189,74 @@ pub struct Divergence {
     pub call: Bound,
     /// The lane bits each value is invariant under ([`butterfly`]).
     butterfly: IdVec<ValueId, u8>,
+}
+
+/// Each SSA value's abstract value, the distinct ones kept once with an
+/// index for each value (96 bytes a value otherwise: a large function's
+/// values share few of them, ⊤, uniform unknowns, `tid.x`), or each its
+/// own when most are distinct. Read as a table, `vals[v]`.
+pub struct AbsVals {
+    /// Each value's index in `distinct`; empty: `distinct` is by value.
+    of: IdVec<ValueId, u32>,
+    distinct: Vec<AbsVal>,
+}
+
+impl AbsVals {
+    /// The first `n` values of the solver's `state`.
+    fn new(mut state: Vec<AbsVal>, n: usize) -> AbsVals {
+        use std::hash::{Hash, Hasher};
+        let vals = &state[..n];
+        // found by their hash (a map of 16-byte entries, not of the values), values of one
+        // hash told apart by a map of their own; given up when half of them are distinct
+        let hash = |x: &AbsVal| {
+            let mut h = rustc_hash::FxHasher::default();
+            x.hash(&mut h);
+            h.finish()
+        };
+        let mut first: FxHashMap<u64, u32> = FxHashMap::with_capacity_and_hasher(n / 2, Default::default());
+        let mut others: FxHashMap<AbsVal, u32> = FxHashMap::default();
+        let mut distinct: Vec<AbsVal> = Vec::new();
+        let mut of = Vec::with_capacity(n);
+        for x in vals {
+            // (the value before's, as neighbours often are: no hashing)
+            if let Some(&prev) = of.last().filter(|&&p| distinct[p as usize] == *x) {
+                of.push(prev);
+                continue;
+            }
+            if distinct.len() > n / 2 {
+                state.truncate(n);
+                return AbsVals { of: IdVec::new(), distinct: state };
+            }
+            let h = hash(x);
+            let id = match first.get(&h).copied() {
+                Some(i) if distinct[i as usize] == *x => i,
+                Some(_) => *others.entry(*x).or_insert_with(|| {
+                    distinct.push(*x);
+                    (distinct.len() - 1) as u32
+                }),
+                None => {
+                    distinct.push(*x);
+                    let i = (distinct.len() - 1) as u32;
+                    first.insert(h, i);
+                    i
+                }
+            };
+            of.push(id);
+        }
+        drop((first, others, state));
+        distinct.shrink_to_fit();
+        AbsVals { of: IdVec::from_vec(of), distinct }
+    }
+}
+
+impl std::ops::Index<ValueId> for AbsVals {
+    type Output = AbsVal;
+    fn index(&self, v: ValueId) -> &AbsVal {
+        match self.of.is_empty() {
+            true => &self.distinct[v.index()],
+            false => &self.distinct[self.of[v] as usize],
+        }
+    }
 }
 
 /// Read access to abstract values, during the fixed point (the solver's
@@ -502,7 +570,7 @@ impl Divergence {
             is_term,
             bound: &call.values,
         };
-        let mut state = dataflow::solve(&mut problem, init, &order);
+        let state = dataflow::solve(&mut problem, init, &order);
         drop(order);
         let view = problem.nodes(&state);
         let branches =
@@ -510,11 +578,10 @@ impl Divergence {
         let sync_phi =
             problem.sync_sources.iter().map(|bs| bs.iter().fold(AbsVal::Bottom, |acc, &b| acc.join(state[nv + b.index()]))).collect();
         let divergent_loop = IdVec::from_vec(state[nv + nb..].to_vec());
-        // the values are the state's first `nv` nodes: keep them in place
-        state.truncate(nv);
+        // the values are the state's first `nv` nodes
+        let vals = AbsVals::new(state, nv);
         let def_block = problem.def_block;
-        let mut d =
-            Divergence { vals: IdVec::from_vec(state), branches, divergent_loop, sync_phi, def_block, call, butterfly: IdVec::new() };
+        let mut d = Divergence { vals, branches, divergent_loop, sync_phi, def_block, call, butterfly: IdVec::new() };
         d.butterfly = butterfly::invariance(f, &d);
         d
     }
@@ -659,4 +726,41 @@ pub fn sources(f: &FunctionIr<'_>, d: &Divergence, v: ValueId) -> Vec<&'static s
     }
     out.sort_by_key(|s| if s.starts_with("threadIdx") { 0 } else { 1 });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AbsVal, AbsVals};
+    use crate::ir::ValueId;
+
+    /// Each value reads back as it was given, whether the distinct ones are
+    /// kept once (few distinct: an index each) or each its own (most
+    /// distinct), over random values (a fixed seed).
+    #[test]
+    fn abstract_values_read_back_as_given() {
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
+        let (mut indexed, mut by_value) = (0, 0);
+        for round in 0..400 {
+            let n = next(300) as usize;
+            let kinds = if round % 2 == 0 { 4 } else { 1_000 };
+            let state: Vec<AbsVal> = (0..n + 7)
+                .map(|_| match next(kinds) {
+                    0 => AbsVal::Bottom,
+                    1 => AbsVal::Top { data: next(2) == 0 },
+                    2 => AbsVal::WarpUniform,
+                    k => AbsVal::uniform(Some(k as i64)),
+                })
+                .collect();
+            let vals = AbsVals::new(state.clone(), n);
+            if vals.of.is_empty() && n > 0 {
+                by_value += 1;
+            } else {
+                indexed += 1;
+            }
+            for (i, x) in state[..n].iter().enumerate() {
+                assert_eq!(vals[ValueId::new(i)], *x, "value {i} of {n}");
+            }
+        }
+        assert!(indexed > 100 && by_value > 100, "{indexed} indexed, {by_value} by value");
+    }
 }
