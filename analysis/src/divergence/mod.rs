@@ -201,6 +201,11 @@ pub struct AbsVals {
     distinct: Vec<AbsVal>,
 }
 
+/// Fewer values than this are each kept as their own: a small function's
+/// table is small either way, and finding the distinct ones would cost as
+/// much as its analysis.
+const SMALL: usize = 64;
+
 impl AbsVals {
     /// The first `n` values of the solver's `state`.
     fn new(mut state: Vec<AbsVal>, n: usize) -> AbsVals {
@@ -223,7 +228,7 @@ impl AbsVals {
                 of.push(prev);
                 continue;
             }
-            if distinct.len() > n / 2 {
+            if distinct.len() > n / 2 || n < SMALL {
                 state.truncate(n);
                 return AbsVals { of: IdVec::new(), distinct: state };
             }
