@@ -1131,11 +1131,13 @@ impl Prepared {
     /// result, for the operations that keep the form: moves, integer
     /// conversions, `add`, `sub`, `mul.lo`/`mul.wide` and `mad.lo`/`mad.wide`
     /// by a value the same in every thread, `shl` by a constant. Exact: only
-    /// where no thread's value wraps or is read otherwise (every source
-    /// and the result, over the threads within `bounds`, integers their
-    /// types hold as they are), so that each thread's value is the one
-    /// `apply_lanes` computes; `None` otherwise (and for saturation), for
-    /// the caller to compute thread by thread.
+    /// where no thread's value wraps or is read otherwise (the result, over
+    /// the threads within `bounds`, an integer its type holds as it is; and
+    /// the sources of `.wide` operations and conversions, which read them
+    /// by their type: `add`, `sub`, `mul.lo` and `shl` compute the low bits
+    /// alike whatever the sources' upper ones), so that each thread's value
+    /// is the one `apply_lanes` computes; `None` otherwise (and for
+    /// saturation), for the caller to compute thread by thread.
     pub fn apply_affine(&self, srcs: &[Affine], bounds: &[(i64, i64); 3], ty: Ty) -> Option<Affine> {
         let within = |x: &Affine, t: Ty| -> Option<()> {
             let (lo, hi) = exact_range(t)?;
