@@ -210,6 +210,15 @@ impl Vals {
             _ => None,
         }
     }
+
+    /// The value as an affine form, when it is one (one the same in every
+    /// lane is too).
+    fn affine(&self) -> Option<scalar::Affine> {
+        match &self.form {
+            Form::Affine(a) => Some(a.form),
+            Form::Lanes(_) => self.one_value().map(scalar::Affine::uniform),
+        }
+    }
 }
 
 /// Lane `t`'s value in a list of every lane's, or of one for all.
@@ -753,17 +762,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         // affine or uniform sources, one of them affine: the affine result, when the operation keeps it
         if srcs.iter().flatten().any(|s| matches!(s.form, Form::Affine(_))) {
             let mut forms = [scalar::Affine::uniform(0); MAX_SOURCES];
-            let affine = srcs.iter().flatten().zip(forms.iter_mut()).all(|(s, f)| match (&s.form, s.one_value()) {
-                (Form::Affine(a), _) => {
-                    *f = a.form;
-                    true
-                }
-                (_, Some(k)) => {
-                    *f = scalar::Affine::uniform(k);
-                    true
-                }
-                _ => false,
-            });
+            let affine = srcs.iter().flatten().zip(forms.iter_mut()).all(|(s, f)| s.affine().map(|a| *f = a).is_some());
             if let Some(a) = affine.then(|| op.apply_affine(&forms[..srcs.len()], &self.bounds(), ty)).flatten() {
                 return Ok(self.affine(a, leaves()));
             }

@@ -208,16 +208,18 @@ const SMALL: usize = 64;
 
 impl AbsVals {
     /// The first `n` values of the solver's `state`.
-    fn new(mut state: Vec<AbsVal>, n: usize) -> AbsVals {
-        use std::hash::{Hash, Hasher};
+    fn new(state: Vec<AbsVal>, n: usize) -> AbsVals {
+        use std::hash::BuildHasher;
+        let by_value = |mut state: Vec<AbsVal>| {
+            state.truncate(n);
+            AbsVals { of: IdVec::new(), distinct: state }
+        };
+        if n < SMALL {
+            return by_value(state);
+        }
         let vals = &state[..n];
         // found by their hash (a map of 16-byte entries, not of the values), values of one
         // hash told apart by a map of their own; given up when half of them are distinct
-        let hash = |x: &AbsVal| {
-            let mut h = rustc_hash::FxHasher::default();
-            x.hash(&mut h);
-            h.finish()
-        };
         let mut first: FxHashMap<u64, u32> = FxHashMap::with_capacity_and_hasher(n / 2, Default::default());
         let mut others: FxHashMap<AbsVal, u32> = FxHashMap::default();
         let mut distinct: Vec<AbsVal> = Vec::new();
@@ -228,11 +230,10 @@ impl AbsVals {
                 of.push(prev);
                 continue;
             }
-            if distinct.len() > n / 2 || n < SMALL {
-                state.truncate(n);
-                return AbsVals { of: IdVec::new(), distinct: state };
+            if distinct.len() > n / 2 {
+                return by_value(state);
             }
-            let h = hash(x);
+            let h = rustc_hash::FxBuildHasher.hash_one(x);
             let id = match first.get(&h).copied() {
                 Some(i) if distinct[i as usize] == *x => i,
                 Some(_) => *others.entry(*x).or_insert_with(|| {

@@ -37,8 +37,7 @@ fn assemble(body: &str, code_labels: &FxHashMap<&str, u64>) -> Option<Assembled>
     let mut a = Assembled { bytes: Vec::with_capacity(body.len() / 4), labels: FxHashMap::default(), fixups: vec![] };
     for raw in body.lines() {
         // (up to a `//` comment: found by its bytes, a pattern searcher per line costs more than the line)
-        let b = raw.as_bytes();
-        let end = (1..b.len()).find(|&i| b[i] == b'/' && b[i - 1] == b'/').map_or(raw.len(), |i| i - 1);
+        let end = raw.as_bytes().windows(2).position(|w| w == b"//").unwrap_or(raw.len());
         let line = raw[..end].trim_ascii();
         if line.is_empty() {
             continue;
