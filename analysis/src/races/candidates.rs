@@ -11,7 +11,11 @@
 //! classes are compared exactly: when both address lists are lines of one
 //! stride in the thread index (`c + s·t`, the common case) by solving
 //! `−w_b < (c_b − c_a) − s·(t_a − t_b) < w_a` for `t_a ≠ t_b`, which costs
-//! nothing per thread; otherwise by the sorted sweep. A pair of classes
+//! nothing per thread; two copies of one list at other offsets (an
+//! unrolled loop's access at permuted addresses), once the list has been
+//! compared often enough to pay for it, by looking their offsets'
+//! difference up among the distances between two threads' addresses
+//! ([`Distances`]); otherwise by the sorted sweep. A pair of classes
 //! that meets for two different threads yields its members' pairs; one
 //! that does not yields none, which is exactly when no member pair could
 //! race at the samples (the same or consecutive iterations).
@@ -91,6 +95,53 @@ fn lines_meet(a: Line, wa: i64, b: Line, wb: i64) -> Option<bool> {
     (a.dense && b.dense).then_some(true)
 }
 
+/// Per address list (by where it is kept), how often two copies of it at
+/// other offsets were compared, and, once that has cost more than the
+/// list's pairs, the distances between two threads' addresses in it: the
+/// copies of an unrolled loop's access at permuted addresses (no line)
+/// are then compared by looking their offsets' difference up, not swept.
+#[derive(Default)]
+pub(super) struct Distances(FxHashMap<usize, (usize, Option<Distance>)>);
+
+/// The distances `x − y` between the addresses `x`, `y` of two different
+/// threads of one list: a bit per distance from `-span` to `span`.
+struct Distance {
+    span: i64,
+    bits: crate::ir::dataflow::BitSet,
+}
+
+/// The widest list span whose distances are kept (its bits: 2 × span).
+const MAX_SPAN: i64 = 1 << 20;
+
+impl Distances {
+    /// Do two copies of one list, moved by `sx` (`wx` bytes wide) and `sy`
+    /// (`wy`), touch a common byte in two different threads? `None` while
+    /// a sweep is cheaper than the list's distances.
+    fn meet(&mut self, list: &[(i64, usize)], (sx, wx): (i64, i64), (sy, wy): (i64, i64)) -> Option<bool> {
+        let n = list.len();
+        let (first, last) = (list.first()?.0, list.last()?.0);
+        let span = last.checked_sub(first).filter(|&s| s <= MAX_SPAN)?;
+        let (asked, made) = self.0.entry(list.as_ptr() as usize).or_default();
+        *asked += 1;
+        // (a sweep costs about the list's length; the distances its square, once)
+        if made.is_none() && *asked * n * 8 >= n * n {
+            let mut bits = crate::ir::dataflow::BitSet::new(2 * span as usize + 1);
+            for (i, &(x, _)) in list.iter().enumerate() {
+                for (j, &(y, _)) in list.iter().enumerate() {
+                    if i != j {
+                        bits.insert((x - y + span) as usize);
+                    }
+                }
+            }
+            *made = Some(Distance { span, bits });
+        }
+        let d = made.as_ref()?;
+        // x + sx < y + sy + wy and y + sy < x + sx + wx: sy − sx − wx < x − y < sy − sx + wy
+        let (lo, hi) = ((sy - sx - wx + 1).max(-d.span), (sy - sx + wy - 1).min(d.span));
+        Some((lo..=hi).any(|k| d.bits.contains((k + d.span) as usize)))
+    }
+}
+
 /// One sample of a class: the addresses and their line.
 type Sample<'x> = Option<(&'x Sorted, Option<Line>)>;
 
@@ -105,7 +156,7 @@ struct Class<'x> {
 }
 
 /// Do two samples touch a common byte in two different threads?
-fn samples_meet(x: Sample<'_>, wx: i64, y: Sample<'_>, wy: i64) -> bool {
+fn samples_meet(x: Sample<'_>, wx: i64, y: Sample<'_>, wy: i64, distances: &mut Distances) -> bool {
     let (Some((vx, lx)), Some((vy, ly))) = (x, y) else { return false };
     let (Some(fx), Some(lastx), Some(fy), Some(lasty)) = (vx.first(), vx.last(), vy.first(), vy.last()) else { return false };
     if lastx.0 + wx <= fy.0 || lasty.0 + wy <= fx.0 {
@@ -116,24 +167,33 @@ fn samples_meet(x: Sample<'_>, wx: i64, y: Sample<'_>, wy: i64) -> bool {
             return answer;
         }
     }
-    sweep(vx.parts(), vy.parts(), wx as u32, wy as u32, &|t1, t2| t1 != t2, true).is_some()
+    let ((lx, sx), (ly, sy)) = (vx.parts(), vy.parts());
+    if std::ptr::eq(lx, ly) {
+        if let Some(answer) = distances.meet(lx, (sx, wx), (sy, wy)) {
+            return answer;
+        }
+    }
+    sweep((lx, sx), (ly, sy), wx as u32, wy as u32, &|t1, t2| t1 != t2, true).is_some()
 }
 
 /// Can members of the two classes race at the samples: in the same
 /// iteration, or one iteration apart?
-fn classes_meet(x: &Class<'_>, y: &Class<'_>) -> bool {
+fn classes_meet(x: &Class<'_>, y: &Class<'_>, distances: &mut Distances) -> bool {
     let (wx, wy) = (x.width, y.width);
-    samples_meet(x.samples[0], wx, y.samples[0], wy)
-        || samples_meet(x.samples[1], wx, y.samples[1], wy)
-        || samples_meet(x.samples[0], wx, y.samples[1], wy)
-        || samples_meet(x.samples[1], wx, y.samples[0], wy)
+    [(0, 0), (1, 1), (0, 1), (1, 0)].into_iter().any(|(i, j)| samples_meet(x.samples[i], wx, y.samples[j], wy, distances))
 }
 
 /// Every pair `(a, b)` of `ks` (an access with itself too) whose
 /// addresses (`addrs`, `width`) meet for two different threads at the
 /// samples, each once, to `emit`. Cost: the classes' sweep, plus the
 /// pairs emitted.
-pub(super) fn meeting(ks: &[usize], addrs: &[Option<Addresses>], width: &dyn Fn(usize) -> u32, emit: &mut dyn FnMut(usize, usize)) {
+pub(super) fn meeting(
+    ks: &[usize],
+    addrs: &[Option<Addresses>],
+    width: &dyn Fn(usize) -> u32,
+    distances: &mut Distances,
+    emit: &mut dyn FnMut(usize, usize),
+) {
     // (lists made together are one allocation when equal: their pointers and shifts are the key)
     type Key = (u32, [Option<(usize, i64)>; 2]);
     let mut index: FxHashMap<Key, usize> = FxHashMap::default();
@@ -168,11 +228,11 @@ pub(super) fn meeting(ks: &[usize], addrs: &[Option<Addresses>], width: &dyn Fn(
         let x = &classes[i];
         open.retain(|&j| classes[j].hi > x.lo);
         for &j in &open {
-            if classes_meet(&classes[j], x) {
+            if classes_meet(&classes[j], x, distances) {
                 pairs_of(&classes[j], x, emit);
             }
         }
-        if classes_meet(x, x) {
+        if classes_meet(x, x, distances) {
             for (p, &a) in x.members.iter().enumerate() {
                 for &b in &x.members[p..] {
                     emit(a, b);
@@ -211,10 +271,10 @@ mod tests {
                         let a = list(0, s, alo..=ahi);
                         let b = list(c, s, blo..=bhi);
                         let want = brute(&a, wa, &b, wb);
-                        let got = samples_meet(Some((&a, line(&a))), wa, Some((&b, line(&b))), wb);
+                        let got = samples_meet(Some((&a, line(&a))), wa, Some((&b, line(&b))), wb, &mut Distances::default());
                         assert_eq!(got, want, "s {s} c {c} w {wa}/{wb} threads {alo}..={ahi} / {blo}..={bhi}");
                         // and the sweep alone (no line test), which stops at the first pair
-                        let swept = samples_meet(Some((&a, None)), wa, Some((&b, None)), wb);
+                        let swept = samples_meet(Some((&a, None)), wa, Some((&b, None)), wb, &mut Distances::default());
                         assert_eq!(swept, want, "swept: s {s} c {c} w {wa}/{wb} threads {alo}..={ahi} / {blo}..={bhi}");
                         decided += lines_meet(line(&a).unwrap(), wa, line(&b).unwrap(), wb).is_some() as usize;
                     }
@@ -226,10 +286,38 @@ mod tests {
         // threads with a gap: the hull is not the set, a sweep decides
         let a = list(0, 4, [0, 2, 4].into_iter());
         let b = list(4, 4, [0, 2, 4].into_iter());
-        assert!(!samples_meet(Some((&a, line(&a))), 4, Some((&b, line(&b))), 4));
+        assert!(!samples_meet(Some((&a, line(&a))), 4, Some((&b, line(&b))), 4, &mut Distances::default()));
         let mut bent = vec![None; 4];
         (bent[1], bent[2], bent[3]) = (Some(0), Some(5), Some(7));
         assert!(line(&LISTS.with(|l| Sorted::new(&bent, &mut l.borrow_mut()))).is_none());
+    }
+
+    #[test]
+    fn copies_of_one_list_meet_by_their_distances_as_the_sweep_finds() {
+        // permuted addresses (no line), some threads at one address, copies at other offsets
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let mut looked_up = 0;
+        for _ in 0..40 {
+            let n = 4 + next(40) as usize;
+            let per_thread: Vec<Option<i64>> = (0..n).map(|_| (next(5) != 0).then(|| 4 * next(2 * n as u64) as i64)).collect();
+            let base = LISTS.with(|l| Sorted::new(&per_thread, &mut l.borrow_mut()));
+            let mut distances = Distances::default();
+            for _ in 0..60 {
+                let (a, b) = (base.shifted(4 * next(8) as i64 - 16), base.shifted(4 * next(8) as i64 - 16));
+                let (wa, wb) = ([1, 2, 4, 8][next(4) as usize], [1, 4, 8, 16][next(4) as usize]);
+                let got = samples_meet(Some((&a, None)), wa, Some((&b, None)), wb, &mut distances);
+                assert_eq!(got, brute(&a, wa, &b, wb), "{per_thread:?} {:?}/{wa} {:?}/{wb}", a.first(), b.first());
+                looked_up += distances.0.values().filter(|x| x.1.is_some()).count();
+            }
+        }
+        // (most answers came from the distances once made)
+        assert!(looked_up > 1000, "{looked_up}");
     }
 
     #[test]
@@ -240,7 +328,7 @@ mod tests {
         let mut addrs: Vec<Option<Addresses>> = (0..8).map(|k| own(k % 4)).collect();
         addrs.push(Some(vec![Some(list(16, 0, 0..1)), None]));
         let mut got = Vec::new();
-        meeting(&(0..9).collect::<Vec<_>>(), &addrs, &|_| 4, &mut |a, b| got.push((a.min(b), a.max(b))));
+        meeting(&(0..9).collect::<Vec<_>>(), &addrs, &|_| 4, &mut Distances::default(), &mut |a, b| got.push((a.min(b), a.max(b))));
         got.sort_unstable();
         // thread 0 writes element 0 of thread 1's row: rows 0 (accesses 0, 4) meet it
         assert_eq!(got, vec![(0, 8), (4, 8)]);

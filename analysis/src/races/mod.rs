@@ -582,8 +582,13 @@ fn pairs_racing(
             pairs.push(p);
         }
     };
+    let mut met = Pairs::default();
+    let mut distances = candidates::Distances::default();
     for ks in &groups {
-        candidates::meeting(ks, &addrs, &|k| accesses[k].width, &mut emit);
+        candidates::meeting(ks, &addrs, &|k| accesses[k].width, &mut distances, &mut |a, b| {
+            met.insert((a.min(b), a.max(b)));
+            emit(a, b)
+        });
         let own: Vec<usize> = ks.iter().copied().filter(|&k| k < n).collect();
         for &ka in own.iter().filter(|&&k| !params[k].is_empty()) {
             for &kb in &own {
@@ -626,7 +631,7 @@ fn pairs_racing(
         .filter(|&(a, b)| b < n && in_loop(a) && in_loop(b))
         .filter_map(|(a, b)| Some(((a, b), one_iteration_apart(info(a), info(b))?)))
         .collect();
-    let mut found = races_at(&mut sites, Some(&addrs), &pairs, &cross, &mut Some(&mut *active), &warp_synced, &mut loops);
+    let mut found = races_at(&mut sites, Some((&addrs, &met)), &pairs, &cross, &mut Some(&mut *active), &warp_synced, &mut loops);
     // the pairs the sampled parameter values leave apart: solved for the parameters
     // a race at the sampled values that needs two parameters to meet (`a[x]` against `a[y]`): say so
     // (found in either sampled iteration of a loop: the relation must hold in both)
@@ -673,15 +678,20 @@ fn pairs_racing(
     if !shape.is_assumed() || found.iter().all(|r| r.when.is_some()) {
         return found;
     }
-    // an assumed shape may be wrong: keep only races that persist in small blocks
+    // an assumed shape may be wrong: keep only races that persist in small blocks (the
+    // smallest first: most races of a wrong shape are gone there, and it costs least)
     let uses_y = shape.block[1] > 1 || shape.block[2] > 1;
-    let candidates: &[[u32; 3]] = if uses_y { &[[16, 16, 1], [8, 8, 1]] } else { &[[32, 1, 1], [16, 1, 1]] };
+    let candidates: &[[u32; 3]] = if uses_y { &[[8, 8, 1], [16, 16, 1]] } else { &[[16, 1, 1], [32, 1, 1]] };
     // (a callee's offsets are known for the assumed shape only: its pairs are not kept)
     let mut kept = found;
     kept.retain(|r| r.first < n && r.second < n);
     for c in candidates {
         let small = Shape::new(*c, ShapeSource::Assumed);
-        let remaining: Vec<(usize, usize)> = kept.iter().map(|r| (r.first, r.second)).collect();
+        // (a race that holds under a relation of parameters is kept whatever the shape)
+        let remaining: Vec<(usize, usize)> = kept.iter().filter(|r| r.when.is_none()).map(|r| (r.first, r.second)).collect();
+        if remaining.is_empty() {
+            break;
+        }
         let small = Evals::new(f, d, &small);
         let again =
             races_at(&mut Sites::new(&small, own, &[]), None, &remaining, &cross, &mut None, &warp_synced, &mut LaterLoops::default());
@@ -1361,13 +1371,18 @@ impl LaterLoops {
     }
 }
 
-/// Races among `pairs` of `sites`' accesses for one block shape; `addrs`:
-/// their addresses in the sampled iterations where computed already. The
-/// pairs in `cross` (a thread may be one iteration ahead of the other) are
-/// also compared across the two iterations sampled.
+/// Pairs of accesses (the lower index first).
+type Pairs = FxHashSet<(usize, usize)>;
+
+/// Races among `pairs` of `sites`' accesses for one block shape; `sampled`:
+/// their addresses in the sampled iterations where computed already, and
+/// the pairs that meet there (in the same iteration or one apart: the
+/// others are compared at later iterations only). The pairs in `cross` (a
+/// thread may be one iteration ahead of the other) are also compared across
+/// the two iterations sampled.
 fn races_at(
     sites: &mut Sites<'_, '_, '_, '_>,
-    addrs: Option<&[Option<Addresses>]>,
+    sampled: Option<(&[Option<Addresses>], &Pairs)>,
     pairs: &[(usize, usize)],
     cross: &Cross,
     active: &mut Active<'_>,
@@ -1378,16 +1393,17 @@ fn races_at(
     let f = evals.f;
     let n = accs.len() - sites.imported.len();
     let computed: Vec<Option<Addresses>>;
-    let addrs = match addrs {
-        Some(a) => a,
+    let (addrs, met) = match sampled {
+        Some((a, met)) => (a, Some(met)),
         None => {
             let needed: BTreeSet<usize> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
             computed = (0..accs.len()).map(|k| if needed.contains(&k) { sites.sampled(k, active) } else { None }).collect();
-            &computed
+            (&computed[..], None)
         }
     };
     let mut found: Vec<Race> = pairs
         .iter()
+        .filter(|p| met.is_none_or(|m| m.contains(p)))
         .filter_map(|&(ka, kb)| {
             let synced = warp_synced.contains(&(ka, kb));
             conflict_between(accs, addrs, ka, kb, synced).or_else(|| {
