@@ -295,13 +295,7 @@ mod tests {
     #[test]
     fn copies_of_one_list_meet_by_their_distances_as_the_sweep_finds() {
         // permuted addresses (no line), some threads at one address, copies at other offsets
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         let mut looked_up = 0;
         for _ in 0..40 {
             let n = 4 + next(40) as usize;

@@ -417,19 +417,60 @@ pub fn sorted(per_thread: &[Option<i64>]) -> Sorted {
 /// Do accesses `a` (index `ka`) and `b` race? `addrs[k][s][t]` is the
 /// address of access k for sample s in thread t (same samples for all).
 pub fn conflict(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb: usize) -> Option<Race> {
-    conflict_between(accesses, addrs, ka, kb, false)
+    conflict_between(accesses, addrs, ka, kb, false, &mut Sweeps::default())
 }
 
 /// [`conflict`]; `warp_synced`: a `__syncwarp()` separates the two on every
 /// path, so lanes of one warp do not race (threads of different warps do).
-fn conflict_between(accesses: &[Access], addrs: &[Option<Addresses>], ka: usize, kb: usize, warp_synced: bool) -> Option<Race> {
+fn conflict_between(
+    accesses: &[Access],
+    addrs: &[Option<Addresses>],
+    ka: usize,
+    kb: usize,
+    warp_synced: bool,
+    sweeps: &mut Sweeps,
+) -> Option<Race> {
     let (Some(aa), Some(ab)) = (&addrs[ka], &addrs[kb]) else { return None };
-    conflict_in(accesses, ka, kb, aa, ab, warp_synced)
+    conflict_in(accesses, ka, kb, (aa, ab), warp_synced, sweeps)
+}
+
+/// The sweeps made between two address lists, by the lists (where they
+/// are kept: the caller keeps every list it asks about while it keeps
+/// these), the second's offset from the first's, the widths and whether
+/// lanes of one warp are apart. A sweep's witness moves with the lists:
+/// the copies of an unrolled loop's accesses (one list at other offsets)
+/// meet at a few offsets, each swept once.
+#[derive(Default)]
+struct Sweeps(FxHashMap<SweepKey, Option<Witness>>);
+
+/// The two lists (where they are kept), the second's offset from the
+/// first's, the two widths, lanes of one warp apart.
+type SweepKey = (usize, usize, i64, u32, u32, bool);
+
+impl Sweeps {
+    /// [`sweep`]'s witness (all of it) between `va` and `vb`, and `ok` the
+    /// pairs of different threads (of different warps when `warp_synced`).
+    fn witness(&mut self, va: &Sorted, vb: &Sorted, wa: u32, wb: u32, warp_synced: bool) -> Option<Witness> {
+        let ((la, sa), (lb, sb)) = (va.parts(), vb.parts());
+        let key = (la.as_ptr() as usize, lb.as_ptr() as usize, sb - sa, wa, wb, warp_synced);
+        let found = *self.0.entry(key).or_insert_with(|| {
+            let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
+            sweep((la, 0), (lb, sb - sa), wa, wb, &ok, false)
+        });
+        found.map(|w| Witness { byte: w.byte + sa, ..w })
+    }
 }
 
 /// [`conflict_between`] for the given samples of each access (`aa[s]`
 /// against `ab[s]`).
-fn conflict_in(accesses: &[Access], ka: usize, kb: usize, aa: &[Option<Sorted>], ab: &[Option<Sorted>], warp_synced: bool) -> Option<Race> {
+fn conflict_in(
+    accesses: &[Access],
+    ka: usize,
+    kb: usize,
+    (aa, ab): (&[Option<Sorted>], &[Option<Sorted>]),
+    warp_synced: bool,
+    sweeps: &mut Sweeps,
+) -> Option<Race> {
     let (a, b) = (&accesses[ka], &accesses[kb]);
     if a.space != b.space || !matches!(a.space, Space::Shared | Space::Global) {
         return None;
@@ -446,13 +487,12 @@ fn conflict_in(accesses: &[Access], ka: usize, kb: usize, aa: &[Option<Sorted>],
         if la.0 + (a.width as i64) <= fb.0 || lb.0 + (b.width as i64) <= fa.0 {
             continue; // disjoint ranges
         }
-        let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
         // each thread at its own address in both, the next thread's bytes past both widths: no
         // two threads meet (the same addresses twice, as a store and a load of `a[i]` give)
         if va.key() == vb.key() && va.apart(a.width.max(b.width)) {
             continue;
         }
-        if let Some(w) = sweep(va.parts(), vb.parts(), a.width, b.width, &ok, false) {
+        if let Some(w) = sweeps.witness(va, vb, a.width, b.width, warp_synced) {
             let mut r = race_at(accesses, ka, kb, w.threads, w.byte);
             (r.lanes_only, r.elements) = (!w.cross, w.elements);
             return Some(r);
@@ -986,6 +1026,7 @@ fn overlap(accs: &[Access], va: &[(i64, usize)], vb: &[(i64, usize)], ka: usize,
 }
 
 /// The witness of overlapping bytes [`sweep`] found.
+#[derive(Clone, Copy)]
 struct Witness {
     threads: (usize, usize),
     /// The first byte both touch.
@@ -1122,7 +1163,7 @@ pub fn recheck(
         Some(Sorted::new(&vals.iter().zip(act).map(|(x, on)| on.then_some(x + a.offset)).collect::<Vec<_>>(), &mut lists))
     };
     let (xa, xb) = (at(r.first, ia)?, at(r.second, ib)?);
-    let n = conflict_in(own, r.first, r.second, &[Some(xa)], &[Some(xb)], false)?;
+    let n = conflict_in(own, r.first, r.second, (&[Some(xa)], &[Some(xb)]), false, &mut Sweeps::default())?;
     Some(Race {
         threads: n.threads,
         offset: n.offset,
@@ -1401,18 +1442,20 @@ fn races_at(
             (&computed[..], None)
         }
     };
+    // (every list asked about is kept by `sites` while these are)
+    let mut sweeps = Sweeps::default();
     let mut found: Vec<Race> = pairs
         .iter()
         .filter(|p| met.is_none_or(|m| m.contains(p)))
         .filter_map(|&(ka, kb)| {
             let synced = warp_synced.contains(&(ka, kb));
-            conflict_between(accs, addrs, ka, kb, synced).or_else(|| {
+            conflict_between(accs, addrs, ka, kb, synced, &mut sweeps).or_else(|| {
                 // a thread one iteration ahead of another: the samples of iterations 0 and 1 against each other
                 let &(a_first, b_first) = cross.get(&(ka, kb))?;
                 let (aa, ab) = (addrs[ka].as_ref()?, addrs[kb].as_ref()?);
                 // (the access of iteration 0 comes first: it names the kind)
                 [(a_first, ka, kb, aa, ab), (b_first, kb, ka, ab, aa)].into_iter().filter(|o| o.0).find_map(|(_, k0, k1, x0, x1)| {
-                    let mut r = conflict_in(accs, k0, k1, x0.get(..1)?, x1.get(1..2)?, synced)?;
+                    let mut r = conflict_in(accs, k0, k1, (x0.get(..1)?, x1.get(1..2)?), synced, &mut sweeps)?;
                     r.next_iteration = true;
                     Some(r)
                 })
@@ -1449,7 +1492,7 @@ fn races_at(
                 }
             }
             let (xa, xb) = (std::slice::from_ref(&later[&(ka, it)]), std::slice::from_ref(&later[&(kb, it)]));
-            if let Some(mut r) = conflict_in(accs, ka, kb, xa, xb, synced) {
+            if let Some(mut r) = conflict_in(accs, ka, kb, (xa, xb), synced, &mut sweeps) {
                 r.iteration = Some((it, trips));
                 found.push(r);
                 break;
@@ -1478,7 +1521,7 @@ pub const RUNTIME_ITERATIONS: usize = 16;
 
 #[cfg(test)]
 mod tests {
-    use super::{by_address, sweep};
+    use super::{by_address, sweep, Lists, Sorted, Sweeps};
 
     /// The sweep against every pair of threads: the pair with the
     /// smallest (larger thread, first, second) whose bytes overlap, the
@@ -1529,6 +1572,35 @@ mod tests {
             assert_eq!(got, want.map(|(t1, t2, byte)| (t1, t2, byte, cross, xs.len())), "{} {va:?}+{sa} {vb:?}+{sb} {wa} {wb}", round % 3);
             assert_eq!(sweep((&va, sa), (&vb, sb), wa, wb, ok, true).is_some(), want.is_some());
         }
+    }
+
+    /// A sweep kept is the sweep made again: copies of lists at other
+    /// offsets (a kept one among them), lanes of one warp apart or not.
+    #[test]
+    fn a_sweep_kept_moves_with_its_lists() {
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut lists = Lists::default();
+        let made: Vec<Sorted> = (0..6)
+            .map(|_| {
+                let n = 1 + next(80) as usize;
+                let per_thread: Vec<Option<i64>> = (0..n).map(|_| (next(5) != 0).then(|| 4 * next(n as u64) as i64)).collect();
+                Sorted::new(&per_thread, &mut lists)
+            })
+            .collect();
+        let mut sweeps = Sweeps::default();
+        let mut kept = 0;
+        for _ in 0..3_000 {
+            let (x, y) = (&made[next(6) as usize], &made[next(6) as usize]);
+            let (va, vb) = (x.shifted(4 * next(6) as i64 - 8), y.shifted(4 * next(6) as i64 - 8));
+            let (wa, wb, synced) = ([1u32, 4, 8][next(3) as usize], [1u32, 4, 8][next(3) as usize], next(2) == 0);
+            let ok = |t1: usize, t2: usize| t1 != t2 && !(synced && t1 / 32 == t2 / 32);
+            let want = sweep(va.parts(), vb.parts(), wa, wb, &ok, false).map(|w| (w.threads, w.byte, w.cross, w.elements));
+            kept += sweeps.0.len();
+            let got = sweeps.witness(&va, &vb, wa, wb, synced).map(|w| (w.threads, w.byte, w.cross, w.elements));
+            assert_eq!(got, want, "{:?} {:?} {wa} {wb} {synced}", va.first(), vb.first());
+        }
+        // (most came from a sweep kept)
+        assert!(sweeps.0.len() < 3_000 && kept > 0, "{}", sweeps.0.len());
     }
 
     /// Placing by counting gives the order a sort gives: rows, strides,
