@@ -110,8 +110,9 @@ struct Distance {
     bits: crate::ir::dataflow::BitSet,
 }
 
-/// The widest list span whose distances are kept (its bits: 2 × span).
-const MAX_SPAN: i64 = 1 << 20;
+/// The widest list span whose distances are kept (its bits: 2 × span, 16
+/// KB: a block's shared memory, a tile of a global array).
+const MAX_SPAN: i64 = 1 << 16;
 
 impl Distances {
     /// Do two copies of one list, moved by `sx` (`wx` bytes wide) and `sy`
@@ -137,7 +138,8 @@ impl Distances {
         }
         let d = made.as_ref()?;
         // x + sx < y + sy + wy and y + sy < x + sx + wx: sy − sx − wx < x − y < sy − sx + wy
-        let (lo, hi) = ((sy - sx - wx + 1).max(-d.span), (sy - sx + wy - 1).min(d.span));
+        let apart = sy.checked_sub(sx)?.clamp(-2 * MAX_SPAN, 2 * MAX_SPAN);
+        let (lo, hi) = ((apart - wx + 1).max(-d.span), (apart + wy - 1).min(d.span));
         Some((lo..=hi).any(|k| d.bits.contains((k + d.span) as usize)))
     }
 }

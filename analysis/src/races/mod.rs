@@ -452,11 +452,11 @@ impl Sweeps {
     /// pairs of different threads (of different warps when `warp_synced`).
     fn witness(&mut self, va: &Sorted, vb: &Sorted, wa: u32, wb: u32, warp_synced: bool) -> Option<Witness> {
         let ((la, sa), (lb, sb)) = (va.parts(), vb.parts());
-        let key = (la.as_ptr() as usize, lb.as_ptr() as usize, sb - sa, wa, wb, warp_synced);
-        let found = *self.0.entry(key).or_insert_with(|| {
-            let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
-            sweep((la, 0), (lb, sb - sa), wa, wb, &ok, false)
-        });
+        let ok = |t1: usize, t2: usize| t1 != t2 && !(warp_synced && t1 / crate::model::WARP == t2 / crate::model::WARP);
+        // (offsets too far apart to subtract: swept where they are)
+        let Some(apart) = sb.checked_sub(sa) else { return sweep((la, sa), (lb, sb), wa, wb, &ok, false) };
+        let key = (la.as_ptr() as usize, lb.as_ptr() as usize, apart, wa, wb, warp_synced);
+        let found = *self.0.entry(key).or_insert_with(|| sweep((la, 0), (lb, apart), wa, wb, &ok, false));
         found.map(|w| Witness { byte: w.byte + sa, ..w })
     }
 }
