@@ -10,10 +10,43 @@
 /// A symbol as people write it: Rust (legacy and v0) names demangled
 /// without their hash, others unchanged.
 pub fn demangle(name: &str) -> String {
-    match rustc_demangle::try_demangle(name) {
+    remembered(&DEMANGLED, name, |name| match rustc_demangle::try_demangle(name) {
         Ok(d) => format!("{d:#}"),
         Err(_) => name.to_string(),
+    })
+}
+
+thread_local! {
+    /// The names [`demangle`] and [`readable`] gave, by symbol: a module's
+    /// few kernel names are asked for by every message and option that
+    /// names one (a C++ symbol costs tens of thousands of instructions to
+    /// demangle, or to find it is not a Rust one).
+    static DEMANGLED: std::cell::RefCell<rustc_hash::FxHashMap<String, String>> = Default::default();
+    static READABLE: std::cell::RefCell<rustc_hash::FxHashMap<String, String>> = Default::default();
+}
+
+/// The names a cache keeps at most (then it starts again: a module of many
+/// kernels asks for each a few times, one after the other).
+const REMEMBERED: usize = 1 << 12;
+
+/// `make(name)`, remembered in `cache`.
+fn remembered(
+    cache: &'static std::thread::LocalKey<std::cell::RefCell<rustc_hash::FxHashMap<String, String>>>,
+    name: &str,
+    make: impl FnOnce(&str) -> String,
+) -> String {
+    if let Some(d) = cache.with(|c| c.borrow().get(name).cloned()) {
+        return d;
     }
+    let d = make(name);
+    cache.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= REMEMBERED {
+            c.clear();
+        }
+        c.insert(name.to_string(), d.clone());
+    });
+    d
 }
 
 /// Is `name` a Rust symbol: v0 (`_R…`), or legacy with its hash
@@ -32,6 +65,10 @@ pub fn is_rust(name: &str) -> bool {
 /// A function's name as its author wrote it, for notes: Rust names are
 /// demangled already; C++ (Itanium) names are demangled here.
 pub fn readable(name: &str) -> String {
+    remembered(&READABLE, name, readable_now)
+}
+
+fn readable_now(name: &str) -> String {
     // an older nvcc's function-local static: `_Z15sumReduce_blocki$__cuda_local_var_19906_38_non_const_shared`
     if let Some((func, var)) = name.split_once("$__cuda_local_var_") {
         let var = var.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
@@ -252,6 +289,26 @@ fn param_name(decl: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{demangle, readable, readable_now, DEMANGLED, REMEMBERED};
+
+    /// A name asked for again is the name made the first time, and the
+    /// cache keeps at most its bound.
+    #[test]
+    fn names_remembered_are_the_names_made() {
+        let cpp = "_ZN2ns4kernILi256EEEvPf";
+        assert_eq!(readable(cpp), readable_now(cpp));
+        assert_eq!(readable(cpp), readable_now(cpp));
+        let rust = "_ZN4core3fmt5write17h0123456789abcdefE";
+        assert_eq!(demangle(rust), "core::fmt::write");
+        assert_eq!(demangle(rust), "core::fmt::write");
+        for i in 0..REMEMBERED + 5 {
+            let n = format!("kernel_{i}");
+            assert_eq!(demangle(&n), n);
+        }
+        assert!(DEMANGLED.with(|c| c.borrow().len()) <= REMEMBERED);
+        assert_eq!(demangle(rust), "core::fmt::write");
+    }
+
     #[test]
     fn rust_symbols_are_told_from_cpp() {
         assert!(super::is_rust("_ZN4core6result13unwrap_failed17h02aadeb87602f26eE"));
