@@ -4,7 +4,8 @@
 //! Kernels' parameter names as CUDA C sources write them
 //! ([`c_kernel_params`]).
 //!
-//! Owns: demangling, reading kernel signatures. Does not own: which name a
+//! Owns: demangling (each name remembered per thread, a bounded cache),
+//! reading kernel signatures. Does not own: which name a
 //! message shows (the lints).
 
 /// A symbol as people write it: Rust (legacy and v0) names demangled

@@ -482,8 +482,10 @@ impl<'f, 'a> Evaluator<'f, 'a> {
             }
         }
         let mut r = self.compute(v, depth);
-        if let Some(Form::Lanes(l)) = r.as_mut().ok().map(|x| &mut x.form).filter(|f| matches!(f, Form::Lanes(l) if l.len() != 1)) {
-            *l = self.same.0.borrow_mut().lists.share(l.clone());
+        if let Ok(Vals { form: Form::Lanes(l), .. }) = &mut r {
+            if l.len() != 1 {
+                *l = self.same.0.borrow_mut().lists.share(l.clone());
+            }
         }
         self.cache.borrow_mut().insert(v, r.clone());
         r

@@ -1175,7 +1175,6 @@ impl Prepared {
             }
             _ => return None,
         };
-        exact_range(ty)?;
         within(&r, ty)?;
         Some(r)
     }

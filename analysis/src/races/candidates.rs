@@ -169,13 +169,13 @@ fn samples_meet(x: Sample<'_>, wx: i64, y: Sample<'_>, wy: i64, distances: &mut 
             return answer;
         }
     }
-    let ((lx, sx), (ly, sy)) = (vx.parts(), vy.parts());
-    if std::ptr::eq(lx, ly) {
-        if let Some(answer) = distances.meet(lx, (sx, wx), (sy, wy)) {
+    let ((xs, sx), (ys, sy)) = (vx.parts(), vy.parts());
+    if std::ptr::eq(xs, ys) {
+        if let Some(answer) = distances.meet(xs, (sx, wx), (sy, wy)) {
             return answer;
         }
     }
-    sweep((lx, sx), (ly, sy), wx as u32, wy as u32, &|t1, t2| t1 != t2, true).is_some()
+    sweep((xs, sx), (ys, sy), wx as u32, wy as u32, &|t1, t2| t1 != t2, true).is_some()
 }
 
 /// Can members of the two classes race at the samples: in the same

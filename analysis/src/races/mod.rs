@@ -14,7 +14,8 @@
 //! atomics. Decided over the block's threads, each access's addresses
 //! sorted once per address value and swept against the other's (the
 //! copies of an access at other constant offsets take the list shifted,
-//! [`Sorted`]); a pair that the
+//! [`Sorted`], and two lists at one offset from each other are swept once,
+//! [`Sweeps`]); a pair that the
 //! sampled parameter values leave apart is solved exactly for a parameter
 //! that offsets its index (`param`: the values that race). The accesses
 //! of the device functions a kernel calls take part at their calls
@@ -448,7 +449,7 @@ struct Sweeps(FxHashMap<SweepKey, Option<Witness>>);
 type SweepKey = (usize, usize, i64, u32, u32, bool);
 
 impl Sweeps {
-    /// [`sweep`]'s witness (all of it) between `va` and `vb`, and `ok` the
+    /// [`sweep`]'s witness (all of it) between `va` and `vb`, among the
     /// pairs of different threads (of different warps when `warp_synced`).
     fn witness(&mut self, va: &Sorted, vb: &Sorted, wa: u32, wb: u32, warp_synced: bool) -> Option<Witness> {
         let ((la, sa), (lb, sb)) = (va.parts(), vb.parts());
