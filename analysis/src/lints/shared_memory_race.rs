@@ -102,7 +102,10 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
 pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
     // the name of each first access's base (many races share one)
-    let mut bases: rustc_hash::FxHashMap<usize, String> = Default::default();
+    let mut bases: rustc_hash::FxHashMap<usize, std::sync::Arc<str>> = Default::default();
+    // the texts the compiler's copies of one race say alike (they differ in their
+    // instructions, not in their words), each made once
+    let mut said = Said::default();
     // the fix of each race pattern, said once (most races of a function share a few)
     let mut helps: rustc_hash::FxHashMap<(Pattern, bool), std::sync::Arc<str>> = Default::default();
     // races that come from threads skipping a divergent barrier are told with that barrier
@@ -155,23 +158,32 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
             None if r.next_iteration => ", one iteration apart".to_string(),
             None => String::new(),
         };
-        let message = format!(
-            "{} data race on {} memory{when}: {example}thread {t2} {} element {elem} while thread {t1} {} it{at}",
-            r.kind.describe(),
-            space.name(),
-            what(b.kind),
-            what(a.kind),
-        );
+        let message = said
+            .messages
+            .entry((r.kind, [t1, t2], elem, [a.kind, b.kind], [when, example, at]))
+            .or_insert_with_key(|(kind, _, _, _, [when, example, at])| {
+                format!(
+                    "{} data race on {} memory{when}: {example}thread {t2} {} element {elem} while thread {t1} {} it{at}",
+                    kind.describe(),
+                    space.name(),
+                    what(b.kind),
+                    what(a.kind),
+                )
+            })
+            .clone();
+        let label = |t: usize, k: AccessKind, said: &mut Said| {
+            said.labels.entry((t, k)).or_insert_with(|| format!("thread {t} {} here", what(k))).clone()
+        };
         // primary span on the second access, secondary on the first (the write)
-        let mut fd = cx.race_finding(lint, r.second, message, format!("thread {t2} {} here", what(b.kind)));
+        let mut fd = cx.race_finding(lint, r.second, message, label(t2, b.kind, &mut said));
         fd.assumes = cx.facts.race_assumes(r);
         fd.witness = Some(cx.race_witness(r));
         if let Some(p) = cx.race_span(r.first).filter(|_| r.first != r.second) {
-            let inside = match cx.imported(r.first) {
-                Some(x) => format!(" (in `{}`)", x.callee),
-                None => String::new(),
+            let here = match cx.imported(r.first) {
+                Some(x) => format!("thread {t1} {} here (in `{}`)", what(a.kind), x.callee),
+                None => label(t1, a.kind, &mut said),
             };
-            fd.secondary.push((p, format!("thread {t1} {} here{inside}", what(a.kind))));
+            fd.secondary.push((p, here));
         }
         if let (Some(x), true) = (cx.imported(r.first), r.first != r.second) {
             // the other access is in a call too: which one
@@ -189,15 +201,22 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         let (barrier, syncwarp) =
             if rust { ("`_syncthreads()`", "`core::arch::asm!(\"bar.warp.sync -1;\")`") } else { ("`__syncthreads()`", "`__syncwarp()`") };
         if r.lanes_only && r.benign.is_none() {
-            fd.note(format!(
-                "threads {} and {} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; {syncwarp} (or a barrier every thread reaches) between the accesses separates them",
-                t1.min(t2),
-                t1.max(t2)
-            ));
+            let (lo, hi) = (t1.min(t2), t1.max(t2));
+            fd.note(said.lanes.entry((lo, hi, rust)).or_insert_with(|| format!(
+                "threads {lo} and {hi} are lanes of one warp: lanes of a warp are not guaranteed to run in lock-step on sm_70 and later; {syncwarp} (or a barrier every thread reaches) between the accesses separates them"
+            ).into()).clone());
         }
-        let base = bases.entry(r.first).or_insert_with(|| super::base_name(cx.facts.f, a));
-        let more = if r.elements > 1 { format!("; the same race on {} more", r.elements - 1) } else { String::new() };
-        fd.note(format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {}-byte elements{more})", a.width));
+        let base = bases.entry(r.first).or_insert_with(|| super::base_name(cx.facts.f, a).into()).clone();
+        let (width, elements) = (a.width, r.elements);
+        fd.note(
+            said.separated
+                .entry((elem, base, width, elements))
+                .or_insert_with_key(|(_, base, _, _)| {
+                    let more = if elements > 1 { format!("; the same race on {} more", elements - 1) } else { String::new() };
+                    format!("no barrier separates the two accesses on some path (element {elem} of {base}, in {width}-byte elements{more})").into()
+                })
+                .clone(),
+        );
         match &r.when {
             Some(ParamCondition::Relation { param, other, .. }) => fd.note(format!(
                 "the two threads' addresses depend on `{}` and `{}`, one each: they meet exactly when the condition holds (the witness is for one such pair of values); for other values no two threads touch the same bytes",
@@ -244,6 +263,24 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         }
         out.push(fd);
     }
+}
+
+/// What a race's message says: its kind, the threads (first, second), the
+/// element, the kinds of access (first, second), and the condition, its
+/// example and the iteration in words.
+type MessageKey = (crate::races::RaceKind, [usize; 2], i64, [AccessKind; 2], [String; 3]);
+
+/// The texts of one function's race findings, by what they say (`report`):
+/// the message, the labels of the two accesses, and the notes that name
+/// threads and elements.
+#[derive(Default)]
+struct Said {
+    messages: rustc_hash::FxHashMap<MessageKey, String>,
+    labels: rustc_hash::FxHashMap<(usize, AccessKind), String>,
+    /// By the two lanes and the language (which names the warp barrier).
+    lanes: rustc_hash::FxHashMap<(usize, usize, bool), std::sync::Arc<str>>,
+    /// By element, base, width and the elements the race touches.
+    separated: rustc_hash::FxHashMap<(i64, std::sync::Arc<str>, u32, usize), std::sync::Arc<str>>,
 }
 
 /// What a race's fix depends on: an accumulation (`*out += x` by every
