@@ -288,7 +288,12 @@ pub fn prepare(
     // each file the findings name, once (a module's findings may be thousands, on a few lines)
     let mut files: HashMap<String, Named> = HashMap::default();
     let mut out: Vec<Diagnostic> = Vec::new();
-    let mut index: HashMap<(String, Option<String>, u32), Vec<usize>> = HashMap::default();
+    // (by lint, file and line)
+    let mut index: HashMap<(&'static str, Option<usize>, u32), Vec<usize>> = HashMap::default();
+    // a finding's level and its note (outside an attribute's scope) follow from its lint, whether a
+    // replay did not reproduce it and whether it needs values the launch may not have: said once
+    // for each (most findings are the compiler's copies of a few)
+    let mut by_lint: HashMap<(&'static str, bool, bool), (Level, std::rc::Rc<str>)> = HashMap::default();
     for f in order.into_iter().filter_map(|(_, i)| findings[i].take()) {
         let scoped = if attrs.is_empty() {
             None
@@ -298,15 +303,25 @@ pub fn prepare(
         };
         let (level, level_note) = match scoped {
             Some((None, _)) => continue,
-            Some((Some(level), note)) => levels.promoted(level, note),
-            None => levels.of_finding(&f),
+            Some((Some(level), note)) => {
+                let (level, note) = levels.promoted(level, note);
+                (level, note.into())
+            }
+            None => by_lint
+                .entry((f.lint.name, matches!(f.replay, gpucheck_analysis::lints::Replay::NotReproduced(_)), f.conditional()))
+                .or_insert_with(|| {
+                    let (level, note) = levels.of_finding(&f);
+                    (level, note.into())
+                })
+                .clone(),
         };
         if level == Level::Allow {
             continue;
         }
-        let (file, abs_file, line, col, col_end) = match &f.span {
-            Some(s) => {
-                let n = named(&mut files, paths, &s.file);
+        // (the file looked up once: its text and names are taken only for a diagnostic of its own)
+        let at = f.span.as_ref().map(|s| (s, named(&mut files, paths, &s.file)));
+        let (line, col, col_end) = match at {
+            Some((s, n)) => {
                 let end = n
                     .line(s.line)
                     .map(|t| {
@@ -319,15 +334,15 @@ pub fn prepare(
                         }
                     })
                     .unwrap_or(s.col + 1);
-                (Some(n.display.clone()), Some(n.abs.clone()), s.line, s.col, end)
+                (s.line, s.col, end)
             }
-            None => (None, None, f.ptx_line, f.ptx_col, f.ptx_col + 1),
+            None => (f.ptx_line, f.ptx_col, f.ptx_col + 1),
         };
         // one diagnostic per lint and place: the copies the compiler made (unrolled, inlined) may differ in
         // their numbers (a misaligned copy, another witness), the bug is the same; a copy whose debug
         // column points inside the expression of another (`(i + k)` in `a.add((i + k) % n)`) is one too
-        let key = (f.lint.name.to_string(), file.clone(), line);
-        let text = f.span.as_ref().and_then(|s| named(&mut files, paths, &s.file).line(line));
+        let key = (f.lint.name, at.map(|(_, n)| n.id), line);
+        let text = at.and_then(|(_, n)| n.line(line));
         let same = index.get(&key).and_then(|at| {
             at.iter().copied().find(|&i| {
                 let d: &Diagnostic = &out[i];
@@ -347,6 +362,7 @@ pub fn prepare(
             assume_also(&mut out[i].finding, &f.assumes);
             continue;
         }
+        let (file, abs_file) = at.map_or((None, None), |(_, n)| (Some(n.display.clone()), Some(n.abs.clone())));
         let secondary = f
             .secondary
             .iter()
@@ -380,7 +396,7 @@ pub fn prepare(
         }
         let ranks = f.rank.map(|r| (r.value, r.value));
         out.push(Diagnostic {
-            level_note,
+            level_note: level_note.to_string(),
             finding: f,
             level,
             file,
@@ -416,6 +432,8 @@ pub fn prepare(
 /// A source file findings name: its absolute path, its name as shown,
 /// and its lines (`None`: not readable).
 struct Named {
+    /// Its number among the files a report names (the order it was first asked for).
+    id: usize,
     abs: PathBuf,
     display: String,
     lines: Option<Vec<String>>,
@@ -433,7 +451,8 @@ fn named<'c>(files: &'c mut HashMap<String, Named>, paths: &PathStyle, file: &st
     if !files.contains_key(file) {
         let abs = paths.absolute(file);
         let lines = std::fs::read_to_string(&abs).ok().map(|s| s.lines().map(str::to_string).collect());
-        files.insert(file.to_string(), Named { display: paths.display(file), abs, lines });
+        let id = files.len();
+        files.insert(file.to_string(), Named { id, display: paths.display(file), abs, lines });
     }
     &files[file]
 }
