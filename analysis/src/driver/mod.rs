@@ -264,9 +264,8 @@ fn check_module_here<'a>(module: &'a ptx::Module<'a>, opts: &Options, is_local: 
         }
     }
     let indices: Vec<usize> = bodies.iter().map(|b| b.index).collect();
-    let mcx = ir::ModuleCx::from_bodies(module, &bodies);
     let graph = CallGraph::new(&bodies);
-    drop(bodies);
+    let mcx = ir::ModuleCx::from_bodies(module, bodies);
     // (asked once per file the PTX names: the caller's predicate may allocate or stat,
     // and findings ask it for every frame of every instruction they place)
     let local_files: rustc_hash::FxHashSet<&str> = module.files.iter().map(|f| f.path).filter(|p| is_local(p)).collect();

@@ -84,6 +84,9 @@ pub struct ModuleCx<'a> {
     /// Functions lowered already (to find the spaces their calls pass),
     /// each taken by the first [`lower_one`] of it.
     lowered: std::sync::Mutex<FxHashMap<usize, FunctionIr<'a>>>,
+    /// The other functions' instructions as the module's listing decoded
+    /// them ([`bodies`]), each taken by its first lowering (not decoded twice).
+    decoded: std::sync::Mutex<FxHashMap<usize, IdVec<InstId, Inst<'a>>>>,
     /// The instructions of the functions [`ModuleCx::keep`] kept, and the
     /// most it keeps: an eighth of the module's (one function at least).
     kept: std::sync::atomic::AtomicUsize,
@@ -92,16 +95,31 @@ pub struct ModuleCx<'a> {
 
 impl<'a> ModuleCx<'a> {
     pub fn new(m: &'a Module<'a>) -> ModuleCx<'a> {
-        ModuleCx::from_bodies(m, &bodies(m))
+        ModuleCx::from_bodies(m, bodies(m))
     }
 
-    /// From the module's bodies, where the caller has them already.
-    pub fn from_bodies(m: &'a Module<'a>, bodies: &[Body<'a>]) -> ModuleCx<'a> {
+    /// From the module's bodies, where the caller has them already (their
+    /// instructions serve the functions' lowerings).
+    pub fn from_bodies(m: &'a Module<'a>, bodies: Vec<Body<'a>>) -> ModuleCx<'a> {
         let noreturn = noreturn(m);
-        let (params, lowered) = space::ParamSpaces::compute(m, bodies, &noreturn);
-        let lowered = std::sync::Mutex::new(lowered.into_iter().map(|f| (f.index, f)).collect());
+        let (params, lowered) = space::ParamSpaces::compute(m, &bodies, &noreturn);
+        let lowered: FxHashMap<usize, FunctionIr<'a>> = lowered.into_iter().map(|f| (f.index, f)).collect();
         let keep_budget = bodies.iter().map(|b| b.insts.len()).sum::<usize>() / 8;
-        ModuleCx { noreturn, params, lowered, kept: Default::default(), keep_budget }
+        let decoded = bodies.into_iter().filter(|b| !lowered.contains_key(&b.index)).map(|b| (b.index, b.insts)).collect();
+        ModuleCx {
+            noreturn,
+            params,
+            lowered: std::sync::Mutex::new(lowered),
+            decoded: std::sync::Mutex::new(decoded),
+            kept: Default::default(),
+            keep_budget,
+        }
+    }
+
+    /// Function `index`'s instructions as the listing decoded them, the
+    /// first time they are asked for.
+    fn decoded(&self, index: usize) -> Option<IdVec<InstId, Inst<'a>>> {
+        self.decoded.lock().unwrap_or_else(|e| e.into_inner()).remove(&index)
     }
 
     /// Keep function `f`, lowered and analysed, for the next [`lower_one`]
@@ -125,17 +143,24 @@ pub fn lower_one<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>) -> Func
     if let Some(f) = cx.lowered.lock().unwrap_or_else(|e| e.into_inner()).remove(&index) {
         return f;
     }
-    lower_function_with(m, index, &cx.noreturn, &cx.params)
+    lower_function_with(m, index, &cx.noreturn, &cx.params, cx.decoded(index))
 }
 
 /// Lower device function `index` for one call context: its parameters get
 /// the spaces that call passes (`params`, see [`space::ParamSpaces::of_call`]).
 pub fn lower_for_call<'a>(m: &'a Module<'a>, index: usize, cx: &ModuleCx<'a>, params: &space::ParamSpaces) -> FunctionIr<'a> {
-    lower_function_with(m, index, &cx.noreturn, params)
+    lower_function_with(m, index, &cx.noreturn, params, cx.decoded(index))
 }
 
-fn lower_function_with<'a>(m: &'a Module<'a>, index: usize, noreturn: &FxHashSet<&'a str>, params: &space::ParamSpaces) -> FunctionIr<'a> {
-    let mut ir = lower_function(&m.functions[index], index, noreturn);
+/// `decoded`: the function's instructions, decoded already (else they are decoded here).
+fn lower_function_with<'a>(
+    m: &'a Module<'a>,
+    index: usize,
+    noreturn: &FxHashSet<&'a str>,
+    params: &space::ParamSpaces,
+    decoded: Option<IdVec<InstId, Inst<'a>>>,
+) -> FunctionIr<'a> {
+    let mut ir = lower_function(&m.functions[index], index, noreturn, decoded);
     ir.spaces = space::Spaces::infer(m, &ir, params);
     ir.shared_arrays = shared_arrays(m, ir.func);
     ir
@@ -301,8 +326,15 @@ macro_rules! listing {
 listing!(Body);
 listing!(FunctionIr);
 
-fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &FxHashSet<&str>) -> FunctionIr<'a> {
+fn lower_function<'a>(
+    f: &'a Function<'a>,
+    index: usize,
+    noreturn: &FxHashSet<&str>,
+    decoded: Option<IdVec<InstId, Inst<'a>>>,
+) -> FunctionIr<'a> {
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);
+    // (the listing's decoding, when given, is this body's: one instruction per `Stmt::Inst`)
+    let decoded = decoded.filter(|d| d.len() == body.iter().filter(|s| matches!(s, Stmt::Inst(_))).count());
     let mut insts = IdVec::with_capacity(body.len());
     let mut locs = IdVec::with_capacity(body.len());
     let mut labels = FxHashMap::default();
@@ -322,7 +354,10 @@ fn lower_function<'a>(f: &'a Function<'a>, index: usize, noreturn: &FxHashSet<&s
                 if line_zero {
                     zero.push(insts.len());
                 }
-                insts.push(decode(i));
+                insts.push(match &decoded {
+                    Some(d) => d[InstId::new(insts.len())],
+                    None => decode(i),
+                });
                 locs.push(cur_loc);
                 last_label = None;
             }

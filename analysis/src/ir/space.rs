@@ -326,7 +326,9 @@ impl ParamSpaces {
         let mut lowered = Vec::new();
         let own = |out: &ParamSpaces, i: usize| -> Vec<Fact> { (0..m.functions[i].params.len()).map(|k| out.get(i, k)).collect() };
         for &i in order.iter().rev().filter(|&&i| !callees[i].is_empty()) {
-            let f = super::lower_function_with(m, i, noreturn, &out);
+            // (the bodies are in the module's order)
+            let decoded = bodies.binary_search_by_key(&i, |b| b.index).ok().map(|k| bodies[k].insts.clone());
+            let f = super::lower_function_with(m, i, noreturn, &out, decoded);
             out.add_calls(&f, &index);
             lowered.push((own(&out, i), f));
         }
