@@ -432,7 +432,8 @@ pub fn prepare(
 /// A source file findings name: its absolute path, its name as shown,
 /// and its lines (`None`: not readable).
 struct Named {
-    /// Its number among the files a report names (the order it was first asked for).
+    /// Its number among the names the report shows (the order each was
+    /// first asked for): two spellings of one file that show alike are one.
     id: usize,
     abs: PathBuf,
     display: String,
@@ -451,8 +452,9 @@ fn named<'c>(files: &'c mut HashMap<String, Named>, paths: &PathStyle, file: &st
     if !files.contains_key(file) {
         let abs = paths.absolute(file);
         let lines = std::fs::read_to_string(&abs).ok().map(|s| s.lines().map(str::to_string).collect());
-        let id = files.len();
-        files.insert(file.to_string(), Named { id, display: paths.display(file), abs, lines });
+        let display = paths.display(file);
+        let id = files.values().find(|n| n.display == display).map_or(files.len(), |n| n.id);
+        files.insert(file.to_string(), Named { id, display, abs, lines });
     }
     &files[file]
 }
