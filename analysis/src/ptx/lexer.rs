@@ -161,6 +161,67 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Skip the rest of a statement (from a token's start) up to and
+    /// including its `;` outside braces, strings and comments: the bytes
+    /// a walk over its tokens would skip (an initializer's thousands of
+    /// numbers in one scan), counting lines. `false`, the lexer where it
+    /// was, when the text ends first or a `}` closes no brace it opened.
+    pub fn skip_statement(&mut self) -> bool {
+        let b = self.bytes;
+        let (mut i, mut line, mut line_start) = (self.i, self.line, self.line_start);
+        let mut depth = 0usize;
+        while i < b.len() {
+            match b[i] {
+                b'\n' => {
+                    line += 1;
+                    line_start = i + 1;
+                }
+                b'{' => depth += 1,
+                b'}' if depth == 0 => return false,
+                b'}' => depth -= 1,
+                b';' if depth == 0 => {
+                    (self.i, self.line, self.line_start) = (i + 1, line, line_start);
+                    return true;
+                }
+                // a string ends at its quote or its line (as `next_token` reads one)
+                b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                        if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] != b'\n' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    if i < b.len() && b[i] == b'"' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    i += 2;
+                    while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                        if b[i] == b'\n' {
+                            line += 1;
+                            line_start = i + 1;
+                        }
+                        i += 1;
+                    }
+                    i = (i + 2).min(b.len());
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        false
+    }
+
     /// Skip raw bytes up to (not including) the first `}` that closes the
     /// current brace level, counting lines. Used to skip DWARF data sections
     /// quickly. Returns the skipped text.
@@ -360,6 +421,50 @@ pub fn parse_float(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where a walk over the tokens of `src` ends a statement: after its
+    /// `;` outside braces (offset, line, line start), or `None`.
+    fn statement_by_tokens(src: &str) -> Option<(usize, u32, usize)> {
+        let mut l = Lexer::new(src);
+        let mut depth = 0;
+        loop {
+            match l.next_token().kind {
+                Tok::Eof => return None,
+                Tok::Punct(b'{') => depth += 1,
+                Tok::Punct(b'}') if depth == 0 => return None,
+                Tok::Punct(b'}') => depth -= 1,
+                Tok::Punct(b';') if depth == 0 => return Some((l.i, l.line, l.line_start)),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_statement_skipped_by_bytes_ends_where_its_tokens_do() {
+        let cases = [
+            "= {1, 2, {3, 4}, 0x2f, 1.5e-3};\n.global .u32 b;",
+            "= {\"a;}b\", /* } ; */ 4 // ; }\n 5}; rest",
+            "= {\"a\\\";\"}; tail",
+            "= \"unterminated ; \n x ;",
+            "= \"ends at the line\\\n y };",
+            "\r\n= {1,\r\n2}\r\n;\r\n",
+            "= {1, 2",
+            "= 1 } ;",
+            "= {1, /* never closed",
+            "/ 2 ;",
+            "= {\u{e9}, 1};",
+            ";",
+            "",
+        ];
+        for src in cases {
+            let mut l = Lexer::new(src);
+            let by_bytes = l.skip_statement().then_some((l.i, l.line, l.line_start));
+            assert_eq!(by_bytes, statement_by_tokens(src), "{src:?}");
+            if by_bytes.is_none() {
+                assert_eq!((l.i, l.line, l.line_start), (0, 1, 0), "a statement that does not end leaves the lexer where it was");
+            }
+        }
+    }
 
     fn kinds(s: &str) -> Vec<(Tok, &str)> {
         let mut l = Lexer::new(s);

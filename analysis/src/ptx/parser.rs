@@ -193,6 +193,15 @@ impl<'a> Parser<'a> {
 
     /// Skip tokens up to and including the next `;` at brace depth 0.
     fn skip_statement(&mut self) -> PResult<()> {
+        // bytes, not tokens (`Lexer::skip_statement`); a statement that does not end is walked
+        // again token by token, for where the error is
+        let mut lex = Lexer::at(self.lex.src(), self.cur.pos);
+        if lex.skip_statement() {
+            self.lex = lex;
+            self.peek = None;
+            self.cur = self.lex.next_token();
+            return Ok(());
+        }
         let mut depth = 0i32;
         loop {
             match self.cur.kind {
