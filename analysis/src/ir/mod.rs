@@ -333,8 +333,8 @@ fn lower_function<'a>(
     decoded: Option<IdVec<InstId, Inst<'a>>>,
 ) -> FunctionIr<'a> {
     let body: &'a [Stmt<'a>] = f.body.as_deref().unwrap_or(&[]);
-    // (the listing's decoding, when given, is this body's: one instruction per `Stmt::Inst`)
-    let decoded = decoded.filter(|d| d.len() == body.iter().filter(|s| matches!(s, Stmt::Inst(_))).count());
+    // (the listing's decoding, when given, is this body's: `bodies` decodes each `Stmt::Inst` in order)
+    debug_assert!(decoded.as_ref().is_none_or(|d| d.len() == body.iter().filter(|s| matches!(s, Stmt::Inst(_))).count()));
     let mut insts = IdVec::with_capacity(body.len());
     let mut locs = IdVec::with_capacity(body.len());
     let mut labels = FxHashMap::default();
