@@ -3,7 +3,9 @@
 //! Owns: the grammar of modules, directives, function headers and bodies,
 //! instructions and operands, for PTX ISA 1.x–9.x as nvcc, NVVM, LLVM (rustc,
 //! clang, Julia, Triton), GCC and hand writers emit it. DWARF `.section`
-//! blocks are skipped at byte speed and kept raw (see `crate::srcmap::dwarf`).
+//! blocks are skipped at byte speed and kept raw (see `crate::srcmap::dwarf`),
+//! and so are the statements it does not read (initializers, pragmas:
+//! `Lexer::skip_statement`, which reads strings and comments as the tokens do).
 //! Does not own: instruction semantics. Unknown opcodes parse generically.
 //! Errors carry line:column and what was expected; the parser never panics.
 
