@@ -337,8 +337,10 @@ impl Sink {
                 }
             }
             MessageFormat::Json => {
-                // (serialised straight into a buffer: `Display` goes through the formatter byte by byte)
-                let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                // (serialised straight into a buffer: `Display` goes through the formatter byte
+                // by byte; sized by the findings, a few KB of JSON each: 64 KB for a unit with
+                // none would be most of a small file's heap)
+                let mut out = std::io::BufWriter::with_capacity((diags.len() << 12).min(1 << 16), std::io::stdout().lock());
                 for d in &diags {
                     let rendered = report::human::render(d, &ptx, false);
                     let _ = serde_json::to_writer(&mut out, &report::json::message(d, origin, &format!("{rendered}\n")));
