@@ -362,8 +362,15 @@ fn space_of(inst: &Inst<'_>) -> Result<Space, &'static str> {
 
 /// Decode one function (the kernel, or a device function it calls).
 pub fn decode<'a>(f: &FunctionIr<'a>, syms: &Symbols<'_>) -> Result<Program, InterpError> {
-    let mut d =
-        Dec { f, regs: FxHashMap::default(), specials: Vec::new(), syms, locals: FxHashMap::default(), call_params: FxHashMap::default() };
+    // (the registers' map sized once: the lowering counted them)
+    let mut d = Dec {
+        f,
+        regs: FxHashMap::with_capacity_and_hasher(f.ssa.regs.len(), Default::default()),
+        specials: Vec::new(),
+        syms,
+        locals: FxHashMap::default(),
+        call_params: FxHashMap::default(),
+    };
     // call scratch: a device function's results and formals, then every `.param` variable of the body
     let mut scratch = 0u64;
     let mut place = |d: &mut Dec<'_, 'a, '_>, name: &'a str, ty: &str, n: u64, align: Option<u32>| -> (u64, u32) {

@@ -1177,6 +1177,14 @@ impl Special {
     /// The special register a register name denotes.
     pub fn parse(name: &str) -> Option<Special> {
         let rest = name.strip_prefix('%')?;
+        // (most names asked about are the compilers' registers, `%r12`, `%rd3`, `%f1`, `%p2`:
+        // no special register starts with their letters but these two)
+        match rest.as_bytes().first()? {
+            b'f' | b'h' | b'b' | b'q' | b'u' | b'v' | b'x' | b'y' | b'z' => return None,
+            b'r' if !rest.starts_with("reserved_") => return None,
+            b'p' if !rest.starts_with("pm") => return None,
+            _ => {}
+        }
         let dim = |s: &str| match s {
             "x" => Some(0u8),
             "y" => Some(1),
@@ -1276,6 +1284,87 @@ mod tests {
         let m = Box::leak(Box::new(parse(src).unwrap()));
         let f = std::mem::take(&mut m.functions[0].body).unwrap();
         f.into_iter().filter_map(|s| if let Stmt::Inst(i) = s { Some(i) } else { None }).collect()
+    }
+
+    #[test]
+    fn special_registers_parse_and_the_compilers_registers_do_not() {
+        let specials = [
+            "%tid",
+            "%tid.x",
+            "%ntid.y",
+            "%ctaid.z",
+            "%nctaid.x",
+            "%clusterid.x",
+            "%nclusterid.y",
+            "%cluster_ctaid.z",
+            "%cluster_nctaid.x",
+            "%laneid",
+            "%warpid",
+            "%nwarpid",
+            "%lanemask_eq",
+            "%lanemask_lt",
+            "%lanemask_le",
+            "%lanemask_gt",
+            "%lanemask_ge",
+            "%clock",
+            "%clock64",
+            "%clock_hi",
+            "%globaltimer",
+            "%globaltimer_lo",
+            "%globaltimer_hi",
+            "%smid",
+            "%nsmid",
+            "%gridid",
+            "%is_explicit_cluster",
+            "%cluster_ctarank",
+            "%cluster_nctarank",
+            "%dynamic_smem_size",
+            "%total_smem_size",
+            "%aggr_smem_size",
+            "%reserved_smem_offset_begin",
+            "%reserved_smem_offset_end",
+            "%reserved_smem_offset_cap",
+            "%reserved_smem_offset_0",
+            "%reserved_smem_offset_1",
+            "%current_graph_exec",
+            "%envreg0",
+            "%envreg1",
+            "%envreg2",
+            "%envreg31",
+            "%pm0",
+            "%pm7",
+            "%pm4_64",
+        ];
+        for s in specials {
+            assert!(Special::parse(s).is_some(), "{s} is a special register");
+        }
+        let registers = [
+            "%r1",
+            "%rd12",
+            "%rs3",
+            "%rl4",
+            "%f0",
+            "%fd9",
+            "%p1",
+            "%p12",
+            "%h2",
+            "%hh1",
+            "%b3",
+            "%q1",
+            "%u5",
+            "%v1",
+            "%x",
+            "%y.z",
+            "%tid.w",
+            "%tidx",
+            "%lane",
+            "r1",
+            "%",
+            "%reserved",
+        ];
+        for r in registers {
+            assert!(Special::parse(r).is_none(), "{r} is no special register");
+        }
     }
 
     #[test]

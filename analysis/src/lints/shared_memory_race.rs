@@ -108,6 +108,9 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
     let mut said = Said::default();
     // the fix of each race pattern, said once (most races of a function share a few)
     let mut helps: rustc_hash::FxHashMap<(Pattern, bool), std::sync::Arc<str>> = Default::default();
+    // (room for a finding per race at once: thousands of findings of a few hundred bytes each,
+    // copied again at every doubling)
+    out.reserve(cx.facts.races.len());
     // races that come from threads skipping a divergent barrier are told with that barrier
     for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none() && r.keyed.is_none()) {
         let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
@@ -176,6 +179,8 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         };
         // primary span on the second access, secondary on the first (the write)
         let mut fd = cx.race_finding(lint, r.second, message, label(t2, b.kind, &mut said));
+        // (a race says six to eight notes: their room made once, not grown from four)
+        fd.notes.reserve_exact(RACE_NOTES);
         fd.assumes = cx.facts.race_assumes(r);
         fd.witness = Some(cx.race_witness(r));
         if let Some(p) = cx.race_span(r.first).filter(|_| r.first != r.second) {
@@ -264,6 +269,10 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         out.push(fd);
     }
 }
+
+/// The notes a race finding makes room for at once (its own say up to
+/// seven, and its replay adds one).
+const RACE_NOTES: usize = 8;
 
 /// What a race's message says: its kind, the threads (first, second), the
 /// element, the kinds of access (first, second), and the condition, its
