@@ -51,6 +51,9 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     /// For a block past the first: the values computed from `%ctaid`
     /// (a condition that is not one is block 0's, evaluated once).
     by_block: Option<BitSet>,
+    /// The blocks (and iterations) [`Self::passed`] has been through, kept
+    /// between its calls (emptied, not made again: two calls per race).
+    way_seen: rustc_hash::FxHashSet<(BlockId, usize)>,
 }
 
 /// A branch deciding whether threads execute a block: which
@@ -96,6 +99,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             computing: Default::default(),
             ctaid,
             by_block,
+            way_seen: Default::default(),
         }
     }
 
@@ -282,7 +286,8 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     pub fn passed(&mut self, b: BlockId, iteration: usize, t: usize) -> Vec<Decides> {
         let mut out: Vec<Decides> = Vec::new();
         let mut todo = vec![(b, iteration)];
-        let mut seen = rustc_hash::FxHashSet::default();
+        let mut seen = std::mem::take(&mut self.way_seen);
+        seen.clear();
         while let Some((b, it)) = todo.pop() {
             if !seen.insert((b, it)) {
                 continue;
@@ -299,6 +304,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
                 }
             }
         }
+        self.way_seen = seen;
         out
     }
 

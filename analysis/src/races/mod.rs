@@ -50,8 +50,9 @@ pub struct Intervals {
     /// Per interval (0: from the entry; k: after the k-th barrier), its
     /// accesses (indices into the accesses), sorted.
     pub members: Vec<Vec<usize>>,
-    /// Per access, its intervals, sorted.
-    pub of: Vec<Vec<u32>>,
+    /// Per access, its intervals, sorted (the accesses between two
+    /// barriers of a block share one list).
+    pub of: Vec<std::rc::Rc<[u32]>>,
 }
 
 impl Intervals {
@@ -163,7 +164,7 @@ fn intervals_between(
     let order: Vec<usize> = cfg.rpo.iter().map(|b| b.index()).collect();
     let state = solve(&mut problem, vec![BitSet::new(n); cfg.len()], &order);
     // each access: the interval of the barrier before it in its block, else those open at the block's start
-    let mut out = Intervals { members: vec![Vec::new(); n], of: vec![Vec::new(); accesses.len()] };
+    let mut out = Intervals { members: vec![Vec::new(); n], of: vec![std::rc::Rc::from([]); accesses.len()] };
     let mut by_inst: FxHashMap<InstId, Vec<usize>> = FxHashMap::default();
     for (k, a) in accesses.iter().enumerate() {
         by_inst.entry(a.inst).or_default().push(k);
@@ -172,14 +173,14 @@ fn intervals_between(
         if !cfg.reachable(b) {
             continue;
         }
-        let mut current: Vec<u32> = problem.entry(b, &state).iter().map(|x| x as u32).collect();
+        let mut current: std::rc::Rc<[u32]> = problem.entry(b, &state).iter().map(|x| x as u32).collect();
         for i in blk.insts() {
             if let Some(&k) = id_of.get(&i) {
-                current = vec![k];
+                current = std::rc::Rc::from([k]);
             }
             for &a in by_inst.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
                 out.of[a] = current.clone();
-                for &iv in &current {
+                for &iv in current.iter() {
                     out.members[iv as usize].push(a);
                 }
             }
