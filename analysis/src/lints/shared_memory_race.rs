@@ -108,9 +108,6 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
     let mut said = Said::default();
     // the fix of each race pattern, said once (most races of a function share a few)
     let mut helps: rustc_hash::FxHashMap<(Pattern, bool), std::sync::Arc<str>> = Default::default();
-    // (room for a finding per race at once: thousands of findings of a few hundred bytes each,
-    // copied again at every doubling)
-    out.reserve(cx.facts.races.len());
     // races that come from threads skipping a divergent barrier are told with that barrier
     for r in cx.facts.races.iter().filter(|r| r.through_barrier.is_none() && r.keyed.is_none()) {
         let (a, b) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));
