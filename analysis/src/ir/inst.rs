@@ -1288,81 +1288,18 @@ mod tests {
 
     #[test]
     fn special_registers_parse_and_the_compilers_registers_do_not() {
-        let specials = [
-            "%tid",
-            "%tid.x",
-            "%ntid.y",
-            "%ctaid.z",
-            "%nctaid.x",
-            "%clusterid.x",
-            "%nclusterid.y",
-            "%cluster_ctaid.z",
-            "%cluster_nctaid.x",
-            "%laneid",
-            "%warpid",
-            "%nwarpid",
-            "%lanemask_eq",
-            "%lanemask_lt",
-            "%lanemask_le",
-            "%lanemask_gt",
-            "%lanemask_ge",
-            "%clock",
-            "%clock64",
-            "%clock_hi",
-            "%globaltimer",
-            "%globaltimer_lo",
-            "%globaltimer_hi",
-            "%smid",
-            "%nsmid",
-            "%gridid",
-            "%is_explicit_cluster",
-            "%cluster_ctarank",
-            "%cluster_nctarank",
-            "%dynamic_smem_size",
-            "%total_smem_size",
-            "%aggr_smem_size",
-            "%reserved_smem_offset_begin",
-            "%reserved_smem_offset_end",
-            "%reserved_smem_offset_cap",
-            "%reserved_smem_offset_0",
-            "%reserved_smem_offset_1",
-            "%current_graph_exec",
-            "%envreg0",
-            "%envreg1",
-            "%envreg2",
-            "%envreg31",
-            "%pm0",
-            "%pm7",
-            "%pm4_64",
-        ];
-        for s in specials {
+        let specials = "%tid %tid.x %ntid.y %ctaid.z %nctaid.x %clusterid.x %nclusterid.y %cluster_ctaid.z \
+            %cluster_nctaid.x %laneid %warpid %nwarpid %lanemask_eq %lanemask_lt %lanemask_le %lanemask_gt \
+            %lanemask_ge %clock %clock64 %clock_hi %globaltimer %globaltimer_lo %globaltimer_hi %smid %nsmid \
+            %gridid %is_explicit_cluster %cluster_ctarank %cluster_nctarank %dynamic_smem_size %total_smem_size \
+            %aggr_smem_size %reserved_smem_offset_begin %reserved_smem_offset_end %reserved_smem_offset_cap \
+            %reserved_smem_offset_0 %reserved_smem_offset_1 %current_graph_exec %envreg0 %envreg1 %envreg2 \
+            %envreg31 %pm0 %pm7 %pm4_64";
+        for s in specials.split_whitespace() {
             assert!(Special::parse(s).is_some(), "{s} is a special register");
         }
-        let registers = [
-            "%r1",
-            "%rd12",
-            "%rs3",
-            "%rl4",
-            "%f0",
-            "%fd9",
-            "%p1",
-            "%p12",
-            "%h2",
-            "%hh1",
-            "%b3",
-            "%q1",
-            "%u5",
-            "%v1",
-            "%x",
-            "%y.z",
-            "%tid.w",
-            "%tidx",
-            "%lane",
-            "r1",
-            "%",
-            "%reserved",
-        ];
-        for r in registers {
+        let registers = "%r1 %rd12 %rs3 %rl4 %f0 %fd9 %p1 %p12 %h2 %hh1 %b3 %q1 %u5 %v1 %x %y.z %tid.w %tidx %lane r1 % %reserved";
+        for r in registers.split_whitespace() {
             assert!(Special::parse(r).is_none(), "{r} is no special register");
         }
     }
