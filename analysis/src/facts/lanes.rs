@@ -42,7 +42,7 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     memo: FxHashMap<(BlockId, usize), Threads>,
     /// Every distinct set of threads in `memo`, kept once: most blocks
     /// share theirs with others (all threads, one side of a branch).
-    distinct: rustc_hash::FxHashSet<Threads>,
+    distinct: rustc_hash::FxHashSet<Distinct>,
     /// Blocks whose threads are being computed (a branch's own threads are
     /// asked for on the way; a loop may lead back).
     computing: rustc_hash::FxHashSet<(BlockId, usize)>,
@@ -68,6 +68,24 @@ pub(super) struct Decides {
 
 /// One flag per thread of the block.
 pub(super) type Threads = Rc<Vec<bool>>;
+
+/// A set of threads as [`Lanes`] keeps each distinct one: hashed by its
+/// flags' bytes at once (a block's thousand flags one by one cost more
+/// than the rest of their computation).
+#[derive(PartialEq, Eq)]
+struct Distinct(Threads);
+
+impl std::hash::Hash for Distinct {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write(bool_bytes(&self.0));
+    }
+}
+
+/// The flags as bytes (0 or 1 each).
+fn bool_bytes(flags: &[bool]) -> &[u8] {
+    // SAFETY: `bool` has the size and alignment of `u8`, and every `bool` is a valid `u8`
+    unsafe { std::slice::from_raw_parts(flags.as_ptr().cast::<u8>(), flags.len()) }
+}
 
 /// A branch's direction per thread, where known.
 type Known = Rc<Vec<Option<bool>>>;
@@ -183,13 +201,13 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             // around a loop back to a block being computed: every thread may be there
             return Rc::new(vec![true; self.shape.threads()]);
         }
-        let v = self.compute(b, iteration);
+        let v = Distinct(Rc::new(self.compute(b, iteration)));
         let v = match self.distinct.get(&v) {
-            Some(same) => same.clone(),
+            Some(same) => same.0.clone(),
             None => {
-                let v = Rc::new(v);
-                self.distinct.insert(v.clone());
-                v
+                let kept = v.0.clone();
+                self.distinct.insert(v);
+                kept
             }
         };
         self.computing.remove(&(b, iteration));
