@@ -1177,8 +1177,8 @@ impl Special {
     /// The special register a register name denotes.
     pub fn parse(name: &str) -> Option<Special> {
         let rest = name.strip_prefix('%')?;
-        // (most names asked about are the compilers' registers, `%r12`, `%rd3`, `%f1`, `%p2`:
-        // no special register starts with their letters but these two)
+        // (most names asked about are the compilers' registers, `%r12`, `%rd3`, `%f1`, `%p2`: no
+        // special register starts with these letters, nor with `r` or `p` but `%reserved_…` and `%pm…`)
         match rest.as_bytes().first()? {
             b'f' | b'h' | b'b' | b'q' | b'u' | b'v' | b'x' | b'y' | b'z' => return None,
             b'r' if !rest.starts_with("reserved_") => return None,

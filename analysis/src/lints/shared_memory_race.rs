@@ -176,7 +176,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         };
         // primary span on the second access, secondary on the first (the write)
         let mut fd = cx.race_finding(lint, r.second, message, label(t2, b.kind, &mut said));
-        // (a race says six to eight notes: their room made once, not grown from four)
+        // (room for the notes a race says made once, not grown from four)
         fd.notes.reserve_exact(RACE_NOTES);
         fd.assumes = cx.facts.race_assumes(r);
         fd.witness = Some(cx.race_witness(r));
@@ -267,8 +267,8 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
     }
 }
 
-/// The notes a race finding makes room for at once (its own say up to
-/// seven, and its replay adds one).
+/// The notes a race finding makes room for at once: most say four to
+/// eight (`lints::run` then drops the room a finding did not use).
 const RACE_NOTES: usize = 8;
 
 /// What a race's message says: its kind, the threads (first, second), the
