@@ -860,8 +860,9 @@ fn resume_block(k: &Kernel<'_>, run: &mut BlockRun, obs: &mut Tally, shadow: &mu
 /// Special registers of a frame's register file.
 fn init_specials(k: &Kernel<'_>, prog: &Program, w: &mut Warp, ctaid: [u32; 3], nwarps: u32) {
     let [bx, by, _] = k.launch.block;
+    let mut vals = [0u64; 32];
     for &(r, s) in &prog.specials {
-        for l in 0..32u32 {
+        for (l, v) in (0u32..).zip(vals.iter_mut()) {
             let t = w.first + l;
             let pos = ThreadPos {
                 tid: [t % bx, (t / bx) % by, t / (bx * by)],
@@ -874,8 +875,16 @@ fn init_specials(k: &Kernel<'_>, prog: &Program, w: &mut Warp, ctaid: [u32; 3], 
                 workspace: Some(k.workspace),
             };
             // clocks, the SM and other registers a run cannot know read as 0
-            let v = scalar::special_value(s, &pos).unwrap_or(0);
-            w.set(r, l as usize, v);
+            *v = scalar::special_value(s, &pos).unwrap_or(0);
+        }
+        // (one value in every lane, `%ntid.x` or `%ctaid.x`: held once, as any register every lane
+        // was given one value is, not in a row of lanes)
+        if vals.iter().all(|&v| v == vals[0]) {
+            w.put(r, u32::MAX, vals[0]);
+        } else {
+            for (l, &v) in vals.iter().enumerate() {
+                w.set(r, l, v);
+            }
         }
     }
 }
