@@ -100,11 +100,12 @@ impl<'a> ModuleCx<'a> {
 
     /// From the module's bodies, where the caller has them already (their
     /// instructions serve the functions' lowerings).
-    pub fn from_bodies(m: &'a Module<'a>, bodies: Vec<Body<'a>>) -> ModuleCx<'a> {
+    pub fn from_bodies(m: &'a Module<'a>, mut bodies: Vec<Body<'a>>) -> ModuleCx<'a> {
         let noreturn = noreturn(m);
-        let (params, lowered) = space::ParamSpaces::compute(m, &bodies, &noreturn);
-        let lowered: FxHashMap<usize, FunctionIr<'a>> = lowered.into_iter().map(|f| (f.index, f)).collect();
         let keep_budget = bodies.iter().map(|b| b.insts.len()).sum::<usize>() / 8;
+        // (the functions it lowers take their bodies' instructions)
+        let (params, lowered) = space::ParamSpaces::compute(m, &mut bodies, &noreturn);
+        let lowered: FxHashMap<usize, FunctionIr<'a>> = lowered.into_iter().map(|f| (f.index, f)).collect();
         let decoded = bodies.into_iter().filter(|b| !lowered.contains_key(&b.index)).map(|b| (b.index, b.insts)).collect();
         ModuleCx {
             noreturn,

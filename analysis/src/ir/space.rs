@@ -287,10 +287,16 @@ impl ParamSpaces {
     /// spaces, the functions lowered on the way whose own parameters'
     /// spaces did not change after (every caller came first): the
     /// analysis takes them rather than lowering them again.
-    pub fn compute<'a>(m: &'a Module<'a>, bodies: &[super::Body<'a>], noreturn: &FxHashSet<&'a str>) -> (ParamSpaces, Vec<FunctionIr<'a>>) {
+    /// The bodies of the functions it lowers give their instructions to
+    /// the lowering (taken: each function is lowered from them once).
+    pub fn compute<'a>(
+        m: &'a Module<'a>,
+        bodies: &mut [super::Body<'a>],
+        noreturn: &FxHashSet<&'a str>,
+    ) -> (ParamSpaces, Vec<FunctionIr<'a>>) {
         let index: FxHashMap<&str, usize> = bodies.iter().map(|b| (b.func.name, b.index)).collect();
         let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.functions.len()];
-        for b in bodies {
+        for b in bodies.iter() {
             for x in b.insts.iter().filter(|x| !x.call_args().is_empty()) {
                 if let Some(&t) = x.call_target().and_then(|t| index.get(t)) {
                     if !callees[b.index].contains(&t) {
@@ -327,13 +333,21 @@ impl ParamSpaces {
         let own = |out: &ParamSpaces, i: usize| -> Vec<Fact> { (0..m.functions[i].params.len()).map(|k| out.get(i, k)).collect() };
         for &i in order.iter().rev().filter(|&&i| !callees[i].is_empty()) {
             // (the bodies are in the module's order)
-            let decoded = bodies.binary_search_by_key(&i, |b| b.index).ok().map(|k| bodies[k].insts.clone());
+            let decoded = bodies.binary_search_by_key(&i, |b| b.index).ok().map(|k| std::mem::take(&mut bodies[k].insts));
             let f = super::lower_function_with(m, i, noreturn, &out, decoded);
             out.add_calls(&f, &index);
             lowered.push((own(&out, i), f));
         }
-        // (a recursive call may have given a function's parameters more after it was lowered)
-        let kept = lowered.into_iter().filter(|(then, f)| *then == own(&out, f.index)).map(|x| x.1).collect();
+        // (a recursive call may have given a function's parameters more after it was lowered: it
+        // is lowered again later, from its listing, which it gives back)
+        let mut kept = Vec::with_capacity(lowered.len());
+        for (then, f) in lowered {
+            if then == own(&out, f.index) {
+                kept.push(f);
+            } else if let Ok(k) = bodies.binary_search_by_key(&f.index, |b| b.index) {
+                bodies[k].insts = f.insts;
+            }
+        }
         (out, kept)
     }
 
@@ -436,5 +450,43 @@ mod tests {
         assert_eq!(access(2), Space::Local);
         assert_eq!(access(3), Space::Generic);
         assert_eq!(access(4), Space::Global);
+    }
+
+    /// `f` is lowered first (the kernel passes it a global pointer), then
+    /// `g`, which passes it a shared one: `f`'s lowering is dropped and `f`
+    /// is lowered again, from the instructions it took from the listing.
+    #[test]
+    fn a_function_whose_parameters_grow_after_its_lowering_is_lowered_again_whole() {
+        let src = r#"
+.shared .align 4 .b8 S[64];
+.func g(.param .b64 g_p);
+.func f(.param .b64 f_p) {
+  .reg .b64 %rd<3>; .reg .b32 %r<2>;
+  ld.param.b64 %rd1, [f_p];
+  ld.u32 %r1, [%rd1];
+  { .param .b64 a; st.param.b64 [a], %rd1; call.uni g, (a); }
+  ret;
+}
+.func g(.param .b64 g_p) {
+  .reg .b64 %rd<3>;
+  cvta.shared.u64 %rd2, S;
+  { .param .b64 a; st.param.b64 [a], %rd2; call.uni f, (a); }
+  ret;
+}
+.visible .entry k(.param .u64 k_p) {
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [k_p];
+  cvta.to.global.u64 %rd2, %rd1;
+  { .param .b64 a; st.param.b64 [a], %rd2; call.uni f, (a); }
+  ret;
+}"#;
+        let m = parse(src).unwrap();
+        let fi = m.functions.iter().position(|x| x.name == "f" && x.body.is_some()).unwrap();
+        let cx = crate::ir::ModuleCx::new(&m);
+        let f = crate::ir::lower_one(&m, fi, &cx);
+        assert_eq!(f.insts.len(), crate::ir::lower(&m).iter().find(|x| x.index == fi).unwrap().insts.len());
+        // its load reads through a pointer that is global from the kernel and shared from `g`
+        let load = f.insts.iter_enumerated().find(|(_, x)| x.opcode == Opcode::Ld && x.space != Some(Space::Param)).unwrap().0;
+        assert_eq!(f.spaces.access(&f, load), Space::Generic);
     }
 }
