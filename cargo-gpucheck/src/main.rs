@@ -601,7 +601,10 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
     let module = gpucheck_analysis::driver::parse(&src).map_err(|e| anyhow::anyhow!("{ptx_display}:{e}"))?;
     // `// gpucheck: allow(…)` comments and `#[allow(gpucheck::…)]` attributes in the unit's
     // sources: the package's files, and those the PTX's line information names
-    let named: Vec<PathBuf> = module.files.iter().filter(|f| k.is_local(f.path)).map(|f| paths.absolute(f.path)).collect();
+    // (whether each source file the PTX names is the package's, asked once: three readers below)
+    let local: rustc_hash::FxHashSet<&str> = module.files.iter().map(|f| f.path).filter(|f| k.is_local(f)).collect();
+    let is_local = |f: &str| local.contains(f);
+    let named: Vec<PathBuf> = module.files.iter().filter(|f| is_local(f.path)).map(|f| paths.absolute(f.path)).collect();
     let mut files = match u.kind {
         build::UnitKind::PtxFile => Vec::new(),
         build::UnitKind::Crate | build::UnitKind::PtxWithManifest => suppress::rust_files(&k.root),
@@ -634,12 +637,12 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
                 (kn.clone(), vs.iter().filter(|(n, _)| !o.assume.iter().any(|(a, _)| a == *n)).map(|(n, v)| (n.clone(), *v)).collect())
             })
             .collect(),
-        source_names: confirm::launch::source_names(u, &module, paths),
+        source_names: confirm::launch::source_names(u, &module, paths, &is_local),
         replay: !o.no_replay,
         silent: levels.silent(&|l| attrs.names(l)),
     };
-    let is_local = |f: &str| k.is_local(f);
     let mut report = gpucheck_analysis::check_module(&module, &opts, &is_local);
+    drop(local);
     drop(module);
     let status = match u.kind {
         build::UnitKind::PtxFile => format!(

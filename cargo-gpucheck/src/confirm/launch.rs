@@ -209,18 +209,20 @@ pub struct Field {
 /// The source's parameter names of unit `u`'s kernels (PTX module
 /// `ptx`), one per PTX parameter: a Rust crate's `extern "ptx-kernel"`
 /// signatures, and the `__global__` signatures of the package's CUDA C
-/// sources the PTX's line information names (its `.file`s).
+/// sources the PTX's line information names (its `.file`s; `is_local`:
+/// whether one is the package's).
 pub fn source_names(
     u: &crate::build::Unit,
     ptx: &gpucheck_analysis::ptx::Module<'_>,
     paths: &crate::diagnostic::PathStyle,
+    is_local: &dyn Fn(&str) -> bool,
 ) -> HashMap<String, Vec<String>> {
     let k = &u.krate;
     let mut out = if u.kind == crate::build::UnitKind::PtxFile { HashMap::new() } else { rust_kernel_params(&k.root) };
     // (a `.rs` file: CUDA C in a string literal, compiled with NVRTC)
     let c_like = |p: &str| [".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".rs"].iter().any(|x| p.ends_with(x));
     let mut seen: Vec<&str> = Vec::new();
-    for file in ptx.files.iter().map(|f| f.path).filter(|f| c_like(f) && k.is_local(f)) {
+    for file in ptx.files.iter().map(|f| f.path).filter(|f| c_like(f) && is_local(f)) {
         // (a file named twice is read once)
         if seen.contains(&file) {
             continue;

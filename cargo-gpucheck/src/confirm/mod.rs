@@ -200,7 +200,7 @@ pub fn collect(a: &ConfirmArgs, units: &[build::Unit], root: std::path::PathBuf,
             eprintln!("warning: {w}");
         }
         let mut runs = Vec::new();
-        let c_names = launch::source_names(u, module, &paths);
+        let c_names = launch::source_names(u, module, &paths, &|f| u.krate.is_local(f));
         for f in module.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
             // (a C++ kernel by its source name in what is printed)
             let name = gpucheck_analysis::names::bare(f.name);
