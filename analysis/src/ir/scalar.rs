@@ -465,11 +465,12 @@ pub fn un(op: Un, ty: Ty, a: u64, ftz: bool) -> u64 {
             }
             Un::Rsqrt => 1.0 / x.sqrt(),
             Un::Rcp => 1.0 / x,
-            Un::Ex2 => x.exp2(),
-            Un::Lg2 => x.log2(),
-            Un::Sin => x.sin(),
-            Un::Cos => x.cos(),
-            Un::Tanh => x.tanh(),
+            // (the C math library's functions, in Rust: no libm.so to load at every start)
+            Un::Ex2 => libm::exp2(x),
+            Un::Lg2 => libm::log2(x),
+            Un::Sin => libm::sin(x),
+            Un::Cos => libm::cos(x),
+            Un::Tanh => libm::tanh(x),
             _ => x,
         };
         return fbits(ty, v, Round::Rn, ftz);

@@ -186,7 +186,8 @@ pub struct FindingView {
 
 /// The cost scale: 1 (ideal) is green, 8× or more red; logarithmic.
 pub fn heat(ratio: f64) -> f64 {
-    (ratio.max(1.0).log2() / 3.0).clamp(0.0, 1.0)
+    // (libm's: the binary links no C math library, see the analysis crate's `ir::scalar`)
+    (libm::log2(ratio.max(1.0)) / 3.0).clamp(0.0, 1.0)
 }
 
 /// Where a site shows: its source line, else its PTX line.
