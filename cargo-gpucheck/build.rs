@@ -8,14 +8,20 @@
 //!
 //! Where the linker is the toolchain's own LLD (x86-64 Linux with glibc,
 //! Rust 1.90 or later, no other linker configured), the functions a check
-//! runs are also placed first and together (`link-order.txt`, made by
-//! `link-order.sh`): the code one small file's check runs is about 1.4 MB
-//! of the binary's 6 MB, and laid out in the compiler's order it is spread
-//! over most of it (rust-cuda's add: 62 page faults for code, 20 with the
-//! order). A name the list has and the binary does not (another toolchain,
-//! other dependencies, a function renamed) is passed over; the binary is
+//! runs are also placed first and together, by a linker script made here
+//! (`link_order.rs`) from `link-order.txt`: their mangled names, which
+//! `link-order.sh` writes from callgrind runs of the release binary. The
+//! code one small file's check runs is about 1.4 MB of the binary's 6 MB,
+//! and in the compiler's order it is spread over most of it: rust-cuda's
+//! add faulted in 62 pages of code, 28–33 with the order. A name's hash
+//! changes with the toolchain and with a crate's dependencies; the same
+//! names without it come next in the script, so an old list still places
+//! the functions, with the other copies of a generic function of the same
+//! name (45 pages). A name no function has is passed over; the binary is
 //! the same either way, only laid out otherwise.
 //! Other targets link as their defaults say.
+
+mod link_order;
 
 fn main() {
     let var = |k: &str| std::env::var(k).unwrap_or_default();
@@ -23,32 +29,16 @@ fn main() {
     if os == "linux" && env == "gnu" {
         println!("cargo:rustc-link-arg-bins=-no-pie");
         let order = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("link-order.txt");
-        if arch == "x86_64" && order.is_file() && links_with_rust_lld() {
-            println!("cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}", order.display());
-            println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+        if arch == "x86_64" && link_order::links_with_rust_lld() {
+            if let Ok(list) = std::fs::read_to_string(&order) {
+                let script = std::path::Path::new(&var("OUT_DIR")).join("hot-text.ld");
+                std::fs::write(&script, link_order::hot_text_script(&list)).expect("OUT_DIR is writable");
+                println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
+            }
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=link_order.rs");
     println!("cargo:rerun-if-changed=link-order.txt");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
-}
-
-/// Whether the binary is linked by the toolchain's LLD, which reads a
-/// symbol ordering file: Rust 1.90 and later on x86-64 Linux, unless a
-/// linker is configured (`RUSTC_LINKER`, or one in the flags).
-fn links_with_rust_lld() -> bool {
-    if std::env::var_os("RUSTC_LINKER").is_some() {
-        return false;
-    }
-    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if flags.contains("linker") || flags.contains("link-self-contained") {
-        return false;
-    }
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let Ok(out) = std::process::Command::new(rustc).arg("-vV").output() else { return false };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let release = text.lines().find_map(|l| l.strip_prefix("release: ")).unwrap_or("");
-    let mut parts = release.split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (1, 90)
 }

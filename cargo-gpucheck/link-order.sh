@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Writes cargo-gpucheck/link-order.txt: the functions of the release binary
-# that checks of small PTX files run, in the order the linker places them
-# first (see build.rs). Run it again after a toolchain upgrade, a change of
+# that checks of small PTX files run, by their mangled names, in the order
+# the linker places them first (see build.rs). Run it again after a toolchain upgrade, a change of
 # dependencies in Cargo.lock, or a change that adds or renames functions on
-# the check's path: names it lists that the binary no longer has are passed
-# over, so an old list only costs the start-up it would have saved.
+# the check's path: a name the binary no longer has is passed over (the
+# same name without its hash still places the function, with the other
+# copies of a generic function of that name), so an old list only costs
+# some of the start-up it saved.
 #
 #   cargo-gpucheck/link-order.sh [PTX...]
 #
@@ -79,10 +81,17 @@ for path in profiles:
             ran.add(fn)
     runs.update(ran)
 
-order = sorted(instructions, key=lambda f: (-runs[f], -instructions[f]))
-print("# Functions of cargo-gpucheck that checks of small PTX files run, placed first")
-print("# by the linker (cargo-gpucheck/build.rs). Written by cargo-gpucheck/link-order.sh")
-print(f"# from {len(profiles)} runs; do not edit by hand.")
+order = []
+for f in sorted(instructions, key=lambda f: (-runs[f], -instructions[f])):
+    # (callgrind's own frames, `(below main)`, and addresses without a name are no symbols;
+    # a local copy's number, `.1234`, changes from build to build)
+    f = re.sub(r"\.\d+$", "", f)
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", f) and f not in order:
+        order.append(f)
+print("# The functions of cargo-gpucheck that checks of small PTX files run, by their")
+print("# mangled names; the linker places them first and together, and then, by their")
+print("# names without the hash, those of a build whose hashes differ (build.rs).")
+print(f"# Written by cargo-gpucheck/link-order.sh from {len(profiles)} runs; do not edit by hand.")
 print("\n".join(order))
 EOF
 echo "link-order.sh: $(grep -vc '^#' cargo-gpucheck/link-order.txt) functions in cargo-gpucheck/link-order.txt" >&2

@@ -1,0 +1,102 @@
+//! The linker script that places the functions a small file's check runs
+//! first (cargo-gpucheck/build.rs, link_order.rs): the names it keeps, the
+//! patterns that still place a function whose hash changed, and, where the
+//! binary is linked with it, the binary's code in that order.
+
+#[path = "../cargo-gpucheck/link_order.rs"]
+mod link_order;
+
+use link_order::{hot_text_script, pattern};
+
+/// Whether `name` matches `pattern` (`*`: any characters, as the linker's).
+fn matches(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    if !name.starts_with(first) || !name[first.len()..].ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for p in &parts[1..parts.len() - 1] {
+        match rest.find(p) {
+            Some(k) => rest = &rest[k + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[test]
+fn a_pattern_leaves_out_the_hash_and_the_crate_disambiguators_and_still_matches_the_name() {
+    let legacy = "_ZN17gpucheck_analysis5races12pairs_racing17h9c2d98a4ef9003e1E";
+    assert_eq!(pattern(legacy), "_ZN17gpucheck_analysis5races12pairs_racing17h*");
+    let v0 = "_RNvXs_NtNtCsgEmfK2I1SDS_4core3str7patternNtB4_12CharSearcherNtB4_8Searcher10next_match";
+    assert_eq!(pattern(v0), "_RNvXs_NtNtCs*_4core3str7patternNtB4_12CharSearcherNtB4_8Searcher10next_match");
+    let two = "_RNvMs4_NtCslNYArtu3iFV_5alloc7raw_vecNtB5_11RawVecInner11finish_growCsjrHSEGnQ3l9_3std";
+    assert_eq!(pattern(two), "_RNvMs4_NtCs*_5alloc7raw_vecNtB5_11RawVecInner11finish_growCs*_3std");
+    // (not a hash: 15 digits, or no `E`; a C name)
+    for kept in ["_ZN4core3fmt5write17h0123456789abcdeE", "_ZN3foo3bar17h0123456789abcdef", "memcpy"] {
+        assert_eq!(pattern(kept), kept);
+    }
+    for name in [legacy, v0, two, "memcpy"] {
+        assert!(matches(&pattern(name), name), "{} does not match {name}", pattern(name));
+    }
+    assert!(matches(&pattern(legacy), "_ZN17gpucheck_analysis5races12pairs_racing17h0000000000000000E"));
+    assert!(!matches(&pattern(legacy), "_ZN17gpucheck_analysis5races12pairs_racing_other17h0000000000000000E"));
+}
+
+#[test]
+fn the_script_places_the_names_then_their_patterns_then_the_rest_in_text() {
+    let list = "# a comment\n_ZN1a1b17h0123456789abcdefE\n\n  memcpy  # trailing\n(below main)\n0x00001050\n_ZN1a1c17hfedcba9876543210E\n";
+    let script = hot_text_script(list);
+    let inputs: Vec<&str> = script.lines().map(str::trim).filter(|l| l.starts_with("*(")).collect();
+    assert_eq!(
+        inputs,
+        [
+            "*(.text._ZN1a1b17h0123456789abcdefE)",
+            "*(.text.memcpy)",
+            "*(.text._ZN1a1c17hfedcba9876543210E)",
+            "*(.text._ZN1a1b17h*)",
+            "*(.text._ZN1a1c17h*)",
+            "*(.text .text.*)",
+        ],
+        "{script}"
+    );
+    assert!(script.contains(".text :"), "{script}");
+    assert!(script.trim_end().ends_with("INSERT BEFORE .init;"), "{script}");
+}
+
+/// Where build.rs links the binary with the script (x86-64 Linux with glibc
+/// and the toolchain's LLD), its code starts with the list's first function
+/// (found by its pattern: the tests' build has other hashes than the release
+/// build the list was made from).
+#[test]
+fn the_binary_starts_its_code_with_the_first_function_of_the_list() {
+    if !(cfg!(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")) && link_order::links_with_rust_lld()) {
+        println!("skipped: the binary is linked without the order here (not x86-64 Linux/glibc with the toolchain's LLD)");
+        return;
+    }
+    let list = std::fs::read_to_string(gpucheck_tests::repo().join("cargo-gpucheck/link-order.txt")).unwrap();
+    let first = list.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')).expect("a listed function");
+    let bin = gpucheck_tests::binary();
+    let out = match std::process::Command::new("nm").args(["-n", "--defined-only"]).arg(bin).output() {
+        Ok(o) if o.status.success() => o,
+        _ => {
+            println!("skipped: `nm` (binutils) did not run, so the binary's layout was not read");
+            return;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lowest = text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, kind, name) = (f.next()?, f.next()?, f.next()?);
+            matches!(kind, "t" | "T").then_some(name)
+        })
+        .next()
+        .expect("the binary has code symbols");
+    assert!(matches(&pattern(first), lowest), "{}'s code starts with {lowest}, not with the list's first function {first}", bin.display());
+}
