@@ -96,6 +96,7 @@ impl KernelCrate {
 /// A source file of a compiler or toolkit, never the user's: clang's CUDA
 /// wrapper headers (`__clang_cuda_*.h`, its resource `include/`), a CUDA
 /// installation's `include/` folder (`cuda/`, `cuda-12.9/`, PyPI's `nvidia/`),
+/// the system's C headers (`/usr/include/`) and GCC's (`/usr/lib/gcc/`),
 /// rustc's standard library sources, and the `cuda_std` crate. In `ptx`
 /// mode every other `.loc` file counts as the user's, so that findings land
 /// on the user's line the header was inlined at (or the nearest one).
@@ -103,6 +104,8 @@ pub fn toolkit_file(file: &str) -> bool {
     let f = file.replace('\\', "/");
     let name = f.rsplit('/').next().unwrap_or(&f);
     if name.starts_with("__clang_cuda_")
+        || f.starts_with("/usr/include/")
+        || f.starts_with("/usr/lib/gcc/")
         || f.contains("/lib/rustlib/src/rust/")
         || f.starts_with("/rustc/")
         || f.contains("/cuda_std/")
@@ -757,10 +760,16 @@ mod tests {
             "/root/.rustup/toolchains/nightly/lib/rustlib/src/rust/library/core/src/ptr/mod.rs",
             "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/ptr/mod.rs",
             "/home/u/.cargo/registry/src/index.crates.io-x/cuda_std-0.2.2/src/thread.rs",
+            // (nvcc's PTX names the host compiler's headers: read for nothing, at every check)
+            "/usr/include/time.h",
+            "/usr/include/bits/types.h",
+            "/usr/lib/gcc/x86_64-linux-gnu/4.4.3/include/stddef.h",
         ] {
             assert!(toolkit_file(f), "{f}");
         }
-        for f in ["/tmp/hdr.cu", "/home/u/proj/include/my_kernels.cuh", "/home/u/cuda_proj/include/k.cuh", "src/lib.rs"] {
+        for f in
+            ["/tmp/hdr.cu", "/home/u/proj/include/my_kernels.cuh", "/home/u/cuda_proj/include/k.cuh", "src/lib.rs", "/usr/local/src/k.cu"]
+        {
             assert!(!toolkit_file(f), "{f}");
         }
     }
