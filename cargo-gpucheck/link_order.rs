@@ -1,6 +1,6 @@
-//! The linker script that places the functions a check runs first (see
-//! build.rs), shared by the build script and its test
-//! (`tests/link_order.rs`).
+//! How the binary is linked (see build.rs): the linker script that places
+//! the functions a check runs first, and the static unwinder; shared by the
+//! build script and its test (`tests/link_order.rs`).
 
 /// Whether the binary is linked by the toolchain's LLD, which adds a
 /// script's sections to its default layout: Rust 1.90 and later on x86-64 Linux, unless a
@@ -82,4 +82,14 @@ pub fn pattern(name: &str) -> String {
 /// `17h`, 16 hex digits and `E`: the hash that ends a legacy mangled name.
 fn is_legacy_hash(s: &str) -> bool {
     s.len() == 20 && s.starts_with("17h") && s.ends_with('E') && s[3..19].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The folder of GCC's static unwinder, `libgcc_eh.a`, as the C compiler
+/// the link runs (`$CC`, else `cc`) finds it; `None` where it has none.
+pub fn static_unwinder_dir() -> Option<std::path::PathBuf> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = std::process::Command::new(cc).arg("-print-file-name=libgcc_eh.a").output().ok()?;
+    let path = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    // (a compiler without it prints the name alone)
+    (out.status.success() && path.is_absolute() && path.is_file()).then(|| path.parent().map(std::path::Path::to_path_buf)).flatten()
 }

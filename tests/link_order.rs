@@ -1,7 +1,8 @@
-//! The linker script that places the functions a small file's check runs
-//! first (cargo-gpucheck/build.rs, link_order.rs): the names it keeps, the
-//! patterns that still place a function whose hash changed, and, where the
-//! binary is linked with it, the binary's code in that order.
+//! How the binary is linked (cargo-gpucheck/build.rs, link_order.rs): the
+//! linker script that places the functions a small file's check runs first
+//! (the names it keeps, the patterns that still place a function whose hash
+//! changed, and, where the binary is linked with it, the binary's code in
+//! that order), and the static unwinder instead of libgcc_s.so.
 
 #[path = "../cargo-gpucheck/link_order.rs"]
 mod link_order;
@@ -99,4 +100,28 @@ fn the_binary_starts_its_code_with_the_first_function_of_the_list() {
         .next()
         .expect("the binary has code symbols");
     assert!(matches(&pattern(first), lowest), "{}'s code starts with {lowest}, not with the list's first function {first}", bin.display());
+}
+
+/// Where the C compiler has GCC's static unwinder, the binary links it and
+/// does not load libgcc_s.so at its start (a panic still unwinds: the unit
+/// test `a_panic_unwinds_to_its_catch_with_the_linked_unwinder`).
+#[test]
+fn the_binary_loads_no_shared_unwinder_where_the_static_one_is_there() {
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) || link_order::static_unwinder_dir().is_none() {
+        println!("skipped: no static unwinder (libgcc_eh.a) here, so the binary loads the shared one");
+        return;
+    }
+    let bin = gpucheck_tests::binary();
+    let out = match std::process::Command::new("readelf").arg("-d").arg(bin).output() {
+        Ok(o) if o.status.success() => o,
+        _ => {
+            println!("skipped: `readelf` (binutils) did not run, so the binary's libraries were not read");
+            return;
+        }
+    };
+    let dynamic = String::from_utf8_lossy(&out.stdout);
+    let needed: Vec<&str> = dynamic.lines().filter(|l| l.contains("(NEEDED)")).collect();
+    assert!(!needed.is_empty(), "{dynamic}");
+    assert!(!needed.iter().any(|l| l.contains("libgcc_s")), "{} loads libgcc_s: {needed:?}", bin.display());
+    assert!(!needed.iter().any(|l| l.contains("libm.so")), "{} loads the C math library: {needed:?}", bin.display());
 }

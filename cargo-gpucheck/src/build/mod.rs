@@ -750,6 +750,21 @@ mod tests {
         assert!(build_hints(tool)[0].contains("#![register_tool(gpucheck)]"), "{:?}", build_hints(tool));
     }
 
+    /// The binary links GCC's static unwinder where the C compiler has one
+    /// (build.rs): a panic still unwinds to `catch_unwind` (as `main`'s does,
+    /// which reports it), and a backtrace still walks the frames. This test
+    /// binary is linked as the binary is.
+    #[test]
+    fn a_panic_unwinds_to_its_catch_with_the_linked_unwinder() {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let caught = std::panic::catch_unwind(|| -> u32 { panic!("unwound") });
+        std::panic::set_hook(hook);
+        assert!(caught.is_err());
+        let frames = std::backtrace::Backtrace::force_capture().to_string();
+        assert!(frames.contains("a_panic_unwinds_to_its_catch_with_the_linked_unwinder"), "{frames}");
+    }
+
     #[test]
     fn toolkit_files_are_not_the_users() {
         for f in [
