@@ -13,7 +13,7 @@
 //! `link-order.sh` writes from callgrind runs of the release binary. The
 //! code one small file's check runs is about 1.4 MB of the binary's 6 MB,
 //! and in the compiler's order it is spread over most of it: rust-cuda's
-//! add faulted in 62 pages of code, 28–33 with the order. A name's hash
+//! add faulted in 62 pages of code, 18 with the order. A name's hash
 //! changes with the toolchain and with a crate's dependencies; the same
 //! names without it come next in the script, so an old list still places
 //! the functions, with the other copies of a generic function of the same
@@ -55,5 +55,4 @@ fn main() {
     println!("cargo:rerun-if-changed=link_order.rs");
     println!("cargo:rerun-if-changed=link-order.txt");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
-    println!("cargo:rerun-if-env-changed=CC");
 }

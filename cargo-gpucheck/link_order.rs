@@ -46,8 +46,10 @@ pub fn hot_text_script(list: &str) -> String {
         }
     }
     let mut out = String::from("SECTIONS\n{\n  .text :\n  {\n");
+    // (a function the compiler takes for cold, `#[cold]` as a vector's growth is, is in
+    // `.text.unlikely.` and its name)
     for x in names.iter().copied().chain(patterns.iter().map(String::as_str)) {
-        out.push_str(&format!("    *(.text.{x})\n"));
+        out.push_str(&format!("    *(.text.{x} .text.unlikely.{x})\n"));
     }
     out.push_str("    *(.text .text.*)\n  }\n}\nINSERT BEFORE .init;\n");
     out
@@ -85,9 +87,10 @@ fn is_legacy_hash(s: &str) -> bool {
 }
 
 /// The folder of GCC's static unwinder, `libgcc_eh.a`, as the C compiler
-/// the link runs (`$CC`, else `cc`) finds it; `None` where it has none.
+/// that links the binary (`RUSTC_LINKER` where one is configured, else
+/// `cc`) finds it; `None` where it has none.
 pub fn static_unwinder_dir() -> Option<std::path::PathBuf> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let cc = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".into());
     let out = std::process::Command::new(cc).arg("-print-file-name=libgcc_eh.a").output().ok()?;
     let path = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     // (a compiler without it prints the name alone)

@@ -56,11 +56,11 @@ fn the_script_places_the_names_then_their_patterns_then_the_rest_in_text() {
     assert_eq!(
         inputs,
         [
-            "*(.text._ZN1a1b17h0123456789abcdefE)",
-            "*(.text.memcpy)",
-            "*(.text._ZN1a1c17hfedcba9876543210E)",
-            "*(.text._ZN1a1b17h*)",
-            "*(.text._ZN1a1c17h*)",
+            "*(.text._ZN1a1b17h0123456789abcdefE .text.unlikely._ZN1a1b17h0123456789abcdefE)",
+            "*(.text.memcpy .text.unlikely.memcpy)",
+            "*(.text._ZN1a1c17hfedcba9876543210E .text.unlikely._ZN1a1c17hfedcba9876543210E)",
+            "*(.text._ZN1a1b17h* .text.unlikely._ZN1a1b17h*)",
+            "*(.text._ZN1a1c17h* .text.unlikely._ZN1a1c17h*)",
             "*(.text .text.*)",
         ],
         "{script}"
