@@ -36,7 +36,9 @@ trap 'rm -rf "$out"' EXIT
 run() {
   local name=$1
   shift
+  # (a check that finds an error exits with 1: its profile counts as well; one that left none says so)
   valgrind --tool=callgrind --demangle=no --callgrind-out-file="$out/$name" "$bin" "$@" >/dev/null 2>&1 || true
+  [ -s "$out/$name" ] || echo "link-order.sh: no profile of \`cargo-gpucheck $*\`: left out" >&2
 }
 run help gpucheck ptx --help
 n=0
@@ -45,7 +47,7 @@ for f in "${inputs[@]}"; do
   run "human.$n" gpucheck ptx "$f"
   run "json.$n" gpucheck ptx "$f" --message-format json
 done
-echo "link-order.sh: $((2 * n + 1)) runs profiled" >&2
+echo "link-order.sh: $(find "$out" -type f -size +0 | wc -l) of $((2 * n + 1)) runs profiled" >&2
 
 python3 - "$bin" "$out"/* >cargo-gpucheck/link-order.txt <<'EOF'
 import collections, os, re, sys

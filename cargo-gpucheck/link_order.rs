@@ -3,8 +3,9 @@
 //! build script and its test (`tests/link_order.rs`).
 
 /// Whether the binary is linked by the toolchain's LLD, which adds a
-/// script's sections to its default layout: Rust 1.90 and later on x86-64 Linux, unless a
-/// linker is configured (`RUSTC_LINKER`, or one in the flags).
+/// script's sections to its default layout: Rust 1.90 and later on x86-64
+/// Linux, unless a linker is configured (`RUSTC_LINKER`, or one in the
+/// flags).
 pub fn links_with_rust_lld() -> bool {
     if std::env::var_os("RUSTC_LINKER").is_some() {
         return false;

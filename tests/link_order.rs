@@ -102,7 +102,8 @@ fn the_binary_starts_its_code_with_the_first_function_of_the_list() {
     let lowest = *code.first().expect("the binary has code symbols");
     // (the script places the names the build has first, then the patterns: the first listed
     // name it has, else the first pattern one of its functions matches)
-    let first = match listed.iter().find(|n| code.contains(n)) {
+    let names: std::collections::HashSet<&str> = code.iter().copied().collect();
+    let first = match listed.iter().find(|n| names.contains(*n)) {
         Some(name) => name.to_string(),
         None => match listed.iter().map(|n| pattern(n)).find(|p| code.iter().any(|name| matches(p, name))) {
             Some(p) => p,
