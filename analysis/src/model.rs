@@ -127,24 +127,35 @@ fn distinct_sectors(ranges: &[(i64, i64)], sectors: &mut Vec<i64>) -> u32 {
     sectors.len() as u32
 }
 
+/// Bytes [`near_bits`] marks: 4 KB, a word to 64 bytes (two sectors).
+const NEAR_WORDS: usize = 64;
+
 /// [`sectors_and_bytes`] where the ranges lie within 4 KB: marked in bits,
-/// a word to 64 bytes (two sectors), not sorted. `None` for ranges spread
-/// wider (or none).
+/// not sorted. `None` for ranges spread wider (or none).
 fn sectors_and_bytes_near(ranges: &[(i64, i64)]) -> Option<(u32, u32)> {
-    const WORDS: usize = 64;
+    let (_, bits) = near_bits(ranges)?;
+    let bytes = bits.iter().map(|w| w.count_ones()).sum();
+    let sectors = bits.iter().map(|&w| (w as u32 != 0) as u32 + ((w >> 32) != 0) as u32).sum();
+    Some((sectors, bytes))
+}
+
+/// The bytes of ranges that lie within 4 KB, marked in bits from a base
+/// on a 64-byte boundary: the base and the bits. `None` for ranges
+/// spread wider (or none).
+fn near_bits(ranges: &[(i64, i64)]) -> Option<(i64, [u64; NEAR_WORDS])> {
     // (one pass, given up as soon as the ranges spread too wide)
     let (mut lo, mut hi) = *ranges.first()?;
     for &(s, e) in &ranges[1..] {
         (lo, hi) = (lo.min(s), hi.max(e));
-        if hi.saturating_sub(lo) > (WORDS * 64) as i64 {
+        if hi.saturating_sub(lo) > (NEAR_WORDS * 64) as i64 {
             return None;
         }
     }
     let base = lo.div_euclid(2 * SECTOR) * 2 * SECTOR;
-    if hi.checked_sub(base)? > (WORDS * 64) as i64 {
+    if hi.checked_sub(base)? > (NEAR_WORDS * 64) as i64 {
         return None;
     }
-    let mut bits = [0u64; WORDS];
+    let mut bits = [0u64; NEAR_WORDS];
     for &(s, e) in ranges {
         let (mut s, e) = ((s - base) as usize, (e - base) as usize);
         while s < e {
@@ -155,9 +166,7 @@ fn sectors_and_bytes_near(ranges: &[(i64, i64)]) -> Option<(u32, u32)> {
             s += n;
         }
     }
-    let bytes = bits.iter().map(|w| w.count_ones()).sum();
-    let sectors = bits.iter().map(|&w| (w as u32 != 0) as u32 + ((w >> 32) != 0) as u32).sum();
-    Some((sectors, bytes))
+    Some((base, bits))
 }
 
 /// Number of bytes covered by the union of half-open ranges `[start, end)`.
@@ -173,6 +182,51 @@ pub fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     let mut out = Vec::new();
     merge_each(&mut ranges, |r| out.push(r));
     out
+}
+
+/// Replace `ranges` by the ranges of their union, sorted (ranges that
+/// overlap or touch are one): what [`sectors_and_bytes`] counts is the
+/// same, in a list no longer than the union's. Ranges within 4 KB are
+/// marked in bits and read back as runs, not sorted.
+pub fn merge_in_place(ranges: &mut Vec<(i64, i64)>) {
+    if let Some((base, bits)) = near_bits(ranges) {
+        ranges.clear();
+        let end = NEAR_WORDS * 64;
+        let (mut i, mut start) = (0, None);
+        while i < end {
+            // the bits of the word of bit `i` from `i` on, at the bottom
+            let (w, left) = (bits[i / 64] >> (i % 64), 64 - i % 64);
+            match start {
+                None if w == 0 => i += left,
+                None => {
+                    i += w.trailing_zeros() as usize;
+                    start = Some(i);
+                }
+                Some(s) => {
+                    let ones = w.trailing_ones() as usize;
+                    i += ones;
+                    if ones < left {
+                        ranges.push((base + s as i64, base + i as i64));
+                        start = None;
+                    }
+                }
+            }
+        }
+        ranges.extend(start.map(|s| (base + s as i64, base + end as i64)));
+        return;
+    }
+    ranges.sort_unstable();
+    let mut n = 0;
+    for k in 0..ranges.len() {
+        let (s, e) = ranges[k];
+        if n > 0 && s <= ranges[n - 1].1 {
+            ranges[n - 1].1 = ranges[n - 1].1.max(e);
+        } else {
+            ranges[n] = (s, e);
+            n += 1;
+        }
+    }
+    ranges.truncate(n);
 }
 
 /// Sort `ranges` and give each range of their union, in order (ranges
@@ -347,6 +401,28 @@ mod tests {
         let lanes = |stride: i64, w: u32| (0..32).map(|l| (l * stride, w)).collect::<Vec<_>>();
         for (stride, w) in [(4, 4), (0, 4), (128, 4), (8, 8), (36, 4)] {
             assert_eq!(sectors_in_order(&lanes(stride, w)), Some(sorted(&lanes(stride, w))));
+        }
+    }
+
+    /// Ranges merged in place count the sectors and bytes the ranges did,
+    /// and are the union's: sorted, apart, each within the ranges.
+    #[test]
+    fn ranges_merged_in_place_count_what_they_did() {
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..5_000 {
+            let n = next(120) as usize;
+            let spread = [64, 4096, 1 << 16][next(3) as usize];
+            let ranges: Vec<(i64, i64)> = (0..n)
+                .map(|_| {
+                    let s = next(spread) as i64 - 100;
+                    (s, s + [1, 4, 8, 32, 128][next(5) as usize])
+                })
+                .collect();
+            let mut m = ranges.clone();
+            merge_in_place(&mut m);
+            assert_eq!(sectors_and_bytes(&mut m.clone(), &mut Vec::new()), sectors_and_bytes(&mut ranges.clone(), &mut Vec::new()));
+            assert_eq!(m, merged(ranges.clone()), "{ranges:?}");
+            assert!(m.windows(2).all(|w| w[0].1 < w[1].0), "{m:?}");
         }
     }
 

@@ -53,7 +53,7 @@ fn with_accesses<R>(src: &str, f: impl FnOnce(&ir::FunctionIr<'_>, &Divergence, 
     let fns = ir::lower(&m);
     let sums = Summaries::compute(&fns);
     let d = Divergence::analyze(&fns[0], &sums);
-    let a = accesses(&fns[0], &d);
+    let a = accesses(&fns[0], &d).collect();
     f(&fns[0], &d, a)
 }
 

@@ -608,30 +608,31 @@ fn access_facts(
 ) -> Vec<AccessFact> {
     let shape = evals.shape;
     let mut interior = (by_block.count() > 0).then(|| Lanes::of_block(evals, branches, [1; 3], Some(by_block.clone())));
-    crate::memory::accesses(f, d)
-        .into_iter()
-        .map(|access| {
-            let block = f.cfg.block_of(access.inst);
-            let mask = lanes.active(block, 0);
-            let mut prediction = crate::memory::predict(evals, &access, &mask, 0);
-            if let (Some(p), Some(inner), Space::Global) = (&mut prediction, &mut interior, access.space) {
-                // the same lanes at the same offset in their sectors cost the same
-                let inner_mask = inner.active(block, 0);
-                if inner_mask != mask || !crate::memory::same_sector_offset(evals, &access) {
-                    if let Some(q) = crate::memory::predict(evals, &access, &inner_mask, 1) {
-                        p.with_interior(q);
-                    }
+    // (sized for every access: a device function's through its arguments are not among them)
+    let mut out = Vec::with_capacity(crate::memory::accesses_of(f).count());
+    out.extend(crate::memory::accesses(f, d).map(|access| {
+        let block = f.cfg.block_of(access.inst);
+        let mask = lanes.active(block, 0);
+        let mut prediction = crate::memory::predict(evals, &access, &mask, 0);
+        if let (Some(p), Some(inner), Space::Global) = (&mut prediction, &mut interior, access.space) {
+            // the same lanes at the same offset in their sectors cost the same
+            let inner_mask = inner.active(block, 0);
+            if inner_mask != mask || !crate::memory::same_sector_offset(evals, &access) {
+                if let Some(q) = crate::memory::predict(evals, &access, &inner_mask, 1) {
+                    p.with_interior(q);
                 }
             }
-            let masked = mask.iter().any(|on| !on);
-            let unmasked = (masked && access.space == Space::Global)
-                .then(|| crate::memory::predict(evals, &access, &vec![true; shape.threads()], 0))
-                .flatten()
-                .map(|p| (p.sectors.0, p.ideal));
-            let reached = mask.iter().any(|&on| on);
-            AccessFact { access, prediction, unmasked, group: None, reached }
-        })
-        .collect()
+        }
+        let masked = mask.iter().any(|on| !on);
+        let unmasked = (masked && access.space == Space::Global)
+            .then(|| crate::memory::predict(evals, &access, &vec![true; shape.threads()], 0))
+            .flatten()
+            .map(|p| (p.sectors.0, p.ideal));
+        let reached = mask.iter().any(|&on| on);
+        AccessFact { access, prediction, unmasked, group: None, reached }
+    }));
+    out.shrink_to_fit();
+    out
 }
 
 /// The divergent barriers a thread-dependent branch decides, with the

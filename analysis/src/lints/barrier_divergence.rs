@@ -8,7 +8,7 @@
 //! a barrier is reached by part of the block is a fact
 //! (`crate::facts::BarrierFact`), which `confirm` also judges.
 
-use super::{thread_ranges, Finding, LintCx, Metric, Place, Text};
+use super::{thread_ranges, Finding, Findings, LintCx, Metric, Place, Text};
 use crate::divergence::split::Split;
 use crate::divergence::{sources, AbsVal};
 use crate::facts::witness::{BarrierWhen, BarrierWitness};
@@ -70,7 +70,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let f = cx.facts.f;
     for (bi, x) in cx.facts.barriers.iter().enumerate() {
         let Some(cause) = x.divergence else { continue };

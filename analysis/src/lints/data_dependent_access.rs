@@ -3,7 +3,7 @@
 //!
 //! Owns: the decision and the message.
 
-use super::{Finding, LintCx};
+use super::{Findings, LintCx};
 use crate::divergence::sources;
 
 declare_lint! {
@@ -34,7 +34,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     for x in &cx.facts.accesses {
         let a = &x.access;
         if x.prediction.is_some() || !a.addr.data() {

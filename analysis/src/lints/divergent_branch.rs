@@ -13,7 +13,7 @@
 //! `conditional_divergent_branch`; one that costs less, or decides a few
 //! instructions each warp meets once, the pedantic `cheap_divergent_branch`.
 
-use super::{Finding, LintCx, Metric, Text};
+use super::{Findings, LintCx, Metric, Text};
 use crate::divergence::sources;
 use crate::divergence::split::Split;
 use crate::facts::slots::{share, Slots};
@@ -93,7 +93,7 @@ declare_lint! {
 /// the lint's documentation for how it was chosen.
 pub const IDLE_SHARE_TO_WARN: f64 = 0.10;
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let (f, d) = (cx.facts.f, cx.facts.d);
     let warps = cx.facts.shape.warps();
     let slots = &cx.facts.lane_slots;

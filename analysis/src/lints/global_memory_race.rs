@@ -2,7 +2,7 @@
 //! between blocks are `grid_memory_race`'s). Shares its reporting with
 //! `shared_memory_race`.
 
-use super::{Finding, LintCx};
+use super::{Findings, LintCx};
 use crate::ir::inst::Space;
 
 declare_lint! {
@@ -38,6 +38,6 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     super::shared_memory_race::report(cx, Space::Global, &GLOBAL_MEMORY_RACE, out);
 }

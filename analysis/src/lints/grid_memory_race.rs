@@ -2,7 +2,7 @@
 //! different blocks. The detection is `crate::races::find_grid`, read from
 //! the facts (`KernelFacts::grid_races`); owns the message.
 
-use super::{Finding, LintCx};
+use super::{Findings, LintCx};
 use crate::ir::inst::AccessKind;
 
 declare_lint! {
@@ -64,7 +64,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let facts = cx.facts;
     let what = |k: AccessKind| if k == AccessKind::Load { "reads" } else { "writes" };
     // (a lost update's races between blocks are `lost_update`'s)

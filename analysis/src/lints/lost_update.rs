@@ -3,7 +3,7 @@
 //! `crate::races::lost_updates` (races marked `keyed`), read from the
 //! facts; owns the message.
 
-use super::{Finding, LintCx};
+use super::{Findings, LintCx};
 
 declare_lint! {
     /// ### What it does
@@ -41,7 +41,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     // one finding per store: its race with the load (the store against itself goes with it)
     for r in cx.facts.races.iter().filter(|r| r.keyed.is_some() && r.first != r.second) {
         let (store, load) = (cx.facts.race_site(r.first), cx.facts.race_site(r.second));

@@ -7,7 +7,7 @@
 //! Owns: the decision and the message. Does not own: the misaligned
 //! prediction (`crate::memory::Prediction::misaligned`), read from the facts.
 
-use super::{Finding, LintCx, Metric};
+use super::{Findings, LintCx, Metric};
 use crate::ir::inst::{Space, Ty};
 use crate::memory::{MisalignCause, SECTOR};
 
@@ -49,7 +49,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let f = cx.facts.f;
     for x in &cx.facts.accesses {
         let (a, Some(p)) = (&x.access, &x.prediction) else { continue };

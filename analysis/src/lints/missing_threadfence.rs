@@ -4,7 +4,7 @@
 //! ordering are `crate::facts::election`, read from the facts
 //! (`KernelFacts::unfenced`); owns the message.
 
-use super::{Finding, LintCx};
+use super::{Findings, LintCx};
 use crate::ir::inst::AccessKind;
 
 declare_lint! {
@@ -57,7 +57,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let facts = cx.facts;
     let mut seen = Vec::new();
     for u in &facts.unfenced {

@@ -41,7 +41,7 @@ macro_rules! lints {
 
         /// Run every pass on one function.
         pub fn run(cx: &LintCx<'_, '_, '_>) -> Vec<Finding> {
-            let mut out = Vec::new();
+            let mut out = Findings::default();
             $($(
                 // the lints the pass finds: its own, then those it names after `+`; a pass none
                 // of whose lints a level shows is not run
@@ -56,19 +56,13 @@ macro_rules! lints {
                     );
                 }
             )?)*
-            // findings live until the report is printed: no spare capacity, and the notes many
-            // of them say alike (a fix, a condition, a shape) kept once
-            let mut texts = Texts::default();
-            for f in out.iter_mut() {
-                f.shrink_to_fit();
-                for n in f.notes.iter_mut() {
-                    if let Text::Plain(t) = &mut n.text {
-                        *t = texts.get(t);
-                    }
-                }
+            // (a pass that changed a finding after giving it: what it added, kept as the others)
+            let Findings { mut list, mut texts } = out;
+            for f in list.iter_mut() {
+                texts.keep(f);
             }
-            debug_assert!(out.iter().all(|f| registry::is_registered(f.lint)), "a finding names an unregistered lint");
-            out
+            debug_assert!(list.iter().all(|f| registry::is_registered(f.lint)), "a finding names an unregistered lint");
+            list
         }
     };
 }
@@ -177,6 +171,54 @@ impl Texts {
         }
         self.0.insert(t.clone());
         t.clone()
+    }
+
+    /// Finding `f` as it lives until the report is printed: no spare
+    /// capacity, and the notes many findings say alike (a fix, a
+    /// condition, a shape) kept once.
+    fn keep(&mut self, f: &mut Finding) {
+        f.shrink_to_fit();
+        for n in f.notes.iter_mut() {
+            if let Text::Plain(t) = &mut n.text {
+                *t = self.get(t);
+            }
+        }
+    }
+}
+
+/// The findings the passes give for one function, each kept as it lives
+/// until the report is printed as it is given ([`Texts::keep`]): a pass
+/// that finds thousands does not hold them all with their spare capacity
+/// and their own copies of the notes they say alike. Otherwise a `Vec`.
+#[derive(Default)]
+pub struct Findings {
+    list: Vec<Finding>,
+    texts: Texts,
+}
+
+impl Findings {
+    pub fn push(&mut self, mut f: Finding) {
+        self.texts.keep(&mut f);
+        self.list.push(f);
+    }
+
+    pub fn extend(&mut self, fs: impl IntoIterator<Item = Finding>) {
+        for f in fs {
+            self.push(f);
+        }
+    }
+}
+
+impl std::ops::Deref for Findings {
+    type Target = Vec<Finding>;
+    fn deref(&self) -> &Vec<Finding> {
+        &self.list
+    }
+}
+
+impl std::ops::DerefMut for Findings {
+    fn deref_mut(&mut self) -> &mut Vec<Finding> {
+        &mut self.list
     }
 }
 

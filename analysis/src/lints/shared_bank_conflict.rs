@@ -4,7 +4,7 @@
 //! Owns: the decision and the message (degree, stride, padding advice).
 
 use super::uncoalesced_global_access::describe_addresses;
-use super::{Finding, LintCx, Metric};
+use super::{Findings, LintCx, Metric};
 use crate::ir::inst::Space;
 
 declare_lint! {
@@ -42,7 +42,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     for x in &cx.facts.accesses {
         let (a, Some(p)) = (&x.access, &x.prediction) else { continue };
         if a.space != Space::Shared || p.conflict.0 < 2 {

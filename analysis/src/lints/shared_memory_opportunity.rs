@@ -7,7 +7,7 @@
 //! block requests with its footprint, from per-thread addresses evaluated
 //! with the same values for every load (so relative offsets are exact).
 
-use super::{Finding, LintCx, Metric};
+use super::{Findings, LintCx, Metric};
 use crate::divergence::eval::{EvalErr, Evaluator};
 use crate::ir::inst::{AccessKind, Space};
 use crate::ir::ValueId;
@@ -43,7 +43,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let (f, d, shape) = (cx.facts.f, cx.facts.d, cx.facts.shape);
     let accesses = &cx.facts.accesses;
     let mut groups: BTreeMap<ValueId, Vec<usize>> = BTreeMap::new();

@@ -4,7 +4,7 @@
 //! `global_memory_race`. The detection is `crate::races`, read from the
 //! facts.
 
-use super::{Finding, Lint, LintCx};
+use super::{Findings, Lint, LintCx};
 use crate::ir::inst::{AccessKind, Space};
 use crate::ir::loops::Trips;
 use crate::races::param::ParamCondition;
@@ -95,12 +95,12 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     report(cx, Space::Shared, &SHARED_MEMORY_RACE, out);
 }
 
 /// One finding per racing pair in `space` (shared with `global_memory_race`).
-pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Vec<Finding>) {
+pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint, out: &mut Findings) {
     // the name of each first access's base (many races share one)
     let mut bases: rustc_hash::FxHashMap<usize, std::sync::Arc<str>> = Default::default();
     // the texts the compiler's copies of one race say alike (they differ in their

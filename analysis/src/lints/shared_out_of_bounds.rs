@@ -4,7 +4,7 @@
 //! detection is `crate::facts::bounds`, read from the facts; owns the
 //! message.
 
-use super::{Finding, LintCx};
+use super::{Findings, LintCx};
 use crate::ir::inst::{AccessKind, Space};
 
 declare_lint! {
@@ -74,7 +74,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     for o in &cx.facts.out_of_bounds {
         // offsets a guessed value decides (a loop counter, a loaded value) are no finding: only a
         // parameter's sample is a condition the user can declare

@@ -6,7 +6,7 @@
 //! Owns: the message. The prediction is `crate::memory`
 //! (`Prediction::runtime_stride`), read from the facts.
 
-use super::{Finding, LintCx, Metric, Text};
+use super::{Findings, LintCx, Metric, Text};
 use crate::memory::SECTOR;
 
 declare_lint! {
@@ -47,7 +47,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     for x in &cx.facts.accesses {
         let (a, Some(p)) = (&x.access, &x.prediction) else { continue };
         let Some(rs) = p.runtime_stride else { continue };

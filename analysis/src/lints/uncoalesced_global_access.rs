@@ -4,7 +4,7 @@
 //! Owns: the decision and the message (numbers and the index in thread
 //! terms). The prediction itself is `crate::memory`, read from the facts.
 
-use super::{Finding, LintCx, Metric};
+use super::{Finding, Findings, LintCx, Metric};
 use crate::ir::inst::Space;
 use crate::memory::{Access, Method, Prediction};
 
@@ -116,7 +116,7 @@ pub fn describe_strides(strides: [i64; 3], width: u32, shape_dims: [u32; 3]) -> 
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let shape = cx.facts.shape;
     let mut reported: Vec<(&crate::memory::AccessFact, &Access, &Prediction)> = Vec::new();
     for x in &cx.facts.accesses {

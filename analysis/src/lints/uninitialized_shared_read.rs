@@ -2,7 +2,7 @@
 //! thread of the block writes, for some thread. The detection is
 //! `crate::facts::uninit`, read from the facts; owns the message.
 
-use super::{Finding, LintCx};
+use super::{Findings, LintCx};
 
 declare_lint! {
     /// ### What it does
@@ -72,7 +72,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     let f = cx.facts.f;
     // offsets or guards a guessed value decides (a loop counter, a loaded value) are no
     // finding: only a parameter's sample is a condition the user can declare

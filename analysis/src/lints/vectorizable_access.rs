@@ -4,7 +4,7 @@
 //! Owns: the message. The grouping is `crate::memory::footprint`, read from
 //! the facts.
 
-use super::{Finding, LintCx, Metric};
+use super::{Findings, LintCx, Metric};
 
 declare_lint! {
     /// ### What it does
@@ -36,7 +36,7 @@ declare_lint! {
     }
 }
 
-pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Vec<Finding>) {
+pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
     for g in &cx.facts.groups {
         let Some(n) = g.vector else { continue };
         let first = &cx.facts.accesses[g.members[0]].access;

@@ -160,6 +160,10 @@ fn footprint(ev: &Evals<'_, '_>, accesses: &[AccessFact], members: Vec<usize>, l
     })
 }
 
+/// A warp's byte ranges are merged into their union once there are this
+/// many (what is counted is the union's: [`crate::model::merge_in_place`]).
+const MERGE_FROM: usize = 1024;
+
 /// Per warp: (sectors of the union, sectors the bytes need, bytes used).
 fn warps(ev: &Evals<'_, '_>, addrs: &[Member<'_>], widths: &[i64]) -> Vec<(u32, u32, u32)> {
     let threads = ev.shape.threads();
@@ -168,9 +172,16 @@ fn warps(ev: &Evals<'_, '_>, addrs: &[Member<'_>], widths: &[i64]) -> Vec<(u32, 
     let (mut sectors, mut bytes): (Vec<i64>, Vec<(i64, i64)>) = (Vec::new(), Vec::new());
     for w in 0..threads.div_ceil(WARP) {
         bytes.clear();
+        // (a group of thousands of members: its ranges merged as they come, the list as long
+        // as their union rather than a range per member and lane)
+        let mut merge_at = MERGE_FROM;
         for (m, a) in addrs.iter().enumerate() {
             for addr in (w * WARP..((w + 1) * WARP).min(threads)).filter_map(|t| a.get(t)) {
                 bytes.push((addr, addr + widths[m]));
+            }
+            if bytes.len() >= merge_at {
+                crate::model::merge_in_place(&mut bytes);
+                merge_at = (2 * bytes.len()).max(MERGE_FROM);
             }
         }
         if bytes.is_empty() {

@@ -174,7 +174,9 @@ pub struct AccessFact {
 /// The global and shared memory accesses of a function (not those whose
 /// address a device function computes from its arguments: see
 /// [`from_arguments`]).
-pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
+/// (Given one at a time: a caller that makes more of each does not hold
+/// the list of them beside its own.)
+pub fn accesses<'f>(f: &'f FunctionIr<'_>, d: &'f Divergence) -> impl Iterator<Item = Access> + 'f {
     accesses_in(f, d, accesses_of(f))
 }
 
@@ -182,29 +184,31 @@ pub fn accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
 /// arrays the compiler could not keep in registers), as [`accesses`] gives
 /// the others.
 pub fn local_accesses(f: &FunctionIr<'_>, d: &Divergence) -> Vec<Access> {
-    accesses_in(f, d, memory_operands(f, |s| s == Space::Local))
+    accesses_in(f, d, memory_operands(f, |s| s == Space::Local)).collect()
 }
 
-fn accesses_in(f: &FunctionIr<'_>, d: &Divergence, of: impl Iterator<Item = (InstId, usize)>) -> Vec<Access> {
+fn accesses_in<'f>(
+    f: &'f FunctionIr<'_>,
+    d: &'f Divergence,
+    of: impl Iterator<Item = (InstId, usize)> + 'f,
+) -> impl Iterator<Item = Access> + 'f {
     let args = from_arguments(f, d);
-    of.filter(|&(i, k)| !f.operand_value(i, k).zip(args.as_ref()).is_some_and(|(v, a)| a.contains(v.index())))
-        .filter_map(|(i, k)| {
-            let inst = &f.insts[i];
-            let Some(Operand::Addr(a)) = inst.operand(k) else { return None };
-            let addr = d.operand(f, i, &inst.operands()[k]);
-            let (kind, (space, assumed)) = (inst.access()?, f.spaces.analysed(f, i));
-            Some(Access {
-                inst: i,
-                kind,
-                space,
-                assumed,
-                width: inst.access_width(),
-                addr,
-                addr_value: f.operand_value(i, k),
-                offset: a.offset,
-            })
+    of.filter(move |&(i, k)| !f.operand_value(i, k).zip(args.as_ref()).is_some_and(|(v, a)| a.contains(v.index()))).filter_map(|(i, k)| {
+        let inst = &f.insts[i];
+        let Some(Operand::Addr(a)) = inst.operand(k) else { return None };
+        let addr = d.operand(f, i, &inst.operands()[k]);
+        let (kind, (space, assumed)) = (inst.access()?, f.spaces.analysed(f, i));
+        Some(Access {
+            inst: i,
+            kind,
+            space,
+            assumed,
+            width: inst.access_width(),
+            addr,
+            addr_value: f.operand_value(i, k),
+            offset: a.offset,
         })
-        .collect()
+    })
 }
 
 /// In a device function, the values computed from its own parameters:
@@ -1445,7 +1449,7 @@ mod tests {
             let fs = crate::ir::lower(&m);
             let d = Divergence::analyze(&fs[0], &crate::divergence::Summaries::compute(&fs));
             let shape = Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
-            let accs = accesses(&fs[0], &d);
+            let accs: Vec<_> = accesses(&fs[0], &d).collect();
             assert_eq!(accs.len(), 4);
             let shared = Evals::new(&fs[0], &d, &shape);
             for a in &accs {

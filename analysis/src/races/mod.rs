@@ -531,7 +531,11 @@ pub fn find(
 ) -> Vec<Race> {
     let mut races = pairs_racing(evals, own, imported, active, barrier_call);
     let f = evals.f;
-    let sites: Vec<Access> = own.iter().chain(imported.iter().map(|x| &x.access)).cloned().collect();
+    // (the function's own accesses, and its callees' after them: copied only when there are such)
+    let sites: std::borrow::Cow<'_, [Access]> = match imported {
+        [] => own.into(),
+        _ => own.iter().chain(imported.iter().map(|x| &x.access)).cloned().collect::<Vec<_>>().into(),
+    };
     marks::attribute_to_barriers(f, skipped, &sites, barrier_call, &mut races);
     marks::mark_benign(f, evals.d, own, &mut races, None);
     marks::mark_next_iteration(f, &sites, barrier_call, &mut races);
