@@ -45,9 +45,10 @@ fn peak_memory_is_bounded_by_twenty_times_the_ptx() {
     // issue 28's cliff shapes at their sizes (one thread): 8,000 global load/store pairs at
     // 64-byte rows, one footprint group of 16,000 members whose byte ranges a warp's footprint
     // merged only at the end (28.9×, 26.3× merged as they come); 4,000 shared stores, each a
-    // bank conflict finding (62.8×, 57.0× with each finding kept as it lives once its pass
-    // gives it: no spare capacity, its notes shared with the others')
-    for (c, n, bound) in [(synth::Cliff::GlobalRowPairs, 8_000, 27.5), (synth::Cliff::SharedStores, 4_000, 60.0)] {
+    // bank conflict finding (62.8×; 57.0× with each finding kept as it lives once its pass
+    // gives it: no spare capacity, its notes shared with the others'; 51.6× with one
+    // block-shape note for them all)
+    for (c, n, bound) in [(synth::Cliff::GlobalRowPairs, 8_000, 27.5), (synth::Cliff::SharedStores, 4_000, 55.0)] {
         let src = synth::cliff(c, n);
         let x = peak(&src) as f64 / src.len() as f64;
         assert!(x <= bound, "{}: peak {x:.1}× the PTX (at most {bound}×)", c.name());

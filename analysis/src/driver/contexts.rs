@@ -354,6 +354,7 @@ fn note_contexts(f: &mut Finding, cxs: &[Context]) {
         // the block shape is the kernel's
         for n in f.notes.iter_mut() {
             if let lints::Text::Shape(s) = &mut n.text {
+                let s = std::sync::Arc::make_mut(s);
                 s.kernel = c.kernel.clone();
                 s.source = c.shape.source.clone();
             }

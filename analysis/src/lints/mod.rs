@@ -162,7 +162,7 @@ impl NoteKind {
 /// Texts that many findings say alike (a fix, a condition), each kept
 /// once and shared ([`Text::Plain`] is an `Arc`).
 #[derive(Default)]
-struct Texts(rustc_hash::FxHashSet<std::sync::Arc<str>>);
+struct Texts(rustc_hash::FxHashSet<std::sync::Arc<str>>, Option<std::sync::Arc<ShapeText>>);
 
 impl Texts {
     fn get(&mut self, t: &std::sync::Arc<str>) -> std::sync::Arc<str> {
@@ -179,8 +179,14 @@ impl Texts {
     fn keep(&mut self, f: &mut Finding) {
         f.shrink_to_fit();
         for n in f.notes.iter_mut() {
-            if let Text::Plain(t) = &mut n.text {
-                *t = self.get(t);
+            match &mut n.text {
+                Text::Plain(t) => *t = self.get(t),
+                // (a function's findings give one shape: the latest kept)
+                Text::Shape(s) => match &self.1 {
+                    Some(kept) if kept == s => *s = kept.clone(),
+                    _ => self.1 = Some(s.clone()),
+                },
+                _ => {}
             }
         }
     }
@@ -231,7 +237,7 @@ pub enum Text {
     /// `{before}{place}{after}`.
     At(Box<AtText>),
     /// The block shape used for a kernel and where it came from.
-    Shape(Box<ShapeText>),
+    Shape(std::sync::Arc<ShapeText>),
     /// The reported line is inlined into this outer frame.
     InlinedInto(SrcPos),
     /// The instruction comes from this inner frame, inlined at the reported line.
@@ -250,7 +256,7 @@ pub struct AtText {
     pub after: String,
 }
 
-/// [`Text::Shape`]'s parts.
+/// [`Text::Shape`]'s parts (shared by the findings of a function that say one).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ShapeText {
     pub kernel: std::sync::Arc<str>,
@@ -266,7 +272,7 @@ impl Text {
 
     /// The block shape used for `kernel` and where it came from.
     pub fn shape(kernel: std::sync::Arc<str>, block: [u32; 3], source: ShapeSource) -> Text {
-        Text::Shape(Box::new(ShapeText { kernel, block, source }))
+        Text::Shape(std::sync::Arc::new(ShapeText { kernel, block, source }))
     }
 }
 
