@@ -33,6 +33,9 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     /// Thread directions of each divergent branch per iteration, where
     /// known (`None`: not evaluable in any thread).
     directions: FxHashMap<(BlockId, usize), Option<Known>>,
+    /// Every distinct list in `directions`, kept once: many branches
+    /// split the threads alike (`t & 1`, `t < n`).
+    distinct_directions: rustc_hash::FxHashSet<Known>,
     /// Blocks reachable from each branch's taken side and from its other side.
     sides: FxHashMap<usize, Rc<Sides>>,
     /// The evaluable branches (indices) controlling each block.
@@ -109,6 +112,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             evals,
             branches,
             directions: FxHashMap::default(),
+            distinct_directions: Default::default(),
             sides: FxHashMap::default(),
             controllers: None,
             on_the_way: FxHashMap::default(),
@@ -143,19 +147,26 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             Some(vals) if !vals.contains(br.cond.index()) => [0; 3],
             _ => self.ctaid,
         };
-        self.directions
-            .entry((br.block, iteration))
-            .or_insert_with(|| {
-                let q = Query { leading: None, ctaid, scalar: None, iteration, pin: None };
-                let side = |c: i64| (c != 0) != br.negated;
-                // known in every thread (most conditions): read as it is, not first made a list of
-                // values each known (`eval_partial` gives those where it is not)
-                match evals.eval(br.cond, q) {
-                    Some(c) => (!c.is_empty()).then(|| Rc::new(c.iter().map(|&c| Some(side(c))).collect())),
-                    None => evals.eval_partial(br.cond, q).map(|c| Rc::new(c.iter().map(|c| c.map(side)).collect())),
-                }
-            })
-            .clone()
+        if let Some(known) = self.directions.get(&(br.block, iteration)) {
+            return known.clone();
+        }
+        let q = Query { leading: None, ctaid, scalar: None, iteration, pin: None };
+        let side = |c: i64| (c != 0) != br.negated;
+        // known in every thread (most conditions): read as it is, not first made a list of
+        // values each known (`eval_partial` gives those where it is not)
+        let known: Option<Known> = match evals.eval(br.cond, q) {
+            Some(c) => (!c.is_empty()).then(|| Rc::new(c.iter().map(|&c| Some(side(c))).collect())),
+            None => evals.eval_partial(br.cond, q).map(|c| Rc::new(c.iter().map(|c| c.map(side)).collect())),
+        };
+        let known = known.map(|k| match self.distinct_directions.get(&k) {
+            Some(same) => same.clone(),
+            None => {
+                self.distinct_directions.insert(k.clone());
+                k
+            }
+        });
+        self.directions.insert((br.block, iteration), known.clone());
+        known
     }
 
     /// Blocks reachable from branch `k`'s taken side and from its other
@@ -340,7 +351,12 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
     pub fn forget_later_directions(&mut self, k: usize, iterations: usize) {
         let b = self.branches[k].br.block;
         for it in 1..iterations {
-            self.directions.remove(&(b, it));
+            // (a list no other direction holds, nor a caller, leaves the distinct ones too)
+            if let Some(Some(k)) = self.directions.remove(&(b, it)) {
+                if Rc::strong_count(&k) <= 2 {
+                    self.distinct_directions.remove(&k);
+                }
+            }
         }
     }
 

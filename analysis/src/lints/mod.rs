@@ -56,10 +56,10 @@ macro_rules! lints {
                     );
                 }
             )?)*
-            // (a pass that changed a finding after giving it: what it added, kept as the others)
-            let Findings { mut list, mut texts } = out;
-            for f in list.iter_mut() {
-                texts.keep(f);
+            // (the findings a pass changed after giving them: what it added, kept as the others)
+            let Findings { mut list, mut texts, changed } = out;
+            for k in changed {
+                texts.keep(&mut list[k]);
             }
             debug_assert!(list.iter().all(|f| registry::is_registered(f.lint)), "a finding names an unregistered lint");
             list
@@ -195,17 +195,26 @@ impl Texts {
 /// The findings the passes give for one function, each kept as it lives
 /// until the report is printed as it is given ([`Texts::keep`]): a pass
 /// that finds thousands does not hold them all with their spare capacity
-/// and their own copies of the notes they say alike. Otherwise a `Vec`.
+/// and their own copies of the notes they say alike. Read as a `Vec`.
 #[derive(Default)]
 pub struct Findings {
     list: Vec<Finding>,
     texts: Texts,
+    /// Those a pass changed after giving them ([`Self::get_mut`]).
+    changed: Vec<usize>,
 }
 
 impl Findings {
     pub fn push(&mut self, mut f: Finding) {
         self.texts.keep(&mut f);
         self.list.push(f);
+    }
+
+    /// Finding `k`, to change (kept again once the passes are done).
+    pub fn get_mut(&mut self, k: usize) -> Option<&mut Finding> {
+        let f = self.list.get_mut(k)?;
+        self.changed.push(k);
+        Some(f)
     }
 
     pub fn extend(&mut self, fs: impl IntoIterator<Item = Finding>) {
@@ -219,12 +228,6 @@ impl std::ops::Deref for Findings {
     type Target = Vec<Finding>;
     fn deref(&self) -> &Vec<Finding> {
         &self.list
-    }
-}
-
-impl std::ops::DerefMut for Findings {
-    fn deref_mut(&mut self) -> &mut Vec<Finding> {
-        &mut self.list
     }
 }
 
