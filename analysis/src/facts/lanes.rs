@@ -352,9 +352,9 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
         let b = self.branches[k].br.block;
         for it in 1..iterations {
             // (a list no other direction holds, nor a caller, leaves the distinct ones too)
-            if let Some(Some(k)) = self.directions.remove(&(b, it)) {
-                if Rc::strong_count(&k) <= 2 {
-                    self.distinct_directions.remove(&k);
+            if let Some(Some(list)) = self.directions.remove(&(b, it)) {
+                if Rc::strong_count(&list) <= 2 {
+                    self.distinct_directions.remove(&list);
                 }
             }
         }

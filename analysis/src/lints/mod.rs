@@ -159,17 +159,22 @@ impl NoteKind {
     }
 }
 
-/// Texts that many findings say alike (a fix, a condition), each kept
-/// once and shared ([`Text::Plain`] is an `Arc`).
+/// Texts that many findings say alike (a fix, a condition, the block
+/// shape), each kept once and shared ([`Text::Plain`] and
+/// [`Text::Shape`] are `Arc`s).
 #[derive(Default)]
-struct Texts(rustc_hash::FxHashSet<std::sync::Arc<str>>, Option<std::sync::Arc<ShapeText>>);
+struct Texts {
+    plain: rustc_hash::FxHashSet<std::sync::Arc<str>>,
+    /// The latest block-shape note kept (a function's findings give one).
+    shape: Option<std::sync::Arc<ShapeText>>,
+}
 
 impl Texts {
     fn get(&mut self, t: &std::sync::Arc<str>) -> std::sync::Arc<str> {
-        if let Some(same) = self.0.get(&**t) {
+        if let Some(same) = self.plain.get(&**t) {
             return same.clone();
         }
-        self.0.insert(t.clone());
+        self.plain.insert(t.clone());
         t.clone()
     }
 
@@ -181,10 +186,9 @@ impl Texts {
         for n in f.notes.iter_mut() {
             match &mut n.text {
                 Text::Plain(t) => *t = self.get(t),
-                // (a function's findings give one shape: the latest kept)
-                Text::Shape(s) => match &self.1 {
+                Text::Shape(s) => match &self.shape {
                     Some(kept) if kept == s => *s = kept.clone(),
-                    _ => self.1 = Some(s.clone()),
+                    _ => self.shape = Some(s.clone()),
                 },
                 _ => {}
             }
