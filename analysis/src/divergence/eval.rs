@@ -123,6 +123,9 @@ struct Same {
     /// thousands of values, and its evaluators (of other samples, of the
     /// first iteration) many of the same.
     lists: crate::ir::entity::Shared<Rc<Vec<i64>>>,
+    /// The per-thread directions of the branches split exactly, each once
+    /// ([`Evaluator::kept_directions`]).
+    directions: rustc_hash::FxHashSet<Rc<[bool]>>,
     /// Stepped loop counters at the latest iteration computed, by counter
     /// and the lists of its start and step ([`Evaluator::induction`]): an
     /// evaluator of iteration `n` steps the counter on from an earlier
@@ -682,6 +685,20 @@ impl<'f, 'a> Evaluator<'f, 'a> {
         let v = all.then(|| self.widen(lanes, Leaves::none()));
         self.same.0.borrow_mut().specials.insert(s, v.clone());
         v
+    }
+
+    /// `taken`, or the same directions of threads kept before: a
+    /// function's thread-dependent branches mostly split the threads
+    /// alike.
+    pub fn kept_directions(&self, taken: Rc<[bool]>) -> Rc<[bool]> {
+        let mut same = self.same.0.borrow_mut();
+        match same.directions.get(&taken) {
+            Some(kept) => kept.clone(),
+            None => {
+                same.directions.insert(taken.clone());
+                taken
+            }
+        }
     }
 
     /// Forget the kept lists no value holds any more.

@@ -24,7 +24,7 @@ pub enum Split {
     /// Evaluated for every thread. `taken[t]`: thread t takes the branch;
     /// `witness`: the uniform values sampled for it (none: it holds for
     /// every value), each with its sample.
-    Exact { split: usize, single_lane: bool, taken: Vec<bool>, witness: Vec<(ValueId, i64)> },
+    Exact { split: usize, single_lane: bool, taken: std::rc::Rc<[bool]>, witness: Vec<(ValueId, i64)> },
     /// Condition `affine(tid) CMP unknown`: worst case over thresholds.
     Bounded { split: usize, single_lane: bool },
     /// Loop exit whose iteration count differs between lanes of a warp.
@@ -212,10 +212,14 @@ fn exact(f: &FunctionIr<'_>, br: &DivBranch, ev: &mut Evaluator<'_, '_>) -> Resu
                     _ => false,
                 };
                 if better {
-                    best = Some(Split::Exact { split, single_lane, taken, witness });
+                    best = Some(Split::Exact { split, single_lane, taken: taken.into(), witness });
                 }
             }
         }
+    }
+    // (the directions kept, those alike once)
+    if let Some(Split::Exact { taken, .. }) = &mut best {
+        *taken = ev.kept_directions(taken.clone());
     }
     best.ok_or(EvalErr::Opaque)
 }
