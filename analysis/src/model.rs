@@ -179,9 +179,9 @@ pub fn covered_bytes(ranges: &mut [(i64, i64)]) -> i64 {
 /// The byte ranges `[start, end)` merged where they overlap or touch,
 /// sorted.
 pub fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
-    let mut out = Vec::new();
-    merge_each(&mut ranges, |r| out.push(r));
-    out
+    let n = merge_sorted(&mut ranges);
+    ranges.truncate(n);
+    ranges
 }
 
 /// Replace `ranges` by the ranges of their union, sorted (ranges that
@@ -215,6 +215,20 @@ pub fn merge_in_place(ranges: &mut Vec<(i64, i64)>) {
         ranges.extend(start.map(|s| (base + s as i64, base + end as i64)));
         return;
     }
+    let n = merge_sorted(ranges);
+    ranges.truncate(n);
+}
+
+/// Sort `ranges` and give each range of their union, in order (ranges
+/// that overlap or touch are one).
+fn merge_each(ranges: &mut [(i64, i64)], each: impl FnMut((i64, i64))) {
+    let n = merge_sorted(ranges);
+    ranges[..n].iter().copied().for_each(each);
+}
+
+/// Sort `ranges` and put the ranges of their union first, in order
+/// (ranges that overlap or touch are one): how many there are.
+fn merge_sorted(ranges: &mut [(i64, i64)]) -> usize {
     ranges.sort_unstable();
     let mut n = 0;
     for k in 0..ranges.len() {
@@ -226,25 +240,7 @@ pub fn merge_in_place(ranges: &mut Vec<(i64, i64)>) {
             n += 1;
         }
     }
-    ranges.truncate(n);
-}
-
-/// Sort `ranges` and give each range of their union, in order (ranges
-/// that overlap or touch are one).
-fn merge_each(ranges: &mut [(i64, i64)], mut each: impl FnMut((i64, i64))) {
-    ranges.sort_unstable();
-    let mut cur: Option<(i64, i64)> = None;
-    for &(s, e) in ranges.iter() {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some(done) => {
-                each(done);
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    cur.into_iter().for_each(each);
+    n
 }
 
 /// Sectors touched and sectors ideal (the same bytes, contiguous and

@@ -125,7 +125,7 @@ struct Same {
     lists: crate::ir::entity::Shared<Rc<Vec<i64>>>,
     /// The per-thread directions of the branches split exactly, each once
     /// ([`Evaluator::kept_directions`]).
-    directions: rustc_hash::FxHashSet<Rc<[bool]>>,
+    directions: crate::ir::entity::Shared<Rc<[bool]>>,
     /// Stepped loop counters at the latest iteration computed, by counter
     /// and the lists of its start and step ([`Evaluator::induction`]): an
     /// evaluator of iteration `n` steps the counter on from an earlier
@@ -691,14 +691,7 @@ impl<'f, 'a> Evaluator<'f, 'a> {
     /// function's thread-dependent branches mostly split the threads
     /// alike.
     pub fn kept_directions(&self, taken: Rc<[bool]>) -> Rc<[bool]> {
-        let mut same = self.same.0.borrow_mut();
-        match same.directions.get(&taken) {
-            Some(kept) => kept.clone(),
-            None => {
-                same.directions.insert(taken.clone());
-                taken
-            }
-        }
+        self.same.0.borrow_mut().directions.share(taken)
     }
 
     /// Forget the kept lists no value holds any more.

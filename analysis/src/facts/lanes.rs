@@ -35,7 +35,7 @@ pub(super) struct Lanes<'f, 'a, 'b> {
     directions: FxHashMap<(BlockId, usize), Option<Known>>,
     /// Every distinct list in `directions`, kept once: many branches
     /// split the threads alike (`t & 1`, `t < n`).
-    distinct_directions: rustc_hash::FxHashSet<Known>,
+    distinct_directions: crate::ir::entity::Shared<Known>,
     /// Blocks reachable from each branch's taken side and from its other side.
     sides: FxHashMap<usize, Rc<Sides>>,
     /// The evaluable branches (indices) controlling each block.
@@ -158,13 +158,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             Some(c) => (!c.is_empty()).then(|| Rc::new(c.iter().map(|&c| Some(side(c))).collect())),
             None => evals.eval_partial(br.cond, q).map(|c| Rc::new(c.iter().map(|c| c.map(side)).collect())),
         };
-        let known = known.map(|k| match self.distinct_directions.get(&k) {
-            Some(same) => same.clone(),
-            None => {
-                self.distinct_directions.insert(k.clone());
-                k
-            }
-        });
+        let known = known.map(|k| self.distinct_directions.share(k));
         self.directions.insert((br.block, iteration), known.clone());
         known
     }
@@ -354,7 +348,7 @@ impl<'f, 'a, 'b> Lanes<'f, 'a, 'b> {
             // (a list no other direction holds, nor a caller, leaves the distinct ones too)
             if let Some(Some(list)) = self.directions.remove(&(b, it)) {
                 if Rc::strong_count(&list) <= 2 {
-                    self.distinct_directions.remove(&list);
+                    self.distinct_directions.forget(&list);
                 }
             }
         }

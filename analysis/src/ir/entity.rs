@@ -279,6 +279,17 @@ mod tests {
         let mut lists: Shared<Rc<[(i64, usize)]>> = Shared::default();
         let p = lists.share(pairs.clone());
         assert!(Rc::ptr_eq(&p, &lists.share(pairs.iter().copied().collect())));
+        // a table forgotten is no longer given for an equal one; an equal one not kept
+        // forgets nothing
+        let ways: Rc<[Option<bool>]> = (0..64).map(|t| (t % 3 != 0).then_some(t % 2 == 0)).collect();
+        let mut directions: Shared<Rc<[Option<bool>]>> = Shared::default();
+        let kept = directions.share(ways.clone());
+        let equal: Rc<[Option<bool>]> = ways.iter().copied().collect();
+        directions.forget(&equal);
+        assert!(Rc::ptr_eq(&kept, &directions.share(equal.clone())));
+        directions.forget(&kept);
+        assert!(directions.is_empty());
+        assert!(Rc::ptr_eq(&equal, &directions.share(equal.clone())));
     }
 
     #[test]
@@ -335,6 +346,20 @@ impl<P: Clone + std::ops::Deref> Shared<P> {
         self.0.is_empty()
     }
 
+    /// Stop keeping `p` itself (not another value equal to it).
+    pub fn forget<T: Cell>(&mut self, p: &P)
+    where
+        P::Target: AsRef<[T]>,
+    {
+        let d = digest((**p).as_ref());
+        if let Some(kept) = self.0.get_mut(&d) {
+            kept.retain(|x| !std::ptr::eq(&**x, &**p));
+            if kept.is_empty() {
+                self.0.remove(&d);
+            }
+        }
+    }
+
     /// Keep only the values `keep` says are still wanted.
     pub fn retain(&mut self, keep: impl Fn(&P) -> bool) {
         self.0.retain(|_, kept| {
@@ -352,6 +377,20 @@ pub trait Cell: Copy + PartialEq {
 impl Cell for i64 {
     fn bits(self) -> u64 {
         self as u64
+    }
+}
+
+/// (Whether a thread takes a branch.)
+impl Cell for bool {
+    fn bits(self) -> u64 {
+        self as u64
+    }
+}
+
+/// (Whether a thread takes a branch, where that is known.)
+impl Cell for Option<bool> {
+    fn bits(self) -> u64 {
+        self.map_or(2, |b| b as u64)
     }
 }
 

@@ -4,7 +4,8 @@
 //! registry (`LINTS`) and the pass list (`run`).
 //!
 //! Adding a lint: write `lints/NAME.rs` with a `declare_lint!` block and a
-//! `check(cx, out)` function, and add one line to the list (it declares
+//! `check(cx, out)` function (`out`: the [`Findings`] it gives, each kept
+//! as it lives once given), and add one line to the list (it declares
 //! the module too). The README's
 //! lint table is checked against the registry by a test; a finding naming
 //! an unregistered lint fails every test that produces one.
