@@ -17,7 +17,9 @@
 //! the finding names, else the declared ones, else the analysis's sample
 //! ([`crate::memory::SCALAR_SAMPLE`]); pointer parameters point into the
 //! middle of zero-filled buffers (larger ones when the first run leaves
-//! them). Findings of one kernel with the same launch share one run.
+//! them). Findings of one kernel with the same launch share one run; a run
+//! of one block stops at the barrier by which it has seen every one of them
+//! ([`interp::Run::until`]).
 //!
 //! Owns: turning a witness into a launch, and judging what the run saw.
 //! Does not own: the witnesses (`crate::lints`, from `crate::facts`),
@@ -177,7 +179,7 @@ fn replay_kernel<'a>(
             out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             continue;
         }
-        let result = run(module, &lowered, k, &plan, &blocks, share);
+        let result = run(module, &lowered, k, &plan, &blocks, &ws, share);
         let used = match &result {
             Ok(obs) => obs.warp_insts,
             // a fault stops the run where it is: what ran until then
@@ -345,12 +347,13 @@ fn run(
     k: &Kernel,
     plan: &Plan,
     blocks: &[u64],
+    ws: &[(usize, &Witness)],
     budget: u64,
 ) -> Result<Observed, InterpError> {
     let f = lowered.kernel();
     let fields = param_fields(f);
     let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: k.dynamic_shared.unwrap_or(DYNAMIC_SHARED) };
-    let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, ..interp::Run::default() };
+    let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, until: sought(ws), ..interp::Run::default() };
     let mut last = None;
     for side in BUFFER_SIDES {
         let mut mem = Global::default();
@@ -363,6 +366,24 @@ fn run(
         }
     }
     Err(last.expect("a run was made"))
+}
+
+/// What a run of the witnesses `ws` looks for, each as [`observed`] judges
+/// it shown: the run stops once it has seen them all. A race between
+/// blocks is seen only once both blocks have run: with one, nothing is
+/// looked for, and the run goes to its end.
+fn sought(ws: &[(usize, &Witness)]) -> Vec<interp::Sighting> {
+    let key = |s: &(usize, usize)| SiteKey { func: s.0, inst: s.1 };
+    ws.iter()
+        .map(|(_, w)| match w {
+            Witness::Race { sites: [a, b], other: None } => Some(interp::Sighting::Race(key(a), key(b))),
+            Witness::Race { other: Some(_), .. } => None,
+            Witness::Barrier { site, call, .. } => Some(interp::Sighting::PartialBarrier(key(site), *call)),
+            Witness::Bounds { site } => Some(interp::Sighting::OutOfBounds(key(site))),
+            Witness::Uninit { site } => Some(interp::Sighting::Uninitialized(key(site))),
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
 }
 
 /// A field of a parameter the kernel reads (the whole parameter at offset

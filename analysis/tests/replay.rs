@@ -75,6 +75,28 @@ $L_loop:
 $L_end:
     ret;
 }
+
+// the race of `race`, then a barrier, then a loop longer than any replay budget
+.visible .entry early(.param .u64 early_param_0) .reqntid 256, 1, 1 {
+    .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<8>;
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd1, s;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.shared.u32 [%rd3], %r1;
+    ld.shared.u32 %r2, [%rd3+4];
+    bar.sync 0;
+    mov.u32 %r3, 0;
+$L_loop:
+    add.u32 %r3, %r3, 1;
+    setp.lt.u32 %p1, %r3, 100000000;
+    @%p1 bra $L_loop;
+    ld.param.u64 %rd4, [early_param_0];
+    cvta.to.global.u64 %rd5, %rd4;
+    add.s64 %rd6, %rd5, %rd2;
+    st.global.u32 [%rd6], %r2;
+    ret;
+}
 "#;
 
 fn findings(replay: bool) -> Vec<Finding> {
@@ -107,18 +129,50 @@ fn a_run_that_runs_out_of_budget_proves_nothing() {
 }
 
 /// The replay of `fd` alone, in kernel `kernel` of [`KERNELS`].
-fn replayed(mut fd: Finding, kernel: &str) -> Finding {
+fn replayed(fd: Finding, kernel: &str) -> Finding {
+    replayed_in_turn(vec![(fd, kernel)]).pop().expect("one finding")
+}
+
+/// The replays of findings (each in its kernel of [`KERNELS`]) in the
+/// order given, sharing one small module's budget.
+fn replayed_in_turn(fds: Vec<(Finding, &str)>) -> Vec<Finding> {
     let m = ptx::parse(KERNELS).expect("parses");
     let mcx = ir::ModuleCx::new(&m);
-    let index = m.functions.iter().position(|f| f.name == kernel).expect("the kernel");
-    let f = &m.functions[index];
-    let k =
-        replay::Kernel { index, block: [256, 1, 1], grid: None, declared: vec![None; f.params.len()], names: vec![], dynamic_shared: None };
-    fd.replay = Replay::NotRun;
-    fd.notes.clear();
-    let mut one = vec![fd];
-    replay::replay(&m, &mcx, &[k], &mut one, 100);
-    one.pop().expect("one finding")
+    let mut kernels = Vec::new();
+    let mut all = Vec::new();
+    for (mut fd, kernel) in fds {
+        let index = m.functions.iter().position(|f| f.name == kernel).expect("the kernel");
+        let f = &m.functions[index];
+        let declared = vec![None; f.params.len()];
+        kernels.push(replay::Kernel { index, block: [256, 1, 1], grid: None, declared, names: vec![], dynamic_shared: None });
+        fd.replay = Replay::NotRun;
+        fd.notes.clear();
+        all.push(fd);
+    }
+    replay::replay(&m, &mcx, &kernels, &mut all, 100);
+    all
+}
+
+#[test]
+fn a_run_stops_once_it_has_seen_its_witnesses() {
+    // the race in `early` is seen at the barrier after it: the loop after that, longer than
+    // the module's replay budget, is not run, and `half`'s run after it has the budget it needs
+    let fs = findings(false);
+    let race = of(&fs, "shared_memory_race", "early").clone();
+    let bar = of(&fs, "barrier_divergence", "half").clone();
+    let out = replayed_in_turn(vec![(race.clone(), "early"), (bar.clone(), "half")]);
+    assert!(out.iter().all(|f| matches!(&f.replay, Replay::Reproduced { partner: false, .. })), "{out:#?}");
+    // a run that looks for a race it does not see (the global store after the loop, with
+    // itself) goes on, and uses the budget: `half`'s is not run
+    let m = ptx::parse(KERNELS).expect("parses");
+    let index = m.functions.iter().position(|f| f.name == "early").expect("the kernel");
+    let f = ir::lower_one(&m, index, &ir::ModuleCx::new(&m));
+    let store = f.insts.iter().rposition(|i| i.access() == Some(ir::inst::AccessKind::Store)).expect("the global store");
+    let mut other = race;
+    other.witness = Some(Witness::Race { sites: [(index, store), (index, store)], other: None });
+    let out = replayed_in_turn(vec![(other, "early"), (bar, "half")]);
+    assert!(matches!(&out[0].replay, Replay::Unable(why) if why.contains("replay budget")), "{:?}", out[0].replay);
+    assert!(matches!(&out[1].replay, Replay::Unable(why) if why.contains("used their budget")), "{:?}", out[1].replay);
 }
 
 #[test]

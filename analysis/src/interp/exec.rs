@@ -281,9 +281,48 @@ struct Kernel<'p> {
     started: std::time::Instant,
     progress: Option<super::Progress>,
     time_limit: Option<std::time::Duration>,
+    /// What a one-block run stops at once it has seen all of it
+    /// ([`super::Run::until`]), by site key; empty: none.
+    until: Vec<Sought>,
+}
+
+/// A [`super::Sighting`] by site keys.
+#[derive(Clone, Copy)]
+enum Sought {
+    Race(usize, usize),
+    PartialBarrier(usize, bool),
+    OutOfBounds(usize),
+    Uninitialized(usize),
 }
 
 impl Kernel<'_> {
+    /// Whether the block has seen everything the run looks for (nothing
+    /// when it looks for nothing).
+    fn saw_all_sought(&self, obs: &Tally, shadow: &Shadow) -> bool {
+        use crate::races::RaceKind::*;
+        let partial =
+            |x: &usize| obs.barriers.get(x).is_some_and(|b| b.partial > 0) || obs.divergent_barriers.get(x).is_some_and(|&n| n > 0);
+        !self.until.is_empty()
+            && self.until.iter().all(|s| match *s {
+                Sought::Race(a, b) => [(a, b), (b, a)].iter().any(|&(x, y)| {
+                    [false, true].iter().any(|&shared| {
+                        [ReadAfterWrite, WriteAfterRead, WriteAfterWrite].iter().any(|&k| shadow.races.contains_key(&(shared, k, x, y)))
+                    })
+                }),
+                Sought::PartialBarrier(at, callees) => {
+                    partial(&at)
+                        || (callees
+                            && obs
+                                .barriers
+                                .keys()
+                                .chain(obs.divergent_barriers.keys())
+                                .any(|x| self.keys[*x].func != self.entry && partial(x)))
+                }
+                Sought::OutOfBounds(at) => obs.out_of_bounds.contains_key(&at),
+                Sought::Uninitialized(at) => obs.uninitialized.contains_key(&at),
+            })
+    }
+
     /// A block finished: say so, and stop a launch past its time limit
     /// (or one its rate so far says would be).
     fn block_done(&self) -> Result<(), InterpError> {
@@ -515,7 +554,7 @@ pub fn run(
     let dense: FxHashMap<SiteKey, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let group_of: FxHashMap<usize, usize> =
         groups.iter().enumerate().flat_map(|(g, members)| members.iter().filter_map(|m| dense.get(m)).map(move |&d| (d, g))).collect();
-    let k = Kernel {
+    let mut k = Kernel {
         progs,
         entry: index,
         bases,
@@ -535,11 +574,29 @@ pub fn run(
         started: std::time::Instant::now(),
         progress: how.progress.clone(),
         time_limit: how.time_limit,
+        until: Vec::new(),
     };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
     // a kernel that reads the grid workspace synchronises its grid (`grid.sync()`): its blocks run in phases
     let cooperative = k.progs.values().any(|p| p.specials.iter().any(|(_, s)| matches!(s, crate::ir::inst::Special::GridWorkspace { .. })));
+    // (only a run of one block stops at what it looks for: another block's part is not seen until it runs)
+    let one_block = !cooperative && how.blocks.as_ref().map_or(nblocks == 1, |b| b.len() == 1);
+    if one_block {
+        let at = |s: &SiteKey| dense.get(s).copied();
+        // (one it cannot see, at an instruction the run does not execute, and it goes to its end)
+        k.until = how
+            .until
+            .iter()
+            .map(|s| match s {
+                super::Sighting::Race(a, b) => Some(Sought::Race(at(a)?, at(b)?)),
+                super::Sighting::PartialBarrier(a, callees) => Some(Sought::PartialBarrier(at(a)?, *callees)),
+                super::Sighting::OutOfBounds(a) => Some(Sought::OutOfBounds(at(a)?)),
+                super::Sighting::Uninitialized(a) => Some(Sought::Uninitialized(at(a)?)),
+            })
+            .collect::<Option<Vec<Sought>>>()
+            .unwrap_or_default();
+    }
     if cooperative && nblocks > MAX_COOPERATIVE_BLOCKS {
         // every block's state is held at once (on a GPU every block must be resident too)
         return Err(InterpError::Launch(format!(
@@ -819,12 +876,15 @@ fn resume_block(k: &Kernel<'_>, run: &mut BlockRun, obs: &mut Tally, shadow: &mu
                 progressed = true;
             }
         }
-        if warps.iter().all(|w| w.state == State::Done) {
-            // per branch this block executed: how many of its warps split there
+        // per branch this block executed: how many of its warps split there
+        let ended = |obs: &mut Tally, branch_warps: &mut FxHashMap<usize, (u32, u32)>| {
             for (key, (_, split)) in branch_warps.drain() {
                 obs.branches.entry(key).or_default().warps_split.add(split.count_ones());
             }
-            return Ok(Stop::Done);
+            Ok(Stop::Done)
+        };
+        if warps.iter().all(|w| w.state == State::Done) {
+            return ended(obs, branch_warps);
         }
         if warps.iter().all(|w| w.state != State::Running) {
             if warps.iter().any(|w| w.state == State::AtGrid) {
@@ -850,6 +910,10 @@ fn resume_block(k: &Kernel<'_>, run: &mut BlockRun, obs: &mut Tally, shadow: &mu
                 e.block_threads = n;
             }
             shadow.epoch += 1;
+            if k.saw_all_sought(obs, shadow) {
+                // (the rest of the block cannot take back what it saw)
+                return ended(obs, branch_warps);
+            }
         } else if !progressed {
             let line = warps.iter().find_map(|w| k.line_of(w)).unwrap_or(0);
             return Err(InterpError::Deadlock { line });

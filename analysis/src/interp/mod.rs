@@ -507,6 +507,26 @@ pub struct Run {
     /// (after [`ESTIMATE_AFTER`]) say it would take longer, stops with
     /// [`InterpError::TooLong`].
     pub time_limit: Option<std::time::Duration>,
+    /// What the run looks for (a replay's witnesses): a run of one block
+    /// that has seen every one at a barrier stops there, as if its block
+    /// had ended (what it would do later cannot take a sighting back).
+    /// Empty: the run goes to its end.
+    pub until: Vec<Sighting>,
+}
+
+/// Something a run can see, which stays seen ([`Run::until`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sighting {
+    /// A race within the block between these two accesses, in either order.
+    Race(SiteKey, SiteKey),
+    /// Part of the block does not arrive with the rest at this barrier
+    /// (or part of a warp arrives without the rest); `true`: or at one in
+    /// a function the kernel calls.
+    PartialBarrier(SiteKey, bool),
+    /// A shared or local access outside its array ([`Observed::out_of_bounds`]).
+    OutOfBounds(SiteKey),
+    /// A shared read of bytes no thread wrote ([`Observed::uninitialized`]).
+    Uninitialized(SiteKey),
 }
 
 /// How long a limited launch runs before its rate is taken as what the
@@ -515,7 +535,15 @@ pub const ESTIMATE_AFTER: std::time::Duration = std::time::Duration::from_secs(2
 
 impl Default for Run {
     fn default() -> Self {
-        Run { groups: Vec::new(), blocks: None, budget: exec::BLOCK_BUDGET, partial: false, progress: None, time_limit: None }
+        Run {
+            groups: Vec::new(),
+            blocks: None,
+            budget: exec::BLOCK_BUDGET,
+            partial: false,
+            progress: None,
+            time_limit: None,
+            until: Vec::new(),
+        }
     }
 }
 
