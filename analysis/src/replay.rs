@@ -19,7 +19,8 @@
 //! middle of zero-filled buffers (larger ones when the first run leaves
 //! them). Findings of one kernel with the same launch share one run; a run
 //! of one block stops at the barrier by which it has seen every one of them
-//! ([`interp::Run::until`]).
+//! ([`interp::Run::until`]), and one for barrier findings alone runs without
+//! the race shadow ([`interp::Run::races`]).
 //!
 //! Owns: turning a witness into a launch, and judging what the run saw.
 //! Does not own: the witnesses (`crate::lints`, from `crate::facts`),
@@ -352,8 +353,10 @@ fn run(
 ) -> Result<Observed, InterpError> {
     let f = lowered.kernel();
     let fields = param_fields(f);
+    // (a run for barriers alone does not shadow every byte its threads touch)
+    let races = ws.iter().any(|(_, w)| matches!(w, Witness::Race { .. }));
     let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: k.dynamic_shared.unwrap_or(DYNAMIC_SHARED) };
-    let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, until: sought(ws), ..interp::Run::default() };
+    let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, until: sought(ws), races, ..interp::Run::default() };
     let mut last = None;
     for side in BUFFER_SIDES {
         let mut mem = Global::default();

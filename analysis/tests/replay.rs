@@ -6,7 +6,7 @@
 
 use gpucheck_analysis::facts::{Assumed, Assumption};
 use gpucheck_analysis::lints::{Replay, Witness};
-use gpucheck_analysis::{check, ir, ptx, replay, Finding, Options};
+use gpucheck_analysis::{check, interp, ir, ptx, replay, Finding, Options};
 
 const KERNELS: &str = r#"
 .version 7.0
@@ -258,4 +258,23 @@ fn kernels_that_synchronise_their_grid_are_told_apart() {
     assert!(gpucheck_analysis::interp::synchronises_grid(&m, "coop"));
     assert!(!gpucheck_analysis::interp::synchronises_grid(&m, "plain"));
     assert!(!gpucheck_analysis::interp::synchronises_grid(&m, "no_such_kernel"));
+}
+
+#[test]
+fn a_run_that_looks_for_no_race_keeps_no_shadow() {
+    // (what the replay of barrier findings alone runs: the bytes the threads touch are not
+    // shadowed, so no race is seen; everything else is as in a run that shadows them)
+    let m = ptx::parse(KERNELS).expect("parses");
+    let launch = interp::Launch { grid: [1, 1, 1], block: [256, 1, 1], dynamic_shared: 0 };
+    let run = |races: bool| {
+        let mut mem = interp::Global::default();
+        let out = mem.alloc_zeroed(4096);
+        let how = interp::Run { races, ..interp::Run::default() };
+        interp::run_with(&m, "race", &launch, &[interp::Arg::Bits(out)], &mut mem, &how).expect("runs")
+    };
+    let (on, off) = (run(true), run(false));
+    assert!(!on.races.is_empty(), "{:?}", on.races);
+    assert!(off.races.is_empty(), "{:?}", off.races);
+    assert_eq!(on.sites, off.sites);
+    assert_eq!((on.warp_insts, on.lane_insts), (off.warp_insts, off.lane_insts));
 }

@@ -284,6 +284,8 @@ struct Kernel<'p> {
     /// What a one-block run stops at once it has seen all of it
     /// ([`super::Run::until`]), by site key; empty: none.
     until: Vec<Sought>,
+    /// Races are looked for ([`super::Run::races`]).
+    races: bool,
 }
 
 /// A [`super::Sighting`] by site keys.
@@ -575,6 +577,7 @@ pub fn run(
         progress: how.progress.clone(),
         time_limit: how.time_limit,
         until: Vec::new(),
+        races: how.races,
     };
     let [gx, gy, gz] = launch.grid;
     let nblocks = gx as u64 * gy as u64 * gz as u64;
@@ -680,7 +683,7 @@ fn ctaid_of(k: &Kernel<'_>, b: u64) -> [u32; 3] {
 /// A block's shadow memory for a launch of `nblocks` blocks.
 fn shadow_for(k: &Kernel<'_>, nblocks: u64) -> Shadow {
     let mut shadow = Shadow::default();
-    shadow.track_grid = nblocks > 1;
+    shadow.track_grid = nblocks > 1 && k.races;
     // the grid workspace's arrivals and polls synchronise blocks: they do not race
     shadow.skip = k.workspace..k.workspace + WORKSPACE_BYTES;
     shadow
@@ -1181,6 +1184,9 @@ impl Cx<'_, '_> {
                 }
             }
             _ => {}
+        }
+        if !self.k.races {
+            return;
         }
         // a load every lane makes from the same bytes: recorded at once when no write can race with it
         if touch == Touch::Read && count > 1 && (one_place || at.iter().all(|&(_, a)| a == first)) {

@@ -512,6 +512,10 @@ pub struct Run {
     /// had ended (what it would do later cannot take a sighting back).
     /// Empty: the run goes to its end.
     pub until: Vec<Sighting>,
+    /// Whether the run keeps the shadow of every byte its threads touch,
+    /// which races are seen by ([`Observed::races`]); a run that looks
+    /// only for a barrier part of the block skips does not need it.
+    pub races: bool,
 }
 
 /// Something a run can see, which stays seen ([`Run::until`]).
@@ -543,6 +547,7 @@ impl Default for Run {
             progress: None,
             time_limit: None,
             until: Vec::new(),
+            races: true,
         }
     }
 }
