@@ -260,7 +260,7 @@ mod tests {
     fn list(c: i64, s: i64, threads: impl Iterator<Item = usize>) -> Sorted {
         let mut per_thread = vec![None; 64];
         threads.for_each(|t| per_thread[t] = Some(c + s * t as i64));
-        LISTS.with(|l| Sorted::new(&per_thread, &mut l.borrow_mut()))
+        LISTS.with(|l| Sorted::new(per_thread.iter().copied(), &mut l.borrow_mut()))
     }
 
     #[test]
@@ -289,9 +289,9 @@ mod tests {
         let a = list(0, 4, [0, 2, 4].into_iter());
         let b = list(4, 4, [0, 2, 4].into_iter());
         assert!(!samples_meet(Some((&a, line(&a))), 4, Some((&b, line(&b))), 4, &mut Distances::default()));
-        let mut bent = vec![None; 4];
+        let mut bent = [None; 4];
         (bent[1], bent[2], bent[3]) = (Some(0), Some(5), Some(7));
-        assert!(line(&LISTS.with(|l| Sorted::new(&bent, &mut l.borrow_mut()))).is_none());
+        assert!(line(&LISTS.with(|l| Sorted::new(bent, &mut l.borrow_mut()))).is_none());
     }
 
     #[test]
@@ -302,7 +302,7 @@ mod tests {
         for _ in 0..40 {
             let n = 4 + next(40) as usize;
             let per_thread: Vec<Option<i64>> = (0..n).map(|_| (next(5) != 0).then(|| 4 * next(2 * n as u64) as i64)).collect();
-            let base = LISTS.with(|l| Sorted::new(&per_thread, &mut l.borrow_mut()));
+            let base = LISTS.with(|l| Sorted::new(per_thread.iter().copied(), &mut l.borrow_mut()));
             let mut distances = Distances::default();
             for _ in 0..60 {
                 let (a, b) = (base.shifted(4 * next(8) as i64 - 16), base.shifted(4 * next(8) as i64 - 16));

@@ -313,10 +313,12 @@ pub struct Sorted {
 pub type Lists = crate::ir::entity::Shared<std::rc::Rc<Vec<(i64, usize)>>>;
 
 impl Sorted {
-    /// Sort per-thread addresses (`None`: the thread does not execute it).
-    pub fn new(per_thread: &[Option<i64>], lists: &mut Lists) -> Sorted {
-        let mut v: Vec<(i64, usize)> = Vec::with_capacity(per_thread.len());
-        v.extend(per_thread.iter().enumerate().filter_map(|(t, a)| a.map(|a| (a, t))));
+    /// Sort per-thread addresses (`None`: the thread does not execute
+    /// it), given thread by thread.
+    pub fn new(per_thread: impl IntoIterator<Item = Option<i64>>, lists: &mut Lists) -> Sorted {
+        let per_thread = per_thread.into_iter();
+        let mut v: Vec<(i64, usize)> = Vec::with_capacity(per_thread.size_hint().0);
+        v.extend(per_thread.enumerate().filter_map(|(t, a)| a.map(|a| (a, t))));
         let mut v = by_address(v);
         let shift = v.first().map_or(0, |x| x.0);
         v.iter_mut().for_each(|x| x.0 -= shift);
@@ -413,7 +415,7 @@ fn by_address(mut v: Vec<(i64, usize)>) -> Vec<(i64, usize)> {
 /// Sort per-thread addresses (`None`: the thread does not execute it),
 /// in a list of their own.
 pub fn sorted(per_thread: &[Option<i64>]) -> Sorted {
-    Sorted::new(per_thread, &mut Lists::default())
+    Sorted::new(per_thread.iter().copied(), &mut Lists::default())
 }
 
 /// Do accesses `a` (index `ka`) and `b` race? `addrs[k][s][t]` is the
@@ -1166,7 +1168,7 @@ pub fn recheck(
         let (vals, on) = evals.eval_resting(a.addr_value?, Query { pin, ..Query::block(it) })?;
         rests = rests.union(&on);
         let act = active(k, evals.f.cfg.block_of(a.inst), it);
-        Some(Sorted::new(&vals.iter().zip(act).map(|(x, on)| on.then_some(x + a.offset)).collect::<Vec<_>>(), &mut lists))
+        Some(Sorted::new(vals.iter().zip(act).map(|(x, on)| on.then_some(x + a.offset)), &mut lists))
     };
     let (xa, xb) = (at(r.first, ia)?, at(r.second, ib)?);
     let n = conflict_in(own, r.first, r.second, (&[Some(xa)], &[Some(xb)]), false, &mut Sweeps::default())?;
@@ -1357,15 +1359,16 @@ impl<'e, 'f, 'a, 'x> Sites<'e, 'f, 'a, 'x> {
             Some(act) => act(block, it),
             None => vec![true; evals.shape.lanes().len()],
         };
-        let per_thread: Vec<Option<i64>> = match k.checked_sub(n) {
+        // (given thread by thread, not first made a list)
+        let s = match k.checked_sub(n) {
             // a callee's access: the argument plus the callee's offset, in the threads that run it
             Some(x) => {
                 let offsets = self.imported[x].offsets[it].as_ref()?;
-                vals.iter().zip(on).zip(offsets.iter()).map(|((v, on), o)| o.filter(|_| on).map(|o| v + o)).collect()
+                let per_thread = vals.iter().zip(on).zip(offsets.iter()).map(|((v, on), o)| o.filter(|_| on).map(|o| v + o));
+                Sorted::new(per_thread, &mut self.lists)
             }
-            None => vals.iter().zip(on).map(|(x, on)| on.then_some(*x)).collect(),
+            None => Sorted::new(vals.iter().zip(on).map(|(x, on)| on.then_some(*x)), &mut self.lists),
         };
-        let s = Sorted::new(&per_thread, &mut self.lists);
         if k >= n {
             return Some(s);
         }
@@ -1590,7 +1593,7 @@ mod tests {
             .map(|_| {
                 let n = 1 + next(80) as usize;
                 let per_thread: Vec<Option<i64>> = (0..n).map(|_| (next(5) != 0).then(|| 4 * next(n as u64) as i64)).collect();
-                Sorted::new(&per_thread, &mut lists)
+                Sorted::new(per_thread.iter().copied(), &mut lists)
             })
             .collect();
         let mut sweeps = Sweeps::default();
@@ -1658,7 +1661,7 @@ mod tests {
             let stride = [0i64, 1, 2, 4, 8, 16, -8][next(7) as usize];
             let per_thread: Vec<Option<i64>> =
                 (0..n).map(|t| (next(6) != 0).then(|| stride * t as i64 + if next(8) == 0 { next(5) as i64 } else { 0 })).collect();
-            let v = super::Sorted::new(&per_thread, &mut Default::default());
+            let v = super::Sorted::new(per_thread.iter().copied(), &mut Default::default());
             let (wa, wb) = ([1u32, 4, 8][next(3) as usize], [1u32, 4, 8][next(3) as usize]);
             let found = sweep(v.parts(), v.parts(), wa, wb, &|t1, t2| t1 != t2, false).is_some();
             if v.apart(wa.max(wb)) {
@@ -1691,7 +1694,10 @@ mod tests {
                 .collect();
             let by = next(1 << 12) as i64 - (1 << 11);
             let moved: Vec<Option<i64>> = per_thread.iter().map(|a| a.map(|a| a + by)).collect();
-            let (a, b) = (super::Sorted::new(&per_thread, &mut lists).shifted(by), super::Sorted::new(&moved, &mut lists));
+            let (a, b) = (
+                super::Sorted::new(per_thread.iter().copied(), &mut lists).shifted(by),
+                super::Sorted::new(moved.iter().copied(), &mut lists),
+            );
             assert_eq!(a.key(), b.key(), "{per_thread:?} + {by}");
             assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
         }
