@@ -19,8 +19,8 @@
 //! middle of zero-filled buffers (larger ones when the first run leaves
 //! them). Findings of one kernel with the same launch share one run; a run
 //! of one block stops at the barrier by which it has seen every one of them
-//! ([`interp::Run::until`]), and one for barrier findings alone runs without
-//! the race shadow ([`interp::Run::races`]).
+//! ([`interp::Run::until`]), and a run shadows only the memory its race
+//! findings are in: none for barrier findings alone ([`interp::Run::races`]).
 //!
 //! Owns: turning a witness into a launch, and judging what the run saw.
 //! Does not own: the witnesses (`crate::lints`, from `crate::facts`),
@@ -28,7 +28,7 @@
 
 use crate::facts::Assumed;
 use crate::interp::{self, Arg, Global, InterpError, Launch, Observed, SiteKey};
-use crate::ir::{self, inst::Opcode, FunctionIr};
+use crate::ir::{self, inst::Opcode, inst::Space, FunctionIr};
 use crate::lints::{Finding, Level, Replay, Witness};
 use crate::ptx::Module;
 use std::cell::Cell;
@@ -353,8 +353,14 @@ fn run(
 ) -> Result<Observed, InterpError> {
     let f = lowered.kernel();
     let fields = param_fields(f);
-    // (a run for barriers alone does not shadow every byte its threads touch)
-    let races = ws.iter().any(|(_, w)| matches!(w, Witness::Race { .. }));
+    // (the memory its races are in is shadowed, every byte its threads touch there: none for
+    // barriers alone)
+    let races = ws.iter().fold(interp::RaceMemory::NONE, |m, (_, w)| match w {
+        Witness::Race { memory: Some(Space::Shared), .. } => interp::RaceMemory { shared: true, ..m },
+        Witness::Race { memory: Some(Space::Global), .. } => interp::RaceMemory { global: true, ..m },
+        Witness::Race { .. } => interp::RaceMemory::ALL,
+        _ => m,
+    });
     let launch = Launch { grid: plan.grid, block: k.block, dynamic_shared: k.dynamic_shared.unwrap_or(DYNAMIC_SHARED) };
     let how = interp::Run { blocks: Some(blocks.to_vec()), budget, partial: true, until: sought(ws), races, ..interp::Run::default() };
     let mut last = None;
@@ -379,7 +385,7 @@ fn sought(ws: &[(usize, &Witness)]) -> Vec<interp::Sighting> {
     let key = |s: &(usize, usize)| SiteKey { func: s.0, inst: s.1 };
     ws.iter()
         .map(|(_, w)| match w {
-            Witness::Race { sites: [a, b], other: None } => Some(interp::Sighting::Race(key(a), key(b))),
+            Witness::Race { sites: [a, b], other: None, .. } => Some(interp::Sighting::Race(key(a), key(b))),
             Witness::Race { other: Some(_), .. } => None,
             Witness::Barrier { site, call, .. } => Some(interp::Sighting::PartialBarrier(key(site), *call)),
             Witness::Bounds { site } => Some(interp::Sighting::OutOfBounds(key(site))),

@@ -169,7 +169,7 @@ fn a_run_stops_once_it_has_seen_its_witnesses() {
     let f = ir::lower_one(&m, index, &ir::ModuleCx::new(&m));
     let store = f.insts.iter().rposition(|i| i.access() == Some(ir::inst::AccessKind::Store)).expect("the global store");
     let mut other = race;
-    other.witness = Some(Witness::Race { sites: [(index, store), (index, store)], other: None });
+    other.witness = Some(Witness::Race { sites: [(index, store), (index, store)], other: None, memory: None });
     let out = replayed_in_turn(vec![(other, "early"), (bar, "half")]);
     assert!(matches!(&out[0].replay, Replay::Unable(why) if why.contains("replay budget")), "{:?}", out[0].replay);
     assert!(matches!(&out[1].replay, Replay::Unable(why) if why.contains("used their budget")), "{:?}", out[1].replay);
@@ -261,20 +261,29 @@ fn kernels_that_synchronise_their_grid_are_told_apart() {
 }
 
 #[test]
-fn a_run_that_looks_for_no_race_keeps_no_shadow() {
-    // (what the replay of barrier findings alone runs: the bytes the threads touch are not
-    // shadowed, so no race is seen; everything else is as in a run that shadows them)
+fn a_run_sees_races_only_in_the_memory_it_shadows() {
+    // (what the replay of barrier findings alone runs: no byte the threads touch is shadowed,
+    // so no race is seen; one for shared races shadows shared memory alone; everything else is
+    // as in a run that shadows all)
     let m = ptx::parse(KERNELS).expect("parses");
     let launch = interp::Launch { grid: [1, 1, 1], block: [256, 1, 1], dynamic_shared: 0 };
-    let run = |races: bool| {
+    let run = |races: interp::RaceMemory| {
         let mut mem = interp::Global::default();
         let out = mem.alloc_zeroed(4096);
         let how = interp::Run { races, ..interp::Run::default() };
         interp::run_with(&m, "race", &launch, &[interp::Arg::Bits(out)], &mut mem, &how).expect("runs")
     };
-    let (on, off) = (run(true), run(false));
-    assert!(!on.races.is_empty(), "{:?}", on.races);
-    assert!(off.races.is_empty(), "{:?}", off.races);
-    assert_eq!(on.sites, off.sites);
-    assert_eq!((on.warp_insts, on.lane_insts), (off.warp_insts, off.lane_insts));
+    let all = run(interp::RaceMemory::ALL);
+    assert!(!all.races.is_empty(), "{:?}", all.races);
+    for (races, seen) in [
+        (interp::RaceMemory::NONE, false),
+        (interp::RaceMemory { shared: false, global: true }, false),
+        (interp::RaceMemory { shared: true, global: false }, true),
+    ] {
+        let some = run(races);
+        assert_eq!(some.races == all.races, seen, "{races:?}: {:?}", some.races);
+        assert!(seen || some.races.is_empty(), "{races:?}: {:?}", some.races);
+        assert_eq!(some.sites, all.sites);
+        assert_eq!((some.warp_insts, some.lane_insts), (all.warp_insts, all.lane_insts));
+    }
 }

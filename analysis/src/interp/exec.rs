@@ -284,8 +284,8 @@ struct Kernel<'p> {
     /// What a one-block run stops at once it has seen all of it
     /// ([`super::Run::until`]), by site key; empty: none.
     until: Vec<Sought>,
-    /// Races are looked for ([`super::Run::races`]).
-    races: bool,
+    /// The memory races are looked for in ([`super::Run::races`]).
+    races: super::RaceMemory,
 }
 
 /// A [`super::Sighting`] by site keys.
@@ -683,7 +683,7 @@ fn ctaid_of(k: &Kernel<'_>, b: u64) -> [u32; 3] {
 /// A block's shadow memory for a launch of `nblocks` blocks.
 fn shadow_for(k: &Kernel<'_>, nblocks: u64) -> Shadow {
     let mut shadow = Shadow::default();
-    shadow.track_grid = nblocks > 1 && k.races;
+    shadow.track_grid = nblocks > 1 && k.races.global;
     // the grid workspace's arrivals and polls synchronise blocks: they do not race
     shadow.skip = k.workspace..k.workspace + WORKSPACE_BYTES;
     shadow
@@ -1185,7 +1185,12 @@ impl Cx<'_, '_> {
             }
             _ => {}
         }
-        if !self.k.races {
+        let watched = match first {
+            Where::Global(_) => self.k.races.global,
+            Where::Shared(_) => self.k.races.shared,
+            _ => false,
+        };
+        if !watched {
             return;
         }
         // a load every lane makes from the same bytes: recorded at once when no write can race with it

@@ -512,10 +512,23 @@ pub struct Run {
     /// had ended (what it would do later cannot take a sighting back).
     /// Empty: the run goes to its end.
     pub until: Vec<Sighting>,
-    /// Whether the run keeps the shadow of every byte its threads touch,
-    /// which races are seen by ([`Observed::races`]); a run that looks
-    /// only for a barrier part of the block skips does not need it.
-    pub races: bool,
+    /// The memory whose every byte the run shadows, which races are seen
+    /// by ([`Observed::races`]): a run that looks only for races in shared
+    /// memory does not need global memory's, one that looks only for a
+    /// barrier part of the block skips neither.
+    pub races: RaceMemory,
+}
+
+/// The memory a run sees races in ([`Run::races`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaceMemory {
+    pub shared: bool,
+    pub global: bool,
+}
+
+impl RaceMemory {
+    pub const ALL: RaceMemory = RaceMemory { shared: true, global: true };
+    pub const NONE: RaceMemory = RaceMemory { shared: false, global: false };
 }
 
 /// Something a run can see, which stays seen ([`Run::until`]).
@@ -547,7 +560,7 @@ impl Default for Run {
             progress: None,
             time_limit: None,
             until: Vec::new(),
-            races: true,
+            races: RaceMemory::ALL,
         }
     }
 }

@@ -310,8 +310,10 @@ pub type Site = (usize, usize);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Witness {
     /// The two accesses race (in either order) in a run of block 0 (and of
-    /// block `other`, for a race between blocks).
-    Race { sites: [Site; 2], other: Option<[u32; 3]> },
+    /// block `other`, for a race between blocks); `memory`: the memory
+    /// both touch, global or shared, where the check knows it (`None`: an
+    /// address it could not place, taken as global).
+    Race { sites: [Site; 2], other: Option<[u32; 3]>, memory: Option<crate::ir::inst::Space> },
     /// Part of this block does not arrive with the rest at the barrier
     /// (`call`: a call to a function that executes one, which is where the
     /// run sees it).
@@ -694,7 +696,9 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
             b[d as usize % 3] = r.block_apart;
             b
         });
-        Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other }
+        let (a, b) = (self.facts.race_site(r.first), self.facts.race_site(r.second));
+        let memory = (!a.assumed && !b.assumed && a.space == b.space).then_some(a.space);
+        Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other, memory }
     }
 
     /// The note and numbers saying what share of the kernel's predicted
