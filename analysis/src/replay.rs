@@ -144,7 +144,7 @@ fn replay_kernel<'a>(
     let mut plans: BTreeMap<Plan, Vec<(usize, &Witness)>> = BTreeMap::new();
     for (i, fd) in findings {
         match plan(k, fd) {
-            Ok(p) => plans.entry(p).or_default().push((i, fd.witness.as_ref().expect("replayed findings have a witness"))),
+            Ok(p) => plans.entry(p).or_default().push((i, fd.witness.as_deref().expect("replayed findings have a witness"))),
             Err(why) => out.push((i, Replay::Unable(why))),
         }
     }
@@ -273,7 +273,7 @@ fn plan(k: &Kernel, fd: &Finding) -> Result<Plan, String> {
     }
     values.sort();
     values.dedup();
-    let blocks = fd.witness.as_ref().map(witness_blocks).unwrap_or_default();
+    let blocks = fd.witness.as_deref().map(witness_blocks).unwrap_or_default();
     // the grid given, else the sampled one, else just enough blocks for the witness
     let grid = grid.unwrap_or_else(|| {
         let mut g = [1u32; 3];

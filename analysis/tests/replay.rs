@@ -118,7 +118,7 @@ fn a_true_race_and_a_divergent_barrier_are_reproduced() {
     // off: nothing is run
     let off = findings(false);
     assert!(off.iter().all(|f| f.replay == Replay::NotRun), "{off:#?}");
-    assert!(matches!(of(&off, "shared_memory_race", "race").witness, Some(Witness::Race { .. })));
+    assert!(matches!(of(&off, "shared_memory_race", "race").witness.as_deref(), Some(Witness::Race { .. })));
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn a_run_stops_once_it_has_seen_its_witnesses() {
     let f = ir::lower_one(&m, index, &ir::ModuleCx::new(&m));
     let store = f.insts.iter().rposition(|i| i.access() == Some(ir::inst::AccessKind::Store)).expect("the global store");
     let mut other = race;
-    other.witness = Some(Witness::Race { sites: [(index, store), (index, store)], other: None, memory: None });
+    other.witness = Some(Box::new(Witness::Race { sites: [(index, store), (index, store)], other: None, memory: None }));
     let out = replayed_in_turn(vec![(other, "early"), (bar, "half")]);
     assert!(matches!(&out[0].replay, Replay::Unable(why) if why.contains("replay budget")), "{:?}", out[0].replay);
     assert!(matches!(&out[1].replay, Replay::Unable(why) if why.contains("used their budget")), "{:?}", out[1].replay);
@@ -188,7 +188,7 @@ fn a_witness_the_run_does_not_show_is_not_reproduced() {
         .iter()
         .position(|i| i.access().is_some_and(|k| k.writes()) && i.space == Some(gpucheck_analysis::ir::inst::Space::Global))
         .expect("the global store");
-    let Some(Witness::Race { sites, .. }) = &mut fd.witness else { panic!("a race witness") };
+    let Some(Witness::Race { sites, .. }) = fd.witness.as_deref_mut() else { panic!("a race witness") };
     *sites = [(index, store), (index, store)];
     let r = replayed(fd, "race");
     assert!(matches!(&r.replay, Replay::NotReproduced(how) if how.contains("grid 1×1×1")), "{:?}", r.replay);
@@ -200,7 +200,7 @@ fn a_race_at_one_access_with_another_partner_counts_and_says_so() {
     let fs = findings(false);
     let mut fd = of(&fs, "shared_memory_race", "race").clone();
     // the shared store against itself: no two threads store one element, but the store races with the load
-    let Some(Witness::Race { sites, .. }) = &mut fd.witness else { panic!("a race witness") };
+    let Some(Witness::Race { sites, .. }) = fd.witness.as_deref_mut() else { panic!("a race witness") };
     sites[1] = sites[0];
     let r = replayed(fd, "race");
     assert!(matches!(r.replay, Replay::Reproduced { partner: true, .. }), "{:?}", r.replay);

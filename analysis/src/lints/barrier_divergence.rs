@@ -95,7 +95,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
         }
         if let Some(fd) = out.get_mut(at) {
             let block = x.witness.as_ref().map_or(0, |w| w.block as u32);
-            fd.witness = Some(super::Witness::Barrier { site: (f.index, i.index()), block: [block, 0, 0], call: !inst.is_block_barrier() });
+            fd.witness = Some(Box::new(super::Witness::Barrier { site: (f.index, i.index()), block: [block, 0, 0], call: !inst.is_block_barrier() }));
             consequences(cx, bi, fd);
         }
     }

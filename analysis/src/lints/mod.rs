@@ -370,8 +370,9 @@ pub struct Finding {
     /// the kernel does not fix (samples, strides taken as large): empty
     /// when it holds for every value the kernel allows.
     pub assumes: Vec<crate::facts::Assumption>,
-    /// What a run must observe (correctness findings with a witness).
-    pub witness: Option<Witness>,
+    /// What a run must observe (correctness findings with a witness;
+    /// boxed: most findings have none).
+    pub witness: Option<Box<Witness>>,
     /// What replaying the witness gave.
     pub replay: Replay,
     /// How bad this copy is, where the compiler's copies of one source

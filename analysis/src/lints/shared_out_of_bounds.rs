@@ -105,7 +105,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
         let mut fd = cx.finding(&SHARED_OUT_OF_BOUNDS, a.inst, message, format!("thread {} {does} {side} {array}", o.thread));
         fd.access = true;
         fd.assumes = assumes;
-        fd.witness = Some(super::Witness::Bounds { site: (cx.facts.f.index, a.inst.index()) });
+        fd.witness = Some(Box::new(super::Witness::Bounds { site: (cx.facts.f.index, a.inst.index()) }));
         let outside = match o.threads {
             1 => format!("one thread of the block that runs this {what} is outside it"),
             n => format!("{n} of the block's threads that run this {what} are outside it"),

@@ -116,7 +116,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
         let mut fd = cx.finding(&UNINITIALIZED_SHARED_READ, a.inst, message, label);
         fd.access = true;
         fd.assumes = assumes.clone();
-        fd.witness = Some(super::Witness::Uninit { site: (f.index, a.inst.index()) });
+        fd.witness = Some(Box::new(super::Witness::Uninit { site: (f.index, a.inst.index()) }));
         let unwritten = if u.later { "that no thread has written yet" } else { "that no thread writes" };
         fd.note(match u.readers.iter().filter(|&&r| r).count() {
             1 => format!("thread {} alone reads an element of {array} {unwritten}", u.thread),

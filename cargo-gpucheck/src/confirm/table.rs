@@ -989,7 +989,7 @@ mod tests {
             metrics: vec![],
             access: true,
             assumes: vec![],
-            witness: Some(gpucheck_analysis::lints::Witness::Bounds { site: (0, 7) }),
+            witness: Some(Box::new(gpucheck_analysis::lints::Witness::Bounds { site: (0, 7) })),
             replay: Default::default(),
             rank: None,
         };
@@ -1124,7 +1124,7 @@ fn safety_rows(
     let predicted: BTreeMap<SiteKey, &gpucheck_analysis::Finding> = report
         .findings
         .iter()
-        .filter_map(|f| safety.site(f.witness.as_ref()?).filter(|s| functions.contains(&s.0)).map(|s| (key(s.0, s.1), f)))
+        .filter_map(|f| safety.site(f.witness.as_deref()?).filter(|s| functions.contains(&s.0)).map(|s| (key(s.0, s.1), f)))
         .collect();
     let sites: BTreeSet<SiteKey> =
         predicted.keys().copied().chain(observed.keys().copied().filter(|k| functions.contains(&k.func))).collect();
