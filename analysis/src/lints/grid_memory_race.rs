@@ -89,7 +89,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
         );
         let mut fd = cx.finding(lint, b.inst, message, format!("thread {t2} of {other} {} here", what(b.kind)));
         fd.assumes = facts.race_assumes(r);
-        fd.witness = Some(Box::new(cx.race_witness(r)));
+        fd.witness = Some(cx.race_witness(r));
         if a.inst != b.inst {
             if let Some(p) = cx.resolve(a.inst).primary {
                 fd.secondary.push((p, format!("thread {t1} of block 0 {} here", what(a.kind))));

@@ -52,7 +52,7 @@ pub fn check(cx: &LintCx<'_, '_, '_>, out: &mut Findings) {
         );
         let mut fd = cx.race_finding(&LOST_UPDATE, r.first, message, "each thread writes its own result here".to_string());
         fd.assumes = cx.facts.race_assumes(r);
-        fd.witness = Some(Box::new(cx.race_witness(r)));
+        fd.witness = Some(cx.race_witness(r));
         if let Some(p) = cx.race_span(r.second) {
             fd.secondary.push((p, "after reading the old value here".to_string()));
         }

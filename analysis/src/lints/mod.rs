@@ -690,8 +690,9 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
     }
 
     /// The witness of race `r`: its two accesses, in block 0 (and the
-    /// other block, for a race between blocks).
-    pub fn race_witness(&self, r: &crate::races::Race) -> Witness {
+    /// other block, for a race between blocks), and the memory both are
+    /// in where the check placed them; boxed, as a finding holds it.
+    pub fn race_witness(&self, r: &crate::races::Race) -> Box<Witness> {
         let other = r.between_blocks.map(|d| {
             let mut b = [0; 3];
             b[d as usize % 3] = r.block_apart;
@@ -699,7 +700,7 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
         });
         let (a, b) = (self.facts.race_site(r.first), self.facts.race_site(r.second));
         let memory = (!a.assumed && !b.assumed && a.space == b.space).then_some(a.space);
-        Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other, memory }
+        Box::new(Witness::Race { sites: [self.race_key(r.first), self.race_key(r.second)], other, memory })
     }
 
     /// The note and numbers saying what share of the kernel's predicted

@@ -179,7 +179,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         // (room for the notes a race says made once, not grown from four)
         fd.notes.reserve_exact(RACE_NOTES);
         fd.assumes = cx.facts.race_assumes(r);
-        fd.witness = Some(Box::new(cx.race_witness(r)));
+        fd.witness = Some(cx.race_witness(r));
         if let Some(p) = cx.race_span(r.first).filter(|_| r.first != r.second) {
             let here = match cx.imported(r.first) {
                 Some(x) => format!("thread {t1} {} here (in `{}`)", what(a.kind), x.callee),
