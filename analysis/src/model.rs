@@ -179,9 +179,14 @@ pub fn covered_bytes(ranges: &mut [(i64, i64)]) -> i64 {
 /// The byte ranges `[start, end)` merged where they overlap or touch,
 /// sorted.
 pub fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
-    let n = merge_sorted(&mut ranges);
-    ranges.truncate(n);
+    sort_and_merge(&mut ranges);
     ranges
+}
+
+/// Replace `ranges` by the ranges of their union, sorted.
+fn sort_and_merge(ranges: &mut Vec<(i64, i64)>) {
+    let n = merge_sorted(ranges);
+    ranges.truncate(n);
 }
 
 /// Replace `ranges` by the ranges of their union, sorted (ranges that
@@ -215,8 +220,7 @@ pub fn merge_in_place(ranges: &mut Vec<(i64, i64)>) {
         ranges.extend(start.map(|s| (base + s as i64, base + end as i64)));
         return;
     }
-    let n = merge_sorted(ranges);
-    ranges.truncate(n);
+    sort_and_merge(ranges);
 }
 
 /// Sort `ranges` and give each range of their union, in order (ranges

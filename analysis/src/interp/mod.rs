@@ -23,7 +23,10 @@
 //! bounded: a budget of warp instructions per block (an endless loop stops
 //! naming its PTX line) and, when asked, a time limit that also stops a
 //! grid whose first blocks' rate says it would outlast it; a progress
-//! callback hears of each block.
+//! callback hears of each block. A run of one block given what to look for
+//! (`Run::until`: a replay's witnesses) stops at the barrier by which it has
+//! seen it all, and the shadow covers only the memory a run asks for
+//! (`Run::races`).
 //!
 //! Owns: running PTX. Does not own: choosing inputs, comparing with
 //! predictions or printing (that is `cargo gpucheck confirm`). Device

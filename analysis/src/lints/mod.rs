@@ -311,8 +311,8 @@ pub type Site = (usize, usize);
 pub enum Witness {
     /// The two accesses race (in either order) in a run of block 0 (and of
     /// block `other`, for a race between blocks); `memory`: the memory
-    /// both touch, global or shared, where the check knows it (`None`: an
-    /// address it could not place, taken as global).
+    /// both touch, where the check placed both in one (`None`: an address
+    /// it could not place and took as global, or two memories).
     Race { sites: [Site; 2], other: Option<[u32; 3]>, memory: Option<crate::ir::inst::Space> },
     /// Part of this block does not arrive with the rest at the barrier
     /// (`call`: a call to a function that executes one, which is where the
