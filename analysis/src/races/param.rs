@@ -122,16 +122,24 @@ pub(super) fn solve(
     let (mut on_a, mut on_b) = (None, None);
     let offset_like = |d: i64, w: u32| d == 0 || d.abs() == w.max(1) as i64;
     for p in params_of(per_access, ka, kb).into_iter().take(2) {
+        // how far the first thread's address moves per unit of the parameter (cheap: one thread)
+        let step = |v: ValueId| {
+            let at = |s: i64| pinned(evals, v, p, s, Query::first_thread([0; 3], it))?.first().copied();
+            Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
+        };
         if moves_alike(a) && moves_alike(b) {
-            // the first thread tells cheaply whether the parameter moves the two apart by whole elements
-            let step = |v: ValueId| {
-                let at = |s: i64| pinned(evals, v, p, s, Query::first_thread([0; 3], it))?.first().copied();
-                Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
-            };
+            // the first thread tells whether the parameter moves the two apart by whole elements
             let (Some(sa), Some(sb)) = (step(va), step(vb)) else { continue };
             if sa == sb || !offset_like(sa, a.width) || !offset_like(sb, b.width) {
                 continue;
             }
+        } else if [(a, va), (b, vb)]
+            .into_iter()
+            .any(|(x, v)| !memo.contains_key(&(v, p, it)) && step(v).is_some_and(|s| !offset_like(s, x.width)))
+        {
+            // every thread must move by whole elements (below): the first one does not (asked
+            // of a side whose every thread's move is not known yet)
+            continue;
         }
         let on_a = on_a.get_or_insert_with(|| on(ka));
         let on_b = on_b.get_or_insert_with(|| on(kb));
