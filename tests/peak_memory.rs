@@ -79,8 +79,14 @@ fn peak_memory_is_bounded_by_twenty_times_the_ptx() {
     // sparkl 16.2×, histogram 24.2× (one thread) once a function's findings share its name and a file's
     // positions share its path (`Finding::kernel`, `SrcPos::file`: one `Arc<str>` each); histogram
     // 16.7× once the notes its findings say alike are kept once, notes are 40 bytes, not 80, and
-    // the report's findings grow by a quarter, not by doubling
-    for (f, bound) in [("dimforge-sparkl-sparkl2d-kernels.ptx", 17.5), ("gtcasl-gpuocelot-histogram.ptx", 18.0)] {
+    // the report's findings grow by a quarter, not by doubling; lud 33.0× (40.3× before) once a
+    // parameter that moves an address by a row pitch is told by the first thread, not kept as
+    // every thread's values at three samples for each access it scales
+    for (f, bound) in [
+        ("dimforge-sparkl-sparkl2d-kernels.ptx", 17.5),
+        ("gtcasl-gpuocelot-histogram.ptx", 18.0),
+        ("gtcasl-gpuocelot-lud_kernel.ptx", 34.0),
+    ] {
         let src = std::fs::read_to_string(dir.join(f)).unwrap();
         let x = peak(&src) as f64 / src.len() as f64;
         assert!(x <= bound, "{f}: peak {x:.1}× the PTX (at most {bound}×)");
