@@ -122,21 +122,15 @@ pub(super) fn solve(
     let (mut on_a, mut on_b) = (None, None);
     let offset_like = |d: i64, w: u32| d == 0 || d.abs() == w.max(1) as i64;
     for p in params_of(per_access, ka, kb).into_iter().take(2) {
-        // how far the first thread's address moves per unit of the parameter (cheap: one thread)
-        let step = |v: ValueId| {
-            let at = |s: i64| pinned(evals, v, p, s, Query::first_thread([0; 3], it))?.first().copied();
-            Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
-        };
         if moves_alike(a) && moves_alike(b) {
             // the first thread tells whether the parameter moves the two apart by whole elements
-            let (Some(sa), Some(sb)) = (step(va), step(vb)) else { continue };
+            let (Some(sa), Some(sb)) = (first_move(evals, memo, va, p, it), first_move(evals, memo, vb, p, it)) else { continue };
             if sa == sb || !offset_like(sa, a.width) || !offset_like(sb, b.width) {
                 continue;
             }
-        } else if [(a, va), (b, vb)]
-            .into_iter()
-            .any(|(x, v)| !memo.contains_key(&(v, p, it)) && step(v).is_some_and(|s| !offset_like(s, x.width)))
-        {
+        } else if [(a, va), (b, vb)].into_iter().any(|(x, v)| {
+            !memo.forms.contains_key(&(v, p, it)) && first_move(evals, memo, v, p, it).is_some_and(|s| !offset_like(s, x.width))
+        }) {
             // every thread must move by whole elements (below): the first one does not (asked
             // of a side whose every thread's move is not known yet)
             continue;
@@ -343,7 +337,7 @@ pub(super) fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
 /// access is in many pairs), with what its evaluations rest on recorded
 /// again at each asking.
 fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, it: usize) -> Option<Rc<LinearForm>> {
-    if let Some((x, on)) = memo.get(&(v, p, it)) {
+    if let Some((x, on)) = memo.forms.get(&(v, p, it)) {
         evals.note(on);
         return x.clone();
     }
@@ -354,13 +348,33 @@ fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, i
         // (the values at the sample: the evaluator's list, not a copy)
         linear.then(|| Rc::new((x0.clone(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect())))
     });
-    memo.insert((v, p, it), (x.clone(), on));
+    memo.forms.insert((v, p, it), (x.clone(), on));
     x
 }
 
-/// [`linear_in`]'s answers so far, by value, parameter and iteration,
-/// with what their evaluations rested on.
-pub(super) type Linear = rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<Rc<LinearForm>>, Leaves)>;
+/// How far the first thread's value of `v` moves per unit of `p` (one
+/// thread's evaluation: cheap), asked once per value, parameter and
+/// iteration as [`linear_in`] is.
+fn first_move(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, it: usize) -> Option<i64> {
+    if let Some((x, on)) = memo.first.get(&(v, p, it)) {
+        evals.note(on);
+        return *x;
+    }
+    let (x, on) = evals.recorded(|| {
+        let at = |s: i64| pinned(evals, v, p, s, Query::first_thread([0; 3], it))?.first().copied();
+        Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
+    });
+    memo.first.insert((v, p, it), (x, on));
+    x
+}
+
+/// [`linear_in`]'s and [`first_move`]'s answers so far, by value,
+/// parameter and iteration, with what their evaluations rested on.
+#[derive(Default)]
+pub(super) struct Linear {
+    forms: rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<Rc<LinearForm>>, Leaves)>,
+    first: rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<i64>, Leaves)>,
+}
 
 /// Every thread's value at the sample (the evaluator's list) and the
 /// amount it moves per unit of the parameter.
