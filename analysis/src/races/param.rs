@@ -372,9 +372,12 @@ fn first_move(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, 
 /// parameter and iteration, with what their evaluations rested on.
 #[derive(Default)]
 pub(super) struct Linear {
-    forms: rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<Rc<LinearForm>>, Leaves)>,
-    first: rustc_hash::FxHashMap<(ValueId, ValueId, usize), (Option<i64>, Leaves)>,
+    forms: Asked<Option<Rc<LinearForm>>>,
+    first: Asked<Option<i64>>,
 }
+
+/// Answers by value, parameter and iteration, with what they rested on.
+type Asked<T> = rustc_hash::FxHashMap<(ValueId, ValueId, usize), (T, Leaves)>;
 
 /// Every thread's value at the sample (the evaluator's list) and the
 /// amount it moves per unit of the parameter.
