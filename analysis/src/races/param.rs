@@ -424,6 +424,28 @@ mod tests {
         assert!(std::rc::Rc::ptr_eq(&pinned, &unpinned), "t·q computed again where `p` is pinned");
     }
 
+    /// The first thread of `4·(t·q + p)` moves by 4 bytes per unit of `p`
+    /// and not at all with `q` (`t` = 0); asked again, the answer comes
+    /// from the memo, with the samples it rested on recorded as the first
+    /// asking recorded them.
+    #[test]
+    fn the_first_threads_move_once_per_value_with_what_it_rests_on() {
+        use crate::memory::Evals;
+        let (f, d) = crate::affine_in_two_params();
+        let value = |reg: &str| crate::value_written(f, reg);
+        let (p, q, addr) = (value("%r1"), value("%r2"), value("%r6"));
+        let shape = crate::model::Shape::new([64, 1, 1], crate::model::ShapeSource::Cli);
+        let evals = Evals::new(f, &d, &shape);
+        let mut memo = super::Linear::default();
+        let (first, on_first) = evals.recorded(|| super::first_move(&evals, &mut memo, addr, p, 0));
+        let (again, on_again) = evals.recorded(|| super::first_move(&evals, &mut memo, addr, p, 0));
+        assert_eq!((first, again), (Some(4), Some(4)));
+        assert_eq!(on_again, on_first);
+        assert_eq!(super::first_move(&evals, &mut memo, addr, q, 0), Some(0));
+        assert_eq!(memo.first.len(), 2, "one answer per value, parameter and iteration");
+        assert!(memo.forms.is_empty(), "no thread but the first evaluated");
+    }
+
     /// The integers k with lo < k·d < hi, by brute force.
     fn brute(lo: i64, hi: i64, d: i64) -> Vec<i64> {
         (-200..=200).filter(|k| lo < k * d && k * d < hi).collect()
