@@ -1185,16 +1185,21 @@ impl Cx<'_, '_> {
             }
             _ => {}
         }
-        let watched = match first {
-            Where::Global(_) => self.k.races.global,
-            Where::Shared(_) => self.k.races.shared,
+        // (each lane's bytes in the memory the run shadows: a generic access may reach both)
+        let races = self.k.races;
+        let watched = |a: Where| match a {
+            Where::Global(_) => races.global,
+            Where::Shared(_) => races.shared,
             _ => false,
         };
-        if !watched {
+        if !races.global && !races.shared {
             return;
         }
         // a load every lane makes from the same bytes: recorded at once when no write can race with it
         if touch == Touch::Read && count > 1 && (one_place || at.iter().all(|&(_, a)| a == first)) {
+            if !watched(first) {
+                return;
+            }
             let mut tids = [0u32; crate::model::WARP];
             let tids = &mut tids[..count.min(crate::model::WARP)];
             match one_place {
@@ -1215,8 +1220,8 @@ impl Cx<'_, '_> {
             let tid = w.first + l as u32;
             let stored = bytes.get(k * len as usize..(k + 1) * len as usize).unwrap_or(&[]);
             match a {
-                Where::Global(x) => shadow.touch(false, x, len, tid, pc, touch, stored),
-                Where::Shared(x) => shadow.touch(true, x, len, tid, pc, touch, stored),
+                Where::Global(x) if watched(a) => shadow.touch(false, x, len, tid, pc, touch, stored),
+                Where::Shared(x) if watched(a) => shadow.touch(true, x, len, tid, pc, touch, stored),
                 _ => {}
             }
         };

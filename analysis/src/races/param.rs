@@ -337,34 +337,35 @@ pub(super) fn open_interval(lo: i64, hi: i64, d: i64) -> (i64, i64) {
 /// access is in many pairs), with what its evaluations rest on recorded
 /// again at each asking.
 fn linear_in(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, it: usize) -> Option<Rc<LinearForm>> {
-    if let Some((x, on)) = memo.forms.get(&(v, p, it)) {
-        evals.note(on);
-        return x.clone();
-    }
-    let (x, on) = evals.recorded(|| {
+    asked(evals, &mut memo.forms, (v, p, it), || {
         let at = |s: i64| pinned(evals, v, p, s, Query::block(it));
         let (x0, x1, x2) = (at(SCALAR_SAMPLE)?, at(SCALAR_SAMPLE + 1)?, at(SCALAR_SAMPLE + 2)?);
         let linear = x0.iter().zip(x1.iter()).zip(x2.iter()).all(|((a, b), c)| b - a == c - b);
         // (the values at the sample: the evaluator's list, not a copy)
         linear.then(|| Rc::new((x0.clone(), x0.iter().zip(x1.iter()).map(|(a, b)| b - a).collect())))
-    });
-    memo.forms.insert((v, p, it), (x.clone(), on));
-    x
+    })
 }
 
 /// How far the first thread's value of `v` moves per unit of `p` (one
 /// thread's evaluation: cheap), asked once per value, parameter and
 /// iteration as [`linear_in`] is.
 fn first_move(evals: &Evals<'_, '_>, memo: &mut Linear, v: ValueId, p: ValueId, it: usize) -> Option<i64> {
-    if let Some((x, on)) = memo.first.get(&(v, p, it)) {
-        evals.note(on);
-        return *x;
-    }
-    let (x, on) = evals.recorded(|| {
+    asked(evals, &mut memo.first, (v, p, it), || {
         let at = |s: i64| pinned(evals, v, p, s, Query::first_thread([0; 3], it))?.first().copied();
         Some(at(SCALAR_SAMPLE + 1)? - at(SCALAR_SAMPLE)?)
-    });
-    memo.first.insert((v, p, it), (x, on));
+    })
+}
+
+/// `work`'s answer for `key`, computed the first time it is asked and
+/// kept in `memo`, with what its evaluations rested on recorded again at
+/// each asking.
+fn asked<T: Clone>(evals: &Evals<'_, '_>, memo: &mut Asked<T>, key: (ValueId, ValueId, usize), work: impl FnOnce() -> T) -> T {
+    if let Some((x, on)) = memo.get(&key) {
+        evals.note(on);
+        return x.clone();
+    }
+    let (x, on) = evals.recorded(work);
+    memo.insert(key, (x.clone(), on));
     x
 }
 
