@@ -31,8 +31,10 @@ use crate::interp::{self, Arg, Global, InterpError, Launch, Observed, SiteKey};
 use crate::ir::{self, inst::Opcode, inst::Space, FunctionIr};
 use crate::lints::{Finding, Level, Replay, Witness};
 use crate::ptx::Module;
+use rustc_hash::FxHashMap;
 use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The warp instructions the replays of one module may execute together:
 /// this many, plus [`BUDGET_PER_INSTRUCTION`] per instruction of the module
@@ -115,22 +117,37 @@ pub fn replay<'a>(module: &'a Module<'a>, mcx: &ir::ModuleCx<'a>, kernels: &[Ker
         .filter(|(_, t)| !t.is_empty())
         .map(|(k, t)| replay_kernel(module, mcx, k, t.iter().map(|&i| (i, &findings[i])).collect(), &budget))
         .collect();
+    // (the findings of one run share its texts: each note is made once per text, and shared; the
+    // map holds the text, so that its address names it while the map lives)
+    let mut notes: FxHashMap<(u8, *const u8), NoteOf> = FxHashMap::default();
     for (i, r) in results.into_iter().flatten() {
         let fd = &mut findings[i];
-        match &r {
-            Replay::Reproduced { launch, partner: false } => fd.note(format!("reproduced: a run of {launch} shows it")),
-            Replay::Reproduced { launch, partner: true } => fd.note(format!(
-                "reproduced: a run of {launch} shows a race at one of its two accesses, with another access (the run names one partner per byte)"
-            )),
-            Replay::NotReproduced(how) => fd.note(format!(
-                "not reproduced: a run of {how} does not show it, so the witness rests on an approximation of the check (a pedantic finding)"
-            )),
-            Replay::Unable(why) => fd.note(format!("not replayed: {why}")),
-            Replay::NotRun => {}
-        }
+        let (kind, text) = match &r {
+            Replay::Reproduced { launch, partner } => (u8::from(*partner), launch),
+            Replay::NotReproduced(how) => (2, how),
+            Replay::Unable(why) => (3, why),
+            Replay::NotRun => continue,
+        };
+        let (_, note) = notes.entry((kind, text.as_ptr())).or_insert_with(|| {
+            let note = match kind {
+                0 => format!("reproduced: a run of {text} shows it"),
+                1 => format!(
+                    "reproduced: a run of {text} shows a race at one of its two accesses, with another access (the run names one partner per byte)"
+                ),
+                2 => format!(
+                    "not reproduced: a run of {text} does not show it, so the witness rests on an approximation of the check (a pedantic finding)"
+                ),
+                _ => format!("not replayed: {text}"),
+            };
+            (text.clone(), note.into())
+        });
+        fd.note(note.clone());
         fd.replay = r;
     }
 }
+
+/// A run's text (kept, so that its address names it), and the note made of it.
+type NoteOf = (Arc<str>, Arc<str>);
 
 /// Replay one kernel's findings: group them by launch, run each launch once.
 fn replay_kernel<'a>(
@@ -145,7 +162,7 @@ fn replay_kernel<'a>(
     for (i, fd) in findings {
         match plan(k, fd) {
             Ok(p) => plans.entry(p).or_default().push((i, fd.witness.as_deref().expect("replayed findings have a witness"))),
-            Err(why) => out.push((i, Replay::Unable(why))),
+            Err(why) => out.push((i, Replay::Unable(why.into()))),
         }
     }
     if plans.is_empty() {
@@ -156,7 +173,7 @@ fn replay_kernel<'a>(
     lowered.kernel_mut().source_params = k.names.clone();
     let f = lowered.kernel();
     // (a kernel whose run ran out of budget would with other values too)
-    let mut cut_short: Option<String> = None;
+    let mut cut_short: Option<Arc<str>> = None;
     for (n, (plan, ws)) in plans.into_iter().enumerate() {
         let skip = match &cut_short {
             Some(how) => {
@@ -168,15 +185,17 @@ fn replay_kernel<'a>(
             None => None,
         };
         if let Some(why) = skip {
+            let why: Arc<str> = why.into();
             out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             continue;
         }
         let blocks = blocks_of(&plan, &ws);
-        let how = describe(f, k, &plan, &blocks);
+        let how: Arc<str> = describe(f, k, &plan, &blocks).into();
         // this run's share of what is left: every block may use it
         let share = budget.left.get().min((budget.total / 4).max(BUDGET_BASE)) / blocks.len().max(1) as u64;
         if share < MIN_SHARE {
-            let why = format!("the replays of this module used their budget ({} warp instructions) before this one", budget.total);
+            let why: Arc<str> =
+                format!("the replays of this module used their budget ({} warp instructions) before this one", budget.total).into();
             out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             continue;
         }
@@ -193,28 +212,30 @@ fn replay_kernel<'a>(
                 cut_short = Some(how.clone());
             }
         }
+        // (the texts the run's findings share, made once)
+        let texts = Texts::default();
         match result {
             Ok(obs) => out.extend(ws.iter().map(|(i, w)| {
                 let r = match observed(&obs, w, k.index) {
                     Shown::It => Replay::Reproduced { launch: how.clone(), partner: false },
                     Shown::Partner => Replay::Reproduced { launch: how.clone(), partner: true },
                     // a run cut short proves nothing by what it did not see (or reach)
-                    Shown::No | Shown::NotReached if obs.timed_out => Replay::Unable(format!(
+                    Shown::No | Shown::NotReached if obs.timed_out => Replay::Unable(texts.get(0, || format!(
                         "a run of {how} did not show it before it used its share of the module's replay budget ({share} warp instructions per block)"
-                    )),
+                    ))),
                     Shown::No => Replay::NotReproduced(how.clone()),
-                    Shown::NotReached => Replay::Unable(format!(
+                    Shown::NotReached => Replay::Unable(texts.get(1, || format!(
                         "a run of {how} did not execute its accesses: the way there rests on data or values the run was not given"
-                    )),
+                    ))),
                 };
                 (*i, r)
             })),
             Err(InterpError::Deadlock { line }) => out.extend(ws.iter().map(|(i, w)| match w {
                 // warps that wait at a barrier the rest never reaches: that is the divergence
                 Witness::Barrier { .. } => {
-                    (*i, Replay::Reproduced { launch: format!("{how}, which hangs at the barrier on PTX line {line},"), partner: false })
+                    (*i, Replay::Reproduced { launch: texts.get(0, || format!("{how}, which hangs at the barrier on PTX line {line},")), partner: false })
                 }
-                Witness::Race { .. } | Witness::Bounds { .. } | Witness::Uninit { .. } => (*i, Replay::Unable(format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches"))),
+                Witness::Race { .. } | Witness::Bounds { .. } | Witness::Uninit { .. } => (*i, Replay::Unable(texts.get(1, || format!("a run of {how} stops: PTX line {line}: warps wait at a barrier the rest of the block never reaches")))),
             })),
             // a shared access past every array of the block (a local one past the thread's local
             // memory) stops the run where the witness is
@@ -224,23 +245,34 @@ fn replay_kernel<'a>(
                 let whose = if space == "shared" { "the block's" } else { "the thread's" };
                 out.extend(ws.iter().map(|(i, w)| match w {
                     Witness::Bounds { site: s } if SiteKey { func: s.0, inst: s.1 } == site => {
-                        (*i, Replay::Reproduced { launch: format!("{how}, which stops at the access,"), partner: false })
+                        (*i, Replay::Reproduced { launch: texts.get(0, || format!("{how}, which stops at the access,")), partner: false })
                     }
-                    _ => (*i, Replay::Unable(format!("a run of {how} stops at a {space} access outside {whose} {space} memory"))),
+                    _ => (*i, Replay::Unable(texts.get(1, || format!("a run of {how} stops at a {space} access outside {whose} {space} memory")))),
                 }))
             }
             // (a cooperative launch runs its blocks in phases, and stops when one runs out)
             Err(InterpError::Timeout { warp_insts, .. }) => {
-                let why = format!("a run of {how} did not finish within its share of the module's replay budget ({warp_insts} warp instructions per block)");
+                let why: Arc<str> = format!("a run of {how} did not finish within its share of the module's replay budget ({warp_insts} warp instructions per block)").into();
                 out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             }
             Err(e) => {
-                let why = format!("a run of {how} stops: {e}");
+                let why: Arc<str> = format!("a run of {how} stops: {e}").into();
                 out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             }
         }
     }
     out
+}
+
+/// The texts the findings of one run share, each made the first time
+/// one of them needs it (by its number in the run's arm).
+#[derive(Default)]
+struct Texts([std::cell::OnceCell<Arc<str>>; 2]);
+
+impl Texts {
+    fn get(&self, k: usize, make: impl FnOnce() -> String) -> Arc<str> {
+        self.0[k].get_or_init(|| make().into()).clone()
+    }
 }
 
 /// The launch finding `fd`'s witness needs, or why none can be made.

@@ -335,13 +335,13 @@ pub enum Replay {
     /// Not replayed, and why: it rests on values a run cannot be given
     /// (data loaded from memory, a loop counter's guessed value), the
     /// run could not be made or did not finish.
-    Unable(String),
+    Unable(std::sync::Arc<str>),
     /// A run of the launch described observed it; `partner`: a race at
     /// one of its two accesses with another access (the run's shadow
     /// memory names one partner per byte), not this pair.
-    Reproduced { launch: String, partner: bool },
+    Reproduced { launch: std::sync::Arc<str>, partner: bool },
     /// A run of the launch described did not observe it.
-    NotReproduced(String),
+    NotReproduced(std::sync::Arc<str>),
 }
 
 /// One diagnostic, before levels are applied.

@@ -242,9 +242,9 @@ pub fn replay_json(r: &gpucheck_analysis::lints::Replay) -> Option<Value> {
     use gpucheck_analysis::lints::Replay;
     match r {
         Replay::NotRun => None,
-        Replay::Reproduced { launch, partner } => Some(json!({"status": "reproduced", "launch": launch, "other_partner": partner})),
-        Replay::NotReproduced(how) => Some(json!({"status": "not_reproduced", "launch": how})),
-        Replay::Unable(why) => Some(json!({"status": "not_replayed", "why": why})),
+        Replay::Reproduced { launch, partner } => Some(json!({"status": "reproduced", "launch": &**launch, "other_partner": partner})),
+        Replay::NotReproduced(how) => Some(json!({"status": "not_reproduced", "launch": &**how})),
+        Replay::Unable(why) => Some(json!({"status": "not_replayed", "why": &**why})),
     }
 }
 
