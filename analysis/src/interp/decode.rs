@@ -240,7 +240,7 @@ pub struct Symbols<'s> {
     /// Kernel parameter → offset in the parameter buffer.
     pub params: &'s FxHashMap<String, u64>,
     /// Function name → index in the module (call targets).
-    pub functions: &'s FxHashMap<String, usize>,
+    pub functions: &'s FxHashMap<&'s str, usize>,
 }
 
 /// A decoded function.

@@ -517,8 +517,8 @@ pub fn run(
         bytes.resize(size as usize, 0);
         pbuf.extend_from_slice(&bytes);
     }
-    let functions: FxHashMap<String, usize> =
-        module.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name.to_string(), i)).collect();
+    let functions: FxHashMap<&str, usize> =
+        module.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name, i)).collect();
     let syms = Symbols { shared: &shared, global: &global, params: &params, functions: &functions };
     // the kernel and every function it can call
     let mut progs: FxHashMap<usize, Program> = FxHashMap::default();

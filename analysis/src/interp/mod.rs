@@ -384,8 +384,8 @@ impl<'a> Lowered<'a> {
     /// Lower kernel `entry` (an index into the module's functions, with a
     /// body) and the functions it calls, directly or not.
     pub fn new(module: &'a Module<'a>, mcx: &ModuleCx<'a>, entry: usize) -> Lowered<'a> {
-        let with_body: FxHashMap<&str, usize> =
-            module.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name, i)).collect();
+        // (the functions with a body by name, made at the first call: most kernels call none)
+        let mut with_body: Option<FxHashMap<&str, usize>> = None;
         let mut funcs = FxHashMap::default();
         let mut todo = vec![entry];
         while let Some(i) = todo.pop() {
@@ -393,7 +393,12 @@ impl<'a> Lowered<'a> {
                 continue;
             }
             let f = crate::ir::lower_one(module, i, mcx);
-            todo.extend(f.insts.iter().filter_map(|x| x.call_target()).filter_map(|t| with_body.get(t).copied()));
+            for t in f.insts.iter().filter_map(|x| x.call_target()) {
+                let by_name = with_body.get_or_insert_with(|| {
+                    module.functions.iter().enumerate().filter(|(_, f)| f.body.is_some()).map(|(i, f)| (f.name, i)).collect()
+                });
+                todo.extend(by_name.get(t).copied());
+            }
             funcs.insert(i, f);
         }
         Lowered { entry, funcs }
