@@ -497,7 +497,7 @@ fn fold_lines(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         let labelled =
             |into: &Diagnostic, l: u32, c: u32| (into.line, into.col) == (l, c) || into.secondary.iter().any(|s| (s.2, s.3) == (l, c));
         if !labelled(into, d.line, d.col) {
-            into.secondary.push((file, abs, d.line, d.col, d.col_end, d.finding.label.clone()));
+            into.secondary.push((file, abs, d.line, d.col, d.col_end, d.finding.label.to_string()));
         }
         for s in d.secondary {
             if !labelled(into, s.2, s.3) {

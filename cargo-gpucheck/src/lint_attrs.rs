@@ -436,13 +436,13 @@ impl Scopes {
                 let (line, col) = a.name_at[n];
                 f.span = Some(SrcPos { file: a.file.to_string_lossy().into(), line, col });
                 if known {
-                    f.message = format!("unfulfilled `#[expect(gpucheck::{name})]`: no `{name}` finding here");
-                    f.label = "expects a finding that is not there".to_string();
+                    f.message = format!("unfulfilled `#[expect(gpucheck::{name})]`: no `{name}` finding here").into();
+                    f.label = "expects a finding that is not there".into();
                     f.note("an `#[expect]` covers the findings inside the item, statement or expression it is on (a kernel's `fn`: the whole kernel)");
                     f.help("remove the attribute, or use `#[allow]` where no finding is expected on every build");
                 } else {
-                    f.message = format!("unknown lint `gpucheck::{name}`");
-                    f.label = "not a gpucheck lint".to_string();
+                    f.message = format!("unknown lint `gpucheck::{name}`").into();
+                    f.label = "not a gpucheck lint".into();
                     match closest(name) {
                         Some(c) => f.help(format!("did you mean `gpucheck::{c}`?")),
                         None => f.help("`cargo gpucheck lints` lists the lints"),
@@ -552,7 +552,7 @@ pub unsafe extern "ptx-kernel" fn k(x: *mut f32) {
         assert_eq!(lv, Some(Level::Forbid));
         assert!(note.contains("has no effect"), "{note}");
         // the expect was never used, the unknown name is said
-        let unused: Vec<String> = s.unused().iter().map(|f| f.message.clone()).collect();
+        let unused: Vec<String> = s.unused().iter().map(|f| f.message.to_string()).collect();
         assert_eq!(
             unused,
             vec![

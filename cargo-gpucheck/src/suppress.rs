@@ -200,12 +200,12 @@ impl Suppressions {
                 let col = text.and_then(|t| name_column(t, cm.col, name)).unwrap_or(cm.col);
                 f.span = Some(SrcPos { file: cm.file.to_string_lossy().into(), line: cm.line, col });
                 if expand(name).is_some() {
-                    f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here");
-                    f.label = "suppresses nothing".to_string();
+                    f.message = format!("unused `gpucheck: allow({name})`: no `{name}` finding to suppress here").into();
+                    f.label = "suppresses nothing".into();
                     f.note("a `gpucheck: allow` comment applies to findings on its own line or the line below, or to a whole kernel on the line of its `fn`");
                     f.help("remove the comment");
                 } else {
-                    f.message = format!("unknown lint `{name}` in `gpucheck: allow`");
+                    f.message = format!("unknown lint `{name}` in `gpucheck: allow`").into();
                     match closest(name) {
                         Some(c) => f.help(format!("did you mean `{c}`?")),
                         None => f.help("`cargo gpucheck lints` lists the lints"),

@@ -356,8 +356,8 @@ pub struct Finding {
     /// Where to report in Rust (innermost frame in the package).
     pub span: Option<SrcPos>,
     /// Label under the primary span.
-    pub label: String,
-    pub message: String,
+    pub label: std::sync::Arc<str>,
+    pub message: std::sync::Arc<str>,
     /// Other source positions with labels (e.g. the branch causing a barrier divergence).
     pub secondary: Vec<(SrcPos, String)>,
     pub notes: Vec<Note>,
@@ -412,8 +412,8 @@ impl Finding {
             ptx_line: 0,
             ptx_col: 0,
             span: None,
-            label: String::new(),
-            message: String::new(),
+            label: "".into(),
+            message: "".into(),
             secondary: vec![],
             notes: vec![],
             metrics: vec![],
@@ -496,7 +496,13 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
     /// access with no source line of its own (after a line-0 `.loc`: code
     /// the compiler moved) is placed where its value is first used, when
     /// that has a line; one the compiler hoisted out of a loop says so.
-    pub fn finding(&self, lint: &'static Lint, i: InstId, message: String, label: String) -> Finding {
+    pub fn finding(
+        &self,
+        lint: &'static Lint,
+        i: InstId,
+        message: impl Into<std::sync::Arc<str>>,
+        label: impl Into<std::sync::Arc<str>>,
+    ) -> Finding {
         let f = self.facts.f;
         let access = f.insts[i].access().is_some();
         let user = if access && f.unplaced.contains(i.index()) { first_placed_user(f, i) } else { None };
@@ -576,7 +582,14 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
     /// there (a barrier behind `fn sync() { _syncthreads() }`, under a
     /// branch of the kernel), at the helper's call in that function — the
     /// user's line, the helper in a note. Elsewhere as [`Self::finding`].
-    pub fn finding_beside(&self, lint: &'static Lint, i: InstId, anchor: InstId, message: String, label: String) -> Finding {
+    pub fn finding_beside(
+        &self,
+        lint: &'static Lint,
+        i: InstId,
+        anchor: InstId,
+        message: impl Into<std::sync::Arc<str>>,
+        label: impl Into<std::sync::Arc<str>>,
+    ) -> Finding {
         let (r, a) = (self.resolve(i), self.resolve(anchor));
         let frame = (|| {
             if r.approximate || a.approximate {
@@ -592,7 +605,15 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
 
     /// A finding at instruction `i` (resolved as `r`), at frame `frame` of
     /// it where given, else at its innermost package frame.
-    fn finding_in(&self, lint: &'static Lint, i: InstId, r: Resolved, frame: Option<usize>, message: String, label: String) -> Finding {
+    fn finding_in(
+        &self,
+        lint: &'static Lint,
+        i: InstId,
+        r: Resolved,
+        frame: Option<usize>,
+        message: impl Into<std::sync::Arc<str>>,
+        label: impl Into<std::sync::Arc<str>>,
+    ) -> Finding {
         let inst = self.facts.f.insts[i].ast;
         let primary = frame.map(|k| r.frames[k].clone()).or_else(|| r.primary.clone());
         let mut fd = Finding {
@@ -601,8 +622,8 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
             ptx_line: inst.pos.line,
             ptx_col: inst.pos.col,
             span: primary.clone(),
-            label,
-            message,
+            label: label.into(),
+            message: message.into(),
             secondary: vec![],
             notes: vec![],
             metrics: vec![],
@@ -664,7 +685,13 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
 
     /// A finding at race site `k`: an access of this function, or one of a
     /// callee's at the callee's line, with a note naming the call.
-    pub fn race_finding(&self, lint: &'static Lint, k: usize, message: String, label: String) -> Finding {
+    pub fn race_finding(
+        &self,
+        lint: &'static Lint,
+        k: usize,
+        message: impl Into<std::sync::Arc<str>>,
+        label: impl Into<std::sync::Arc<str>>,
+    ) -> Finding {
         let call = self.facts.race_site(k).inst;
         let Some(x) = self.imported(k) else { return self.finding(lint, call, message, label) };
         let mut fd = Finding {
@@ -672,8 +699,8 @@ impl<'c, 'f, 'a> LintCx<'c, 'f, 'a> {
             ptx_line: x.ptx_line,
             ptx_col: x.ptx_col,
             span: x.span.clone(),
-            label,
-            message,
+            label: label.into(),
+            message: message.into(),
             access: true,
             ..Finding::new(lint)
         };

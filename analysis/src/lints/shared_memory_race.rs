@@ -169,10 +169,11 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
                     what(b.kind),
                     what(a.kind),
                 )
+                .into()
             })
             .clone();
         let label = |t: usize, k: AccessKind, said: &mut Said| {
-            said.labels.entry((t, k)).or_insert_with(|| format!("thread {t} {} here", what(k))).clone()
+            said.labels.entry((t, k)).or_insert_with(|| format!("thread {t} {} here", what(k)).into()).clone()
         };
         // primary span on the second access, secondary on the first (the write)
         let mut fd = cx.race_finding(lint, r.second, message, label(t2, b.kind, &mut said));
@@ -183,7 +184,7 @@ pub(super) fn report(cx: &LintCx<'_, '_, '_>, space: Space, lint: &'static Lint,
         if let Some(p) = cx.race_span(r.first).filter(|_| r.first != r.second) {
             let here = match cx.imported(r.first) {
                 Some(x) => format!("thread {t1} {} here (in `{}`)", what(a.kind), x.callee),
-                None => label(t1, a.kind, &mut said),
+                None => label(t1, a.kind, &mut said).to_string(),
             };
             fd.secondary.push((p, here));
         }
@@ -281,8 +282,8 @@ type MessageKey = (crate::races::RaceKind, [usize; 2], i64, [AccessKind; 2], [St
 /// threads and elements.
 #[derive(Default)]
 struct Said {
-    messages: rustc_hash::FxHashMap<MessageKey, String>,
-    labels: rustc_hash::FxHashMap<(usize, AccessKind), String>,
+    messages: rustc_hash::FxHashMap<MessageKey, std::sync::Arc<str>>,
+    labels: rustc_hash::FxHashMap<(usize, AccessKind), std::sync::Arc<str>>,
     /// By the two lanes and the language (which names the warp barrier).
     lanes: rustc_hash::FxHashMap<(usize, usize, bool), std::sync::Arc<str>>,
     /// By element, base, width and the elements the race touches.

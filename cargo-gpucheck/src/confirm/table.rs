@@ -983,7 +983,7 @@ mod tests {
             ptx_col: 1,
             span: None,
             label: "thread 255 reads element 256 of `s` (256 elements)".into(),
-            message: String::new(),
+            message: "".into(),
             secondary: vec![],
             notes: vec![],
             metrics: vec![],

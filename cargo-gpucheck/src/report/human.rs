@@ -62,7 +62,7 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
         .flatten();
     let mut primary = AnnotationKind::Primary.span(start..end.max(start));
     if !f.label.is_empty() {
-        primary = primary.label(f.label.as_str());
+        primary = primary.label(&*f.label);
     }
     let mut snippet = Snippet::source(window).line_start(first as usize).path(origin.as_str()).fold(true).annotation(primary);
     let mut notes: Vec<(NoteKind, String)> = Vec::new();
@@ -77,7 +77,7 @@ pub fn render(d: &Diagnostic, ptx: &SourceText<'_>, color: bool) -> String {
     }
     let notes: Vec<(&NoteKind, &str)> =
         notes.iter().chain(&d.notes).map(|(k, t)| (k, t.as_str())).chain([(&NoteKind::Note, d.level_note.as_str())]).collect();
-    with_notes(level(d).primary_title(f.message.as_str()).element(snippet), head, &notes, color)
+    with_notes(level(d).primary_title(&*f.message).element(snippet), head, &notes, color)
 }
 
 /// The title and snippet annotate-snippets renders in plain text for
@@ -230,7 +230,7 @@ fn plain(d: &Diagnostic, origin: &str, color: bool) -> String {
         .chain(d.notes.iter().map(|(k, t)| (k, t.as_str())))
         .chain([(&NoteKind::Note, d.level_note.as_str())])
         .collect();
-    with_notes(Group::with_title(level(d).primary_title(f.message.as_str())), None, &notes, color)
+    with_notes(Group::with_title(level(d).primary_title(&*f.message)), None, &notes, color)
 }
 
 /// cargo's closing line for one package: `warning: `x` (lib) generated 3

@@ -61,7 +61,7 @@ pub fn log(diags: &[Diagnostic], root: &Path) -> serde_json::Value {
         .map(|d| {
             let f = &d.finding;
             let file = d.file.clone().unwrap_or_else(|| d.ptx_file.clone());
-            let mut text = f.message.clone();
+            let mut text = f.message.to_string();
             for (_, note) in &d.notes {
                 text.push('\n');
                 text.push_str(note);

@@ -464,8 +464,8 @@ impl Doc {
                     lint: d.finding.lint.name.to_string(),
                     level: level.into(),
                     kernel: d.finding.kernel.to_string(),
-                    message: d.finding.message.clone(),
-                    label: d.finding.label.clone(),
+                    message: d.finding.message.to_string(),
+                    label: d.finding.label.to_string(),
                     notes,
                 });
             }
