@@ -287,3 +287,17 @@ fn a_run_sees_races_only_in_the_memory_it_shadows() {
         assert_eq!((some.warp_insts, some.lane_insts), (all.warp_insts, all.lane_insts));
     }
 }
+
+/// A check that prints its findings alone leaves out the per-site records
+/// (`confirm`, the HTML report and `--all-accesses` read them): the
+/// findings, their replays and the coverage are the same either way.
+#[test]
+fn findings_only_leaves_the_records_out_and_the_findings_as_they_are() {
+    let run = |findings_only| check(KERNELS, &Options { replay: true, findings_only, ..Options::default() }, &|_| true).expect("parses");
+    let (all, only) = (run(false), run(true));
+    assert!(!all.accesses.is_empty() && !all.races.is_empty() && !all.barriers.is_empty() && !all.branches.is_empty(), "{all:#?}");
+    assert!(only.accesses.is_empty() && only.races.is_empty() && only.barriers.is_empty() && only.branches.is_empty(), "{only:#?}");
+    assert!(only.groups.is_empty() && only.cas_seeds.is_empty() && only.unfenced.is_empty());
+    assert_eq!(format!("{:?}", all.findings), format!("{:?}", only.findings));
+    assert_eq!(format!("{:?}", all.coverage), format!("{:?}", only.coverage));
+}

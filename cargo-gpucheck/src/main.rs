@@ -431,7 +431,7 @@ fn check(src: input::Source<'_>, b: &cli::BuildArgs, o: &OutputArgs, flags: &[(c
         .collect();
     // analyse every PTX file in parallel; print in unit order
     let pairs: Vec<(&build::Unit, &Levels)> = units.iter().zip(levels.iter()).collect();
-    let mut checked: Vec<Result<Checked>> = gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths));
+    let mut checked: Vec<Result<Checked>> = gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths, o.all_accesses));
     let mut refs: Vec<Option<&mut Checked>> = checked.iter_mut().map(|c| c.as_mut().ok()).collect();
     unknown_kernels(&units, &mut refs, &paths, o);
     // nothing at all to check (every unit empty): said as an error, exit 2
@@ -512,7 +512,7 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
     let mut warned: Vec<String> = levels.iter().flat_map(|l| l.warnings.clone()).collect();
     let pairs: Vec<(&build::Unit, &Levels)> = units.iter().zip(levels.iter()).collect();
     let mut checked: Vec<Checked> =
-        gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths)).into_iter().collect::<Result<_>>()?;
+        gpucheck_analysis::par::map(&pairs, |(u, l)| check_unit(u, o, l, &paths, true)).into_iter().collect::<Result<_>>()?;
     let mut refs: Vec<Option<&mut Checked>> = checked.iter_mut().map(Some).collect();
     unknown_kernels(&units, &mut refs, &paths, o);
     for c in &checked {
@@ -590,8 +590,9 @@ fn write_report(r: &cli::ReportArgs, o: &OutputArgs, flags: &[(char, String)]) -
 
 /// Check one unit: analyse its PTX with its launch settings, turn the
 /// findings into diagnostics (levels, `// gpucheck: allow` comments in its
-/// sources), and say where it came from.
-fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyle) -> Result<Checked> {
+/// sources), and say where it came from. `records`: with the per-site
+/// records (`--all-accesses`, the HTML report), not its findings alone.
+fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyle, records: bool) -> Result<Checked> {
     let k = &u.krate;
     let bytes = std::fs::read(&u.ptx).with_context(|| format!("cannot read PTX `{}`", u.ptx.display()))?;
     // (valid UTF-8 is taken as it is, without the lossy decoder's copy)
@@ -640,6 +641,7 @@ fn check_unit(u: &build::Unit, o: &OutputArgs, levels: &Levels, paths: &PathStyl
         source_names: confirm::launch::source_names(u, &module, paths, &is_local),
         replay: !o.no_replay,
         silent: levels.silent(&|l| attrs.names(l)),
+        findings_only: !records,
     };
     let mut report = gpucheck_analysis::check_module(&module, &opts, &is_local);
     drop(local);

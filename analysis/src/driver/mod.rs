@@ -80,6 +80,13 @@ pub struct Options {
     /// leaves them allowed, see the binary's `levels`): their passes do not
     /// run. Empty in the library: every pass runs.
     pub silent: Vec<&'static str>,
+    /// Leave out the per-site records (`Report::accesses`, `branches`,
+    /// `races`, `barriers`, `groups`, `cas_seeds`, `unfenced`) that
+    /// `confirm`, the HTML report and `--all-accesses` read: a check that
+    /// prints its findings alone does not make them (histogram's 7,000
+    /// race records, each with its kernel's name and its two sites).
+    /// Findings and coverage are the same either way. Off by default.
+    pub findings_only: bool,
 }
 
 impl Options {
@@ -432,6 +439,8 @@ fn check_function(
             export: x.clone(),
         })
         .collect();
+    // (the per-site records, unless only findings are asked for)
+    let records = !m.opts.findings_only;
     let site = |i: ir::InstId| Site {
         kernel: kernel.clone(),
         function: f.index,
@@ -443,6 +452,7 @@ fn check_function(
     let accesses = facts
         .accesses
         .iter()
+        .filter(|_| records)
         .map(|x| {
             let (a, p) = (&x.access, &x.prediction);
             let global = a.space == ir::inst::Space::Global;
@@ -466,7 +476,7 @@ fn check_function(
         .cfg
         .blocks
         .iter_enumerated()
-        .filter(|(b, _)| f.cfg.reachable(*b))
+        .filter(|(b, _)| records && f.cfg.reachable(*b))
         .filter_map(|(b, blk)| {
             let i = blk.last()?;
             let inst = &f.insts[i];
@@ -484,6 +494,7 @@ fn check_function(
     let races = facts
         .races
         .iter()
+        .filter(|_| records)
         .map(|r| {
             // a callee's access is named in its own function
             let ((first_function, first), (second_function, second)) = (lcx.race_key(r.first), lcx.race_key(r.second));
@@ -502,7 +513,7 @@ fn check_function(
                 condition: race_condition(f, &r.when),
             }
         })
-        .chain(facts.grid_races.iter().map(|r| RaceReport {
+        .chain(facts.grid_races.iter().filter(|_| records).map(|r| RaceReport {
             kernel: kernel.clone(),
             function: f.index,
             first: facts.accesses[r.first].access.inst.index(),
@@ -520,6 +531,7 @@ fn check_function(
     let barriers = facts
         .barriers
         .iter()
+        .filter(|_| records)
         .map(|b| BarrierReport {
             site: site(b.inst),
             divergent: b.divergence.is_some(),
@@ -535,6 +547,7 @@ fn check_function(
     let groups = facts
         .groups
         .iter()
+        .filter(|_| records)
         .map(|g| GroupReport {
             kernel: kernel.clone(),
             function: f.index,
@@ -564,10 +577,11 @@ fn check_function(
         skipped: cov.skipped.iter().map(|&(i, skip)| SkippedSite { site: site(i), skip }).collect(),
     };
     let key = |k: usize| SiteKey { func: f.index, inst: facts.accesses[k].access.inst.index() };
-    let cas_seeds = facts.cas_seeds.iter().map(|&(l, c)| (key(l), key(c))).collect();
+    let cas_seeds = facts.cas_seeds.iter().filter(|_| records).map(|&(l, c)| (key(l), key(c))).collect();
     let unfenced = facts
         .unfenced
         .iter()
+        .filter(|_| records)
         .map(|u| crate::report::UnfencedReport { ticket: key(u.atomic), published: key(u.published), elected: key(u.elected) })
         .collect();
     FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape, cas_seeds, unfenced }
