@@ -180,10 +180,13 @@ impl Texts {
     }
 
     /// Finding `f` as it lives until the report is printed: no spare
-    /// capacity, and the notes many findings say alike (a fix, a
-    /// condition, a shape) kept once.
+    /// capacity, and the messages, labels and notes many findings say
+    /// alike (a fix, a condition, a shape) kept once.
     fn keep(&mut self, f: &mut Finding) {
         f.shrink_to_fit();
+        // (messages and labels too: a function's copies of one finding say them alike)
+        f.message = self.get(&f.message);
+        f.label = self.get(&f.label);
         for n in f.notes.iter_mut() {
             match &mut n.text {
                 Text::Plain(t) => *t = self.get(t),
