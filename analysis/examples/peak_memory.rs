@@ -1,8 +1,9 @@
 //! Peak heap of parse + check relative to PTX size, generated modules of 1k
 //! to 1M instructions and every corpus file (numbers for the notes).
 //! `cargo run --release -p gpucheck-analysis --example peak_memory [--replay] [FILE…]`
-//! (files given: those alone; `--replay`: with the replays of the
-//! correctness findings' witnesses, as the binary runs them).
+//! (files given: those alone; `--replay`: as the binary checks, with the
+//! replays of the correctness findings' witnesses and without the
+//! per-site records, `Options::findings_only`).
 mod common;
 use gpucheck_analysis::meter::{self, PeakAlloc};
 use gpucheck_analysis::{check, synth, Options};
@@ -13,7 +14,7 @@ static A: PeakAlloc = PeakAlloc;
 fn measure(label: &str, src: &str, replay: bool) -> f64 {
     meter::reset();
     let before = meter::live();
-    let r = check(src, &Options { replay, ..Options::default() }, &|_| true).unwrap();
+    let r = check(src, &Options { replay, findings_only: replay, ..Options::default() }, &|_| true).unwrap();
     let peak = meter::peak() - before;
     let x = peak as f64 / src.len() as f64;
     println!("{label:55} {:>9} insts {:>11} B PTX {:>12} B peak {x:5.1}×", r.instructions, src.len(), peak);
