@@ -19,10 +19,15 @@ static A: PeakAlloc = PeakAlloc;
 
 /// Peak bytes of parse + check.
 fn peak(src: &str) -> usize {
+    peak_with(src, &Options::default())
+}
+
+/// Peak bytes of parse + check with `opts`.
+fn peak_with(src: &str, opts: &Options) -> usize {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     meter::reset();
     let before = meter::live();
-    let r = pool.install(|| check(src, &Options::default(), &|_| true).unwrap());
+    let r = pool.install(|| check(src, opts, &|_| true).unwrap());
     assert!(r.instructions > 0);
     drop(r);
     meter::peak() - before
@@ -37,6 +42,12 @@ fn peak_memory_is_bounded_by_twenty_times_the_ptx() {
     assert!(ratio <= 20.0, "generated module of 50k instructions ({} bytes): peak {ratio:.1}× the PTX", large.len());
     let growth = (pl - ps.min(pl)) as f64 / (large.len() - small.len()) as f64;
     assert!(growth <= 20.0, "peak grows by {growth:.1} bytes per PTX byte");
+    // as the binary checks: the replays, with the IR of the kernels they run kept from their
+    // analyses (within half the module's instructions), and no per-site records (18.1×; 20.6×
+    // with the records and that half, which is why it was an eighth while they were made)
+    let ten = synth::module(10, 60);
+    let x = peak_with(&ten, &Options { replay: true, findings_only: true, ..Options::default() }) as f64 / ten.len() as f64;
+    assert!(x <= 20.0, "10 generated kernels, checked as the binary does: peak {x:.1}× the PTX");
     // many tiny kernels: each carried a block-sized lane table of its own and a statement
     // buffer sized for the previous function (44.7× at 100,000 kernels; 12.9× since)
     let tiny = synth::cliff(synth::Cliff::TinyKernels, 10_000);
