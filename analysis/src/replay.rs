@@ -199,7 +199,9 @@ fn replay_kernel<'a>(
             out.extend(ws.iter().map(|(i, _)| (*i, Replay::Unable(why.clone()))));
             continue;
         }
-        let result = run(module, &lowered, k, &plan, &blocks, &ws, share);
+        // (on the calling thread: a replay runs a block or two, a short way, and waking the pool's
+        // threads for it costs more than it saves)
+        let result = crate::par::alone(|| run(module, &lowered, k, &plan, &blocks, &ws, share));
         let used = match &result {
             Ok(obs) => obs.warp_insts,
             // a fault stops the run where it is: what ran until then
