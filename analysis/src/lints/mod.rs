@@ -438,8 +438,10 @@ impl Finding {
         self.notes.push(Note { kind: NoteKind::Note, text });
     }
     /// Drop spare capacity (a finding lives until the report is printed).
+    /// (A finding with a witness keeps room for one note more: the one its
+    /// replay adds, which would otherwise double the list.)
     pub fn shrink_to_fit(&mut self) {
-        self.notes.shrink_to_fit();
+        self.notes.shrink_to(self.notes.len() + usize::from(self.witness.is_some()));
         self.metrics.shrink_to_fit();
         self.secondary.shrink_to_fit();
         self.assumes.shrink_to_fit();
