@@ -705,9 +705,12 @@ impl Kernel<'_> {
     }
 }
 
-/// Blocks `which` (`nblocks` of them) run to their end, in parallel.
-/// (`here`: the same blocks, run on the calling thread where work is not
-/// shared out: [`crate::par::alone`].)
+/// Blocks `which` (`nblocks` of them, in increasing order) run to their
+/// end, in parallel. (`here`: the same blocks, run on the calling thread
+/// where work is not shared out: [`crate::par::alone`].) A run that stops
+/// (a fault) reports the lowest block's stop, as the blocks in order
+/// would, whichever thread came to its stop first: a block above one that
+/// stopped is not started.
 fn run_blocks(
     k: &Kernel<'_>,
     nblocks: u64,
@@ -717,13 +720,34 @@ fn run_blocks(
     if !crate::par::parallel() {
         return here.try_fold((Tally::default(), shadow_for(k, nblocks)), |acc, b| block_into(k, acc, b)).map(tally_of);
     }
-    which.try_fold(|| (Tally::default(), shadow_for(k, nblocks)), |acc, b| block_into(k, acc, b)).map(|r| r.map(tally_of)).try_reduce(
-        Tally::default,
-        |mut a, b| {
-            a.merge(b);
-            Ok(a)
-        },
-    )
+    let lowest = std::sync::atomic::AtomicU64::new(u64::MAX);
+    let stopped = |b: u64| b > lowest.load(std::sync::atomic::Ordering::Relaxed);
+    which
+        .try_fold(
+            || (Tally::default(), shadow_for(k, nblocks)),
+            |acc, b| {
+                if stopped(b) {
+                    return Ok(acc);
+                }
+                block_into(k, acc, b).map_err(|e| {
+                    lowest.fetch_min(b, std::sync::atomic::Ordering::Relaxed);
+                    (b, e)
+                })
+            },
+        )
+        .map(|r| r.map(tally_of))
+        .reduce(
+            || Ok(Tally::default()),
+            |a, b| match (a, b) {
+                (Ok(mut a), Ok(b)) => {
+                    a.merge(b);
+                    Ok(a)
+                }
+                (Err(x), Err(y)) => Err(if x.0 <= y.0 { x } else { y }),
+                (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
+            },
+        )
+        .map_err(|(_, e)| e)
 }
 
 /// One block of a launch, run on the calling thread (a one-block launch
@@ -1776,6 +1800,48 @@ mod tests {
                 }
             }
             assert!(regs.lanes.len() <= n * 32, "{} rows for {n} registers", regs.lanes.len() / 32);
+        }
+    }
+
+    /// A run whose blocks stop (each but the first reads past its buffer)
+    /// reports the first stop in block order (block 1's), as a run of the
+    /// blocks in order would, though the later blocks stop sooner on the
+    /// other threads while the first runs a long loop (a first stop used
+    /// to keep the blocks not yet started from starting: block 1 among them).
+    #[test]
+    fn a_parallel_run_reports_the_first_blocks_stop() {
+        let src = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p) {
+    .reg .pred %p<2>; .reg .b32 %r<6>; .reg .b64 %rd<5>;
+    mov.u32 %r1, %ctaid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $READ;
+    mov.u32 %r4, 0;
+$L:
+    add.u32 %r4, %r4, 1;
+    setp.lt.u32 %p1, %r4, 200000;
+    @%p1 bra $L;
+    ret;
+$READ:
+    ld.param.u64 %rd1, [p];
+    mul.wide.u32 %rd2, %r1, 1048576;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r5, [%rd3+1073741824];
+    st.global.u32 [%rd1], %r5;
+    ret;
+}
+"#;
+        let m = crate::ptx::parse(src).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        for _ in 0..3 {
+            let mut mem = Global::default();
+            let out = mem.alloc(&[0u8; 16]);
+            let launch = Launch { grid: [8, 1, 1], block: [32, 1, 1], dynamic_shared: 0 };
+            let r = pool.install(|| crate::interp::run(&m, "k", &launch, &[crate::interp::Arg::Bits(out)], &mut mem));
+            assert!(matches!(r, Err(InterpError::Fault { block: [1, 0, 0], .. })), "{r:?}");
         }
     }
 }

@@ -498,9 +498,10 @@ impl fmt::Debug for Progress {
 pub struct Run {
     /// Access groups to watch ([`run_watching`]).
     pub groups: Vec<Vec<SiteKey>>,
-    /// Run only these blocks (linear indices, x fastest) of the launch's
-    /// grid; the others are not run (`%nctaid` is still the whole grid).
-    /// `None`: every block.
+    /// Run only these blocks (linear indices, x fastest, in increasing
+    /// order: a run that stops reports the first one's stop) of the
+    /// launch's grid; the others are not run (`%nctaid` is still the whole
+    /// grid). `None`: every block.
     pub blocks: Option<Vec<u64>>,
     /// Warp instructions one block may execute before the run stops with
     /// [`InterpError::Timeout`].
