@@ -215,7 +215,7 @@ fn replay_kernel<'a>(
             }
         }
         // (the texts the run's findings share, made once)
-        let texts = Texts::default();
+        let texts = RunTexts::default();
         match result {
             Ok(obs) => out.extend(ws.iter().map(|(i, w)| {
                 let r = match observed(&obs, w, k.index) {
@@ -269,9 +269,9 @@ fn replay_kernel<'a>(
 /// The texts the findings of one run share, each made the first time
 /// one of them needs it (by its number in the run's arm).
 #[derive(Default)]
-struct Texts([std::cell::OnceCell<Arc<str>>; 2]);
+struct RunTexts([std::cell::OnceCell<Arc<str>>; 2]);
 
-impl Texts {
+impl RunTexts {
     fn get(&self, k: usize, make: impl FnOnce() -> String) -> Arc<str> {
         self.0[k].get_or_init(|| make().into()).clone()
     }
