@@ -122,25 +122,14 @@ pub fn replay<'a>(module: &'a Module<'a>, mcx: &ir::ModuleCx<'a>, kernels: &[Ker
     let mut notes: FxHashMap<(u8, *const u8), NoteOf> = FxHashMap::default();
     for (i, r) in results.into_iter().flatten() {
         let fd = &mut findings[i];
+        // (a text's note differs by outcome: a run's launch says one thing shown, another partnered)
         let (kind, text) = match &r {
             Replay::Reproduced { launch, partner } => (u8::from(*partner), launch),
             Replay::NotReproduced(how) => (2, how),
             Replay::Unable(why) => (3, why),
             Replay::NotRun => continue,
         };
-        let (_, note) = notes.entry((kind, text.as_ptr())).or_insert_with(|| {
-            let note = match kind {
-                0 => format!("reproduced: a run of {text} shows it"),
-                1 => format!(
-                    "reproduced: a run of {text} shows a race at one of its two accesses, with another access (the run names one partner per byte)"
-                ),
-                2 => format!(
-                    "not reproduced: a run of {text} does not show it, so the witness rests on an approximation of the check (a pedantic finding)"
-                ),
-                _ => format!("not replayed: {text}"),
-            };
-            (text.clone(), note.into())
-        });
+        let (_, note) = notes.entry((kind, text.as_ptr())).or_insert_with(|| (text.clone(), note_of(&r).into()));
         fd.note(note.clone());
         fd.replay = r;
     }
@@ -148,6 +137,21 @@ pub fn replay<'a>(module: &'a Module<'a>, mcx: &ir::ModuleCx<'a>, kernels: &[Ker
 
 /// A run's text (kept, so that its address names it), and the note made of it.
 type NoteOf = (Arc<str>, Arc<str>);
+
+/// The note a replay's outcome adds to its finding.
+fn note_of(r: &Replay) -> String {
+    match r {
+        Replay::Reproduced { launch, partner: false } => format!("reproduced: a run of {launch} shows it"),
+        Replay::Reproduced { launch, partner: true } => format!(
+            "reproduced: a run of {launch} shows a race at one of its two accesses, with another access (the run names one partner per byte)"
+        ),
+        Replay::NotReproduced(how) => format!(
+            "not reproduced: a run of {how} does not show it, so the witness rests on an approximation of the check (a pedantic finding)"
+        ),
+        Replay::Unable(why) => format!("not replayed: {why}"),
+        Replay::NotRun => String::new(),
+    }
+}
 
 /// Replay one kernel's findings: group them by launch, run each launch once.
 fn replay_kernel<'a>(

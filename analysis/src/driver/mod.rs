@@ -439,8 +439,6 @@ fn check_function(
             export: x.clone(),
         })
         .collect();
-    // (the per-site records, unless only findings are asked for)
-    let records = !m.opts.findings_only;
     let site = |i: ir::InstId| Site {
         kernel: kernel.clone(),
         function: f.index,
@@ -449,10 +447,55 @@ fn check_function(
         span: lcx.resolve(i).primary,
         via: lcx.call_site(i),
     };
+    // the per-site records, unless only findings are asked for
+    let Records { accesses, branches, races, barriers, groups, cas_seeds, unfenced } =
+        if m.opts.findings_only { Records::default() } else { records(f, &d, &facts, &lcx, &shape, &kernel, &site) };
+    let cov = &facts.coverage;
+    let coverage = CoverageReport {
+        kernel: demangle(f.func.name),
+        function: f.index,
+        entry: f.func.is_entry,
+        instructions: f.insts.len(),
+        block: shape.block,
+        shape_source: shape.source.clone(),
+        contexts: 0,
+        context_analyses: 0,
+        total: cov.total,
+        predicted: cov.predicted,
+        data_dependent: cov.data_dependent,
+        other_space: cov.other_space,
+        assumed_global: cov.assumed_global.iter().map(|&i| site(i)).collect(),
+        skipped: cov.skipped.iter().map(|&(i, skip)| SkippedSite { site: site(i), skip }).collect(),
+    };
+    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape, cas_seeds, unfenced }
+}
+
+/// A function's per-site records (`confirm`, the HTML report and
+/// `--all-accesses` read them; `Options::findings_only` leaves them out).
+#[derive(Default)]
+struct Records {
+    accesses: Vec<AccessReport>,
+    branches: Vec<BranchReport>,
+    races: Vec<RaceReport>,
+    barriers: Vec<BarrierReport>,
+    groups: Vec<GroupReport>,
+    cas_seeds: Vec<(SiteKey, SiteKey)>,
+    unfenced: Vec<crate::report::UnfencedReport>,
+}
+
+/// Function `f`'s records from its facts; `site`: an instruction's place.
+fn records(
+    f: &FunctionIr<'_>,
+    d: &divergence::Divergence,
+    facts: &KernelFacts<'_, '_>,
+    lcx: &lints::LintCx<'_, '_, '_>,
+    shape: &Shape,
+    kernel: &str,
+    site: &dyn Fn(ir::InstId) -> Site,
+) -> Records {
     let accesses = facts
         .accesses
         .iter()
-        .filter(|_| records)
         .map(|x| {
             let (a, p) = (&x.access, &x.prediction);
             let global = a.space == ir::inst::Space::Global;
@@ -476,7 +519,7 @@ fn check_function(
         .cfg
         .blocks
         .iter_enumerated()
-        .filter(|(b, _)| records && f.cfg.reachable(*b))
+        .filter(|(b, _)| f.cfg.reachable(*b))
         .filter_map(|(b, blk)| {
             let i = blk.last()?;
             let inst = &f.insts[i];
@@ -494,12 +537,11 @@ fn check_function(
     let races = facts
         .races
         .iter()
-        .filter(|_| records)
         .map(|r| {
             // a callee's access is named in its own function
             let ((first_function, first), (second_function, second)) = (lcx.race_key(r.first), lcx.race_key(r.second));
             RaceReport {
-                kernel: kernel.clone(),
+                kernel: kernel.to_string(),
                 function: f.index,
                 first,
                 second,
@@ -513,8 +555,8 @@ fn check_function(
                 condition: race_condition(f, &r.when),
             }
         })
-        .chain(facts.grid_races.iter().filter(|_| records).map(|r| RaceReport {
-            kernel: kernel.clone(),
+        .chain(facts.grid_races.iter().map(|r| RaceReport {
+            kernel: kernel.to_string(),
             function: f.index,
             first: facts.accesses[r.first].access.inst.index(),
             second: facts.accesses[r.second].access.inst.index(),
@@ -531,7 +573,6 @@ fn check_function(
     let barriers = facts
         .barriers
         .iter()
-        .filter(|_| records)
         .map(|b| BarrierReport {
             site: site(b.inst),
             divergent: b.divergence.is_some(),
@@ -547,9 +588,8 @@ fn check_function(
     let groups = facts
         .groups
         .iter()
-        .filter(|_| records)
         .map(|g| GroupReport {
-            kernel: kernel.clone(),
+            kernel: kernel.to_string(),
             function: f.index,
             members: g.members.iter().map(|&k| facts.accesses[k].access.inst.index()).collect(),
             loads: g.kind == ir::inst::AccessKind::Load,
@@ -559,32 +599,14 @@ fn check_function(
             bytes_used: g.bytes_used,
         })
         .collect();
-    let cov = &facts.coverage;
-    let coverage = CoverageReport {
-        kernel: demangle(f.func.name),
-        function: f.index,
-        entry: f.func.is_entry,
-        instructions: f.insts.len(),
-        block: shape.block,
-        shape_source: shape.source.clone(),
-        contexts: 0,
-        context_analyses: 0,
-        total: cov.total,
-        predicted: cov.predicted,
-        data_dependent: cov.data_dependent,
-        other_space: cov.other_space,
-        assumed_global: cov.assumed_global.iter().map(|&i| site(i)).collect(),
-        skipped: cov.skipped.iter().map(|&(i, skip)| SkippedSite { site: site(i), skip }).collect(),
-    };
     let key = |k: usize| SiteKey { func: f.index, inst: facts.accesses[k].access.inst.index() };
-    let cas_seeds = facts.cas_seeds.iter().filter(|_| records).map(|&(l, c)| (key(l), key(c))).collect();
+    let cas_seeds = facts.cas_seeds.iter().map(|&(l, c)| (key(l), key(c))).collect();
     let unfenced = facts
         .unfenced
         .iter()
-        .filter(|_| records)
         .map(|u| crate::report::UnfencedReport { ticket: key(u.atomic), published: key(u.published), elected: key(u.elected) })
         .collect();
-    FunctionReport { findings, accesses, branches, races, barriers, groups, coverage, calls, exports, shape, cas_seeds, unfenced }
+    Records { accesses, branches, races, barriers, groups, cas_seeds, unfenced }
 }
 
 /// The condition on parameter `label` (as messages name it) a finding states.
